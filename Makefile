@@ -1,0 +1,89 @@
+# metallb-iad: the MetalLB IP Allocation Driver.
+
+CONTROLLERS := class claim service ipaddress
+CONTROLLER_GEN_VERSION ?= v0.20.1
+HELM_VERSION ?= v3.19.5
+IMG ?= ghcr.io/cozystack/metallb-iad:main
+
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+GO_TEST_FLAGS ?=
+
+export PATH := $(BIN):$(PATH)
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and one ClusterRole per controller (config/ and the chart).
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	@for c in $(CONTROLLERS); do \
+		$(CONTROLLER_GEN) rbac:roleName=metallb-iad-$$c paths=./controllers/$$c/... output:rbac:artifacts:config=config/rbac/$$c || exit 1; \
+		mkdir -p chart/metallb-iad/files/rbac; \
+		cp config/rbac/$$c/role.yaml chart/metallb-iad/files/rbac/$$c.yaml; \
+	done
+	@mkdir -p chart/metallb-iad/files/crds && cp config/crd/bases/*.yaml chart/metallb-iad/files/crds/
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: fmt
+fmt:
+	go fmt ./...
+
+.PHONY: vet
+vet:
+	go vet ./...
+
+.PHONY: verify-generated
+verify-generated: manifests generate ## Fail when generated files differ from what is committed.
+	@git diff --exit-code --stat -- api config chart || { echo "generated files are stale: run 'make manifests generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config chart)" || { git status --porcelain -- api config chart; echo "untracked generated files: run 'make manifests generate' and commit" >&2; exit 1; }
+
+.PHONY: tools
+tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB controller into bin/k8s (cached).
+	bash hack/build-tools.sh
+
+##@ Test
+
+.PHONY: test
+test: tools manifests generate vet ## Unit and integration tests on a real local control plane with the real MetalLB controller.
+	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
+
+.PHONY: test-unit
+test-unit: ## Pure-logic unit tests only (no control plane).
+	go test -count=1 -short ./...
+
+.PHONY: bench
+bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/...
+
+##@ Run
+
+.PHONY: build
+build: ## Build the four controller binaries into bin/.
+	@for c in $(CONTROLLERS); do go build -o $(BIN)/$$c ./cmd/$$c || exit 1; done
+
+.PHONY: demo
+demo: tools build ## Start a local control plane with MetalLB, the reference core and the four controllers, and show the story.
+	go run ./test/demo
+
+##@ Release
+
+.PHONY: docker-build
+docker-build: ## Build the image (needs a container engine).
+	docker build -t $(IMG) .
+
+.PHONY: helm-package
+helm-package: manifests ## Package the chart into bin/.
+	go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) package chart/metallb-iad -d $(BIN)
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+.PHONY: help
+help:
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

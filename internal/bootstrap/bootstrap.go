@@ -1,0 +1,232 @@
+// Package bootstrap is the start-up code the four controller binaries share:
+// flags, the scheme, the manager (leader election with one lease per
+// controller, probes, metrics, a cache without managedFields) and a
+// pre-flight check that fails fast, with a clear message, when the API
+// server cannot be reached or the CRDs a controller needs are missing.
+package bootstrap
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Scheme holds client-go's kinds, the address model and MetalLB's v1beta1.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(iadv1alpha1.AddToScheme(s))
+	utilruntime.Must(metallbv1beta1.AddToScheme(s))
+	return s
+}
+
+// Options are the flags every controller binary accepts.
+type Options struct {
+	// Controller is the binary's controller name (class, claim, service, ipaddress).
+	Controller string
+
+	Kubeconfig             string
+	LeaderElect            bool
+	LeaderElectionNS       string
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	PlaceholderNamespace   string
+	MetalLBNamespace       string
+
+	Zap zap.Options
+}
+
+// BindFlags registers the shared flags on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "metallb-iad-system"
+	}
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means in-cluster configuration (or $KUBECONFIG).")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
+	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", "metallb-system", "Namespace MetalLB watches for IPAddressPools and advertisements.")
+	o.Zap.BindFlags(fs)
+}
+
+// ParseFlags binds and parses the shared flags from the command line.
+func ParseFlags(controller string) *Options {
+	o := &Options{Controller: controller}
+	o.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return o
+}
+
+// RESTConfig loads the client configuration from --kubeconfig, $KUBECONFIG or
+// the in-cluster environment.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// Requirement is an API a controller cannot work without.
+type Requirement struct {
+	GroupVersion schema.GroupVersion
+	Resources    []string
+	// Hint tells the user how to provide it.
+	Hint string
+}
+
+// CoreAPI is the address model (the core's CRDs).
+var CoreAPI = Requirement{
+	GroupVersion: iadv1alpha1.GroupVersion,
+	Resources:    []string{"ipaddressclasses", "ipaddressclaims", "ipaddresses"},
+	Hint:         "install the address-controller chart, or this chart with installCRDs=true",
+}
+
+// MetalLBAPI is MetalLB's configuration API.
+var MetalLBAPI = Requirement{
+	GroupVersion: metallbv1beta1.GroupVersion,
+	Resources:    []string{"ipaddresspools", "l2advertisements", "bgpadvertisements"},
+	Hint:         "install MetalLB (its CRDs) first",
+}
+
+// ErrUnreachable wraps a failure to talk to the API server at all.
+var ErrUnreachable = errors.New("cannot reach the API server")
+
+// Preflight checks that the API server answers and serves every required
+// resource. Its errors are meant to be printed to the user as they are.
+func Preflight(cfg *rest.Config, reqs ...Requirement) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, cfg.Host, err)
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, cfg.Host, err)
+	}
+	for _, r := range reqs {
+		list, err := dc.ServerResourcesForGroupVersion(r.GroupVersion.String())
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("the API server does not serve %s: its CRDs are missing (%s)", r.GroupVersion, r.Hint)
+		}
+		if err != nil {
+			return fmt.Errorf("%w at %s: discovery of %s: %v", ErrUnreachable, cfg.Host, r.GroupVersion, err)
+		}
+		served := map[string]bool{}
+		for _, res := range list.APIResources {
+			served[res.Name] = true
+		}
+		for _, name := range r.Resources {
+			if !served[name] {
+				return fmt.Errorf("the API server does not serve %s.%s: its CRD is missing (%s)", name, r.GroupVersion.Group, r.Hint)
+			}
+		}
+	}
+	return nil
+}
+
+// NewManager builds a manager for one controller: its own lease
+// (metallb-iad-<controller>), probes, metrics, and a cache that drops
+// managedFields from everything it stores. byObject narrows what the cache
+// holds per kind (for example only the placeholder namespace for Services).
+func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.ByObject) (ctrl.Manager, error) {
+	cacheOpts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(byObject) > 0 {
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+		for k, v := range byObject {
+			cacheOpts.ByObject[k] = v
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              names.LeaseID(o.Controller),
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Main runs one controller binary: parse flags, set up logging, pre-flight,
+// build the manager, let setup register the reconciler, run until signalled.
+// It returns the process exit code.
+func Main(controller string, reqs []Requirement, byObject func(*Options) map[client.Object]cache.ByObject, setup func(ctrl.Manager, *Options) error) int {
+	o := ParseFlags(controller)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	log := ctrl.Log.WithName(controller)
+
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		log.Error(err, "cannot load the client configuration")
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot load the client configuration: %v\n", controller, err)
+		return 1
+	}
+	if err := Preflight(cfg, reqs...); err != nil {
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
+		return 1
+	}
+	var bo map[client.Object]cache.ByObject
+	if byObject != nil {
+		bo = byObject(o)
+	}
+	mgr, err := NewManager(cfg, o, bo)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot create the manager: %v\n", controller, err)
+		return 1
+	}
+	if err := setup(mgr, o); err != nil {
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot set up the controller: %v\n", controller, err)
+		return 1
+	}
+	log.Info("starting", "lease", names.LeaseID(controller), "leaderElect", o.LeaderElect,
+		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
+		return 1
+	}
+	return 0
+}
+

@@ -1,0 +1,51 @@
+package names
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// AddressName derives the IPAddress object name from an IP. The mapping is
+// injective and every result is a valid DNS-1123 subdomain:
+//
+//   - IPv4 (and IPv4-mapped IPv6, which is the same address): "ip-" and the
+//     four decimal octets joined by "-": 203.0.113.7 -> ip-203-0-113-7.
+//   - IPv6: "ip6-" and the 32 hexadecimal digits of the fully expanded
+//     address, in eight groups of four joined by "-":
+//     2001:db8::7 -> ip6-2001-0db8-0000-0000-0000-0000-0000-0007.
+//
+// Expanding IPv6 instead of compressing it keeps the mapping one-to-one
+// whatever text form the address arrives in; zones are refused.
+func AddressName(ip netip.Addr) (string, error) {
+	if !ip.IsValid() {
+		return "", fmt.Errorf("invalid IP address")
+	}
+	if ip.Zone() != "" {
+		return "", fmt.Errorf("IP address %s has a zone; zoned addresses are not allocatable", ip)
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		b := ip.As4()
+		return fmt.Sprintf("ip-%d-%d-%d-%d", b[0], b[1], b[2], b[3]), nil
+	}
+	b := ip.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("%02x%02x", b[2*i], b[2*i+1])
+	}
+	return "ip6-" + strings.Join(groups, "-"), nil
+}
+
+// ParseAddress parses an IP in any text form and returns it canonical:
+// IPv4-mapped IPv6 becomes IPv4, IPv6 is compressed (RFC 5952).
+func ParseAddress(s string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if ip.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("IP address %q has a zone", s)
+	}
+	return ip.Unmap(), nil
+}

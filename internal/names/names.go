@@ -1,0 +1,60 @@
+// Package names holds every name the driver owns: its provisioner name, the
+// finalizer, labels and annotations on placeholders and Services, and the
+// pure functions that derive object names (pool, address, placeholder).
+package names
+
+// Provisioner is the driver's name in IPAddressClass.spec.provisioner and in
+// the core's provisioner stamp on claims.
+const Provisioner = "metallb.drivers.local.sdn.cozystack.io"
+
+// Domain prefixes every label, annotation and finalizer the driver writes.
+const Domain = Provisioner + "/"
+
+const (
+	// Finalizer is the driver's teardown finalizer on the IPAddresses it
+	// serves: it releases the MetalLB allocation before the object goes.
+	Finalizer = Domain + "teardown"
+
+	// LabelPlaceholder marks a placeholder Service. Its value is the
+	// placeholder's role (PlaceholderAllocation or PlaceholderHold).
+	LabelPlaceholder = Domain + "placeholder"
+	// LabelAddress names the IPAddress a placeholder holds (or will hold).
+	LabelAddress = Domain + "ipaddress"
+	// LabelClaimUID carries the uid of the claim an allocation placeholder
+	// serves, so placeholders can be found by claim through an index.
+	LabelClaimUID = Domain + "claim-uid"
+
+	// AnnotationClaimNamespace, AnnotationClaimName and AnnotationFamily
+	// record, on an allocation placeholder, which claim and family it serves.
+	AnnotationClaimNamespace = Domain + "claim-namespace"
+	AnnotationClaimName      = Domain + "claim-name"
+	AnnotationFamily         = Domain + "family"
+	// AnnotationClass records the class whose pool the placeholder draws from.
+	AnnotationClass = Domain + "class"
+
+	// AnnotationPinnedBy is the authorship marker: present on a Service whose
+	// MetalLB pin the driver wrote. The driver withdraws only such pins.
+	// Its value is the claim the pin came from.
+	AnnotationPinnedBy = Domain + "pinned-by"
+)
+
+// Placeholder roles, the values of LabelPlaceholder.
+const (
+	// PlaceholderAllocation draws a fresh address from the class pool for a claim.
+	PlaceholderAllocation = "allocation"
+	// PlaceholderHold keeps an existing address reserved while it is not attached.
+	PlaceholderHold = "hold"
+)
+
+// MetalLB's annotations the driver writes or reads.
+const (
+	MetalLBAddressPool     = "metallb.io/address-pool"
+	MetalLBLoadBalancerIPs = "metallb.io/loadBalancerIPs"
+	MetalLBAllowSharedIP   = "metallb.io/allow-shared-ip"
+)
+
+// LeaseID is the leader-election lease of one controller binary.
+func LeaseID(controller string) string { return "metallb-iad-" + controller }
+
+// PoolName is the MetalLB IPAddressPool (and advertisement) rendered for a class.
+func PoolName(class string) string { return "iad-" + class }

@@ -1,0 +1,290 @@
+// Package cluster is the project's real local control plane: etcd,
+// kube-apiserver (dual-stack Service CIDR, RBAC, ValidatingAdmissionPolicy),
+// kube-controller-manager (garbage collector and namespace controllers) and
+// the real MetalLB controller, all built from the Go module proxy into
+// bin/k8s by `make tools`. Integration tests, the e2e suite, benchmarks and
+// the demo use it; it installs our CRDs (from config/crd, through kustomize)
+// and MetalLB's, and hands out clients as admin, tenant or ServiceAccount.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/test/manifests"
+)
+
+const (
+	// MetalLBNamespace is where MetalLB looks for its configuration.
+	MetalLBNamespace = "metallb-system"
+	// ServiceCIDRs is the dual-stack Service range of the API server.
+	ServiceCIDRs = "10.96.0.0/16,fd00:10:96::/108"
+)
+
+// Options tune Start.
+type Options struct {
+	// NoMetalLB skips the MetalLB controller.
+	NoMetalLB bool
+	// NoControllerManager skips kube-controller-manager.
+	NoControllerManager bool
+	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
+	Dir string
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Config is the admin's client configuration (system:masters).
+	Config *rest.Config
+	// Client is an admin client with the project's scheme.
+	Client client.Client
+	// Kubeconfig is the path of the admin's kubeconfig file.
+	Kubeconfig string
+	// Dir holds the kubeconfigs and the process logs.
+	Dir string
+
+	env     *envtest.Environment
+	kcm     *Process
+	metallb *Process
+	ownDir  bool
+
+	stopOnce sync.Once
+	stopSig  chan struct{}
+}
+
+// BinDir is where `make tools` puts the control-plane binaries.
+func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
+
+// Start brings the control plane up. Call Stop when done; an interrupt of
+// the process stops it too.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	bin := BinDir()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "metallb-controller"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return nil, fmt.Errorf("%s is missing from %s: run `make tools` first", b, bin)
+		}
+	}
+
+	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
+			return nil, err
+		}
+		c.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+
+	ours, err := manifests.CRDs("config/crd")
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := manifests.CRDFiles(filepath.Join(bin, "metallb-crds"))
+	if err != nil {
+		return nil, err
+	}
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory:    bin,
+		CRDs:                     append(ours, theirs...),
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  20 * time.Second,
+	}
+	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
+	if _, err := c.env.Start(); err != nil {
+		return nil, fmt.Errorf("start the API server: %w", err)
+	}
+	c.watchInterrupt()
+
+	admin, err := c.env.AddUser(envtest.User{Name: "iad-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.Config = admin.Config()
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return nil, err
+	}
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: bootstrap.Scheme()}); err != nil {
+		return nil, err
+	}
+
+	if !opts.NoControllerManager {
+		if err := c.startControllerManager(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.EnsureNamespace(ctx, MetalLBNamespace); err != nil {
+		return nil, err
+	}
+	if !opts.NoMetalLB {
+		if err := c.StartMetalLB(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context) error {
+	var err error
+	c.kcm, err = StartProcess(c.Dir, "kube-controller-manager", filepath.Join(BinDir(), "kube-controller-manager"),
+		"--kubeconfig", c.Kubeconfig,
+		"--authentication-kubeconfig", c.Kubeconfig,
+		"--authorization-kubeconfig", c.Kubeconfig,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+	)
+	if err != nil {
+		return err
+	}
+	// kube-controller-manager has no insecure port left; it is ready when it
+	// has not exited after the garbage collector's first discovery.
+	select {
+	case <-c.kcm.Done():
+		return fmt.Errorf("kube-controller-manager exited at start; see %s", c.kcm.LogPath)
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// StartMetalLB starts (or restarts) the MetalLB controller process.
+func (c *Cluster) StartMetalLB(ctx context.Context) error {
+	c.metallb.Stop(5 * time.Second)
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	c.metallb, err = StartProcess(c.Dir, "metallb-controller", filepath.Join(BinDir(), "metallb-controller"),
+		"-kubeconfig", c.Kubeconfig,
+		"-namespace", MetalLBNamespace,
+		"-webhook-mode", "disabled",
+		"-disable-cert-rotation",
+		"-port", fmt.Sprint(port),
+		"-log-level", "warn",
+	)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := WaitTCP(wctx, fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		return fmt.Errorf("MetalLB controller did not come up (see %s): %w", c.metallb.LogPath, err)
+	}
+	return nil
+}
+
+// StopMetalLB stops the MetalLB controller (to simulate its outage).
+func (c *Cluster) StopMetalLB() { c.metallb.Stop(5 * time.Second) }
+
+// MetalLB is the running MetalLB controller process.
+func (c *Cluster) MetalLB() *Process { return c.metallb }
+
+// EnsureNamespace creates a namespace if it does not exist.
+func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
+	err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// AddUser returns a client configuration for a user authenticated by
+// certificate, member of groups, with no other rights than RBAC gives.
+func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return rest.CopyConfig(u.Config()), nil
+}
+
+// UserKubeconfig writes a kubeconfig for a new user and returns its path.
+func (c *Cluster) UserKubeconfig(name string, groups ...string) (string, error) {
+	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(c.Dir, name+".kubeconfig")
+	return p, os.WriteFile(p, kc, 0o600)
+}
+
+// ServiceAccountConfig returns a client configuration that acts as the
+// ServiceAccount namespace/name (through impersonation by the admin), with
+// exactly the rights RBAC grants that ServiceAccount.
+func (c *Cluster) ServiceAccountConfig(namespace, name string) *rest.Config {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return cfg
+}
+
+// CRDs returns the CRDs the cluster was started with.
+func (c *Cluster) CRDs() []*apiextensionsv1.CustomResourceDefinition { return c.env.CRDs }
+
+// Stop ends every process the harness started and removes its temporary
+// files (kept when KEEP_CLUSTER_LOGS is set, for debugging).
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		close(c.stopSig)
+		c.metallb.Stop(5 * time.Second)
+		c.kcm.Stop(5 * time.Second)
+		if c.env != nil {
+			_ = c.env.Stop()
+		}
+		KillAll()
+		if c.ownDir && os.Getenv("KEEP_CLUSTER_LOGS") == "" {
+			_ = os.RemoveAll(c.Dir)
+		}
+	})
+}
+
+// watchInterrupt stops the cluster when the process is interrupted, so an
+// aborted test run leaves no etcd or API server behind.
+func (c *Cluster) watchInterrupt() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer signal.Stop(ch)
+		select {
+		case s := <-ch:
+			fmt.Fprintf(os.Stderr, "\n%s: stopping the local control plane\n", s)
+			c.Stop()
+			os.Exit(130)
+		case <-c.stopSig:
+		}
+	}()
+}
+
+// ErrNotReady is returned by waits that time out.
+var ErrNotReady = errors.New("not ready")
