@@ -3,6 +3,8 @@
 // pure functions that derive object names (pool, address, placeholder).
 package names
 
+import "strings"
+
 // Provisioner is the driver's name in IPAddressClass.spec.provisioner and in
 // the core's provisioner stamp on claims.
 const Provisioner = "metallb.drivers.local.sdn.cozystack.io"
@@ -58,3 +60,15 @@ func LeaseID(controller string) string { return "metallb-iad-" + controller }
 
 // PoolName is the MetalLB IPAddressPool (and advertisement) rendered for a class.
 func PoolName(class string) string { return "iad-" + class }
+
+// SplitIPs parses a comma-separated list of IPs (the metallb.io/loadBalancerIPs
+// format) into canonical forms, skipping what does not parse.
+func SplitIPs(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if ip, err := ParseAddress(f); err == nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}

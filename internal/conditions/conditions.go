@@ -1,0 +1,61 @@
+// Package conditions defines the condition types and reasons the driver
+// writes on IPAddresses, who writes each, and small setters for them.
+//
+// Hand-offs between the controllers are these conditions and
+// status.associatedTo; the controllers never talk to each other directly.
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// Held (written by the IPAddress controller) is True while a placeholder
+	// Service pinned to the address holds it in MetalLB, False once every
+	// placeholder is gone because the address is associated to a workload.
+	// The Service controller pins a workload only after Held is False.
+	Held = "Held"
+
+	// Conflict (written by the Service controller when it detects, and by
+	// the IPAddress controller when it recovers) is True while a Service
+	// holds the address without its binding's authority.
+	Conflict = "Conflict"
+)
+
+// Reasons of Held.
+const (
+	ReasonHeldByPlaceholder   = "HeldByPlaceholder"
+	ReasonWaitingForMetalLB   = "WaitingForMetalLB"
+	ReasonReleasedForWorkload = "ReleasedForWorkload"
+	ReasonTakenElsewhere      = "TakenElsewhere"
+)
+
+// Reasons of Conflict.
+const (
+	ReasonUnauthorizedHolder = "UnauthorizedHolder"
+	ReasonResolved           = "Resolved"
+)
+
+// Set sets a condition on a list, keeping lastTransitionTime when the status
+// does not change. It reports whether anything changed.
+func Set(list *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, message string, generation int64) bool {
+	old := meta.FindStatusCondition(*list, typ)
+	if old != nil && old.Status == status && old.Reason == reason && old.Message == message && old.ObservedGeneration == generation {
+		return false
+	}
+	meta.SetStatusCondition(list, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
+	})
+	return true
+}
+
+// IsTrue reports whether the condition typ is present and True.
+func IsTrue(list []metav1.Condition, typ string) bool {
+	return meta.IsStatusConditionTrue(list, typ)
+}
+
+// IsFalse reports whether the condition typ is present and False.
+func IsFalse(list []metav1.Condition, typ string) bool {
+	return meta.IsStatusConditionFalse(list, typ)
+}

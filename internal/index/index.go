@@ -1,0 +1,143 @@
+// Package index holds every cache field index the controllers use, with
+// their names as constants, so lookups go through the informer cache
+// instead of listing everything per event.
+package index
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+const (
+	// AddressByClaim indexes IPAddresses by "<namespace>/<name>" of spec.claimRef.
+	AddressByClaim = "iad.spec.claimRef"
+	// AddressByIP indexes IPAddresses by spec.address (canonical form).
+	AddressByIP = "iad.spec.address"
+	// AddressByAssociation indexes IPAddresses by "<namespace>/<name>" of
+	// status.associatedTo (Services only).
+	AddressByAssociation = "iad.status.associatedTo"
+	// AddressByClass indexes IPAddresses by spec.className.
+	AddressByClass = "iad.spec.className"
+
+	// ServiceByClaim indexes Services by "<namespace>/<claim>" of the
+	// tenant's claim annotation.
+	ServiceByClaim = "iad.service.claim"
+	// ServiceByIngressIP indexes Services by each canonical IP of
+	// status.loadBalancer.ingress.
+	ServiceByIngressIP = "iad.service.ingressIP"
+	// ServiceByPinnedIP indexes Services by each canonical IP of the
+	// metallb.io/loadBalancerIPs annotation.
+	ServiceByPinnedIP = "iad.service.pinnedIP"
+	// PlaceholderByAddress indexes placeholder Services by the IPAddress
+	// name in their names.LabelAddress label.
+	PlaceholderByAddress = "iad.placeholder.address"
+	// PlaceholderByClaimUID indexes allocation placeholders by claim uid.
+	PlaceholderByClaimUID = "iad.placeholder.claimUID"
+
+	// ClaimByClass indexes claims by status.className.
+	ClaimByClass = "iad.claim.class"
+)
+
+// Key joins a namespace and a name the way the indexes above store them.
+func Key(namespace, name string) string { return namespace + "/" + name }
+
+// Indexer is one field index: the object kind, its name and its function.
+type Indexer struct {
+	Object client.Object
+	Field  string
+	Func   client.IndexerFunc
+}
+
+// All lists every index the project defines.
+var All = []Indexer{
+	{&iadv1alpha1.IPAddress{}, AddressByClaim, func(o client.Object) []string {
+		a := o.(*iadv1alpha1.IPAddress)
+		if a.Spec.ClaimRef == nil {
+			return nil
+		}
+		return []string{Key(a.Spec.ClaimRef.Namespace, a.Spec.ClaimRef.Name)}
+	}},
+	{&iadv1alpha1.IPAddress{}, AddressByIP, func(o client.Object) []string {
+		a := o.(*iadv1alpha1.IPAddress)
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if err != nil {
+			return nil
+		}
+		return []string{ip.String()}
+	}},
+	{&iadv1alpha1.IPAddress{}, AddressByAssociation, func(o client.Object) []string {
+		a := o.(*iadv1alpha1.IPAddress)
+		if a.Status.AssociatedTo == nil || a.Status.AssociatedTo.Kind != "Service" {
+			return nil
+		}
+		return []string{Key(a.Status.AssociatedTo.Namespace, a.Status.AssociatedTo.Name)}
+	}},
+	{&iadv1alpha1.IPAddress{}, AddressByClass, func(o client.Object) []string {
+		return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
+	}},
+	{&corev1.Service{}, ServiceByClaim, func(o client.Object) []string {
+		if c := o.GetAnnotations()[iadv1alpha1.ServiceClaimAnnotation]; c != "" {
+			return []string{Key(o.GetNamespace(), c)}
+		}
+		return nil
+	}},
+	{&corev1.Service{}, ServiceByIngressIP, func(o client.Object) []string {
+		return IngressIPs(o.(*corev1.Service))
+	}},
+	{&corev1.Service{}, ServiceByPinnedIP, func(o client.Object) []string {
+		return names.SplitIPs(o.GetAnnotations()[names.MetalLBLoadBalancerIPs])
+	}},
+	{&corev1.Service{}, PlaceholderByAddress, func(o client.Object) []string {
+		if v := o.GetLabels()[names.LabelAddress]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}},
+	{&corev1.Service{}, PlaceholderByClaimUID, func(o client.Object) []string {
+		if v := o.GetLabels()[names.LabelClaimUID]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}},
+	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
+		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {
+			return []string{c}
+		}
+		return nil
+	}},
+}
+
+// IngressIPs returns the canonical IPs of a Service's load-balancer ingress.
+func IngressIPs(s *corev1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if ip, err := names.ParseAddress(in.IP); err == nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+// Register adds the named indexes to a manager's cache. Each controller
+// registers only the ones it uses, so its cache holds no index it never reads.
+func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
+	want := map[string]bool{}
+	for _, f := range fields {
+		want[f] = true
+	}
+	for _, ix := range All {
+		if !want[ix.Field] {
+			continue
+		}
+		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
+			return err
+		}
+	}
+	return nil
+}
