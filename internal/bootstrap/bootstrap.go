@@ -229,4 +229,3 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 	}
 	return 0
 }
-
