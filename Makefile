@@ -50,7 +50,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB co
 ##@ Test
 
 .PHONY: test
-test: tools manifests generate vet ## Unit and integration tests on a real local control plane with the real MetalLB controller.
+test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller.
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit

@@ -56,6 +56,8 @@ type Options struct {
 	MetalLBNamespace       string
 
 	Zap zap.Options
+
+	kubeconfigFlag *flag.Flag
 }
 
 // BindFlags registers the shared flags on fs.
@@ -64,7 +66,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	if ns == "" {
 		ns = "metallb-iad-system"
 	}
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means in-cluster configuration (or $KUBECONFIG).")
+	// controller-runtime registers --kubeconfig on the default flag set
+	// itself; share it rather than define it twice.
+	if f := fs.Lookup("kubeconfig"); f != nil {
+		o.kubeconfigFlag = f
+	} else {
+		fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means in-cluster configuration (or $KUBECONFIG).")
+	}
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
@@ -85,6 +93,9 @@ func ParseFlags(controller string) *Options {
 // RESTConfig loads the client configuration from --kubeconfig, $KUBECONFIG or
 // the in-cluster environment.
 func (o *Options) RESTConfig() (*rest.Config, error) {
+	if o.kubeconfigFlag != nil && o.Kubeconfig == "" {
+		o.Kubeconfig = o.kubeconfigFlag.Value.String()
+	}
 	if o.Kubeconfig != "" {
 		return clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	}

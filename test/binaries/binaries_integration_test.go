@@ -1,0 +1,185 @@
+// Package binaries runs the four controller binaries, built as users build
+// them, against the local control plane, each as its own ServiceAccount with
+// the generated least-privilege RBAC.
+package binaries
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+var (
+	c      *cluster.Cluster
+	binDir string
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "metallb-iad-bin-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	if err := cluster.BuildDriver(binDir); err != nil {
+		return 0, err
+	}
+	if c, err = cluster.Start(ctx, cluster.Options{NoMetalLB: true}); err != nil {
+		return 0, err
+	}
+	defer c.Stop()
+	if err := c.InstallDriverRBAC(ctx); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+func get(t require.TestingT, url string) (int, string) {
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestEachBinaryHoldsItsOwnLease starts the four binaries, each as its own
+// ServiceAccount, and checks that each becomes ready, serves probes and
+// metrics, and holds its own Lease object.
+func TestEachBinaryHoldsItsOwnLease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	drivers := map[string]*cluster.Driver{}
+	for _, name := range cluster.Controllers {
+		d, err := c.StartDriver(ctx, binDir, name)
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Stop(10 * time.Second) })
+		drivers[name] = d
+	}
+	holders := map[string]bool{}
+	for _, name := range cluster.Controllers {
+		d := drivers[name]
+		require.NoError(t, d.WaitReady(ctx))
+		code, _ := get(t, "http://"+d.HealthAddr+"/healthz")
+		assert.Equal(t, http.StatusOK, code, "%s /healthz", name)
+
+		lease := &coordinationv1.Lease{}
+		assert.EventuallyWithT(t, func(t *assert.CollectT) {
+			require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: "metallb-iad-" + name}, lease))
+			require.NotNil(t, lease.Spec.HolderIdentity)
+			assert.NotEmpty(t, *lease.Spec.HolderIdentity)
+		}, time.Minute, 100*time.Millisecond, "%s holds lease metallb-iad-%s", name, name)
+		if lease.Spec.HolderIdentity != nil {
+			holders[*lease.Spec.HolderIdentity] = true
+		}
+
+		code, body := get(t, "http://"+d.MetricsAddr+"/metrics")
+		assert.Equal(t, http.StatusOK, code, "%s /metrics", name)
+		assert.Contains(t, body, "controller_runtime_reconcile_total", "%s serves controller metrics", name)
+		assert.Contains(t, body, "leader_election_master_status", "%s reports leadership", name)
+	}
+	assert.Len(t, holders, len(cluster.Controllers), "four distinct holders, one per lease")
+}
+
+// TestSecondReplicaWaits starts a second replica of one controller: it must
+// not take the lease while the first holds it, and takes it over when the
+// first stops.
+func TestSecondReplicaWaits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	key := client.ObjectKey{Namespace: cluster.DriverNamespace, Name: "metallb-iad-class"}
+	first, err := c.StartDriver(ctx, binDir, "class")
+	require.NoError(t, err)
+	defer first.Stop(10 * time.Second)
+	require.NoError(t, first.WaitReady(ctx))
+
+	lease := &coordinationv1.Lease{}
+	var holder string
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(ctx, key, lease))
+		require.NotNil(t, lease.Spec.HolderIdentity)
+		holder = *lease.Spec.HolderIdentity
+		assert.NotEmpty(t, holder)
+	}, time.Minute, 100*time.Millisecond)
+
+	second, err := c.StartDriver(ctx, binDir, "class")
+	require.NoError(t, err)
+	defer second.Stop(10 * time.Second)
+	require.NoError(t, second.WaitReady(ctx))
+	_, body := get(t, "http://"+second.MetricsAddr+"/metrics")
+	assert.Contains(t, body, `leader_election_master_status{name="metallb-iad-class"} 0`, "the second replica is not leader")
+
+	first.Stop(10 * time.Second) // releases the lease on a clean stop
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(ctx, key, lease))
+		require.NotNil(t, lease.Spec.HolderIdentity)
+		assert.NotEqual(t, holder, *lease.Spec.HolderIdentity)
+		assert.NotEmpty(t, *lease.Spec.HolderIdentity)
+	}, time.Minute, 200*time.Millisecond, "the second replica takes the lease over")
+}
+
+// TestUnreachableAPIServer checks that a binary exits at once with a clear
+// message when the API server cannot be reached.
+func TestUnreachableAPIServer(t *testing.T) {
+	port, err := cluster.FreePort()
+	require.NoError(t, err)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: x, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]
+users: [{name: x, user: {token: x}}]
+contexts: [{name: x, context: {cluster: x, user: x}}]
+current-context: x
+`, port)), 0o600))
+	for _, name := range cluster.Controllers {
+		out, err := exec.Command(filepath.Join(binDir, name), "--kubeconfig", kc, "--metrics-bind-address", "0", "--health-probe-bind-address", "0").CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s must fail", name)
+		assert.Equal(t, 1, exit.ExitCode())
+		assert.Contains(t, string(out), fmt.Sprintf("metallb-iad-%s: cannot reach the API server at https://127.0.0.1:%d", name, port))
+	}
+}
+
+// TestPreflightNamesMissingCRDs checks the message a binary prints when the
+// API it needs is not installed.
+func TestPreflightNamesMissingCRDs(t *testing.T) {
+	require.NoError(t, bootstrap.Preflight(c.Config, bootstrap.CoreAPI, bootstrap.MetalLBAPI))
+
+	err := bootstrap.Preflight(c.Config, bootstrap.Requirement{
+		GroupVersion: schema.GroupVersion{Group: "absent.example.org", Version: "v1"},
+		Resources:    []string{"things"}, Hint: "install the things",
+	})
+	require.Error(t, err)
+	assert.Equal(t, "the API server does not serve absent.example.org/v1: its CRDs are missing (install the things)", err.Error())
+
+	missing := bootstrap.CoreAPI
+	missing.Resources = append([]string{}, missing.Resources...)
+	missing.Resources = append(missing.Resources, "ipaddressgadgets")
+	err = bootstrap.Preflight(c.Config, missing)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not serve ipaddressgadgets.local.sdn.cozystack.io: its CRD is missing")
+}
