@@ -55,6 +55,10 @@ type Options struct {
 	PlaceholderNamespace   string
 	MetalLBNamespace       string
 
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+
 	Zap zap.Options
 
 	kubeconfigFlag *flag.Flag
@@ -75,6 +79,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
@@ -183,6 +190,9 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		LeaderElectionID:              names.LeaseID(o.Controller),
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(o.LeaseDuration),
+		RenewDeadline:                 durationOrNil(o.RenewDeadline),
+		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 	})
 	if err != nil {
 		return nil, err
@@ -239,4 +249,11 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 		return 1
 	}
 	return 0
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
