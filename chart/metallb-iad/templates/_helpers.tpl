@@ -1,0 +1,103 @@
+{{/*
+The four controllers, in the order their objects are rendered. Each one is
+its own binary (/<controller> in the image), Deployment, ServiceAccount,
+ClusterRole and leader-election lease.
+*/}}
+{{- define "metallb-iad.controllers" -}}
+class claim service ipaddress
+{{- end }}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "metallb-iad.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name prefix of every object: fullnameOverride, else the release name when
+it already contains the chart name, else "<release>-<chart>". Per-controller
+objects append "-<controller>", so the prefix leaves room for the longest
+suffix ("-ipaddress-leader-election") within 63 characters.
+*/}}
+{{- define "metallb-iad.fullname" -}}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 37 | trimSuffix "-" }}
+{{- else if contains $name .Release.Name }}
+{{- .Release.Name | trunc 37 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 37 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* chart-version, for the helm.sh/chart label. */}}
+{{- define "metallb-iad.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of one controller's objects: "<fullname>-<controller>".
+Call with (dict "root" $ "c" "<controller>").
+*/}}
+{{- define "metallb-iad.componentName" -}}
+{{- printf "%s-%s" (include "metallb-iad.fullname" .root) .c }}
+{{- end }}
+
+{{/* Labels shared by every object of the release. Call with the root context. */}}
+{{- define "metallb-iad.commonLabels" -}}
+helm.sh/chart: {{ include "metallb-iad.chart" . }}
+app.kubernetes.io/name: {{ include "metallb-iad.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The labels that select one controller's pods; they never change across
+upgrades (a Deployment's selector is immutable).
+Call with (dict "root" $ "c" "<controller>").
+*/}}
+{{- define "metallb-iad.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "metallb-iad.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .c }}
+{{- end }}
+
+{{/* All labels of one controller's objects. Call with (dict "root" $ "c" "<controller>"). */}}
+{{- define "metallb-iad.labels" -}}
+{{ include "metallb-iad.commonLabels" .root }}
+app.kubernetes.io/component: {{ .c }}
+{{- end }}
+
+{{/* The container image: repository:tag, the tag defaulting to appVersion. */}}
+{{- define "metallb-iad.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The namespace of the placeholder Services: placeholderNamespace, else the release namespace. */}}
+{{- define "metallb-iad.placeholderNamespace" -}}
+{{- default .Release.Namespace .Values.placeholderNamespace }}
+{{- end }}
+
+{{/*
+The TCP port of a metrics bind address (":8080" -> 8080, "[::]:9090" ->
+9090), or nothing when the address is "0" (metrics disabled).
+*/}}
+{{- define "metallb-iad.metricsPort" -}}
+{{- if ne . "0" }}
+{{- regexReplaceAll "^.*:" . "" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount usernames of the controllers that write the reserved
+Service fields (service pins workloads; claim and ipaddress pin
+placeholders), as a list: system:serviceaccount:<namespace>:<fullname>-<c>.
+Rendered as JSON, read back with fromJsonArray.
+*/}}
+{{- define "metallb-iad.writerServiceAccounts" -}}
+{{- $out := list }}
+{{- range $c := list "service" "claim" "ipaddress" }}
+{{- $out = append $out (printf "system:serviceaccount:%s:%s" $.Release.Namespace (include "metallb-iad.componentName" (dict "root" $ "c" $c))) }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}

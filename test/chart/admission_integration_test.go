@@ -1,0 +1,306 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// The package's one local control plane, started by the first test that
+// needs it (the rendering tests do not) and stopped by TestMain.
+var (
+	clusterOnce sync.Once
+	testCluster *cluster.Cluster
+	clusterErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testCluster != nil {
+		testCluster.Stop()
+	}
+	os.Exit(code)
+}
+
+func startCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	clusterOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		testCluster, clusterErr = cluster.Start(ctx, cluster.Options{NoMetalLB: true, NoControllerManager: true})
+	})
+	require.NoError(t, clusterErr)
+	return testCluster
+}
+
+const (
+	timeout = 30 * time.Second
+	tick    = 100 * time.Millisecond
+
+	tenantNS = "tenant-a"
+	policy   = "metallb-iad-reserved-service-fields"
+)
+
+// lbService is a LoadBalancer Service in the tenant namespace.
+func lbService(name string, annotations map[string]string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tenantNS, Annotations: annotations},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: new(false),
+			Selector:                      map[string]string{"app": name},
+			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80}},
+		},
+	}
+}
+
+// grantServices lets subject write Services in the tenant namespace.
+func grantServices(t *testing.T, ctx context.Context, c *cluster.Cluster, name string, subject rbacv1.Subject) {
+	t.Helper()
+	require.NoError(t, c.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tenantNS},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "service-writer"},
+		Subjects:   []rbacv1.Subject{subject},
+	}))
+}
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	cl, err := client.New(cfg, client.Options{Scheme: bootstrap.Scheme()})
+	require.NoError(t, err)
+	return cl
+}
+
+// requireDenied asserts that err is the policy refusing field.
+func requireDenied(t *testing.T, err error, field string) {
+	t.Helper()
+	require.Error(t, err, "a write of %s was admitted", field)
+	assert.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+	assert.Contains(t, err.Error(), policy)
+	assert.Contains(t, err.Error(), field+" is reserved to the metallb-iad driver")
+}
+
+// warnings records the API server's warning headers.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
+
+// TestAdmissionPolicy installs the chart's admission policy on a real API
+// server and writes Services as a tenant, the driver's ServiceAccounts, an
+// allowlisted group and the cluster admin.
+func TestAdmissionPolicy(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// The policy and its binding, as the chart renders them.
+	r, err := Render(Release{Name: "metallb-iad", Namespace: releaseNS}, "admissionPolicy: {enabled: true, validationActions: [Deny]}")
+	require.NoError(t, err)
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		objs := r.Find(kind)
+		require.Len(t, objs, 1, kind)
+		require.NoError(t, c.Client.Create(ctx, objs[0]), kind)
+	}
+
+	require.NoError(t, c.EnsureNamespace(ctx, tenantNS))
+	require.NoError(t, c.Client.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "service-writer", Namespace: tenantNS},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"services"},
+			Verbs: []string{"get", "list", "create", "update", "patch", "delete"},
+		}},
+	}))
+	grantServices(t, ctx, c, "tenant", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"})
+	grantServices(t, ctx, c, "cluster-admins", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "kubeadm:cluster-admins"})
+	for _, ctl := range controllers {
+		grantServices(t, ctx, c, "driver-"+ctl, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNS, Name: "metallb-iad-" + ctl})
+	}
+	// A ServiceAccount named like the driver's, in another namespace.
+	grantServices(t, ctx, c, "lookalike", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: tenantNS, Name: "metallb-iad-service"})
+
+	tenantCfg, err := c.AddUser("tenant")
+	require.NoError(t, err)
+	tenant := newClient(t, tenantCfg)
+
+	// The policy takes a moment to be enforced after it is created.
+	t.Run("tenant cannot pin an address", func(t *testing.T) {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			err := tenant.Create(ctx, lbService("probe", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7"}))
+			if err == nil {
+				_ = tenant.Delete(ctx, lbService("probe", nil))
+			}
+			require.Error(ct, err, "not enforced yet")
+		}, timeout, tick)
+		err := tenant.Create(ctx, lbService("pin", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7"}))
+		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+		assert.Contains(t, err.Error(), "local.sdn.cozystack.io/ip-address-claim")
+	})
+
+	t.Run("tenant cannot set any reserved annotation", func(t *testing.T) {
+		for i, key := range reservedAnnotations {
+			err := tenant.Create(ctx, lbService(fmt.Sprintf("reserved-%d", i), map[string]string{key: "x"}))
+			requireDenied(t, err, "annotation "+key)
+		}
+	})
+
+	t.Run("tenant cannot set the authorship marker", func(t *testing.T) {
+		err := tenant.Create(ctx, lbService("marker", map[string]string{names.AnnotationPinnedBy: "tenant-a/claim"}))
+		requireDenied(t, err, "annotation "+names.AnnotationPinnedBy)
+	})
+
+	t.Run("tenant cannot set spec.loadBalancerIP", func(t *testing.T) {
+		svc := lbService("lbip", nil)
+		svc.Spec.LoadBalancerIP = "203.0.113.8"
+		requireDenied(t, tenant.Create(ctx, svc), "spec.loadBalancerIP")
+	})
+
+	t.Run("tenant writes a plain Service", func(t *testing.T) {
+		svc := lbService("plain", map[string]string{"team": "web"})
+		require.NoError(t, tenant.Create(ctx, svc))
+
+		// Edits that leave the reserved fields alone are admitted.
+		svc.Labels = map[string]string{"tier": "front"}
+		require.NoError(t, tenant.Update(ctx, svc))
+		patch := client.MergeFrom(svc.DeepCopy())
+		svc.Annotations["team"] = "api"
+		require.NoError(t, tenant.Patch(ctx, svc, patch))
+
+		// Adding a reserved field later is refused like at creation.
+		patch = client.MergeFrom(svc.DeepCopy())
+		svc.Annotations[names.MetalLBAddressPool] = "iad-public"
+		requireDenied(t, tenant.Patch(ctx, svc, patch), "annotation "+names.MetalLBAddressPool)
+		fresh := &corev1.Service{}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), fresh))
+		fresh.Spec.LoadBalancerIP = "203.0.113.9"
+		requireDenied(t, tenant.Update(ctx, fresh), "spec.loadBalancerIP")
+	})
+
+	t.Run("admin pins, tenant edits around the pin", func(t *testing.T) {
+		svc := lbService("admin-pinned", map[string]string{
+			names.MetalLBLoadBalancerIPs: "203.0.113.10",
+			names.MetalLBAllowSharedIP:   "key-1",
+			names.AnnotationPinnedBy:     "tenant-a/web",
+		})
+		svc.Spec.LoadBalancerIP = "203.0.113.10"
+		require.NoError(t, c.Client.Create(ctx, svc), "system:masters is allowlisted")
+
+		mine := &corev1.Service{}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+		mine.Labels = map[string]string{"tier": "front"}
+		mine.Annotations["team"] = "web"
+		require.NoError(t, tenant.Update(ctx, mine), "an update keeping the reserved fields is admitted")
+		patch := client.MergeFrom(mine.DeepCopy())
+		mine.Labels["tier"] = "back"
+		require.NoError(t, tenant.Patch(ctx, mine, patch))
+
+		patch = client.MergeFrom(mine.DeepCopy())
+		mine.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.11"
+		requireDenied(t, tenant.Patch(ctx, mine, patch), "annotation "+names.MetalLBLoadBalancerIPs)
+
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+		delete(mine.Annotations, names.AnnotationPinnedBy)
+		requireDenied(t, tenant.Update(ctx, mine), "annotation "+names.AnnotationPinnedBy)
+
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+		mine.Spec.LoadBalancerIP = ""
+		requireDenied(t, tenant.Update(ctx, mine), "spec.loadBalancerIP")
+
+		// Nothing the tenant was refused got through.
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+		assert.Equal(t, "203.0.113.10", mine.Annotations[names.MetalLBLoadBalancerIPs])
+		assert.Equal(t, "tenant-a/web", mine.Annotations[names.AnnotationPinnedBy])
+		assert.Equal(t, "203.0.113.10", mine.Spec.LoadBalancerIP)
+		assert.Equal(t, "back", mine.Labels["tier"])
+	})
+
+	t.Run("the driver's writers pin", func(t *testing.T) {
+		for _, ctl := range []string{"service", "claim", "ipaddress"} {
+			driver := newClient(t, c.ServiceAccountConfig(releaseNS, "metallb-iad-"+ctl))
+			svc := lbService("by-"+ctl, map[string]string{
+				names.MetalLBLoadBalancerIPs: "203.0.113.20",
+				names.AnnotationPinnedBy:     "tenant-a/web",
+			})
+			require.NoError(t, driver.Create(ctx, svc), ctl)
+
+			patch := client.MergeFrom(svc.DeepCopy())
+			svc.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.21"
+			svc.Annotations[names.MetalLBAllowSharedIP] = "key-2"
+			require.NoError(t, driver.Patch(ctx, svc, patch), ctl)
+
+			patch = client.MergeFrom(svc.DeepCopy())
+			delete(svc.Annotations, names.MetalLBLoadBalancerIPs)
+			delete(svc.Annotations, names.AnnotationPinnedBy)
+			require.NoError(t, driver.Patch(ctx, svc, patch), "%s withdraws its pin", ctl)
+		}
+	})
+
+	t.Run("the class controller is not a writer", func(t *testing.T) {
+		class := newClient(t, c.ServiceAccountConfig(releaseNS, "metallb-iad-class"))
+		err := class.Create(ctx, lbService("by-class", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.30"}))
+		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+	})
+
+	t.Run("a driver of another namespace is not a writer", func(t *testing.T) {
+		other := newClient(t, c.ServiceAccountConfig(tenantNS, "metallb-iad-service"))
+		err := other.Create(ctx, lbService("lookalike", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.31"}))
+		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+	})
+
+	t.Run("an allowlisted group pins", func(t *testing.T) {
+		cfg, err := c.AddUser("ops", "kubeadm:cluster-admins")
+		require.NoError(t, err)
+		svc := lbService("by-ops", map[string]string{names.MetalLBAddressPool: "iad-public"})
+		svc.Spec.LoadBalancerIP = "203.0.113.40"
+		require.NoError(t, newClient(t, cfg).Create(ctx, svc))
+	})
+
+	t.Run("Warn reports without refusing", func(t *testing.T) {
+		b := &unstructured.Unstructured{}
+		b.SetAPIVersion("admissionregistration.k8s.io/v1")
+		b.SetKind("ValidatingAdmissionPolicyBinding")
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: policy}, b))
+		require.NoError(t, unstructured.SetNestedStringSlice(b.Object, []string{"Warn", "Audit"}, "spec", "validationActions"))
+		require.NoError(t, c.Client.Update(ctx, b))
+
+		w := &warnings{}
+		cfg := rest.CopyConfig(tenantCfg)
+		cfg.WarningHandler = w
+		warned := newClient(t, cfg)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			svc := lbService("warned", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.50"})
+			require.NoError(ct, warned.Create(ctx, svc), "not switched to Warn yet")
+		}, timeout, tick)
+		assert.Contains(t, w.String(), "annotation "+names.MetalLBLoadBalancerIPs+" is reserved")
+	})
+}
