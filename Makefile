@@ -77,6 +77,10 @@ demo: tools build ## Start a local control plane with MetalLB, the reference cor
 docker-build: ## Build the image (needs a container engine).
 	docker build -t $(IMG) .
 
+.PHONY: helm-lint
+helm-lint: ## Lint the chart strictly.
+	go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) lint --strict chart/metallb-iad
+
 .PHONY: helm-package
 helm-package: manifests ## Package the chart into bin/.
 	go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) package chart/metallb-iad -d $(BIN)
