@@ -5,6 +5,8 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -13,8 +15,15 @@ import (
 func main() {
 	os.Exit(bootstrap.Main("claim",
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
-		nil,
+		func(o *bootstrap.Options) map[client.Object]cache.ByObject {
+			return claim.CacheOptions(o.PlaceholderNamespace)
+		},
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
-			return (&claim.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace}).SetupWithManager(mgr)
+			return (&claim.Reconciler{
+				Client:               mgr.GetClient(),
+				APIReader:            mgr.GetAPIReader(),
+				Recorder:             mgr.GetEventRecorderFor(claim.EventSource), //nolint:staticcheck // core/v1 Events
+				PlaceholderNamespace: o.PlaceholderNamespace,
+			}).SetupWithManager(mgr)
 		}))
 }

@@ -1,32 +1,269 @@
-// Package claim reserves addresses for claims through MetalLB placeholder Services and records them as IPAddresses.
+// Package claim reserves addresses for claims through MetalLB placeholder
+// Services and records them as IPAddresses.
+//
+// For every claim the core stamped with this driver's provisioner, and for
+// every family the claim still misses, the controller creates an allocation
+// placeholder (a selectorless LoadBalancer Service drawing from the class
+// pool), waits for MetalLB to assign it an address, pins the placeholder to
+// that address, records it as an IPAddress pre-bound to the claim and hands
+// the placeholder over to that IPAddress. A second, small controller
+// (claim-placeholder-gc) deletes allocation placeholders whose claim is gone
+// before their address was recorded.
 package claim
 
 import (
 	"context"
+	"errors"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
+
+// ControllerName is the claim controller's name, in logs and metrics.
+const ControllerName = "claim"
+
+// GCControllerName is the name of the controller that deletes orphaned
+// allocation placeholders.
+const GCControllerName = "claim-placeholder-gc"
+
+// conflictRetry is how soon a pass that hit an optimistic-lock conflict runs again.
+const conflictRetry = time.Second
+
+// EventSource is the component name on the Events the claim controller records.
+const EventSource = "metallb-iad-claim"
 
 // Reconciler is the claim controller.
 type Reconciler struct {
 	client.Client
+	// APIReader reads straight from the API server. It is used only where
+	// a stale cache must not decide: after an AlreadyExists answer, and
+	// before deleting an orphaned placeholder. Defaults to the manager's.
+	APIReader client.Reader
+	// Recorder records Events on claims. Defaults to the manager's recorder
+	// for EventSource.
+	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+
+	pending pendingClaims
+}
+
+// CacheOptions narrows the manager's cache to what the claim controller
+// reads: Services only in the placeholder namespace and only placeholders
+// (labelled names.LabelPlaceholder), and of Events only MetalLB's
+// AllocationFailed reports in that namespace. The binary and the tests both
+// build their manager with it.
+func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
+	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: cannot fail
+	}
+	return map[client.Object]cache.ByObject{
+		&corev1.Service{}: {
+			Namespaces: map[string]cache.Config{placeholderNamespace: {}},
+			Label:      labels.NewSelector().Add(*isPlaceholder),
+		},
+		&corev1.Event{}: {
+			Namespaces: map[string]cache.Config{placeholderNamespace: {}},
+			Field:      fields.OneTermEqualSelector("reason", MetalLBAllocationFailed),
+		},
+	}
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=list;watch;create;patch
 
-// Reconcile handles one object.
+// Reconcile provisions the families a claim still misses. Each pass
+// re-derives what to do from the cluster: the claim, its class, the
+// addresses bound to it and its allocation placeholders.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return ctrl.Result{}, nil
+	claim := &iadv1alpha1.IPAddressClaim{}
+	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pending.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !served(claim) {
+		r.pending.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	s, err := r.newScope(ctx, claim)
+	if err != nil || s == nil {
+		r.pending.forget(req.NamespacedName)
+		return ctrl.Result{}, err
+	}
+
+	var errs []error
+	pending := false
+	for _, f := range claim.Spec.Family.Families() {
+		bound, err := r.reconcileFamily(ctx, s, f)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		pending = pending || !bound
+	}
+	r.pending.set(req.NamespacedName, s.class.Name, pending)
+	return quietConflicts(ctx, errs)
 }
 
-// SetupWithManager registers the controller.
+// quietConflicts turns a pass that failed only on optimistic-lock conflicts
+// (the cache was behind a newer version, whose own event follows) into a
+// short requeue instead of an error.
+func quietConflicts(ctx context.Context, errs []error) (ctrl.Result, error) {
+	if len(errs) == 0 {
+		return ctrl.Result{}, nil
+	}
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			return ctrl.Result{}, errors.Join(errs...)
+		}
+	}
+	log.FromContext(ctx).V(1).Info("acted on a stale cache; retrying", "error", errors.Join(errs...).Error())
+	return ctrl.Result{RequeueAfter: conflictRetry}, nil
+}
+
+// SetupWithManager registers the cache indexes the controllers use, the
+// claim controller and the placeholder garbage collector.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("claim").For(&iadv1alpha1.IPAddressClaim{}).Complete(r)
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
+	}
+	if err := index.Register(context.Background(), mgr,
+		index.AddressByClaim, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
+		index.ClaimByClass, index.EventByInvolvedUID,
+	); err != nil {
+		return err
+	}
+
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&iadv1alpha1.IPAddressClaim{}, builder.WithPredicates(stampedForUs())).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.placeholderToClaim)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
+		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
+		Complete(r)
+	if err != nil {
+		return err
+	}
+
+	gc := &placeholderGC{Client: r.Client, APIReader: r.APIReader, PlaceholderNamespace: r.PlaceholderNamespace}
+	return gc.setupWithManager(mgr)
 }
 
-var _ = iadv1alpha1.GroupVersion
+// stampedForUs lets through claims carrying this driver's provisioner stamp,
+// before or after the change (so a claim leaving the driver is seen once).
+func stampedForUs() predicate.Funcs {
+	ours := func(o client.Object) bool {
+		return o != nil && o.GetAnnotations()[iadv1alpha1.ProvisionerAnnotation] == names.Provisioner
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return ours(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return ours(e.ObjectOld) || ours(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return ours(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return ours(e.Object) },
+	}
+}
+
+// claimOfPlaceholder is the claim a placeholder's annotations name.
+func claimOfPlaceholder(o client.Object) (types.NamespacedName, bool) {
+	ns, name := o.GetAnnotations()[names.AnnotationClaimNamespace], o.GetAnnotations()[names.AnnotationClaimName]
+	if ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// placeholderToClaim maps a placeholder Service to the claim it serves.
+func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.PlaceholderNamespace {
+		return nil
+	}
+	if key, ok := claimOfPlaceholder(o); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+// addressToClaims maps an IPAddress to the claim its claimRef names and to
+// the claims of the placeholders labelled with its name (a claim stopped by
+// a LedgerMismatch resumes when the conflicting address goes away).
+func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	a := o.(*iadv1alpha1.IPAddress)
+	seen := map[types.NamespacedName]bool{}
+	if ref := a.Spec.ClaimRef; ref != nil {
+		seen[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
+	}
+	var phs corev1.ServiceList
+	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
+		log.FromContext(ctx).Error(err, "cannot look up placeholders by address", "ipaddress", a.Name)
+	}
+	for i := range phs.Items {
+		if key, ok := claimOfPlaceholder(&phs.Items[i]); ok {
+			seen[key] = true
+		}
+	}
+	out := make([]reconcile.Request, 0, len(seen))
+	for k := range seen {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	return out
+}
+
+// eventToClaim maps MetalLB's AllocationFailed Event on a placeholder to
+// the placeholder's claim.
+func (r *Reconciler) eventToClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	ev := o.(*corev1.Event)
+	if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != r.PlaceholderNamespace {
+		return nil
+	}
+	ph := &corev1.Service{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil {
+		return nil // not a placeholder, or gone: nothing to report on
+	}
+	return r.placeholderToClaim(ctx, ph)
+}
+
+// classToClaims maps a class to the claims the core resolved to it, so a
+// class that appears or changes provisioner is acted on.
+func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	var claims iadv1alpha1.IPAddressClaimList
+	if err := r.List(ctx, &claims, client.MatchingFields{index.ClaimByClass: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "cannot look up claims by class", "class", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for i := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	}
+	return out
+}

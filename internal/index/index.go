@@ -42,6 +42,10 @@ const (
 
 	// ClaimByClass indexes claims by status.className.
 	ClaimByClass = "iad.claim.class"
+
+	// EventByInvolvedUID indexes core/v1 Events by the uid of the object
+	// they are about (for example MetalLB's AllocationFailed on a placeholder).
+	EventByInvolvedUID = "iad.event.involvedUID"
 )
 
 // Key joins a namespace and a name the way the indexes above store them.
@@ -108,6 +112,12 @@ var All = []Indexer{
 	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
 		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {
 			return []string{c}
+		}
+		return nil
+	}},
+	{&corev1.Event{}, EventByInvolvedUID, func(o client.Object) []string {
+		if uid := o.(*corev1.Event).InvolvedObject.UID; uid != "" {
+			return []string{string(uid)}
 		}
 		return nil
 	}},

@@ -1,0 +1,661 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/core"
+	"github.com/cozystack/metallb-iad/test/manifests"
+)
+
+const (
+	timeout = 30 * time.Second
+	tick    = 100 * time.Millisecond
+
+	// phNS is the placeholder namespace of the controller under test.
+	phNS = "iad-system"
+	// serviceAccount is the identity the controller runs as, with exactly
+	// the rights its generated ClusterRole grants.
+	serviceAccount = "metallb-iad-claim"
+
+	otherProvisioner = "other.example.org"
+)
+
+var (
+	ctx context.Context
+	k   client.Client // the admin, acting as the tenant, the core or an operator
+	clu *cluster.Cluster
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+
+	var err error
+	if clu, err = cluster.Start(ctx, cluster.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "start the control plane:", err)
+		return 1
+	}
+	defer clu.Stop()
+	k = clu.Client
+
+	if err := clu.EnsureNamespace(ctx, phNS); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := grantRole(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "grant the controller's ClusterRole:", err)
+		return 1
+	}
+
+	mgr, err := bootstrap.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), &bootstrap.Options{
+		Controller: "claim", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		PlaceholderNamespace: phNS, MetalLBNamespace: cluster.MetalLBNamespace,
+	}, CacheOptions(phNS))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "create the manager:", err)
+		return 1
+	}
+	r := &Reconciler{
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		Recorder:             mgr.GetEventRecorderFor(EventSource), //nolint:staticcheck // core/v1 Events
+		PlaceholderNamespace: phNS,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "set up the controller:", err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
+
+// grantRole binds the generated ClusterRole (config/rbac/claim/role.yaml,
+// controller-gen output of the markers) to the controller's ServiceAccount,
+// so the tests prove the markers grant enough.
+func grantRole(ctx context.Context) error {
+	b, err := os.ReadFile(filepath.Join(manifests.Root(), "config", "rbac", "claim", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(b, role); err != nil {
+		return err
+	}
+	if err := k.Create(ctx, role); err != nil {
+		return err
+	}
+	return k.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: phNS, Name: serviceAccount}},
+	})
+}
+
+// --- fixtures ---
+
+// namespace creates a namespace for one test's claims.
+func namespace(t *testing.T) string {
+	t.Helper()
+	n := "t-" + rand.String(6)
+	require.NoError(t, clu.EnsureNamespace(ctx, n))
+	t.Cleanup(func() { cleanupNamespace(n) })
+	return n
+}
+
+// cleanupNamespace removes what a test left: its claims, the IPAddresses
+// bound to them (stripping the driver's finalizer, as the IPAddress
+// controller would after teardown) and their placeholders.
+func cleanupNamespace(ns string) {
+	var claims iadv1alpha1.IPAddressClaimList
+	_ = k.List(ctx, &claims, client.InNamespace(ns))
+	for i := range claims.Items {
+		_ = k.Delete(ctx, &claims.Items[i])
+	}
+	var addrs iadv1alpha1.IPAddressList
+	_ = k.List(ctx, &addrs)
+	for i := range addrs.Items {
+		a := &addrs.Items[i]
+		if a.Spec.ClaimRef != nil && a.Spec.ClaimRef.Namespace == ns {
+			deleteAddress(a)
+		}
+	}
+	var phs corev1.ServiceList
+	_ = k.List(ctx, &phs, client.InNamespace(phNS))
+	for i := range phs.Items {
+		if phs.Items[i].Annotations[names.AnnotationClaimNamespace] == ns {
+			_ = k.Delete(ctx, &phs.Items[i])
+		}
+	}
+}
+
+// deleteAddress deletes an IPAddress (that very object, not another of the
+// same name) and releases the driver's finalizer.
+func deleteAddress(a *iadv1alpha1.IPAddress) {
+	_ = k.Delete(ctx, a, client.Preconditions{UID: &a.UID})
+	cur := &iadv1alpha1.IPAddress{}
+	if err := k.Get(ctx, client.ObjectKeyFromObject(a), cur); err == nil && cur.UID == a.UID && len(cur.Finalizers) > 0 {
+		orig := cur.DeepCopy()
+		cur.Finalizers = nil
+		_ = k.Patch(ctx, cur, client.MergeFrom(orig))
+	}
+}
+
+// class creates an IPAddressClass and, unless addresses is empty, the
+// MetalLB pool iad-<class> the class controller would render.
+func class(t *testing.T, provisioner string, policy iadv1alpha1.ReclaimPolicy, addresses ...string) string {
+	t.Helper()
+	name := "c-" + rand.String(6)
+	cl := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: provisioner, ReclaimPolicy: policy},
+	}
+	require.NoError(t, k.Create(ctx, cl))
+	t.Cleanup(func() { _ = k.Delete(ctx, cl) })
+	if len(addresses) > 0 {
+		pool(t, name, addresses...)
+	}
+	return name
+}
+
+// pool creates the MetalLB pool of a class, autoAssign off.
+func pool(t *testing.T, class string, addresses ...string) {
+	t.Helper()
+	p := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: addresses, AutoAssign: new(bool)},
+	}
+	require.NoError(t, k.Create(ctx, p))
+	t.Cleanup(func() { _ = k.Delete(ctx, p) })
+}
+
+// claim creates a claim as the tenant, stamped with provisioner as the core
+// would (no stamp when provisioner is empty).
+func claim(t *testing.T, ns, class string, family iadv1alpha1.IPFamily, provisioner string) *iadv1alpha1.IPAddressClaim {
+	t.Helper()
+	c := &iadv1alpha1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim-" + rand.String(5)},
+		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: class, Family: family},
+	}
+	if provisioner != "" {
+		c.Annotations = map[string]string{iadv1alpha1.ProvisionerAnnotation: provisioner}
+	}
+	require.NoError(t, k.Create(ctx, c))
+	return c
+}
+
+// stamp stamps a claim with this driver's provisioner, as the core does.
+func stamp(t *testing.T, c *iadv1alpha1.IPAddressClaim) {
+	t.Helper()
+	orig := c.DeepCopy()
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[iadv1alpha1.ProvisionerAnnotation] = names.Provisioner
+	require.NoError(t, k.Patch(ctx, c, client.MergeFrom(orig)))
+}
+
+func placeholderKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) types.NamespacedName {
+	return types.NamespacedName{Namespace: phNS, Name: names.AllocationPlaceholderName(c.UID, string(f))}
+}
+
+// recorded waits until the claim's family is recorded: the placeholder is a
+// hold placeholder owner-referenced to the IPAddress it labels, and returns
+// both.
+func recorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) (*corev1.Service, *iadv1alpha1.IPAddress) {
+	t.Helper()
+	ph := &corev1.Service{}
+	a := &iadv1alpha1.IPAddress{}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, k.Get(ctx, placeholderKey(c, f), ph))
+		require.Equal(ct, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
+		require.NotEmpty(ct, ph.Labels[names.LabelAddress])
+		require.NoError(ct, k.Get(ctx, types.NamespacedName{Name: ph.Labels[names.LabelAddress]}, a))
+	}, timeout, tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
+	return ph, a
+}
+
+// assertRecorded checks every field of a recorded address and its placeholder.
+func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, policy iadv1alpha1.ReclaimPolicy,
+	f iadv1alpha1.IPFamily, ph *corev1.Service, a *iadv1alpha1.IPAddress) netip.Addr {
+	t.Helper()
+	require.Len(t, ph.Status.LoadBalancer.Ingress, 1)
+	ip, err := names.ParseAddress(ph.Status.LoadBalancer.Ingress[0].IP)
+	require.NoError(t, err)
+	wantName, err := names.AddressName(ip)
+	require.NoError(t, err)
+
+	assert.Equal(t, wantName, a.Name)
+	assert.Equal(t, ip.String(), a.Spec.Address, "canonical address")
+	assert.Equal(t, class, a.Spec.ClassName)
+	assert.Equal(t, policy, a.Spec.ReclaimPolicy)
+	assert.Equal(t, &iadv1alpha1.ClaimReference{Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}, a.Spec.ClaimRef)
+	assert.NotNil(t, a.Spec.Source.FromClass)
+	assert.Nil(t, a.Spec.Source.ProviderRef)
+	assert.Contains(t, a.Finalizers, names.Finalizer)
+	assert.NotContains(t, a.Finalizers, iadv1alpha1.AddressProtectionFinalizer, "the core's finalizer is not the driver's to write")
+	assert.Empty(t, a.Status.Phase, "phases are not the driver's to write")
+
+	assert.Equal(t, wantName, ph.Labels[names.LabelAddress])
+	assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
+	assert.Equal(t, string(c.UID), ph.Labels[names.LabelClaimUID])
+	assert.Equal(t, ip.String(), ph.Annotations[names.MetalLBLoadBalancerIPs], "pinned to its own address")
+	assert.Equal(t, names.PoolName(class), ph.Annotations[names.MetalLBAddressPool])
+	assert.Equal(t, c.Namespace, ph.Annotations[names.AnnotationClaimNamespace])
+	assert.Equal(t, c.Name, ph.Annotations[names.AnnotationClaimName])
+	assert.Equal(t, string(f), ph.Annotations[names.AnnotationFamily])
+	assert.Equal(t, class, ph.Annotations[names.AnnotationClass])
+	require.Len(t, ph.OwnerReferences, 1)
+	assert.Equal(t, metav1.OwnerReference{
+		APIVersion: iadv1alpha1.GroupVersion.String(), Kind: "IPAddress", Name: a.Name, UID: a.UID,
+		Controller: new(bool), BlockOwnerDeletion: new(bool),
+	}, ph.OwnerReferences[0])
+
+	assert.Equal(t, corev1.ServiceTypeLoadBalancer, ph.Spec.Type)
+	assert.Nil(t, ph.Spec.Selector)
+	require.NotNil(t, ph.Spec.AllocateLoadBalancerNodePorts)
+	assert.False(t, *ph.Spec.AllocateLoadBalancerNodePorts)
+	assert.Equal(t, []corev1.IPFamily{serviceFamily(f)}, ph.Spec.IPFamilies)
+	return ip
+}
+
+// events lists the Events with a reason on an object, as recorded so far.
+func events(t require.TestingT, obj client.Object, reason string) []corev1.Event {
+	var evs corev1.EventList
+	require.NoError(t, k.List(ctx, &evs, client.InNamespace(obj.GetNamespace()), client.MatchingFields{
+		"involvedObject.uid": string(obj.GetUID()),
+		"reason":             reason,
+	}))
+	return evs.Items
+}
+
+// eventually waits for an Event with a reason on obj and returns its message.
+func eventually(t *testing.T, obj client.Object, reason string) corev1.Event {
+	t.Helper()
+	var ev corev1.Event
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		evs := events(ct, obj, reason)
+		require.NotEmpty(ct, evs)
+		ev = evs[len(evs)-1]
+	}, timeout, tick, "no %s Event on %s", reason, obj.GetName())
+	return ev
+}
+
+// addressesOf lists the IPAddresses whose claimRef names the claim.
+func addressesOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []iadv1alpha1.IPAddress {
+	var list iadv1alpha1.IPAddressList
+	require.NoError(t, k.List(ctx, &list))
+	var out []iadv1alpha1.IPAddress
+	for _, a := range list.Items {
+		if a.Spec.ClaimRef != nil && a.Spec.ClaimRef.Namespace == c.Namespace && a.Spec.ClaimRef.Name == c.Name {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// placeholdersOf lists the placeholders labelled with the claim's uid.
+func placeholdersOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []corev1.Service {
+	var list corev1.ServiceList
+	require.NoError(t, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{names.LabelClaimUID: string(c.UID)}))
+	return list.Items
+}
+
+// --- tests ---
+
+func TestIPv4ClaimIsRecorded(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, iadv1alpha1.ReclaimDelete, "10.10.1.0/29")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	ip := assertRecorded(t, c, cl, iadv1alpha1.ReclaimDelete, iadv1alpha1.FamilyIPv4, ph, a)
+	assert.True(t, netip.MustParsePrefix("10.10.1.0/29").Contains(ip), "%s is from the class pool", ip)
+
+	assert.Equal(t, "Waiting for MetalLB to assign an IPv4 address from pool iad-"+cl+" (class "+cl+")",
+		eventually(t, c, ReasonWaitingForMetalLB).Message)
+	ev := eventually(t, c, ReasonRecorded)
+	assert.Equal(t, corev1.EventTypeNormal, ev.Type)
+	assert.Equal(t, fmt.Sprintf("Recorded IPv4 address %s as IPAddress %s", ip, a.Name), ev.Message)
+	assert.Equal(t, EventSource, ev.Source.Component)
+
+	// One address, one placeholder: nothing allocated twice.
+	assert.Len(t, addressesOf(t, c), 1)
+	assert.Len(t, placeholdersOf(t, c), 1)
+	// The driver never writes claim status or finalizers.
+	cur := &iadv1alpha1.IPAddressClaim{}
+	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(c), cur))
+	assert.Empty(t, cur.Status)
+	assert.Empty(t, cur.Finalizers)
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)))
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, timeout, tick)
+}
+
+func TestIPv6ClaimIsRecorded(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "fd00:aa:1::/120")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv6, names.Provisioner)
+
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv6)
+	ip := assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv6, ph, a)
+	assert.True(t, ip.Is6())
+	assert.True(t, netip.MustParsePrefix("fd00:aa:1::/120").Contains(ip), "%s is from the class pool", ip)
+	assert.True(t, strings.HasPrefix(a.Name, "ip6-fd00-00aa-0001-0000-0000-0000-0000-00"), a.Name)
+	assert.Equal(t, fmt.Sprintf("Recorded IPv6 address %s as IPAddress %s", ip, a.Name), eventually(t, c, ReasonRecorded).Message)
+}
+
+func TestDualClaimGetsTwoAddresses(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.2.0/29", "fd00:aa:2::/124")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyDual, names.Provisioner)
+
+	ph4, a4 := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	ph6, a6 := recorded(t, c, iadv1alpha1.FamilyIPv6)
+	ip4 := assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph4, a4)
+	ip6 := assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv6, ph6, a6)
+	assert.True(t, ip4.Is4())
+	assert.True(t, ip6.Is6())
+	assert.NotEqual(t, ph4.Name, ph6.Name)
+	assert.Len(t, addressesOf(t, c), 2)
+	assert.Len(t, placeholdersOf(t, c), 2)
+}
+
+// TestCrashAfterPinning starts from the state a crash between steps (a) and
+// (b) leaves: the placeholder labelled and pinned, no IPAddress.
+func TestCrashAfterPinning(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.3.0/29")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "") // not stamped yet: the controller leaves it alone
+
+	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph.Labels[names.LabelAddress] = "ip-10-10-3-4"
+	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.3.4"
+	require.NoError(t, k.Create(ctx, ph))
+	require.Eventually(t, func() bool {
+		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.3.4"
+	}, timeout, tick, "MetalLB honours the pin")
+
+	stamp(t, c)
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	ip := assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
+	assert.Equal(t, "10.10.3.4", ip.String())
+	assert.Equal(t, "ip-10-10-3-4", a.Name)
+	assert.Len(t, addressesOf(t, c), 1)
+	assert.Empty(t, events(t, c, ReasonWaitingForMetalLB), "the placeholder existed: nothing was created")
+}
+
+// TestCrashAfterAddress starts from the state a crash between steps (b) and
+// (c) leaves: the IPAddress recorded, the placeholder not handed over.
+func TestCrashAfterAddress(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, iadv1alpha1.ReclaimDelete, "10.10.4.0/29")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "")
+
+	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph.Labels[names.LabelAddress] = "ip-10-10-4-2"
+	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.4.2"
+	require.NoError(t, k.Create(ctx, ph))
+	pre := renderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
+		Spec: iadv1alpha1.IPAddressClassSpec{ReclaimPolicy: iadv1alpha1.ReclaimDelete}}, "10.10.4.2", "ip-10-10-4-2")
+	require.NoError(t, k.Create(ctx, pre))
+	require.Eventually(t, func() bool {
+		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.4.2"
+	}, timeout, tick, "MetalLB honours the pin")
+
+	stamp(t, c)
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	assertRecorded(t, c, cl, iadv1alpha1.ReclaimDelete, iadv1alpha1.FamilyIPv4, ph, a)
+	assert.Equal(t, pre.UID, a.UID, "the existing IPAddress is adopted, not replaced")
+	assert.Len(t, addressesOf(t, c), 1)
+	assert.Equal(t, "Recorded IPv4 address 10.10.4.2 as IPAddress ip-10-10-4-2", eventually(t, c, ReasonRecorded).Message)
+}
+
+// TestLedgerMismatch: MetalLB assigns an address whose IPAddress is bound to
+// another claim. The driver reports it and does not fight; once an
+// administrator removes the stale entry, it records the address.
+func TestLedgerMismatch(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.5.9/32")
+	stale := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-5-9"},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address: "10.10.5.9", ClassName: cl,
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "team-b", Name: "db", UID: "0d4b0c7e-0000-4000-8000-000000000001"},
+			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+	require.NoError(t, k.Create(ctx, stale))
+	t.Cleanup(func() { deleteAddress(stale) })
+
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	ev := eventually(t, c, ReasonLedgerMismatch)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Equal(t, "MetalLB assigned IPv4 address 10.10.5.9 to this claim, but IPAddress ip-10-10-5-9 already exists and "+
+		"is bound to claim team-b/db (uid 0d4b0c7e-0000-4000-8000-000000000001); MetalLB and the ledger disagree, "+
+		"so the driver leaves both alone for an administrator to resolve", ev.Message)
+
+	// No fight: the existing entry is untouched, the placeholder is pinned
+	// but not handed over, and nothing is recorded for the claim.
+	cur := &iadv1alpha1.IPAddress{}
+	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(stale), cur))
+	assert.Equal(t, stale.Spec, cur.Spec)
+	assert.Empty(t, cur.Finalizers)
+	ph := &corev1.Service{}
+	require.NoError(t, k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), ph))
+	assert.Equal(t, names.PlaceholderAllocation, ph.Labels[names.LabelPlaceholder])
+	assert.Equal(t, "ip-10-10-5-9", ph.Labels[names.LabelAddress])
+	assert.Equal(t, "10.10.5.9", ph.Annotations[names.MetalLBLoadBalancerIPs])
+	assert.Empty(t, ph.OwnerReferences)
+	assert.Empty(t, addressesOf(t, c))
+
+	// The administrator deletes the stale entry: the claim proceeds.
+	require.NoError(t, k.Delete(ctx, stale))
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
+	assert.Equal(t, "ip-10-10-5-9", a.Name)
+}
+
+// TestPoolExhaustion: with a one-address pool the second claim waits with a
+// PoolExhausted warning, and proceeds by itself once the address is freed.
+func TestPoolExhaustion(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.6.5/32")
+	first := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	_, firstAddr := recorded(t, first, iadv1alpha1.FamilyIPv4)
+	assert.Equal(t, "10.10.6.5", firstAddr.Spec.Address)
+
+	second := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	ev := eventually(t, second, ReasonPoolExhausted)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.True(t, strings.HasPrefix(ev.Message, "MetalLB has no free IPv4 address in pool iad-"+cl+" (class "+cl+"): "+
+		"the pool is exhausted or has no IPv4 range. The claim stays Pending and proceeds as soon as an address is freed. "+
+		"MetalLB said: Failed to allocate IP for \""+phNS+"/alloc-ipv4-"+string(second.UID)+"\""), ev.Message)
+	assert.Empty(t, addressesOf(t, second))
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 1 }, timeout, tick)
+	assert.GreaterOrEqual(t, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)), 1.0)
+
+	// The first claim goes, then its address (as the core and the IPAddress
+	// controller would do under Delete): the garbage collector removes the
+	// placeholder it owned, MetalLB frees the address and hands it on.
+	require.NoError(t, k.Delete(ctx, first))
+	deleteAddress(firstAddr)
+
+	ph, a := recorded(t, second, iadv1alpha1.FamilyIPv4)
+	assertRecorded(t, second, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
+	assert.Equal(t, "ip-10-10-6-5", a.Name)
+	assert.Equal(t, string(second.UID), a.Spec.ClaimRef.UID)
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, timeout, tick)
+}
+
+// TestPoolNotReady: a claim whose class pool MetalLB does not know yet waits
+// with a PoolNotReady warning and proceeds when the pool appears.
+func TestPoolNotReady(t *testing.T) {
+	ns := namespace(t)
+	pool(t, "decoy-"+rand.String(4), "10.10.12.0/30") // MetalLB reports unknown pools only once it has some
+	cl := class(t, names.Provisioner, "")
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+
+	ev := eventually(t, c, ReasonPoolNotReady)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Contains(t, ev.Message, "MetalLB does not know pool iad-"+cl+" (class "+cl+") yet")
+	assert.Contains(t, ev.Message, `unknown pool "iad-`+cl+`"`)
+
+	pool(t, cl, "10.10.7.0/30")
+	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
+}
+
+// TestOrphanedPlaceholders: allocation placeholders whose claim is gone go,
+// unless they back an IPAddress.
+func TestOrphanedPlaceholders(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "") // no pool: MetalLB never assigns, so nothing gets recorded
+	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	key := placeholderKey(c, iadv1alpha1.FamilyIPv4)
+	require.Eventually(t, func() bool { return k.Get(ctx, key, &corev1.Service{}) == nil }, timeout, tick)
+
+	// A placeholder backing an IPAddress of a claim that is gone stays.
+	gone := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone", UID: types.UID(rand.String(8))}}
+	kept := renderAddress(gone, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl}}, "10.10.8.1", "ip-10-10-8-1")
+	require.NoError(t, k.Create(ctx, kept))
+	t.Cleanup(func() { deleteAddress(kept) })
+	backing := renderPlaceholder(phNS, gone, cl, iadv1alpha1.FamilyIPv4)
+	backing.Labels[names.LabelAddress] = "ip-10-10-8-1"
+	require.NoError(t, k.Create(ctx, backing))
+	// One for a claim that never existed, backing nothing, goes.
+	never := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never", UID: types.UID(rand.String(8))}}
+	stray := renderPlaceholder(phNS, never, cl, iadv1alpha1.FamilyIPv6)
+	require.NoError(t, k.Create(ctx, stray))
+
+	require.NoError(t, k.Delete(ctx, c))
+	for _, key := range []types.NamespacedName{key, client.ObjectKeyFromObject(stray)} {
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(k.Get(ctx, key, &corev1.Service{}))
+		}, timeout, tick, "orphan %s is deleted", key.Name)
+	}
+	assert.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(backing), &corev1.Service{}), "a placeholder backing an IPAddress stays")
+}
+
+// TestClaimsNotOurs: claims of another provisioner, and claims naming a
+// specific address, are not provisioned; a stamped claim whose class is
+// missing or someone else's gets a ClassNotServed warning.
+func TestClaimsNotOurs(t *testing.T) {
+	ns := namespace(t)
+	ours := class(t, names.Provisioner, "", "10.10.9.0/29")
+	theirs := class(t, otherProvisioner, "")
+
+	other := claim(t, ns, theirs, iadv1alpha1.FamilyIPv4, otherProvisioner)
+	named := &iadv1alpha1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named",
+			Annotations: map[string]string{iadv1alpha1.ProvisionerAnnotation: names.Provisioner}},
+		Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: ours, AddressName: "ip-10-10-9-1"},
+	}
+	require.NoError(t, k.Create(ctx, named))
+	wrongClass := claim(t, ns, theirs, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	noClass := claim(t, ns, "missing-"+rand.String(4), iadv1alpha1.FamilyIPv4, names.Provisioner)
+
+	ev := eventually(t, wrongClass, ReasonClassNotServed)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Equal(t, fmt.Sprintf("IPAddressClass %q is served by provisioner %q, not by %s; this driver does not provision it",
+		theirs, otherProvisioner, names.Provisioner), ev.Message)
+	assert.Equal(t, fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", noClass.Spec.ClassName),
+		eventually(t, noClass, ReasonClassNotServed).Message)
+
+	// A claim of ours created after them is served; by then the others
+	// have had their turn and must show nothing.
+	sentinel := claim(t, ns, ours, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	recorded(t, sentinel, iadv1alpha1.FamilyIPv4)
+	for _, c := range []*iadv1alpha1.IPAddressClaim{other, named, wrongClass, noClass} {
+		assert.Empty(t, placeholdersOf(t, c), c.Name)
+		assert.Empty(t, addressesOf(t, c), c.Name)
+		assert.Empty(t, events(t, c, ReasonWaitingForMetalLB), c.Name)
+	}
+	assert.Empty(t, events(t, other, ReasonClassNotServed), "not stamped for us: not ours to warn about")
+	assert.Empty(t, events(t, named, ReasonClassNotServed))
+}
+
+// TestWithCore runs the reference core beside the controller: the tenant
+// creates a claim, the core stamps it, the driver records an address, and
+// the core binds it.
+func TestWithCore(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.10.0/29", "fd00:aa:10::/124")
+
+	mgr, err := bootstrap.NewManager(clu.Config, &bootstrap.Options{
+		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	}, nil)
+	require.NoError(t, err)
+	require.NoError(t, core.Setup(ctx, mgr))
+	coreCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(coreCtx) }()
+	defer func() {
+		stop()
+		assert.NoError(t, <-done)
+	}()
+
+	c := claim(t, ns, cl, iadv1alpha1.FamilyDual, "") // the tenant stamps nothing
+	cur := &iadv1alpha1.IPAddressClaim{}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(c), cur))
+		require.Equal(ct, iadv1alpha1.ClaimBound, cur.Status.Phase)
+	}, timeout, tick, "the claim is never Bound")
+	assert.Equal(t, names.Provisioner, cur.Annotations[iadv1alpha1.ProvisionerAnnotation])
+	assert.Equal(t, cl, cur.Status.ClassName)
+	require.Len(t, cur.Status.Addresses, 2)
+
+	_, a4 := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	_, a6 := recorded(t, c, iadv1alpha1.FamilyIPv6)
+	assert.ElementsMatch(t, []iadv1alpha1.ClaimedAddress{
+		{Name: a4.Name, Address: a4.Spec.Address},
+		{Name: a6.Name, Address: a6.Spec.Address},
+	}, cur.Status.Addresses)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, a := range addressesOf(ct, c) {
+			require.Equal(ct, iadv1alpha1.AddressBound, a.Status.Phase, a.Name)
+		}
+	}, timeout, tick)
+	assert.Len(t, addressesOf(t, c), 2)
+
+	// Deleting the claim while the core runs lets it release its finalizer.
+	require.NoError(t, k.Delete(ctx, cur))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(c), &iadv1alpha1.IPAddressClaim{}))
+	}, timeout, tick)
+}

@@ -1,0 +1,359 @@
+package claim
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Event reasons the claim controller records on claims. They are stable:
+// people and alerts match on them.
+const (
+	// ReasonWaitingForMetalLB (Normal): a placeholder was created and MetalLB
+	// has not assigned it an address yet.
+	ReasonWaitingForMetalLB = "WaitingForMetalLB"
+	// ReasonPoolExhausted (Warning): MetalLB reported it has no free address
+	// of the family in the class pool.
+	ReasonPoolExhausted = "PoolExhausted"
+	// ReasonPoolNotReady (Warning): MetalLB does not know the class pool.
+	ReasonPoolNotReady = "PoolNotReady"
+	// ReasonClassNotServed (Warning): the claim carries this driver's
+	// provisioner stamp, but its class is missing or names another provisioner.
+	ReasonClassNotServed = "ClassNotServed"
+	// ReasonRecorded (Normal): an address was recorded as an IPAddress bound
+	// to the claim.
+	ReasonRecorded = "Recorded"
+	// ReasonLedgerMismatch (Warning): MetalLB assigned an address whose
+	// IPAddress already exists bound to something else.
+	ReasonLedgerMismatch = "LedgerMismatch"
+)
+
+// MetalLBAllocationFailed is the reason of the Warning Event MetalLB's
+// controller records on a Service it could not give an address to.
+const MetalLBAllocationFailed = "AllocationFailed"
+
+// placeholderPort is the one port a placeholder declares: a LoadBalancer
+// Service needs at least one. Nothing ever listens behind it.
+var placeholderPort = corev1.ServicePort{
+	Name:       "hold",
+	Protocol:   corev1.ProtocolTCP,
+	Port:       9,
+	TargetPort: intstr.FromInt32(9),
+}
+
+// served reports whether the claim is this driver's to provision: stamped
+// with our provisioner by the core, not being deleted, and not asking for a
+// specific existing address (that is the core's matching path).
+func served(c *iadv1alpha1.IPAddressClaim) bool {
+	return c.Annotations[iadv1alpha1.ProvisionerAnnotation] == names.Provisioner &&
+		c.DeletionTimestamp == nil &&
+		c.Spec.AddressName == ""
+}
+
+// className is the class the core resolved for the claim: the sticky
+// status.className, else spec.className. Empty means the core has not
+// resolved it yet; the driver never resolves defaults itself.
+func className(c *iadv1alpha1.IPAddressClaim) string {
+	if c.Status.ClassName != "" {
+		return c.Status.ClassName
+	}
+	return c.Spec.ClassName
+}
+
+// classProblem explains why a class cannot serve a claim of this driver, or
+// returns "" when it can. class is nil when it does not exist.
+func classProblem(name string, class *iadv1alpha1.IPAddressClass) string {
+	if class == nil {
+		return fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", name)
+	}
+	if class.Spec.Provisioner != names.Provisioner {
+		return fmt.Sprintf("IPAddressClass %q is served by provisioner %q, not by %s; this driver does not provision it",
+			name, class.Spec.Provisioner, names.Provisioner)
+	}
+	return ""
+}
+
+// reclaimPolicy is the policy copied onto a new address: the class's, Retain
+// when the class leaves it empty.
+func reclaimPolicy(class *iadv1alpha1.IPAddressClass) iadv1alpha1.ReclaimPolicy {
+	if class.Spec.ReclaimPolicy == "" {
+		return iadv1alpha1.ReclaimRetain
+	}
+	return class.Spec.ReclaimPolicy
+}
+
+// bindsClaim reports whether an address's claimRef names the claim: same
+// namespace and name, uid empty (not yet accepted by the core) or equal.
+func bindsClaim(a *iadv1alpha1.IPAddress, namespace, name string, uid types.UID) bool {
+	r := a.Spec.ClaimRef
+	return r != nil && r.Namespace == namespace && r.Name == name && (r.UID == "" || r.UID == string(uid))
+}
+
+// addressFamily is the family of an IP in text form, "" when it does not parse.
+func addressFamily(s string) iadv1alpha1.IPFamily {
+	ip, err := names.ParseAddress(s)
+	switch {
+	case err != nil:
+		return ""
+	case ip.Is4():
+		return iadv1alpha1.FamilyIPv4
+	default:
+		return iadv1alpha1.FamilyIPv6
+	}
+}
+
+// boundByFamily groups the addresses bound to the claim by family.
+// Addresses whose claimRef names the claim with another uid are stale
+// bindings and do not count.
+func boundByFamily(c *iadv1alpha1.IPAddressClaim, addrs []iadv1alpha1.IPAddress) map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress {
+	out := map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress{}
+	for i := range addrs {
+		a := &addrs[i]
+		if !bindsClaim(a, c.Namespace, c.Name, c.UID) {
+			continue
+		}
+		if f := addressFamily(a.Spec.Address); f != "" {
+			out[f] = append(out[f], a)
+		}
+	}
+	return out
+}
+
+// missingFamilies lists, in the claim's order (IPv4 first), the families of
+// the claim no bound address covers yet.
+func missingFamilies(c *iadv1alpha1.IPAddressClaim, bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress) []iadv1alpha1.IPFamily {
+	var out []iadv1alpha1.IPFamily
+	for _, f := range c.Spec.Family.Families() {
+		if len(bound[f]) == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// serviceFamily is the Kubernetes IP family of an address family.
+func serviceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
+	if f == iadv1alpha1.FamilyIPv6 {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
+
+// renderPlaceholder is the allocation placeholder that draws the claim's
+// address of one family from the class pool: selectorless, LoadBalancer,
+// no node ports, single-stack, one inert port, named from the claim uid and
+// the family, and carrying the claim's identity.
+func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      names.AllocationPlaceholderName(c.UID, string(f)),
+			Labels: map[string]string{
+				names.LabelPlaceholder: names.PlaceholderAllocation,
+				names.LabelClaimUID:    string(c.UID),
+			},
+			Annotations: map[string]string{
+				names.MetalLBAddressPool:       names.PoolName(class),
+				names.AnnotationClaimNamespace: c.Namespace,
+				names.AnnotationClaimName:      c.Name,
+				names.AnnotationFamily:         string(f),
+				names.AnnotationClass:          class,
+			},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+			IPFamilies:                    []corev1.IPFamily{serviceFamily(f)},
+			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
+			Ports:                         []corev1.ServicePort{placeholderPort},
+		},
+	}
+}
+
+// assignedIP is the canonical address of family f MetalLB reports in the
+// placeholder's status, "" while there is none.
+func assignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		ip, err := names.ParseAddress(in.IP)
+		if err != nil {
+			continue
+		}
+		if addressFamily(ip.String()) == f {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+// ownedByAddress reports whether a placeholder carries an owner reference
+// to an IPAddress; name "" matches any.
+func ownedByAddress(svc *corev1.Service, name string) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.Kind == "IPAddress" && o.APIVersion == iadv1alpha1.GroupVersion.String() && (name == "" || o.Name == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// addressOwnerRef is the non-controller, non-blocking owner reference that
+// hands a placeholder over to the IPAddress it holds.
+func addressOwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         iadv1alpha1.GroupVersion.String(),
+		Kind:               "IPAddress",
+		Name:               a.Name,
+		UID:                a.UID,
+		Controller:         ptr.To(false),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+}
+
+// step is what the claim controller does next for one family.
+type step int
+
+const (
+	// stepNone: the family is bound and nothing of ours is left to finish.
+	stepNone step = iota
+	// stepCreatePlaceholder: no address and no placeholder: reserve.
+	stepCreatePlaceholder
+	// stepWaitForMetalLB: the placeholder has no address yet: observe.
+	stepWaitForMetalLB
+	// stepRecord: the placeholder has an address: label and pin it, create
+	// the IPAddress, hand the placeholder over.
+	stepRecord
+	// stepHandOver: the IPAddress the placeholder names is bound to the
+	// claim, but the placeholder is not handed over to it yet.
+	stepHandOver
+	// stepDropSurplus: the family is bound by another address (the core
+	// matched one meanwhile); the allocation placeholder is not needed.
+	stepDropSurplus
+	// stepWaitForName: the placeholder's name is taken by a hold placeholder
+	// of an address that is not (or no longer) the claim's; wait for it to go.
+	stepWaitForName
+)
+
+// String names the step for logs.
+func (s step) String() string {
+	return [...]string{"None", "CreatePlaceholder", "WaitForMetalLB", "Record", "HandOver", "DropSurplus", "WaitForName"}[s]
+}
+
+// planFamily decides the next step for family f from the addresses bound
+// to the claim for that family and the family's allocation placeholder (nil
+// when it does not exist). It is the whole decision; each step re-derives
+// it on the next pass, so a crash between two steps re-converges.
+func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) step {
+	if ph == nil {
+		if len(bound) > 0 {
+			return stepNone
+		}
+		return stepCreatePlaceholder
+	}
+	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+		if len(bound) > 0 {
+			return stepNone
+		}
+		return stepWaitForName
+	}
+	if len(bound) > 0 {
+		label := ph.Labels[names.LabelAddress]
+		for _, a := range bound {
+			if label != "" && a.Name == label {
+				return stepHandOver
+			}
+		}
+		return stepDropSurplus
+	}
+	if assignedIP(ph, f) == "" {
+		return stepWaitForMetalLB
+	}
+	return stepRecord
+}
+
+// isOrphan decides whether a placeholder is an orphan the driver deletes:
+// an allocation placeholder whose claim is gone (claim nil) or is another
+// claim with the same name (another uid), and which backs no IPAddress:
+// no owner reference to one, and addr (the IPAddress its address label
+// names, nil when absent) is not bound to the placeholder's claim.
+func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1alpha1.IPAddress) bool {
+	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+		return false
+	}
+	uid := ph.Labels[names.LabelClaimUID]
+	if claim != nil && string(claim.UID) == uid {
+		return false
+	}
+	if ownedByAddress(ph, "") {
+		return false
+	}
+	if label := ph.Labels[names.LabelAddress]; label != "" && addr != nil && addr.Name == label && addr.Spec.ClaimRef != nil {
+		r := addr.Spec.ClaimRef
+		if r.UID == uid {
+			return false
+		}
+		if r.UID == "" && r.Namespace == ph.Annotations[names.AnnotationClaimNamespace] && r.Name == ph.Annotations[names.AnnotationClaimName] {
+			return false
+		}
+	}
+	return true
+}
+
+// describeBinding says in words what an IPAddress is bound to.
+func describeBinding(a *iadv1alpha1.IPAddress) string {
+	r := a.Spec.ClaimRef
+	if r == nil {
+		phase := string(a.Status.Phase)
+		if phase == "" {
+			phase = "no phase yet"
+		}
+		return fmt.Sprintf("is bound to no claim (%s)", phase)
+	}
+	if r.UID == "" {
+		return fmt.Sprintf("is bound to claim %s/%s", r.Namespace, r.Name)
+	}
+	return fmt.Sprintf("is bound to claim %s/%s (uid %s)", r.Namespace, r.Name, r.UID)
+}
+
+// Event messages, one function each so their text is tested.
+
+func msgWaitingForMetalLB(f iadv1alpha1.IPFamily, class string) string {
+	return fmt.Sprintf("Waiting for MetalLB to assign an %s address from pool %s (class %s)", f, names.PoolName(class), class)
+}
+
+func msgPoolExhausted(f iadv1alpha1.IPFamily, class, metallb string) string {
+	return fmt.Sprintf("MetalLB has no free %s address in pool %s (class %s): the pool is exhausted or has no %s range. "+
+		"The claim stays Pending and proceeds as soon as an address is freed. MetalLB said: %s",
+		f, names.PoolName(class), class, f, metallb)
+}
+
+func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
+	return fmt.Sprintf("MetalLB does not know pool %s (class %s) yet, so it cannot assign an %s address; "+
+		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
+}
+
+func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
+	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
+}
+
+func msgLedgerMismatch(f iadv1alpha1.IPFamily, ip string, existing *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, but IPAddress %s already exists and %s; "+
+		"MetalLB and the ledger disagree, so the driver leaves both alone for an administrator to resolve",
+		f, ip, existing.Name, describeBinding(existing))
+}
+
+// allocationFailure classifies the message of MetalLB's AllocationFailed
+// Event on a placeholder into the reason and message recorded on the claim.
+func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, message string) {
+	if strings.Contains(metallb, "unknown pool") {
+		return ReasonPoolNotReady, msgPoolNotReady(f, class, metallb)
+	}
+	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
+}

@@ -1,0 +1,360 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// cacheWait bounds how long a pass waits for the cache to show an object it
+// has just created; past it, the pass fails and is retried.
+const cacheWait = 10 * time.Second
+
+// scope is what one pass over a claim works from.
+type scope struct {
+	claim *iadv1alpha1.IPAddressClaim
+	class *iadv1alpha1.IPAddressClass
+	// bound holds the addresses bound to the claim, by family.
+	bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress
+}
+
+// newScope fetches the claim's class and the addresses bound to it. It
+// returns nil (and records why on the claim) when the class cannot be
+// served by this driver, or when the core has not resolved a class yet.
+func (r *Reconciler) newScope(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) (*scope, error) {
+	name := className(claim)
+	if name == "" {
+		log.FromContext(ctx).V(1).Info("the core has not resolved the claim's class yet")
+		return nil, nil
+	}
+	class := &iadv1alpha1.IPAddressClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, class); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		class = nil
+	}
+	if problem := classProblem(name, class); problem != "" {
+		r.Recorder.Event(claim, corev1.EventTypeWarning, ReasonClassNotServed, problem)
+		return nil, nil
+	}
+
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
+		return nil, err
+	}
+	return &scope{claim: claim, class: class, bound: boundByFamily(claim, addrs.Items)}, nil
+}
+
+// reconcileFamily takes the next step for one family of the claim. It
+// reports whether the family is bound when it returns.
+func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) (bool, error) {
+	ph, err := r.allocationPlaceholder(ctx, s.claim, f)
+	if err != nil {
+		return false, err
+	}
+	st := planFamily(f, s.bound[f], ph)
+	log.FromContext(ctx).V(1).Info("family", "family", f, "step", st.String())
+	switch st {
+	case stepCreatePlaceholder:
+		return false, r.createPlaceholder(ctx, s, f)
+	case stepWaitForMetalLB:
+		return false, r.observe(ctx, s, f, ph)
+	case stepRecord:
+		return r.record(ctx, s, f, ph)
+	case stepHandOver:
+		for _, a := range s.bound[f] {
+			if a.Name == ph.Labels[names.LabelAddress] {
+				return true, r.handOver(ctx, s, f, ph, a)
+			}
+		}
+		return true, nil
+	case stepDropSurplus:
+		return true, r.dropSurplus(ctx, ph)
+	case stepWaitForName:
+		log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
+			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[names.LabelAddress])
+		return false, nil
+	default:
+		return true, nil
+	}
+}
+
+// allocationPlaceholder reads the family's placeholder from the cache; nil
+// when it does not exist.
+func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) (*corev1.Service, error) {
+	ph := &corev1.Service{}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(claim.UID, string(f))}
+	if err := r.Get(ctx, key, ph); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return ph, nil
+}
+
+// createPlaceholder is step 1, reserve: create the allocation placeholder.
+// Its name is deterministic, so a racing pass collides on AlreadyExists
+// instead of allocating twice.
+func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) error {
+	// Creating reserves an address: make sure the claim is still there and
+	// still ours, not just in a cache that may lag behind its deletion.
+	live := &iadv1alpha1.IPAddressClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if live.UID != s.claim.UID || !served(live) {
+		return nil
+	}
+
+	ph := renderPlaceholder(r.PlaceholderNamespace, s.claim, s.class.Name, f)
+	if err := r.Create(ctx, ph); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache lags; the placeholder's own event brings the claim back
+		}
+		return fmt.Errorf("create placeholder %s: %w", ph.Name, err)
+	}
+	log.FromContext(ctx).Info("created allocation placeholder", "family", f, "placeholder", ph.Name, "pool", names.PoolName(s.class.Name))
+	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
+	return r.waitForCache(ctx, ph)
+}
+
+// observe is step 2 while MetalLB has assigned nothing: keep the placeholder
+// drawing from the class pool, and tell the claim's owner when MetalLB
+// reports it cannot allocate. MetalLB retries by itself when addresses free
+// up or pools change; the placeholder's status change then brings the claim
+// back here.
+func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) error {
+	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool {
+		orig := ph.DeepCopy()
+		if ph.Annotations == nil {
+			ph.Annotations = map[string]string{}
+		}
+		ph.Annotations[names.MetalLBAddressPool] = pool
+		ph.Annotations[names.AnnotationClass] = s.class.Name
+		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("point placeholder %s at pool %s: %w", ph.Name, pool, err)
+		}
+		return nil
+	}
+
+	var evs corev1.EventList
+	if err := r.List(ctx, &evs, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{index.EventByInvolvedUID: string(ph.UID)}); err != nil {
+		return err
+	}
+	failure := latestAllocationFailure(evs.Items)
+	if failure == nil {
+		return nil
+	}
+	reason, msg := allocationFailure(f, s.class.Name, failure.Message)
+	r.Recorder.Event(s.claim, corev1.EventTypeWarning, reason, msg)
+	if reason == ReasonPoolExhausted {
+		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
+	}
+	return nil
+}
+
+// latestAllocationFailure is the most recent AllocationFailed Event of a
+// list, nil when there is none.
+func latestAllocationFailure(evs []corev1.Event) *corev1.Event {
+	var latest *corev1.Event
+	var at time.Time
+	for i := range evs {
+		e := &evs[i]
+		if e.Reason != MetalLBAllocationFailed {
+			continue
+		}
+		t := eventTime(e)
+		if latest == nil || t.After(at) {
+			latest, at = e, t
+		}
+	}
+	return latest
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}
+
+// record is step 3 once MetalLB has assigned an address, in three
+// idempotent sub-steps: (a) label and pin the placeholder, (b) create the
+// IPAddress, (c) hand the placeholder over to it. It reports whether the
+// family ended bound.
+func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (bool, error) {
+	ip := assignedIP(ph, f)
+	addr, _ := names.ParseAddress(ip) // assignedIP returns only parsed, canonical addresses
+	addrName, err := names.AddressName(addr)
+	if err != nil {
+		return false, err
+	}
+
+	// (a) Label with the future IPAddress name and pin to the observed
+	// address, so a MetalLB restart cannot hand the placeholder another one.
+	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
+		log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
+			"placeholder", ph.Name, "pinned", pin, "assigned", ip)
+		return false, nil
+	}
+	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip {
+		orig := ph.DeepCopy()
+		if ph.Annotations == nil {
+			ph.Annotations = map[string]string{}
+		}
+		ph.Labels[names.LabelAddress] = addrName
+		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, fmt.Errorf("pin placeholder %s to %s: %w", ph.Name, ip, err)
+		}
+	}
+
+	// (b) Create the IPAddress, pre-bound to the claim.
+	a, err := r.ensureAddress(ctx, s, ip, addrName)
+	if err != nil {
+		return false, err
+	}
+	if !bindsClaim(a, s.claim.Namespace, s.claim.Name, s.claim.UID) {
+		r.Recorder.Event(s.claim, corev1.EventTypeWarning, ReasonLedgerMismatch, msgLedgerMismatch(f, ip, a))
+		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultLedgerMismatch).Inc()
+		log.FromContext(ctx).Info("ledger mismatch: the address MetalLB assigned is recorded for someone else",
+			"family", f, "ip", ip, "ipaddress", a.Name)
+		return false, nil
+	}
+
+	// (c) Hand the placeholder over to the IPAddress.
+	return true, r.handOver(ctx, s, f, ph, a)
+}
+
+// ensureAddress returns the IPAddress named addrName, creating it bound to
+// the claim when it does not exist. The caller checks whose it is.
+func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName string) (*iadv1alpha1.IPAddress, error) {
+	existing := &iadv1alpha1.IPAddress{}
+	err := r.Get(ctx, types.NamespacedName{Name: addrName}, existing)
+	if err == nil {
+		return existing, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+
+	a := renderAddress(s.claim, s.class, ip, addrName)
+	if err := r.Create(ctx, a); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create IPAddress %s: %w", addrName, err)
+		}
+		// Someone has it; the cache has not shown it yet. Ask the API server.
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, existing); err != nil {
+			return nil, err
+		}
+		return existing, nil
+	}
+	log.FromContext(ctx).Info("created IPAddress", "ipaddress", addrName, "ip", ip)
+	return a, r.waitForCache(ctx, a)
+}
+
+// renderAddress is the IPAddress recording a freshly allocated address for
+// a claim: claimRef pre-set with the claim's uid, the class and its reclaim
+// policy, source fromClass, and the driver's teardown finalizer.
+func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     class.Name,
+			ReclaimPolicy: reclaimPolicy(class),
+			ClaimRef: &iadv1alpha1.ClaimReference{
+				Namespace: claim.Namespace,
+				Name:      claim.Name,
+				UID:       string(claim.UID),
+			},
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+}
+
+// handOver is step 3c: owner-reference the placeholder to its IPAddress and
+// relabel it a hold placeholder. From here the IPAddress controller owns it.
+func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, a *iadv1alpha1.IPAddress) error {
+	if ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ownedByAddress(ph, a.Name) {
+		return nil
+	}
+	orig := ph.DeepCopy()
+	if !ownedByAddress(ph, a.Name) {
+		ph.OwnerReferences = append(ph.OwnerReferences, addressOwnerRef(a))
+	}
+	ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+	ph.Labels[names.LabelAddress] = a.Name
+	if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("hand placeholder %s over to IPAddress %s: %w", ph.Name, a.Name, err)
+	}
+	log.FromContext(ctx).Info("recorded address", "family", f, "ip", a.Spec.Address, "ipaddress", a.Name, "placeholder", ph.Name)
+	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonRecorded, msgRecorded(f, a.Spec.Address, a.Name))
+	allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
+	return nil
+}
+
+// dropSurplus deletes an allocation placeholder the claim no longer needs
+// (the family was bound by another address meanwhile), releasing its
+// address in MetalLB. The preconditions make sure it is exactly the
+// placeholder this pass looked at.
+func (r *Reconciler) dropSurplus(ctx context.Context, ph *corev1.Service) error {
+	err := r.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete surplus placeholder %s: %w", ph.Name, err)
+	}
+	log.FromContext(ctx).Info("deleted surplus allocation placeholder: the family is bound by another address", "placeholder", ph.Name)
+	return nil
+}
+
+// waitForCache waits until the cache shows an object this pass created, so
+// no later pass acts as if it did not exist. It stops early when the object
+// is already gone from the API server (deleted right after its creation):
+// then there is nothing left to wait for.
+func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object) error {
+	key := client.ObjectKeyFromObject(obj)
+	probe := obj.DeepCopyObject().(client.Object)
+	polls := 0
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		err := r.Get(ctx, key, probe)
+		if !apierrors.IsNotFound(err) {
+			return err == nil, err
+		}
+		if polls++; polls%25 == 0 {
+			if err := r.APIReader.Get(ctx, key, probe); apierrors.IsNotFound(err) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the cache to show %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// placeholderGC deletes orphaned allocation placeholders: those whose claim
+// is gone (or was replaced by another claim of the same name) before their
+// address was recorded, and which back no IPAddress. Placeholders backing
+// an IPAddress belong to it and are left alone.
+type placeholderGC struct {
+	client.Client
+	APIReader            client.Reader
+	PlaceholderNamespace string
+}
+
+// Reconcile looks at one placeholder Service.
+func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ph := &corev1.Service{}
+	if err := g.Get(ctx, req.NamespacedName, ph); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+		return ctrl.Result{}, nil
+	}
+	claim, addr, err := g.related(ctx, g.Client, ph)
+	if err != nil || !isOrphan(ph, claim, addr) {
+		return ctrl.Result{}, err
+	}
+	// Deleting releases an address: confirm with the API server itself
+	// that the claim is gone and no IPAddress is backed, not just the cache.
+	if claim, addr, err = g.related(ctx, g.APIReader, ph); err != nil || !isOrphan(ph, claim, addr) {
+		return ctrl.Result{}, err
+	}
+	err = g.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		// A conflict means the placeholder changed since the cache showed
+		// it (for example it was just handed over): look again.
+		return quietConflicts(ctx, []error{fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err)})
+	}
+	log.FromContext(ctx).Info("deleted orphaned allocation placeholder: its claim is gone and it backs no IPAddress",
+		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[names.AnnotationClaimNamespace], ph.Annotations[names.AnnotationClaimName]),
+		"claimUID", ph.Labels[names.LabelClaimUID])
+	return ctrl.Result{}, nil
+}
+
+// related reads the claim a placeholder serves and the IPAddress its address
+// label names, each nil when it does not exist.
+func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1.Service) (*iadv1alpha1.IPAddressClaim, *iadv1alpha1.IPAddress, error) {
+	var claim *iadv1alpha1.IPAddressClaim
+	if key, ok := claimOfPlaceholder(ph); ok {
+		c := &iadv1alpha1.IPAddressClaim{}
+		switch err := r.Get(ctx, key, c); {
+		case err == nil:
+			claim = c
+		case !apierrors.IsNotFound(err):
+			return nil, nil, err
+		}
+	}
+	var addr *iadv1alpha1.IPAddress
+	if name := ph.Labels[names.LabelAddress]; name != "" {
+		a := &iadv1alpha1.IPAddress{}
+		switch err := r.Get(ctx, types.NamespacedName{Name: name}, a); {
+		case err == nil:
+			addr = a
+		case !apierrors.IsNotFound(err):
+			return nil, nil, err
+		}
+	}
+	return claim, addr, nil
+}
+
+func (g *placeholderGC) setupWithManager(mgr ctrl.Manager) error {
+	isAllocation := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == g.PlaceholderNamespace && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderAllocation
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(GCControllerName).
+		For(&corev1.Service{}, builder.WithPredicates(isAllocation)).
+		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders)).
+		Complete(g)
+}
+
+// claimToPlaceholders maps a claim (typically its deletion) to the
+// placeholders labelled with its uid.
+func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
+	return g.placeholdersBy(ctx, index.PlaceholderByClaimUID, string(o.GetUID()))
+}
+
+// addressToPlaceholders maps an IPAddress to the placeholders labelled with
+// its name.
+func (g *placeholderGC) addressToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
+	return g.placeholdersBy(ctx, index.PlaceholderByAddress, o.GetName())
+}
+
+func (g *placeholderGC) placeholdersBy(ctx context.Context, field, value string) []reconcile.Request {
+	var phs corev1.ServiceList
+	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace), client.MatchingFields{field: value}); err != nil {
+		log.FromContext(ctx).Error(err, "cannot look up placeholders", "index", field, "value", value)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(phs.Items))
+	for i := range phs.Items {
+		if phs.Items[i].Labels[names.LabelPlaceholder] == names.PlaceholderAllocation {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&phs.Items[i])})
+		}
+	}
+	return out
+}
