@@ -5,16 +5,25 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/controllers/ipaddress"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 )
 
 func main() {
-	os.Exit(bootstrap.Main("ipaddress",
+	os.Exit(bootstrap.Main(ipaddress.ControllerName,
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
-		nil,
+		func(o *bootstrap.Options) map[client.Object]cache.ByObject {
+			return ipaddress.CacheOptions(o.PlaceholderNamespace)
+		},
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
-			return (&ipaddress.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace}).SetupWithManager(mgr)
+			return (&ipaddress.Reconciler{
+				Client:               mgr.GetClient(),
+				APIReader:            mgr.GetAPIReader(),
+				Recorder:             mgr.GetEventRecorderFor(ipaddress.EventSource), //nolint:staticcheck // core/v1 Events, as the project uses
+				PlaceholderNamespace: o.PlaceholderNamespace,
+			}).SetupWithManager(mgr)
 		}))
 }

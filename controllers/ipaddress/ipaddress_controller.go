@@ -1,32 +1,250 @@
-// Package ipaddress enforces the holding invariant on IPAddresses, tears them down and recovers conflicts.
+// Package ipaddress enforces the holding invariant on IPAddresses, tears them
+// down and recovers them from conflicts.
+//
+// The holding invariant: a placeholder Service pinned to the address exists
+// exactly while the IPAddress exists and is not associated to a live
+// workload. The controller reports it in the Held condition, which is the
+// Service controller's signal to pin a workload. On deletion its finalizer
+// deletes the placeholders (releasing MetalLB's allocation) and withdraws
+// the pins the driver wrote. An address in phase Conflict is handed back to
+// Bound or Available once no Service holds it without authority.
 package ipaddress
 
 import (
 	"context"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// Reconciler is the ipaddress controller.
+// ControllerName is the IPAddress controller's name, in logs and metrics.
+const ControllerName = "ipaddress"
+
+// EventSource is the component name on the Events the controller records.
+const EventSource = "metallb-iad-ipaddress"
+
+// retryAfter is how soon a pass that lost an optimistic-lock race, or that
+// waits for the cache to catch up with the API server, is retried. The
+// watches usually bring the object back sooner.
+const retryAfter = time.Second
+
+// Reconciler is the IPAddress controller.
 type Reconciler struct {
 	client.Client
+	// APIReader reads straight from the API server, where a stale cache must
+	// not decide: whether a Service named by associatedTo is really gone,
+	// whether a placeholder really is absent before one is created or the
+	// hold is reported released, and whether a claim exists. Defaults to
+	// the manager's.
+	APIReader client.Reader
+	// Recorder records Events on IPAddresses and Services. Defaults to the
+	// manager's recorder for EventSource.
+	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+
+	states addressStates
 }
 
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
+// CacheOptions are the cache settings the binary and the tests build their
+// manager with. The controller must see Services in every namespace (a
+// workload named by associatedTo, and any Service holding or pinned to an
+// address), so Services are not narrowed by namespace; instead the cache
+// keeps of each Service only what the controller reads: metadata (without
+// managedFields), spec.type and status. Code reading Services from this
+// cache must therefore never write a whole Service back; it only patches.
+// placeholderNamespace is accepted for symmetry with the other controllers.
+func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
+	_ = placeholderNamespace
+	return map[client.Object]cache.ByObject{
+		&corev1.Service{}: {Transform: slimService},
+	}
+}
 
-// Reconcile handles one object.
+// slimService is the cache transform for Services: it drops managedFields
+// and everything of the spec but its type.
+func slimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, Status: s.Status}
+	out.ManagedFields = nil
+	out.Spec.Type = s.Spec.Type
+	return out, nil
+}
+
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile enforces the holding invariant on one address, re-derived from
+// the cluster on every pass: fetch, teardown when deleted, finalizer, then
+// the steps (clear a stale association, recover from Conflict, hold or
+// release) and one status patch of what this controller owns.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return ctrl.Result{}, nil
+	a := &iadv1alpha1.IPAddress{}
+	if err := r.Get(ctx, req.NamespacedName, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.states.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if a.DeletionTimestamp != nil {
+		r.states.forget(a.Name)
+		return retryOnConflict(r.teardown(ctx, a))
+	}
+
+	class, err := r.class(ctx, a.Spec.ClassName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !served(a, class) {
+		r.states.forget(a.Name)
+		return ctrl.Result{}, nil
+	}
+	if err := r.ensureFinalizer(ctx, a); err != nil {
+		return retryOnConflict(ctrl.Result{}, err)
+	}
+
+	s, err := r.newScope(ctx, a)
+	if err != nil || s == nil {
+		return ctrl.Result{}, err
+	}
+	var res ctrl.Result
+	for _, step := range []func(context.Context, *scope) (ctrl.Result, error){
+		r.clearStaleAssociation,
+		r.recoverConflict,
+		r.enforceHold,
+	} {
+		sr, err := step(ctx, s)
+		if err != nil {
+			return retryOnConflict(ctrl.Result{}, err)
+		}
+		res = earliest(res, sr)
+	}
+	if err := r.patchStatus(ctx, s); err != nil {
+		return retryOnConflict(ctrl.Result{}, err)
+	}
+	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
+	return res, nil
 }
 
-// SetupWithManager registers the controller.
+// retryOnConflict turns an optimistic-lock conflict into a quiet retry: the
+// object changed under us and the next pass re-derives everything.
+func retryOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
+	}
+	return res, err
+}
+
+// earliest combines two results, keeping the sooner requeue.
+func earliest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter != 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
+}
+
+// SetupWithManager registers the indexes the controller reads and the
+// controller with its watches: IPAddresses; Services (a placeholder maps to
+// the address its label names, any Service to the addresses associated to
+// it and to the addresses of the IPs in its load-balancer status); classes
+// (to the addresses of the class).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("ipaddress").For(&iadv1alpha1.IPAddress{}).Complete(r)
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
+	}
+	if err := index.Register(context.Background(), mgr,
+		index.AddressByIP, index.AddressByAssociation, index.AddressByClass,
+		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,
+	); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&iadv1alpha1.IPAddress{}).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.addressesForService)).
+		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.addressesForClass)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
 }
 
-var _ = iadv1alpha1.GroupVersion
+// addressesForService maps a Service event to the addresses it concerns: the
+// address a placeholder's label names, the addresses associated to the
+// Service, and the addresses of every IP MetalLB assigned it. The handler
+// calls it with the old and the new object, so a Service that lost an IP or
+// was deleted reaches the address too.
+func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) []reconcile.Request {
+	svc, ok := o.(*corev1.Service)
+	if !ok {
+		return nil
+	}
+	want := map[string]bool{}
+	if svc.Namespace == r.PlaceholderNamespace {
+		if v := svc.Labels[names.LabelAddress]; v != "" {
+			want[v] = true
+		}
+	}
+	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
+	for _, ip := range index.IngressIPs(svc) {
+		lookups = append(lookups, client.MatchingFields{index.AddressByIP: ip})
+	}
+	for _, m := range lookups {
+		var list iadv1alpha1.IPAddressList
+		if err := r.List(ctx, &list, m); err != nil {
+			log.FromContext(ctx).Error(err, "cannot look up addresses for a Service", "service", client.ObjectKeyFromObject(svc))
+			continue
+		}
+		for i := range list.Items {
+			want[list.Items[i].Name] = true
+		}
+	}
+	return requests(want)
+}
+
+// addressesForClass maps a class event to the addresses of that class, so a
+// class appearing after its addresses (static pre-provisioning) serves them.
+func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []reconcile.Request {
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "cannot look up the addresses of a class", "class", o.GetName())
+		return nil
+	}
+	want := map[string]bool{}
+	for i := range list.Items {
+		want[list.Items[i].Name] = true
+	}
+	return requests(want)
+}
+
+func requests(set map[string]bool) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(set))
+	for n := range set {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+	}
+	return out
+}

@@ -1,0 +1,528 @@
+package ipaddress
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// testPlaceholderNamespace is the placeholder namespace of the controller
+// under test.
+const testPlaceholderNamespace = "iad-placeholders"
+
+const (
+	timeout = 30 * time.Second
+	tick    = 100 * time.Millisecond
+)
+
+var (
+	c   *cluster.Cluster
+	adm client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	c, err = cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Stop()
+	adm = c.Client
+	if err := c.EnsureNamespace(ctx, testPlaceholderNamespace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	// The controller runs as its own ServiceAccount, with exactly the
+	// ClusterRole its RBAC markers generate.
+	if err := c.InstallDriverRBAC(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
+	mgr, err := bootstrap.NewManager(sa, &bootstrap.Options{
+		Controller: ControllerName, LeaderElect: false,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		PlaceholderNamespace: testPlaceholderNamespace, MetalLBNamespace: cluster.MetalLBNamespace,
+	}, CacheOptions(testPlaceholderNamespace))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: testPlaceholderNamespace}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}
+
+// ourClass creates the MetalLB pool iad-<name> (manual only) with the given
+// ranges and an IPAddressClass of this driver, as the class controller would.
+func ourClass(t *testing.T, name string, ranges ...string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, adm.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: ranges, AutoAssign: ptr.To(false)},
+	}))
+	require.NoError(t, adm.Create(ctx, &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner},
+	}))
+}
+
+// newAddress creates an IPAddress the way an administrator does statically
+// (or the claim controller does, with claimRef pre-set).
+func newAddress(t *testing.T, class, ip string, ref *iadv1alpha1.ClaimReference, finalizers ...string) *iadv1alpha1.IPAddress {
+	t.Helper()
+	parsed, err := names.ParseAddress(ip)
+	require.NoError(t, err)
+	name, err := names.AddressName(parsed)
+	require.NoError(t, err)
+	a := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: class, ClaimRef: ref,
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+	}
+	require.NoError(t, adm.Create(context.Background(), a))
+	return a
+}
+
+func getAddress(t require.TestingT, name string) *iadv1alpha1.IPAddress {
+	a := &iadv1alpha1.IPAddress{}
+	require.NoError(t, adm.Get(context.Background(), types.NamespacedName{Name: name}, a))
+	return a
+}
+
+// patchStatus edits an address's status as an administrator or another
+// controller would, with an optimistic lock, retrying on conflicts.
+func patchStatus(t *testing.T, name string, edit func(*iadv1alpha1.IPAddressStatus)) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		a := getAddress(ct, name)
+		orig := a.DeepCopy()
+		edit(&a.Status)
+		require.NoError(ct, adm.Status().Patch(context.Background(), a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	}, timeout, tick)
+}
+
+// placeholders lists the Services of the placeholder namespace labelled
+// with the address name, from the API server.
+func placeholders(t require.TestingT, address string) []corev1.Service {
+	var list corev1.ServiceList
+	require.NoError(t, adm.List(context.Background(), &list, client.InNamespace(testPlaceholderNamespace),
+		client.MatchingLabels{names.LabelAddress: address}))
+	return list.Items
+}
+
+func ingressIPs(s *corev1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}
+
+// requireHeldBy waits until exactly one placeholder holds the address,
+// MetalLB assigned it exactly ip, and Held is True; it returns the placeholder.
+func requireHeldBy(t *testing.T, address, ip string) *corev1.Service {
+	t.Helper()
+	var got corev1.Service
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		phs := placeholders(ct, address)
+		require.Len(ct, phs, 1)
+		got = phs[0]
+		assert.Equal(ct, []string{ip}, ingressIPs(&got))
+		assert.Equal(ct, ip, got.Annotations[names.MetalLBLoadBalancerIPs])
+		held := meta.FindStatusCondition(getAddress(ct, address).Status.Conditions, conditions.Held)
+		require.NotNil(ct, held)
+		assert.Equal(ct, metav1.ConditionTrue, held.Status)
+		assert.Equal(ct, conditions.ReasonHeldByPlaceholder, held.Reason)
+		assert.Equal(ct, fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s", ip, got.Namespace, got.Name), held.Message)
+	}, timeout, tick, "address %s held by a placeholder", address)
+	return &got
+}
+
+func requireHeldCondition(t *testing.T, address string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got = meta.FindStatusCondition(getAddress(ct, address).Status.Conditions, conditions.Held)
+		require.NotNil(ct, got)
+		assert.Equal(ct, status, got.Status)
+		assert.Equal(ct, reason, got.Reason)
+	}, timeout, tick, "Held=%s/%s on %s", status, reason, address)
+	return got
+}
+
+// requireEvent waits for an Event with reason on the named object and
+// returns its message.
+func requireEvent(t *testing.T, namespace, object, reason string) string {
+	t.Helper()
+	var msg string
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var list corev1.EventList
+		require.NoError(ct, adm.List(context.Background(), &list, client.InNamespace(namespace),
+			client.MatchingFields{"involvedObject.name": object, "reason": reason}))
+		require.NotEmpty(ct, list.Items)
+		msg = list.Items[0].Message
+	}, timeout, tick, "Event %s on %s", reason, object)
+	return msg
+}
+
+func loadBalancer(ns, name string, annotations map[string]string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+			IPFamilies:                    []corev1.IPFamily{corev1.IPv4Protocol},
+			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
+			Selector:                      map[string]string{"app": name},
+			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+func requireIngress(t *testing.T, s *corev1.Service, want ...string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &corev1.Service{}
+		require.NoError(ct, adm.Get(context.Background(), client.ObjectKeyFromObject(s), got))
+		assert.Equal(ct, want, ingressIPs(got))
+	}, timeout, tick, "Service %s/%s has ingress %v", s.Namespace, s.Name, want)
+}
+
+func namespace(t *testing.T, name string) {
+	t.Helper()
+	require.NoError(t, c.EnsureNamespace(context.Background(), name))
+}
+
+// TestFreshAddressIsHeld: an address of our class (created statically, with
+// no finalizer) gets the driver's finalizer and a hold placeholder MetalLB
+// assigns exactly that address to, for IPv4 and IPv6; a hold deleted out of
+// band is recreated.
+func TestFreshAddressIsHeld(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "fresh", "192.0.2.0/28", "2001:db8:2::/124")
+
+	for _, ip := range []string{"192.0.2.3", "2001:db8:2::5"} {
+		a := newAddress(t, "fresh", ip, nil)
+		hold := requireHeldBy(t, a.Name, ip)
+
+		assert.Equal(t, names.HoldPlaceholderName(a.Name), hold.Name)
+		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
+		assert.Equal(t, "iad-fresh", hold.Annotations[names.MetalLBAddressPool])
+		require.Len(t, hold.OwnerReferences, 1)
+		assert.Equal(t, a.UID, hold.OwnerReferences[0].UID)
+		assert.Equal(t, "IPAddress", hold.OwnerReferences[0].Kind)
+		assert.Equal(t, corev1.ServiceTypeLoadBalancer, hold.Spec.Type)
+		assert.Empty(t, hold.Spec.Selector)
+		assert.False(t, *hold.Spec.AllocateLoadBalancerNodePorts)
+		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *hold.Spec.IPFamilyPolicy)
+		assert.Contains(t, getAddress(t, a.Name).Finalizers, names.Finalizer)
+		assert.Equal(t, fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached",
+			testPlaceholderNamespace, hold.Name, ip), requireEvent(t, "default", a.Name, ReasonHoldCreated))
+
+		// Deleted out of band: recreated, and MetalLB gives it the same address.
+		require.NoError(t, adm.Delete(ctx, hold))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			phs := placeholders(ct, a.Name)
+			require.Len(ct, phs, 1)
+			assert.NotEqual(ct, hold.UID, phs[0].UID)
+		}, timeout, tick, "the hold is recreated")
+		hold = requireHeldBy(t, a.Name, ip)
+
+		// A pin tampered with is repaired, and MetalLB gives the address back.
+		orig := hold.DeepCopy()
+		hold.Annotations[names.MetalLBLoadBalancerIPs] = map[bool]string{true: "192.0.2.4", false: "2001:db8:2::6"}[strings.Contains(ip, ".")]
+		require.NoError(t, adm.Patch(ctx, hold, client.MergeFrom(orig)))
+		repaired := requireHeldBy(t, a.Name, ip)
+		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
+		assert.Contains(t, requireEvent(t, "default", a.Name, ReasonPinRepaired), "re-pinned it to "+ip)
+	}
+
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, 2, gaugeValue(ct, "fresh", stateHeld))
+	}, timeout, tick, "metallb_iad_addresses counts both held addresses")
+}
+
+// gaugeValue reads metallb_iad_addresses for a class and state.
+func gaugeValue(t require.TestingT, class, state string) int {
+	var m dto.Metric
+	require.NoError(t, addressesGauge.WithLabelValues(class, state).Write(&m))
+	return int(m.GetGauge().GetValue())
+}
+
+// TestAssociationReleasesAndReArms: associating the address with a live
+// Service deletes its placeholders and reports Held=False/ReleasedForWorkload,
+// after which a pinned workload gets the address from MetalLB; deleting the
+// workload clears the association and the hold comes back with the same IP.
+func TestAssociationReleasesAndReArms(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "assoc", "192.0.2.16/28")
+	namespace(t, "tenant-a")
+	const ip = "192.0.2.20"
+	a := newAddress(t, "assoc", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-a", Name: "c1"})
+	requireHeldBy(t, a.Name, ip)
+
+	web := loadBalancer("tenant-a", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
+	require.NoError(t, adm.Create(ctx, web))
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-a", Name: "web"}
+	})
+	held := requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
+	assert.Equal(t, "No placeholder holds the address: it is released for Service tenant-a/web", held.Message)
+	assert.Empty(t, placeholders(t, a.Name))
+	assert.Equal(t, "Deleted 1 placeholder Service(s) to release the address for Service tenant-a/web",
+		requireEvent(t, "default", a.Name, ReasonHoldReleased))
+
+	// The Service controller's part: pin the workload; MetalLB has released
+	// the address, so the workload gets exactly it.
+	orig := web.DeepCopy()
+	web.Annotations[names.MetalLBLoadBalancerIPs] = ip
+	web.Annotations[names.AnnotationPinnedBy] = "c1"
+	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
+	requireIngress(t, web, ip)
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, 1, gaugeValue(ct, "assoc", stateAssociated))
+	}, timeout, tick)
+
+	// The workload goes: the association is stale, cleared, and the hold is
+	// re-armed with the same address.
+	require.NoError(t, adm.Delete(ctx, web))
+	requireHeldBy(t, a.Name, ip)
+	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+	assert.Equal(t, "Service tenant-a/web no longer exists: cleared the association and re-armed the hold",
+		requireEvent(t, "default", a.Name, ReasonAssociationCleared))
+}
+
+// TestStaleAssociationIsCleared: an association naming a Service that does
+// not exist is cleared and the hold armed.
+func TestStaleAssociationIsCleared(t *testing.T) {
+	ourClass(t, "stale", "192.0.2.96/28")
+	const ip = "192.0.2.99"
+	a := newAddress(t, "stale", ip, nil)
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "nowhere", Name: "ghost"}
+	})
+	assert.Equal(t, "Service nowhere/ghost no longer exists: cleared the association and re-armed the hold",
+		requireEvent(t, "default", a.Name, ReasonAssociationCleared))
+	requireHeldBy(t, a.Name, ip)
+	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+}
+
+// TestTeardown: deleting addresses deletes their placeholders, withdraws the
+// pin the driver wrote (marker) but not a hand-written one, removes only the
+// driver's finalizer and leaves the core's in place.
+func TestTeardown(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "teardown", "192.0.2.32/28")
+	namespace(t, "tenant-d")
+	const attachedIP, heldIP = "192.0.2.40", "192.0.2.41"
+	core := iadv1alpha1.AddressProtectionFinalizer
+
+	attached := newAddress(t, "teardown", attachedIP, &iadv1alpha1.ClaimReference{Namespace: "tenant-d", Name: "c1"}, core)
+	held := newAddress(t, "teardown", heldIP, nil, core)
+	requireHeldBy(t, attached.Name, attachedIP)
+	hold := requireHeldBy(t, held.Name, heldIP)
+
+	web := loadBalancer("tenant-d", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
+	require.NoError(t, adm.Create(ctx, web))
+	patchStatus(t, attached.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-d", Name: "web"}
+	})
+	requireHeldCondition(t, attached.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
+	orig := web.DeepCopy()
+	web.Annotations[names.MetalLBLoadBalancerIPs] = attachedIP
+	web.Annotations[names.AnnotationPinnedBy] = "c1"
+	web.Annotations["example.com/keep"] = "yes"
+	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
+	requireIngress(t, web, attachedIP)
+
+	// A pin written by hand (no marker), on a Service MetalLB ignores.
+	manual := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-d", Name: "manual",
+			Annotations: map[string]string{names.MetalLBLoadBalancerIPs: attachedIP}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	require.NoError(t, adm.Create(ctx, manual))
+
+	require.NoError(t, adm.Delete(ctx, attached))
+	require.NoError(t, adm.Delete(ctx, held))
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, name := range []string{attached.Name, held.Name} {
+			a := getAddress(ct, name)
+			assert.NotNil(ct, a.DeletionTimestamp)
+			assert.Equal(ct, []string{core}, a.Finalizers, "only the driver's finalizer is removed")
+			assert.Empty(ct, placeholders(ct, name))
+		}
+	}, timeout, tick, "teardown ran")
+	err := adm.Get(ctx, client.ObjectKeyFromObject(hold), &corev1.Service{})
+	assert.True(t, apierrors.IsNotFound(err), "the hold placeholder is deleted, got %v", err)
+
+	got := &corev1.Service{}
+	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(web), got))
+	assert.NotContains(t, got.Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
+	assert.NotContains(t, got.Annotations, names.AnnotationPinnedBy, "the marker goes with it")
+	assert.Equal(t, "yes", got.Annotations["example.com/keep"])
+	assert.Equal(t, "c1", got.Annotations[iadv1alpha1.ServiceClaimAnnotation])
+	assert.Equal(t, fmt.Sprintf("IPAddress %s is being deleted: withdrew the MetalLB pin on %s that the driver had written", attached.Name, attachedIP),
+		requireEvent(t, "tenant-d", "web", ReasonPinWithdrawn))
+
+	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(manual), got))
+	assert.Equal(t, attachedIP, got.Annotations[names.MetalLBLoadBalancerIPs], "a hand-written pin is never touched")
+
+	// The core's finalizer goes (as the core would drop it): the objects go.
+	for _, name := range []string{attached.Name, held.Name} {
+		a := getAddress(t, name)
+		orig := a.DeepCopy()
+		a.Finalizers = slices.DeleteFunc(a.Finalizers, func(f string) bool { return f == core })
+		require.NoError(t, adm.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(adm.Get(ctx, types.NamespacedName{Name: name}, &iadv1alpha1.IPAddress{}))
+		}, timeout, tick)
+	}
+}
+
+// TestTakenElsewhereThenConflictRecovery: a plain Service pinned to the IP
+// before the address existed keeps the placeholder from getting it:
+// Held=False/TakenElsewhere and a Warning Event naming it. In phase
+// Conflict the address stays Conflict while that Service holds it, and is
+// handed back to Available (no claimRef) once it is deleted; the hold then
+// takes the address.
+func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "taken", "192.0.2.48/28")
+	namespace(t, "intruder")
+	const ip = "192.0.2.50"
+
+	squatter := loadBalancer("intruder", "squatter", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	require.NoError(t, adm.Create(ctx, squatter))
+	requireIngress(t, squatter, ip)
+
+	a := newAddress(t, "taken", ip, nil)
+	held := requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonTakenElsewhere)
+	want := "Service intruder/squatter holds 192.0.2.50 in MetalLB without this address's authority, so the placeholder cannot; " +
+		"the driver keeps the placeholder pinned to 192.0.2.50 and never substitutes another address"
+	assert.Equal(t, want, held.Message)
+	assert.Equal(t, want, requireEvent(t, "default", a.Name, ReasonAddressTakenElsewhere))
+	phs := placeholders(t, a.Name)
+	require.Len(t, phs, 1)
+	assert.Equal(t, ip, phs[0].Annotations[names.MetalLBLoadBalancerIPs], "the pin stays")
+	assert.Empty(t, phs[0].Status.LoadBalancer.Ingress, "no other address is taken instead")
+	var ev corev1.EventList
+	require.NoError(t, adm.List(ctx, &ev, client.InNamespace("default"),
+		client.MatchingFields{"involvedObject.name": a.Name, "reason": ReasonAddressTakenElsewhere}))
+	require.Len(t, ev.Items, 1)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Items[0].Type)
+
+	// As the Service controller would on detection.
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.Phase = iadv1alpha1.AddressConflict
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: conditions.Conflict, Status: metav1.ConditionTrue,
+			Reason: conditions.ReasonUnauthorizedHolder, Message: "Service intruder/squatter holds the address"})
+	})
+	assert.Never(t, func() bool {
+		return getAddress(t, a.Name).Status.Phase != iadv1alpha1.AddressConflict
+	}, 4*time.Second, tick, "the address stays Conflict while the squatter holds it")
+
+	require.NoError(t, adm.Delete(ctx, squatter))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := getAddress(ct, a.Name)
+		assert.Equal(ct, iadv1alpha1.AddressAvailable, got.Status.Phase)
+		cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Conflict)
+		require.NotNil(ct, cond)
+		assert.Equal(ct, metav1.ConditionFalse, cond.Status)
+		assert.Equal(ct, conditions.ReasonResolved, cond.Reason)
+	}, timeout, tick, "handed back to Available")
+	assert.Equal(t, "No Service holds the address without authority any more; phase handed back to Available",
+		requireEvent(t, "default", a.Name, ReasonConflictResolved))
+	requireHeldBy(t, a.Name, ip)
+}
+
+// TestConflictRecoveryToBound: a Service the binding authorizes does not keep
+// an address in Conflict: it is handed back to Bound while the claim
+// exists with the claimRef's uid, and to Available once the claim is gone.
+func TestConflictRecoveryToBound(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "bound", "192.0.2.64/28")
+	namespace(t, "tenant-e")
+	const ip = "192.0.2.70"
+
+	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-e", Name: "c1"},
+		Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: "bound"}}
+	require.NoError(t, adm.Create(ctx, claim))
+	web := loadBalancer("tenant-e", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1",
+		names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c1"})
+	require.NoError(t, adm.Create(ctx, web))
+	requireIngress(t, web, ip)
+
+	a := newAddress(t, "bound", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-e", Name: "c1", UID: string(claim.UID)})
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-e", Name: "web"}
+	})
+	requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
+
+	conflict := func(st *iadv1alpha1.IPAddressStatus) { st.Phase = iadv1alpha1.AddressConflict }
+	wantPhase := func(phase iadv1alpha1.IPAddressPhase) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			got := getAddress(ct, a.Name)
+			assert.Equal(ct, phase, got.Status.Phase)
+			cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Conflict)
+			require.NotNil(ct, cond)
+			assert.Equal(ct, conditions.ReasonResolved, cond.Reason)
+			assert.Equal(ct, "No Service holds the address without authority any more; phase handed back to "+string(phase), cond.Message)
+		}, timeout, tick, "handed back to %s", phase)
+	}
+
+	patchStatus(t, a.Name, conflict)
+	wantPhase(iadv1alpha1.AddressBound)
+
+	require.NoError(t, adm.Delete(ctx, claim))
+	patchStatus(t, a.Name, conflict)
+	wantPhase(iadv1alpha1.AddressAvailable)
+	assert.True(t, strings.HasPrefix(getAddress(t, a.Name).Status.AssociatedTo.Name, "web"), "the association stands")
+}

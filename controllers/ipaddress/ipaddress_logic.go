@@ -1,0 +1,429 @@
+package ipaddress
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Event reasons the IPAddress controller records. They are stable: people
+// and alerts match on them.
+const (
+	// ReasonHoldCreated (Normal, on the IPAddress): a hold placeholder was
+	// created to keep the unattached address reserved in MetalLB.
+	ReasonHoldCreated = "HoldCreated"
+	// ReasonHoldReleased (Normal, on the IPAddress): the placeholders were
+	// deleted because the address is attached to a workload.
+	ReasonHoldReleased = "HoldReleased"
+	// ReasonPinRepaired (Normal, on the IPAddress): a placeholder's MetalLB
+	// pin did not name the address and was corrected.
+	ReasonPinRepaired = "PinRepaired"
+	// ReasonAssociationCleared (Normal, on the IPAddress): status.associatedTo
+	// named a Service that no longer exists and was cleared.
+	ReasonAssociationCleared = "AssociationCleared"
+	// ReasonAddressTakenElsewhere (Warning, on the IPAddress): another Service
+	// holds the address in MetalLB, so the placeholder cannot.
+	ReasonAddressTakenElsewhere = "AddressTakenElsewhere"
+	// ReasonConflictResolved (Normal, on the IPAddress): no Service holds the
+	// address without authority any more; the phase was handed back.
+	ReasonConflictResolved = "ConflictResolved"
+	// ReasonPinWithdrawn (Normal, on the Service): the address was deleted and
+	// the pin the driver had written on the Service was withdrawn.
+	ReasonPinWithdrawn = "PinWithdrawn"
+	// ReasonInvalidAddress (Warning, on the IPAddress): spec.address is not an
+	// IP, so nothing can hold it.
+	ReasonInvalidAddress = "InvalidAddress"
+)
+
+// placeholderPort is the one port a hold placeholder declares: a
+// LoadBalancer Service needs at least one. Nothing ever listens behind it.
+var placeholderPort = corev1.ServicePort{
+	Name:       "hold",
+	Protocol:   corev1.ProtocolTCP,
+	Port:       9,
+	TargetPort: intstr.FromInt32(9),
+}
+
+// served reports whether the controller serves an address: its class names
+// this driver, or its class is gone and the address still carries the
+// driver's finalizer (it was ours, and its teardown is still ours to do).
+// class is nil when the class does not exist.
+func served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
+	if class != nil {
+		return class.Spec.Provisioner == names.Provisioner
+	}
+	return slices.Contains(a.Finalizers, names.Finalizer)
+}
+
+// serviceFamily is the Kubernetes IP family of an address.
+func serviceFamily(ip netip.Addr) corev1.IPFamily {
+	if ip.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// addressOwnerRef is the non-controller, non-blocking owner reference from a
+// placeholder to the IPAddress it holds.
+func addressOwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         iadv1alpha1.GroupVersion.String(),
+		Kind:               "IPAddress",
+		Name:               a.Name,
+		UID:                a.UID,
+		Controller:         ptr.To(false),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+}
+
+// renderHold is the hold placeholder of an address: a selectorless,
+// single-stack LoadBalancer Service without node ports in the placeholder
+// namespace, drawing from the class pool and pinned to exactly the address,
+// labelled with the address name and owner-referenced to it.
+func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      names.HoldPlaceholderName(a.Name),
+			Labels: map[string]string{
+				names.LabelPlaceholder: names.PlaceholderHold,
+				names.LabelAddress:     a.Name,
+			},
+			Annotations: map[string]string{
+				names.MetalLBAddressPool:     names.PoolName(a.Spec.ClassName),
+				names.MetalLBLoadBalancerIPs: ip.String(),
+				names.AnnotationClass:        a.Spec.ClassName,
+			},
+			OwnerReferences: []metav1.OwnerReference{addressOwnerRef(a)},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+			IPFamilies:                    []corev1.IPFamily{serviceFamily(ip)},
+			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
+			Ports:                         []corev1.ServicePort{placeholderPort},
+		},
+	}
+}
+
+// pinnedExactly reports whether a Service's MetalLB pin names exactly ip.
+func pinnedExactly(svc *corev1.Service, ip string) bool {
+	pins := names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs])
+	return len(pins) == 1 && pins[0] == ip
+}
+
+// holds reports whether MetalLB assigned ip to the Service.
+func holds(svc *corev1.Service, ip string) bool {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if got, err := names.ParseAddress(in.IP); err == nil && got.String() == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// authorized reports whether a Service may hold the address: it is the
+// workload status.associatedTo names, or it carries the tenant's claim
+// annotation naming the address's claim in the claim's own namespace.
+func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" && w.Namespace == svc.Namespace && w.Name == svc.Name {
+		return true
+	}
+	if r := a.Spec.ClaimRef; r != nil && r.Namespace == svc.Namespace && r.Name != "" &&
+		svc.Annotations[iadv1alpha1.ServiceClaimAnnotation] == r.Name {
+		return true
+	}
+	return false
+}
+
+// unauthorizedHolders lists the Services among holders (the Services MetalLB
+// assigned the address to) that hold it without the binding's authority.
+// Services in the placeholder namespace are the driver's own and exempt:
+// tenants cannot write there, so a label alone is not what exempts them.
+func unauthorizedHolders(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []*corev1.Service {
+	var out []*corev1.Service
+	for i := range holders {
+		s := &holders[i]
+		if s.Namespace == placeholderNamespace || authorized(a, s) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// claimBinding is what the controller found about the claim an address's
+// claimRef names, for the Conflict hand-back.
+type claimBinding int
+
+const (
+	// bindingNone: the address has no claimRef.
+	bindingNone claimBinding = iota
+	// bindingStands: the claim exists with the claimRef's uid (or the uid is
+	// not filled in yet).
+	bindingStands
+	// bindingBroken: the claim is gone or has another uid.
+	bindingBroken
+)
+
+// handBackPhase is the phase a Conflict address returns to once nobody holds
+// it wrongfully: Bound while the binding stands, Available otherwise. A
+// broken binding also goes to Available, and the core, which never binds an
+// address with a claimRef, then applies the address's reclaim policy.
+func handBackPhase(b claimBinding) iadv1alpha1.IPAddressPhase {
+	if b == bindingStands {
+		return iadv1alpha1.AddressBound
+	}
+	return iadv1alpha1.AddressAvailable
+}
+
+// heldState is a value of the Held condition.
+type heldState struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// holdPlan is what the holding invariant asks for in one pass.
+type holdPlan struct {
+	// Create: no placeholder exists; create the hold placeholder.
+	Create bool
+	// Repair lists placeholders whose pin does not name exactly the address.
+	Repair []*corev1.Service
+	// Delete lists placeholders to delete: all of them while the address is
+	// associated, the surplus ones that do not hold it otherwise.
+	Delete []*corev1.Service
+	// Held is the condition to report; nil leaves it as it is.
+	Held *heldState
+	// TakenBy is the Service that holds the address without authority while
+	// the placeholder cannot get it.
+	TakenBy *corev1.Service
+}
+
+// planHold decides, for an address whose IP is ip, what the holding
+// invariant asks for. placeholders are the Services of the placeholder
+// namespace labelled with the address name; holders are every Service
+// MetalLB assigned ip to. An address is associated when
+// status.associatedTo is set (a stale association is cleared before this).
+func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service) holdPlan {
+	var p holdPlan
+	var live []*corev1.Service
+	for i := range placeholders {
+		if placeholders[i].DeletionTimestamp == nil {
+			live = append(live, &placeholders[i])
+		}
+	}
+
+	if w := a.Status.AssociatedTo; w != nil {
+		if len(placeholders) == 0 {
+			p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
+			return p
+		}
+		p.Delete = live
+		return p
+	}
+
+	if len(placeholders) == 0 {
+		p.Create = true
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+			msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name))}
+		return p
+	}
+	if len(live) == 0 {
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgPlaceholderGoing(ip)}
+		return p
+	}
+
+	var holder *corev1.Service
+	for _, s := range live {
+		if !pinnedExactly(s, ip) {
+			p.Repair = append(p.Repair, s)
+		}
+		if holder == nil && holds(s, ip) {
+			holder = s
+		}
+	}
+	if holder != nil {
+		for _, s := range live {
+			if s != holder && !holds(s, ip) {
+				p.Delete = append(p.Delete, s)
+			}
+		}
+		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, holder)}
+		return p
+	}
+
+	ours := map[string]bool{}
+	for i := range placeholders {
+		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
+	}
+	var waitingFor *corev1.Service
+	for i := range holders {
+		s := &holders[i]
+		if ours[s.Namespace+"/"+s.Name] {
+			continue
+		}
+		if !authorized(a, s) {
+			p.TakenBy = s
+			p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}
+			return p
+		}
+		if waitingFor == nil {
+			waitingFor = s
+		}
+	}
+	if waitingFor != nil {
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaitingForRelease(ip, waitingFor)}
+		return p
+	}
+	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
+	return p
+}
+
+// withoutIP removes ip from a metallb.io/loadBalancerIPs value. It returns
+// the remaining value ("" when nothing is left) and whether ip was there.
+func withoutIP(pin, ip string) (string, bool) {
+	var keep []string
+	found := false
+	for _, f := range strings.Split(pin, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if got, err := names.ParseAddress(f); err == nil && got.String() == ip {
+			found = true
+			continue
+		}
+		keep = append(keep, f)
+	}
+	return strings.Join(keep, ","), found
+}
+
+// withdrawPin computes the annotations of a Service once the driver
+// withdraws ip from the pin it wrote: the IP leaves metallb.io/loadBalancerIPs,
+// and when no IP is left the pin and the authorship marker both go. Pins
+// without the marker are hand-written and never touched: ok is false then,
+// and also when the pin does not name ip.
+func withdrawPin(annotations map[string]string, ip string) (out map[string]string, ok bool) {
+	if _, marked := annotations[names.AnnotationPinnedBy]; !marked {
+		return nil, false
+	}
+	rest, found := withoutIP(annotations[names.MetalLBLoadBalancerIPs], ip)
+	if !found {
+		return nil, false
+	}
+	out = make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		out[k] = v
+	}
+	if rest == "" {
+		delete(out, names.MetalLBLoadBalancerIPs)
+		delete(out, names.AnnotationPinnedBy)
+	} else {
+		out[names.MetalLBLoadBalancerIPs] = rest
+	}
+	return out, true
+}
+
+// Address states, the values of the "state" label of metallb_iad_addresses.
+const (
+	stateHeld       = "held"
+	stateAssociated = "associated"
+	stateConflict   = "conflict"
+	stateWaiting    = "waiting"
+)
+
+// addressState classifies an address for the metallb_iad_addresses gauge:
+// conflict (phase Conflict, or another Service holds it), associated
+// (attached to a workload), held (a placeholder holds it) or waiting.
+func addressState(a *iadv1alpha1.IPAddress) string {
+	if a.Status.Phase == iadv1alpha1.AddressConflict {
+		return stateConflict
+	}
+	if a.Status.AssociatedTo != nil {
+		return stateAssociated
+	}
+	for _, c := range a.Status.Conditions {
+		if c.Type != conditions.Held {
+			continue
+		}
+		switch {
+		case c.Status == metav1.ConditionTrue:
+			return stateHeld
+		case c.Reason == conditions.ReasonTakenElsewhere:
+			return stateConflict
+		}
+	}
+	return stateWaiting
+}
+
+// Messages, one function each so their text is tested.
+
+func workloadName(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name)
+}
+
+func msgReleased(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("No placeholder holds the address: it is released for %s", workloadName(w))
+}
+
+func msgWaiting(ip, namespace, name string) string {
+	return fmt.Sprintf("Waiting for MetalLB to assign %s to placeholder Service %s/%s", ip, namespace, name)
+}
+
+func msgPlaceholderGoing(ip string) string {
+	return fmt.Sprintf("The placeholder of %s is being deleted; a new one is created once it is gone", ip)
+}
+
+func msgHeld(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s", ip, s.Namespace, s.Name)
+}
+
+func msgTakenElsewhere(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's authority, so the placeholder cannot; "+
+		"the driver keeps the placeholder pinned to %s and never substitutes another address", s.Namespace, s.Name, ip, ip)
+}
+
+func msgWaitingForRelease(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Waiting for Service %s/%s, which this address's binding authorizes, to release %s to the placeholder",
+		s.Namespace, s.Name, ip)
+}
+
+func msgHoldCreated(ip, namespace, name string) string {
+	return fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached", namespace, name, ip)
+}
+
+func msgHoldReleased(w *iadv1alpha1.WorkloadReference, n int) string {
+	return fmt.Sprintf("Deleted %d placeholder Service(s) to release the address for %s", n, workloadName(w))
+}
+
+func msgPinRepaired(s *corev1.Service, ip string) string {
+	return fmt.Sprintf("Placeholder Service %s/%s was pinned to %q; re-pinned it to %s", s.Namespace, s.Name,
+		s.Annotations[names.MetalLBLoadBalancerIPs], ip)
+}
+
+func msgAssociationCleared(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("%s no longer exists: cleared the association and re-armed the hold", workloadName(w))
+}
+
+func msgConflictResolved(phase iadv1alpha1.IPAddressPhase) string {
+	return fmt.Sprintf("No Service holds the address without authority any more; phase handed back to %s", phase)
+}
+
+func msgPinWithdrawn(address, ip string) string {
+	return fmt.Sprintf("IPAddress %s is being deleted: withdrew the MetalLB pin on %s that the driver had written", address, ip)
+}
+
+func msgInvalidAddress(address string, err error) string {
+	return fmt.Sprintf("spec.address %q is not an IP address (%v); nothing can hold it", address, err)
+}

@@ -1,0 +1,414 @@
+package ipaddress
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+const phNS = "iad-system"
+
+func address(name, ip string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: "addr-uid"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: "gold",
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+	}
+}
+
+func bound(a *iadv1alpha1.IPAddress, ns, claim string) *iadv1alpha1.IPAddress {
+	a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim, UID: "claim-uid"}
+	return a
+}
+
+func associated(a *iadv1alpha1.IPAddress, ns, name string) *iadv1alpha1.IPAddress {
+	a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: name}
+	return a
+}
+
+// svc builds a Service; pin and ingress may be empty.
+func svc(ns, name, pin, ingress string, annotations ...string) corev1.Service {
+	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{}}}
+	if pin != "" {
+		s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+	}
+	for i := 0; i+1 < len(annotations); i += 2 {
+		s.Annotations[annotations[i]] = annotations[i+1]
+	}
+	if ingress != "" {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingress}}
+	}
+	return s
+}
+
+func deleting(s corev1.Service) corev1.Service {
+	s.DeletionTimestamp = ptr.To(metav1.Now())
+	return s
+}
+
+func svcNames(list []*corev1.Service) []string {
+	var out []string
+	for _, s := range list {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	return out
+}
+
+func TestPlanHold(t *testing.T) {
+	const ip = "192.0.2.7"
+	const hold = "hold-ip-192-0-2-7"
+	type want struct {
+		create  bool
+		repair  []string
+		delete  []string
+		held    *heldState
+		takenBy string
+	}
+	tests := []struct {
+		name         string
+		addr         *iadv1alpha1.IPAddress
+		placeholders []corev1.Service
+		holders      []corev1.Service
+		want         want
+	}{
+		{
+			name: "fresh address: create the hold, wait for MetalLB",
+			addr: address("ip-192-0-2-7", ip),
+			want: want{create: true, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "hold placeholder assigned exactly the address: held",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "the claim's allocation placeholder, once labelled, counts",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, "alloc-ipv4-u1", ip, ip)},
+			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-u1", ip, ip)},
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/alloc-ipv4-u1"}},
+		},
+		{
+			name:         "placeholder not assigned yet: waiting",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "placeholder assigned another address (pin lost): repaired, not held",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, "", "192.0.2.9")},
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "holding placeholder with a wrong pin is repaired and still held",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, "192.0.2.7,192.0.2.8", ip)},
+			holders:      []corev1.Service{svc(phNS, hold, "192.0.2.7,192.0.2.8", ip)},
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "surplus placeholder that does not hold the address is deleted",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ""), svc(phNS, "alloc-ipv4-u1", ip, ip)},
+			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-u1", ip, ip)},
+			want: want{delete: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/alloc-ipv4-u1"}},
+		},
+		{
+			name:         "only a placeholder being deleted: wait for it to go before creating",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{deleting(svc(phNS, hold, ip, ip))},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"The placeholder of 192.0.2.7 is being deleted; a new one is created once it is gone"}},
+		},
+		{
+			name:         "another Service holds the address without authority: taken elsewhere",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			holders:      []corev1.Service{svc("intruder", "web", ip, ip)},
+			want: want{takenBy: "intruder/web", held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
+				"Service intruder/web holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
+					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
+		},
+		{
+			name:         "another placeholder (of another address) holding it is elsewhere too",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-other", "", ip)},
+			want: want{takenBy: phNS + "/alloc-ipv4-other", held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
+				"Service iad-system/alloc-ipv4-other holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
+					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
+		},
+		{
+			name:         "the claim's own workload still holds it while detaching: waiting, no warning",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			holders:      []corev1.Service{svc("t", "web", ip, ip, iadv1alpha1.ServiceClaimAnnotation, "c")},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
+		},
+		{
+			name:         "associated: every live placeholder is deleted, condition left alone",
+			addr:         associated(address("ip-192-0-2-7", ip), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip), svc(phNS, "alloc-ipv4-u1", ip, ""), deleting(svc(phNS, "x", ip, ""))},
+			want:         want{delete: []string{phNS + "/" + hold, phNS + "/alloc-ipv4-u1"}},
+		},
+		{
+			name:         "associated, a placeholder still terminating: not released yet",
+			addr:         associated(address("ip-192-0-2-7", ip), "t", "web"),
+			placeholders: []corev1.Service{deleting(svc(phNS, hold, ip, ip))},
+			want:         want{},
+		},
+		{
+			name:    "associated and no placeholder: released for the workload",
+			addr:    associated(address("ip-192-0-2-7", ip), "t", "web"),
+			holders: []corev1.Service{svc("t", "web", ip, ip)},
+			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
+				"No placeholder holds the address: it is released for Service t/web"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders)
+			assert.Equal(t, tt.want.create, p.Create, "create")
+			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
+			assert.Equal(t, tt.want.delete, svcNames(p.Delete), "delete")
+			assert.Equal(t, tt.want.held, p.Held, "held")
+			if tt.want.takenBy == "" {
+				assert.Nil(t, p.TakenBy)
+			} else if assert.NotNil(t, p.TakenBy) {
+				assert.Equal(t, tt.want.takenBy, p.TakenBy.Namespace+"/"+p.TakenBy.Name)
+			}
+		})
+	}
+}
+
+func TestAuthorized(t *testing.T) {
+	const ip = "192.0.2.7"
+	tests := []struct {
+		name string
+		addr *iadv1alpha1.IPAddress
+		svc  corev1.Service
+		want bool
+	}{
+		{"the associated Service", associated(address("a", ip), "t", "web"), svc("t", "web", "", ip), true},
+		{"same name in another namespace", associated(address("a", ip), "t", "web"), svc("u", "web", "", ip), false},
+		{"annotated with the address's claim in its namespace", bound(address("a", ip), "t", "c"),
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), true},
+		{"annotated with the claim's name from another namespace", bound(address("a", ip), "t", "c"),
+			svc("u", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
+		{"annotated with another claim", bound(address("a", ip), "t", "c"),
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "d"), false},
+		{"annotated, but the address is unbound", address("a", ip),
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
+		{"a plain Service", bound(address("a", ip), "t", "c"), svc("t", "plain", ip, ip), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, authorized(tt.addr, &tt.svc))
+		})
+	}
+}
+
+func TestUnauthorizedHolders(t *testing.T) {
+	const ip = "192.0.2.7"
+	a := associated(bound(address("a", ip), "t", "c"), "t", "web")
+	holders := []corev1.Service{
+		svc(phNS, "anything-in-the-placeholder-namespace", "", ip),
+		svc("t", "web", "", ip),
+		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"),
+		svc("intruder", "web", ip, ip),
+		svc("t", "plain", "", ip),
+	}
+	assert.Equal(t, []string{"intruder/web", "t/plain"}, svcNames(unauthorizedHolders(a, holders, phNS)))
+	assert.Empty(t, unauthorizedHolders(a, holders[:3], phNS))
+}
+
+func TestHandBackPhase(t *testing.T) {
+	assert.Equal(t, iadv1alpha1.AddressBound, handBackPhase(bindingStands))
+	assert.Equal(t, iadv1alpha1.AddressAvailable, handBackPhase(bindingNone))
+	assert.Equal(t, iadv1alpha1.AddressAvailable, handBackPhase(bindingBroken))
+}
+
+func TestRenderHold(t *testing.T) {
+	for _, tt := range []struct {
+		name, ip string
+		family   corev1.IPFamily
+	}{
+		{"ip-203-0-113-7", "203.0.113.7", corev1.IPv4Protocol},
+		{"ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "2001:db8::7", corev1.IPv6Protocol},
+		{"static.example.org", "203.0.113.8", corev1.IPv4Protocol},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := address(tt.name, tt.ip)
+			s := renderHold(phNS, a, netip.MustParseAddr(tt.ip))
+			assert.Equal(t, phNS, s.Namespace)
+			assert.Equal(t, names.HoldPlaceholderName(tt.name), s.Name)
+			assert.Empty(t, validation.IsDNS1035Label(s.Name))
+			assert.Equal(t, map[string]string{
+				names.LabelPlaceholder: names.PlaceholderHold,
+				names.LabelAddress:     tt.name,
+			}, s.Labels)
+			assert.Equal(t, map[string]string{
+				names.MetalLBAddressPool:     "iad-gold",
+				names.MetalLBLoadBalancerIPs: tt.ip,
+				names.AnnotationClass:        "gold",
+			}, s.Annotations)
+			require.Len(t, s.OwnerReferences, 1)
+			o := s.OwnerReferences[0]
+			assert.Equal(t, "local.sdn.cozystack.io/v1alpha1", o.APIVersion)
+			assert.Equal(t, "IPAddress", o.Kind)
+			assert.Equal(t, tt.name, o.Name)
+			assert.EqualValues(t, "addr-uid", o.UID)
+			assert.False(t, *o.Controller)
+			assert.False(t, *o.BlockOwnerDeletion)
+			assert.Equal(t, corev1.ServiceTypeLoadBalancer, s.Spec.Type)
+			assert.Empty(t, s.Spec.Selector)
+			assert.False(t, *s.Spec.AllocateLoadBalancerNodePorts)
+			assert.Equal(t, []corev1.IPFamily{tt.family}, s.Spec.IPFamilies)
+			assert.Equal(t, corev1.IPFamilyPolicySingleStack, *s.Spec.IPFamilyPolicy)
+			require.Len(t, s.Spec.Ports, 1)
+			assert.Equal(t, int32(9), s.Spec.Ports[0].Port)
+		})
+	}
+}
+
+func TestServed(t *testing.T) {
+	ours := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner}}
+	theirs := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: "example.com/other"}}
+	plain := address("a", "192.0.2.7")
+	withFinalizer := address("a", "192.0.2.7")
+	withFinalizer.Finalizers = []string{iadv1alpha1.AddressProtectionFinalizer, names.Finalizer}
+
+	assert.True(t, served(plain, ours), "class names us")
+	assert.False(t, served(plain, theirs), "class names another driver")
+	assert.False(t, served(withFinalizer, theirs), "class names another driver, even with our finalizer")
+	assert.False(t, served(plain, nil), "class gone, never ours")
+	assert.True(t, served(withFinalizer, nil), "class gone, still carries our finalizer")
+}
+
+func TestWithdrawPin(t *testing.T) {
+	const ip = "2001:db8::7"
+	tests := []struct {
+		name string
+		in   map[string]string
+		want map[string]string
+		ok   bool
+	}{
+		{"marker and only this IP: pin and marker go",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c", "keep": "me"},
+			map[string]string{"keep": "me"}, true},
+		{"other text form of the same IP",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:DB8:0::7", names.AnnotationPinnedBy: "c"},
+			map[string]string{}, true},
+		{"dual pin: only this IP goes, the marker stays",
+			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7, 2001:db8::7", names.AnnotationPinnedBy: "c"},
+			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.AnnotationPinnedBy: "c"}, true},
+		{"hand-written pin (no marker) is never touched",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7"}, nil, false},
+		{"marker, but the pin does not name the IP",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::8", names.AnnotationPinnedBy: "c"}, nil, false},
+		{"no annotations", nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := withdrawPin(tt.in, ip)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestAddressState(t *testing.T) {
+	withHeld := func(a *iadv1alpha1.IPAddress, status metav1.ConditionStatus, reason string) *iadv1alpha1.IPAddress {
+		conditions.Set(&a.Status.Conditions, conditions.Held, status, reason, "", 1)
+		return a
+	}
+	conflict := address("a", "192.0.2.7")
+	conflict.Status.Phase = iadv1alpha1.AddressConflict
+	assert.Equal(t, stateConflict, addressState(conflict))
+	assert.Equal(t, stateAssociated, addressState(associated(address("a", "192.0.2.7"), "t", "web")))
+	assert.Equal(t, stateHeld, addressState(withHeld(address("a", "192.0.2.7"), metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder)))
+	assert.Equal(t, stateConflict, addressState(withHeld(address("a", "192.0.2.7"), metav1.ConditionFalse, conditions.ReasonTakenElsewhere)))
+	assert.Equal(t, stateWaiting, addressState(withHeld(address("a", "192.0.2.7"), metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB)))
+	assert.Equal(t, stateWaiting, addressState(address("a", "192.0.2.7")))
+}
+
+func TestConflictSettling(t *testing.T) {
+	now := time.Now()
+	a := address("a", "192.0.2.7")
+	assert.Zero(t, conflictSettling(a, now), "no Conflict condition")
+	a.Status.Conditions = []metav1.Condition{{Type: conditions.Conflict, Status: metav1.ConditionTrue,
+		Reason: conditions.ReasonUnauthorizedHolder, LastTransitionTime: metav1.NewTime(now.Add(-500 * time.Millisecond))}}
+	assert.InDelta(t, 1500*time.Millisecond, conflictSettling(a, now), float64(time.Millisecond))
+	a.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-time.Minute))
+	assert.Zero(t, conflictSettling(a, now), "settled long ago")
+	a.Status.Conditions[0].Status = metav1.ConditionFalse
+	a.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now)
+	assert.Zero(t, conflictSettling(a, now), "condition False")
+}
+
+func TestSlimService(t *testing.T) {
+	in := svc("t", "web", "192.0.2.7", "192.0.2.7", iadv1alpha1.ServiceClaimAnnotation, "c")
+	in.Labels = map[string]string{"app": "web"}
+	in.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	in.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+		Ports: []corev1.ServicePort{{Port: 80}}, ClusterIP: "10.96.0.10"}
+	out, err := slimService(&in)
+	require.NoError(t, err)
+	got := out.(*corev1.Service)
+	assert.Equal(t, in.Annotations, got.Annotations)
+	assert.Equal(t, in.Labels, got.Labels)
+	assert.Equal(t, in.Status, got.Status)
+	assert.Nil(t, got.ManagedFields)
+	assert.Equal(t, corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, got.Spec)
+	assert.NotNil(t, in.ManagedFields, "the input is not modified")
+
+	other := "not a service"
+	kept, err := slimService(other)
+	require.NoError(t, err)
+	assert.Equal(t, other, kept)
+}
+
+func TestAddressStatesGauge(t *testing.T) {
+	var st addressStates
+	g := func(class, state string) float64 {
+		var m dto.Metric
+		require.NoError(t, addressesGauge.WithLabelValues(class, state).Write(&m))
+		return m.GetGauge().GetValue()
+	}
+	st.set("a", "metrics-test", stateWaiting)
+	st.set("b", "metrics-test", stateWaiting)
+	assert.Equal(t, 2.0, g("metrics-test", stateWaiting))
+	st.set("a", "metrics-test", stateHeld)
+	st.set("a", "metrics-test", stateHeld)
+	assert.Equal(t, 1.0, g("metrics-test", stateWaiting))
+	assert.Equal(t, 1.0, g("metrics-test", stateHeld))
+	st.forget("a")
+	st.forget("a")
+	st.forget("never-seen")
+	assert.Equal(t, 0.0, g("metrics-test", stateHeld))
+	assert.Equal(t, 1.0, g("metrics-test", stateWaiting))
+}

@@ -1,0 +1,456 @@
+package ipaddress
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// conflictSettle is how long after the Conflict condition turned True the
+// controller waits before judging that nobody holds the address wrongfully
+// any more, so its Service cache can catch up with the holder the Service
+// controller saw.
+const conflictSettle = 2 * time.Second
+
+// scope carries what one pass fetched and what it changes.
+type scope struct {
+	// addr is the address; its status is edited in memory by the steps and
+	// written once by patchStatus.
+	addr *iadv1alpha1.IPAddress
+	// orig is the address as read, the base of the status patch.
+	orig *iadv1alpha1.IPAddress
+	// ip is the parsed address.
+	ip netip.Addr
+
+	holders       []corev1.Service
+	holdersLoaded bool
+
+	// afterPatch are Events about status changes, recorded once the status
+	// patch has succeeded.
+	afterPatch []pendingEvent
+}
+
+type pendingEvent struct {
+	obj                    runtime.Object
+	eventType, reason, msg string
+}
+
+// rebase makes the address as last written the base of the next status
+// patch, once the status was written in the middle of a pass.
+func (s *scope) rebase() {
+	s.orig = s.addr.DeepCopy()
+	s.afterPatch = nil
+}
+
+// newScope parses the address. An unparsable spec.address gets a Warning
+// Event and no scope: nothing can hold it.
+func (r *Reconciler) newScope(_ context.Context, a *iadv1alpha1.IPAddress) (*scope, error) {
+	ip, err := names.ParseAddress(a.Spec.Address)
+	if err != nil {
+		r.Recorder.Event(a, corev1.EventTypeWarning, ReasonInvalidAddress, msgInvalidAddress(a.Spec.Address, err))
+		return nil, nil
+	}
+	return &scope{addr: a, orig: a.DeepCopy(), ip: ip}, nil
+}
+
+// class returns the named class from the cache, nil when it does not exist.
+func (r *Reconciler) class(ctx context.Context, name string) (*iadv1alpha1.IPAddressClass, error) {
+	c := &iadv1alpha1.IPAddressClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// ensureFinalizer adds the driver's teardown finalizer, also to addresses an
+// administrator created statically. The optimistic lock matters: a merge
+// patch replaces the whole finalizer list.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, a *iadv1alpha1.IPAddress) error {
+	if controllerutil.ContainsFinalizer(a, names.Finalizer) {
+		return nil
+	}
+	orig := a.DeepCopy()
+	controllerutil.AddFinalizer(a, names.Finalizer)
+	return r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// clearStaleAssociation clears status.associatedTo when the Service it names
+// no longer exists; the hold step of the same pass then re-arms the hold.
+// Only a Service that is gone is stale: a Service whose annotation changed is
+// the Service controller's to detach. Workloads of other kinds are not
+// checked (this driver only associates Services).
+func (r *Reconciler) clearStaleAssociation(ctx context.Context, s *scope) (ctrl.Result, error) {
+	w := s.addr.Status.AssociatedTo
+	if w == nil || w.Kind != "Service" {
+		return ctrl.Result{}, nil
+	}
+	gone, err := r.serviceGone(ctx, w.Namespace, w.Name)
+	if err != nil || !gone {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("clearing a stale association", "service", index.Key(w.Namespace, w.Name))
+	s.afterPatch = append(s.afterPatch, pendingEvent{s.addr, corev1.EventTypeNormal, ReasonAssociationCleared, msgAssociationCleared(w)})
+	s.addr.Status.AssociatedTo = nil
+	return ctrl.Result{}, nil
+}
+
+// serviceGone reports whether a Service does not exist, asking the API
+// server when the cache does not have it (the cache may not have seen a
+// brand-new Service yet).
+func (r *Reconciler) serviceGone(ctx context.Context, namespace, name string) (bool, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	err := r.Get(ctx, key, &corev1.Service{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	err = r.APIReader.Get(ctx, key, &corev1.Service{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// recoverConflict hands an address in phase Conflict back once no Service
+// outside the placeholder namespace holds it without authority: Bound while
+// its binding stands, Available otherwise, with Conflict=False/Resolved.
+func (r *Reconciler) recoverConflict(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.addr.Status.Phase != iadv1alpha1.AddressConflict {
+		return ctrl.Result{}, nil
+	}
+	if wait := conflictSettling(s.addr, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	holders, err := r.holders(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if bad := unauthorizedHolders(s.addr, holders, r.PlaceholderNamespace); len(bad) > 0 {
+		return ctrl.Result{}, nil
+	}
+	b, err := r.binding(ctx, s.addr)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	phase := handBackPhase(b)
+	log.FromContext(ctx).Info("conflict resolved", "phase", phase)
+	s.addr.Status.Phase = phase
+	msg := msgConflictResolved(phase)
+	conditions.Set(&s.addr.Status.Conditions, conditions.Conflict, metav1.ConditionFalse, conditions.ReasonResolved, msg, s.addr.Generation)
+	s.afterPatch = append(s.afterPatch, pendingEvent{s.addr, corev1.EventTypeNormal, ReasonConflictResolved, msg})
+	return ctrl.Result{}, nil
+}
+
+// conflictSettling is how much longer to wait before judging a Conflict
+// whose condition turned True recently; 0 when there is no need to wait.
+func conflictSettling(a *iadv1alpha1.IPAddress, now time.Time) time.Duration {
+	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Conflict)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return 0
+	}
+	if d := c.LastTransitionTime.Add(conflictSettle).Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// binding looks up the claim the address's claimRef names, on the API
+// server: the hand-back decides between Bound and Available on it, and the
+// controller keeps no cache of claims.
+func (r *Reconciler) binding(ctx context.Context, a *iadv1alpha1.IPAddress) (claimBinding, error) {
+	ref := a.Spec.ClaimRef
+	if ref == nil {
+		return bindingNone, nil
+	}
+	c := &iadv1alpha1.IPAddressClaim{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		return bindingBroken, nil
+	case err != nil:
+		return bindingNone, err
+	case ref.UID == "" || ref.UID == string(c.UID):
+		return bindingStands, nil
+	default:
+		return bindingBroken, nil
+	}
+}
+
+// enforceHold makes the placeholders match the holding invariant and sets
+// the Held condition in memory.
+func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, error) {
+	a, ip := s.addr, s.ip.String()
+	phs, err := r.cachedPlaceholders(ctx, a.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	holders, err := r.holders(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := planHold(a, ip, r.PlaceholderNamespace, phs, holders)
+
+	// Before creating a placeholder, or reporting the hold released (the
+	// Service controller pins the workload on that signal), make sure the
+	// cache did not miss a placeholder.
+	if plan.Create || (plan.Held != nil && plan.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a)) {
+		live, err := r.livePlaceholders(ctx, a.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(live) > 0 {
+			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders)
+		}
+	}
+
+	var res ctrl.Result
+	logger := log.FromContext(ctx)
+	if plan.Create {
+		// Withdraw a Held=False signal before the placeholder exists: the
+		// Service controller pins a workload on it. The optimistic lock
+		// also stops this pass if the address was associated meanwhile.
+		h := plan.Held
+		if conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) {
+			if err := r.patchStatus(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+			s.rebase()
+		}
+		ph := renderHold(r.PlaceholderNamespace, a, s.ip)
+		switch err := r.Create(ctx, ph); {
+		case apierrors.IsAlreadyExists(err):
+			// Not labelled for this address, or just created: look again soon.
+			res = ctrl.Result{RequeueAfter: retryAfter}
+		case err != nil:
+			return ctrl.Result{}, err
+		default:
+			logger.Info("created a hold placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldCreated, msgHoldCreated(ip, ph.Namespace, ph.Name))
+		}
+	}
+	for _, ph := range plan.Repair {
+		msg := msgPinRepaired(ph, ip)
+		orig := ph.DeepCopy()
+		ann := make(map[string]string, len(ph.Annotations)+1)
+		for k, v := range ph.Annotations {
+			ann[k] = v
+		}
+		ann[names.MetalLBLoadBalancerIPs] = ip
+		ph.Annotations = ann
+		if err := r.Patch(ctx, ph, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		logger.Info("re-pinned a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msg)
+	}
+	deleted := 0
+	for _, ph := range plan.Delete {
+		uid := ph.UID
+		if err := r.Delete(ctx, ph, client.Preconditions{UID: &uid}); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return ctrl.Result{}, err
+		}
+		logger.Info("deleted a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+		deleted++
+	}
+	if w := a.Status.AssociatedTo; w != nil && deleted > 0 {
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
+	}
+	if h := plan.Held; h != nil {
+		changed := conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation)
+		if changed && plan.TakenBy != nil {
+			s.afterPatch = append(s.afterPatch,
+				pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
+		}
+	}
+	return res, nil
+}
+
+// alreadyReleased reports whether the address already reports its hold
+// released.
+func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
+}
+
+// patchStatus writes the status the steps computed, in one merge patch with
+// an optimistic lock: it carries only the fields that changed (the
+// condition list is replaced as a whole, which the lock makes safe), so it
+// never clobbers what another controller wrote since the read. Events about
+// the change are recorded once it is written.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
+		if err := r.Status().Patch(ctx, s.addr, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+	}
+	for _, e := range s.afterPatch {
+		r.Recorder.Event(e.obj, e.eventType, e.reason, e.msg)
+	}
+	return nil
+}
+
+// holders returns, once per pass, the Services MetalLB assigned the address to.
+func (r *Reconciler) holders(ctx context.Context, s *scope) ([]corev1.Service, error) {
+	if s.holdersLoaded {
+		return s.holders, nil
+	}
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list, client.MatchingFields{index.ServiceByIngressIP: s.ip.String()}); err != nil {
+		return nil, err
+	}
+	s.holders, s.holdersLoaded = list.Items, true
+	return s.holders, nil
+}
+
+// cachedPlaceholders lists, from the cache, the placeholders labelled with
+// the address name in the placeholder namespace.
+func (r *Reconciler) cachedPlaceholders(ctx context.Context, address string) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := r.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{index.PlaceholderByAddress: address})
+	return list.Items, err
+}
+
+// livePlaceholders lists the same from the API server.
+func (r *Reconciler) livePlaceholders(ctx context.Context, address string) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := r.APIReader.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingLabels{names.LabelAddress: address})
+	return list.Items, err
+}
+
+// teardown runs the driver's finalizer: delete the address's placeholders
+// (which releases MetalLB's allocation), withdraw the pins the driver wrote
+// on Services for the address, then remove only the driver's finalizer.
+func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(a, names.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if pending, err := r.deletePlaceholders(ctx, a); err != nil || pending {
+		return ctrl.Result{RequeueAfter: retryAfter}, err
+	}
+	if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
+		if err := r.withdrawPins(ctx, a, ip.String()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	orig := a.DeepCopy()
+	controllerutil.RemoveFinalizer(a, names.Finalizer)
+	if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("teardown done; released the driver's finalizer")
+	return ctrl.Result{}, nil
+}
+
+// deletePlaceholders deletes, as the API server lists them, the placeholders
+// labelled with the address and the hold placeholder owned by it. pending
+// is true while one of them is still there (it has finalizers).
+func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) (pending bool, err error) {
+	phs, err := r.livePlaceholders(ctx, a.Name)
+	if err != nil {
+		return false, err
+	}
+	hold := &corev1.Service{}
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.HoldPlaceholderName(a.Name)}, hold)
+	switch {
+	case err == nil && hold.Labels[names.LabelAddress] != a.Name && ownedBy(hold, a):
+		phs = append(phs, *hold)
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, err
+	}
+	for i := range phs {
+		ph := &phs[i]
+		if len(ph.Finalizers) > 0 || ph.DeletionTimestamp != nil {
+			pending = true
+		}
+		if ph.DeletionTimestamp != nil {
+			continue
+		}
+		uid := ph.UID
+		if err := r.Delete(ctx, ph, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		log.FromContext(ctx).Info("teardown: deleted a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+	}
+	return pending, nil
+}
+
+// ownedBy reports whether a Service carries an owner reference to the address.
+func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.UID == a.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// withdrawPins removes ip from the pin of the associated Service and of
+// every Service pinned to ip, but only where the driver's authorship marker
+// shows the driver wrote the pin. Hand-written pins are left alone.
+func (r *Reconciler) withdrawPins(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) error {
+	var pinned corev1.ServiceList
+	if err := r.List(ctx, &pinned, client.MatchingFields{index.ServiceByPinnedIP: ip}); err != nil {
+		return err
+	}
+	svcs := pinned.Items
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+		seen := false
+		for i := range svcs {
+			seen = seen || (svcs[i].Namespace == w.Namespace && svcs[i].Name == w.Name)
+		}
+		if !seen {
+			svc := &corev1.Service{}
+			switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+			case err == nil:
+				svcs = append(svcs, *svc)
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
+	}
+	for i := range svcs {
+		svc := &svcs[i]
+		if svc.Namespace == r.PlaceholderNamespace {
+			continue
+		}
+		ann, ok := withdrawPin(svc.Annotations, ip)
+		if !ok {
+			continue
+		}
+		orig := svc.DeepCopy()
+		svc.Annotations = ann
+		if err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		log.FromContext(ctx).Info("teardown: withdrew a pin", "service", client.ObjectKeyFromObject(svc))
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a.Name, ip))
+	}
+	return nil
+}
