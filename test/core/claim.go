@@ -1,0 +1,232 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+)
+
+// conflictRetry is how soon a pass that lost an optimistic-concurrency race
+// runs again, re-reading everything.
+const conflictRetry = 100 * time.Millisecond
+
+// claimReconciler binds claims to addresses and reports their status.
+type claimReconciler struct {
+	client.Client
+}
+
+// Reconcile runs one claim pass, re-derived from the cluster.
+func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &iadv1alpha1.IPAddressClaim{}
+	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	collected, err := r.collect(ctx, claim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if claim.DeletionTimestamp != nil {
+		return quiet(r.finalize(ctx, claim, collected))
+	}
+	if err := r.ensureFinalizer(ctx, claim); err != nil {
+		return quiet(err)
+	}
+	if err := r.fillUIDs(ctx, claim, collected); err != nil {
+		return quiet(err)
+	}
+
+	var res *resolution
+	if missing := missingFamilies(claim.Spec.Family, collected); len(missing) > 0 {
+		if res, err = r.resolve(ctx, claim); err != nil {
+			return ctrl.Result{}, err
+		}
+		if res.Class != nil {
+			if err := r.stampProvisioner(ctx, claim, res.Class); err != nil {
+				return quiet(err)
+			}
+			bound, err := r.bind(ctx, claim, res.Class.Name, missing)
+			if err != nil {
+				return quiet(err)
+			}
+			collected = append(collected, bound...)
+		}
+	}
+	return quiet(r.writeStatus(ctx, claim, claimStatus(claim, collected, res)))
+}
+
+// quiet turns a lost optimistic-concurrency race (or an object that vanished
+// under us) into a prompt, silent retry.
+func quiet(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// collect returns the addresses bound to the claim: claimRef names it and
+// the uid is empty or the claim's.
+func (r *claimReconciler) collect(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) ([]iadv1alpha1.IPAddress, error) {
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
+		return nil, err
+	}
+	var out []iadv1alpha1.IPAddress
+	for i := range list.Items {
+		if heldBy(&list.Items[i], claim) {
+			out = append(out, list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// finalize reclaims every bound address by its own reclaim policy, then
+// lets the claim go.
+func (r *claimReconciler) finalize(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, collected []iadv1alpha1.IPAddress) error {
+	if !controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
+		return nil
+	}
+	for i := range collected {
+		if err := reclaim(ctx, r.Client, &collected[i]); err != nil {
+			return err
+		}
+	}
+	orig := claim.DeepCopy()
+	controllerutil.RemoveFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer)
+	return patchFinalizers(ctx, r.Client, claim, orig)
+}
+
+func (r *claimReconciler) ensureFinalizer(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) error {
+	if controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
+		return nil
+	}
+	orig := claim.DeepCopy()
+	controllerutil.AddFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer)
+	return patchFinalizers(ctx, r.Client, claim, orig)
+}
+
+// fillUIDs accepts pre-bound addresses by writing the claim's uid into
+// their claimRef.
+func (r *claimReconciler) fillUIDs(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, collected []iadv1alpha1.IPAddress) error {
+	for i := range collected {
+		a := &collected[i]
+		if a.Spec.ClaimRef.UID != "" {
+			continue
+		}
+		orig := a.DeepCopy()
+		a.Spec.ClaimRef.UID = string(claim.UID)
+		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("accepted pre-bound address", "address", a.Name)
+	}
+	return nil
+}
+
+// resolve resolves the claim's class from the cached classes (a short,
+// cluster-scoped list).
+func (r *claimReconciler) resolve(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) (*resolution, error) {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return nil, err
+	}
+	res := resolveClass(claim, classes.Items)
+	return &res, nil
+}
+
+// stampProvisioner sets the provisioner annotation to the resolved class's
+// provisioner, following the class if the claim was retargeted.
+func (r *claimReconciler) stampProvisioner(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass) error {
+	if claim.Annotations[iadv1alpha1.ProvisionerAnnotation] == class.Spec.Provisioner {
+		return nil
+	}
+	orig := claim.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[iadv1alpha1.ProvisionerAnnotation] = class.Spec.Provisioner
+	return r.Patch(ctx, claim, client.MergeFrom(orig))
+}
+
+// bind binds, per missing family, the smallest-named candidate by writing
+// its claimRef under an optimistic lock, and returns what it bound. No
+// candidate: the family waits for the driver.
+func (r *claimReconciler) bind(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, class string, missing []iadv1alpha1.IPFamily) ([]iadv1alpha1.IPAddress, error) {
+	candidates, err := r.candidates(ctx, claim, class)
+	if err != nil {
+		return nil, err
+	}
+	var bound []iadv1alpha1.IPAddress
+	for _, f := range missing {
+		a := pickCandidate(claim, f, class, candidates)
+		if a == nil {
+			continue
+		}
+		orig := a.DeepCopy()
+		a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)}
+		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return nil, err
+		}
+		ctrl.LoggerFrom(ctx).Info("bound address", "address", a.Name, "ip", a.Spec.Address)
+		r.waitForCache(ctx, a)
+		bound = append(bound, *a)
+	}
+	return bound, nil
+}
+
+// candidates returns the address named by spec.addressName, or every address
+// of the class.
+func (r *claimReconciler) candidates(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, class string) ([]iadv1alpha1.IPAddress, error) {
+	if claim.Spec.AddressName != "" {
+		a := &iadv1alpha1.IPAddress{}
+		err := r.Get(ctx, types.NamespacedName{Name: claim.Spec.AddressName}, a)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []iadv1alpha1.IPAddress{*a}, nil
+	}
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: class}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// waitForCache waits, briefly, until the cache shows a binding just
+// written, so the next pass cannot bind a second address for the same
+// family from a stale read. On timeout the next pass simply re-reads.
+func (r *claimReconciler) waitForCache(ctx context.Context, a *iadv1alpha1.IPAddress) {
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		cur := &iadv1alpha1.IPAddress{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
+			return false, nil
+		}
+		return cur.Spec.ClaimRef != nil && cur.Spec.ClaimRef.UID == a.Spec.ClaimRef.UID, nil
+	})
+}
+
+// writeStatus patches the claim's status when it changed. The status is
+// computed partly from the previous one (the sticky class, the previous
+// phase, conditions not looked at in this pass), so the patch carries an
+// optimistic lock: a pass that read a stale claim from the cache must not
+// overwrite a newer status.
+func (r *claimReconciler) writeStatus(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, st iadv1alpha1.IPAddressClaimStatus) error {
+	if equality.Semantic.DeepEqual(claim.Status, st) {
+		return nil
+	}
+	orig := claim.DeepCopy()
+	claim.Status = st
+	return r.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
