@@ -5,6 +5,8 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/controllers/service"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -13,8 +15,13 @@ import (
 func main() {
 	os.Exit(bootstrap.Main("service",
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
-		nil,
+		func(*bootstrap.Options) map[client.Object]cache.ByObject { return service.CacheOptions() },
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
-			return (&service.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace}).SetupWithManager(mgr)
+			return (&service.Reconciler{
+				Client:               mgr.GetClient(),
+				APIReader:            mgr.GetAPIReader(),
+				Recorder:             mgr.GetEventRecorderFor(service.RecorderName), //nolint:staticcheck // core/v1 Events
+				PlaceholderNamespace: o.PlaceholderNamespace,
+			}).SetupWithManager(mgr)
 		}))
 }

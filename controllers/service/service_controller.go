@@ -1,33 +1,227 @@
-// Package service associates Services with claims (the gap handoff), detaches them and detects conflicts.
+// Package service associates Services with claims (the gap handoff),
+// detaches them and detects conflicts.
+//
+// A tenant annotates a Service with local.sdn.cozystack.io/ip-address-claim.
+// Once the claim is Bound, the controller (1) records status.associatedTo on
+// each of the claim's addresses, (2) waits for the IPAddress controller to
+// release the hold placeholder (condition Held False), and (3) pins the
+// Service to the addresses with metallb.io/loadBalancerIPs and the driver's
+// authorship marker. Removing the annotation, or deleting the Service,
+// reverses it. On every Service change it also checks that each ledger
+// address the Service holds in MetalLB is one its binding authorizes.
 package service
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
 )
+
+// RecorderName is the component name on the controller's Events.
+const RecorderName = "metallb-iad-service"
+
+// conflictRetry is how soon a pass that lost an optimistic-concurrency race
+// runs again, re-reading everything.
+const conflictRetry = 100 * time.Millisecond
 
 // Reconciler is the service controller.
 type Reconciler struct {
 	client.Client
-	// PlaceholderNamespace holds the driver's placeholder Services.
+	// APIReader reads past the cache, to confirm a Service is really gone
+	// before clearing the associations that name it. Defaults to the
+	// manager's.
+	APIReader client.Reader
+	// Recorder records Events. Defaults to the manager's, as RecorderName.
+	Recorder record.EventRecorder
+	// PlaceholderNamespace holds the driver's placeholder Services, the only
+	// Services exempt from conflict detection.
 	PlaceholderNamespace string
+
+	handoffs *handoffs
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile handles one object.
+// Reconcile runs one pass for one Service: conflict detection, then the
+// association decision and its idempotent steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc := &corev1.Service{}
+	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return quiet(r.forget(ctx, req.NamespacedName))
+		}
+		return ctrl.Result{}, err
+	}
+	s, err := r.observe(ctx, svc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.detectConflicts(ctx, s); err != nil {
+		return quiet(err)
+	}
+
+	v := Decide(s.situation())
+	log.FromContext(ctx).V(1).Info("decided", "action", v.Action, "reason", v.Reason)
+	if v.EventType != "" {
+		r.Recorder.Event(svc, v.EventType, v.Reason, v.Message)
+	}
+	if v.Reason == ReasonClaimAlreadyAssociated {
+		r.reportOtherHolder(s)
+	}
+	switch v.Action {
+	case Associate:
+		return quiet(r.associate(ctx, s))
+	case Detach:
+		r.handoffs.forget(req.NamespacedName)
+		_, err := r.detach(ctx, s, s.mine, true)
+		return quiet(err)
+	}
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager registers the controller.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("service").For(&corev1.Service{}).Complete(r)
+// quiet turns a lost optimistic-concurrency race into a quick, silent retry.
+func quiet(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
 }
 
-var _ = iadv1alpha1.GroupVersion
+// SetupWithManager registers the indexes the controller reads and the
+// controller itself: Services, the claims they name and the addresses
+// associated with them, bound to their claims or held by them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(RecorderName) //nolint:staticcheck // core/v1 Events, as the project uses
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.handoffs = newHandoffs()
+	if err := index.Register(context.Background(), mgr,
+		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation,
+		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("service").
+		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
+		Complete(r)
+}
+
+// servicesForClaim maps a claim to the Services that name it.
+func (r *Reconciler) servicesForClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.servicesByIndex(ctx, index.ServiceByClaim, index.Key(o.GetNamespace(), o.GetName()))
+}
+
+// servicesForAddress maps an address to the Service it is associated with,
+// the Services that name its claim, and the Services that hold its IP.
+// The handler calls it with the old and the new object, so a Service an
+// address stops naming hears about it too.
+func (r *Reconciler) servicesForAddress(ctx context.Context, o client.Object) []reconcile.Request {
+	a := o.(*iadv1alpha1.IPAddress)
+	var reqs []reconcile.Request
+	if at := a.Status.AssociatedTo; at != nil && at.Kind == "Service" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: at.Namespace, Name: at.Name}})
+	}
+	if ref := a.Spec.ClaimRef; ref != nil {
+		reqs = append(reqs, r.servicesByIndex(ctx, index.ServiceByClaim, index.Key(ref.Namespace, ref.Name))...)
+	}
+	for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
+		reqs = append(reqs, r.servicesByIndex(ctx, index.ServiceByIngressIP, ip)...)
+	}
+	return reqs
+}
+
+func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list, client.MatchingFields{field: key}); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list Services by index", "index", field, "key", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}
+
+// CacheOptions narrows what the controller's cache keeps of each Service to
+// the fields it reads (see TrimService). Pass it to bootstrap.NewManager.
+func CacheOptions() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Service{}: {Transform: TrimService},
+	}
+}
+
+// lastApplied is kubectl's copy of the applied manifest, often the largest
+// annotation on a Service; the controller never reads it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// TrimService is a cache transform that keeps only what the controller reads
+// of a Service: identity, labels, annotations (without kubectl's
+// last-applied copy), finalizers, deletion, type, IP families, cluster IPs,
+// spec.loadBalancerIP and the load-balancer status. The controller only ever
+// patches Services, so the fields dropped here are never written back.
+func TrimService(o any) (any, error) {
+	svc, ok := o.(*corev1.Service)
+	if !ok {
+		return o, nil
+	}
+	ann := svc.Annotations
+	if _, ok := ann[lastApplied]; ok {
+		ann = make(map[string]string, len(svc.Annotations))
+		for k, v := range svc.Annotations {
+			if k != lastApplied {
+				ann[k] = v
+			}
+		}
+	}
+	return &corev1.Service{
+		TypeMeta: svc.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              svc.Name,
+			Namespace:         svc.Namespace,
+			UID:               svc.UID,
+			ResourceVersion:   svc.ResourceVersion,
+			Generation:        svc.Generation,
+			CreationTimestamp: svc.CreationTimestamp,
+			DeletionTimestamp: svc.DeletionTimestamp,
+			Labels:            svc.Labels,
+			Annotations:       ann,
+			Finalizers:        svc.Finalizers,
+		},
+		Spec: corev1.ServiceSpec{
+			Type:           svc.Spec.Type,
+			ClusterIP:      svc.Spec.ClusterIP,
+			ClusterIPs:     svc.Spec.ClusterIPs,
+			IPFamilies:     svc.Spec.IPFamilies,
+			IPFamilyPolicy: svc.Spec.IPFamilyPolicy,
+			LoadBalancerIP: svc.Spec.LoadBalancerIP,
+		},
+		Status: corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer},
+	}, nil
+}

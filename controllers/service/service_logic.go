@@ -1,0 +1,386 @@
+package service
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// AssociationFinalizer is the service controller's finalizer on Services it
+// associated with a claim: it lets the controller see the deletion and clear
+// status.associatedTo before the Service goes.
+const AssociationFinalizer = names.Domain + "association"
+
+// Event reasons the service controller records, on Services and on
+// IPAddresses. They are stable: people and alerts match on them.
+const (
+	// ReasonAssociated (Normal): the Service is pinned to the claim's addresses.
+	ReasonAssociated = "Associated"
+	// ReasonDetached (Normal): the Service no longer carries the claim's
+	// addresses; they stay bound to the claim, held in reserve.
+	ReasonDetached = "Detached"
+	// ReasonReleasing (Normal): the driver is making MetalLB take the
+	// claim's addresses back from a Service it detaches.
+	ReasonReleasing = "Releasing"
+	// ReasonClaimNotFound (Warning): the annotation names a claim that does
+	// not exist in the Service's namespace, or that is being deleted.
+	ReasonClaimNotFound = "ClaimNotFound"
+	// ReasonClaimNotBound (Normal): the claim exists but has no addresses yet.
+	ReasonClaimNotBound = "ClaimNotBound"
+	// ReasonClaimNotServed (Warning): the claim's addresses belong to a
+	// class another driver serves.
+	ReasonClaimNotServed = "ClaimNotServed"
+	// ReasonClaimAlreadyAssociated (Warning): another Service already carries
+	// the claim's addresses.
+	ReasonClaimAlreadyAssociated = "ClaimAlreadyAssociated"
+	// ReasonWaitingForDetach (Normal): the claim is still attached to a
+	// Service that is being deleted or no longer names it; this Service
+	// gets the claim once that detach is done.
+	ReasonWaitingForDetach = "WaitingForDetach"
+	// ReasonNotLoadBalancer (Warning): the annotated Service is not of type
+	// LoadBalancer, so MetalLB would never give it an address.
+	ReasonNotLoadBalancer = "NotLoadBalancer"
+	// ReasonFamilyMismatch (Warning): the claim's address families do not
+	// fit the Service's IP families.
+	ReasonFamilyMismatch = "FamilyMismatch"
+	// ReasonPinnedByHand (Warning): the Service already carries a MetalLB
+	// pin the driver did not write, naming other addresses.
+	ReasonPinnedByHand = "PinnedByHand"
+	// ReasonAddressConflict (Warning): a Service holds a ledger address its
+	// binding does not authorize.
+	ReasonAddressConflict = "AddressConflict"
+)
+
+// Action is what a reconcile pass does about a Service's association.
+type Action int
+
+const (
+	// Keep leaves the association exactly as it is.
+	Keep Action = iota
+	// Detach withdraws the driver's pin and clears associatedTo on every
+	// address associated with the Service.
+	Detach
+	// Associate runs the handoff for the claim the Service names.
+	Associate
+)
+
+// String names the action for logs.
+func (a Action) String() string {
+	switch a {
+	case Keep:
+		return "Keep"
+	case Detach:
+		return "Detach"
+	case Associate:
+		return "Associate"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Situation is what a reconcile pass observed about one Service, reduced to
+// the facts the association decision depends on.
+type Situation struct {
+	// Claim is the claim name in the Service's annotation; empty when the
+	// Service carries none.
+	Claim string
+	// Deleting is true once the Service has a deletion timestamp.
+	Deleting bool
+	// LoadBalancer is true for a Service of type LoadBalancer.
+	LoadBalancer bool
+	// ClaimFound is true when the claim exists in the Service's namespace.
+	ClaimFound bool
+	// ClaimDeleting is true when the claim is being deleted.
+	ClaimDeleting bool
+	// ClaimPhase is the claim's status.phase.
+	ClaimPhase iadv1alpha1.IPAddressClaimPhase
+	// FamilyProblem explains why the claim's families cannot serve the
+	// Service; empty when they fit.
+	FamilyProblem string
+	// Wanted is how many addresses the claim's family needs (2 for Dual).
+	Wanted int
+	// Ours counts the claim's bound addresses of classes this driver serves.
+	Ours int
+	// Foreign counts the claim's bound addresses of classes another driver serves.
+	Foreign int
+	// AssociatedHere counts the claim's addresses already associated with
+	// this Service.
+	AssociatedHere int
+	// OtherHolder is "<namespace>/<name>" of another live Service one of the
+	// claim's addresses is associated with; empty if none.
+	OtherHolder string
+	// OtherDetaching is true when that Service is being deleted or no longer
+	// names the claim: it is on its way out.
+	OtherDetaching bool
+	// HandPin is a MetalLB pin on the Service that the driver did not write,
+	// canonicalised with PinValue; empty if there is none.
+	HandPin string
+	// Desired is the pin the claim's addresses call for (PinValue).
+	Desired string
+}
+
+// Verdict is the decision for one pass: the action and, when a person should
+// hear about it, the Event to record on the Service.
+type Verdict struct {
+	Action Action
+	// EventType is corev1.EventTypeNormal or corev1.EventTypeWarning; empty
+	// when there is nothing to tell.
+	EventType string
+	// Reason is the Event's reason, one of the Reason constants.
+	Reason string
+	// Message is the Event's message, written for the Service's owner.
+	Message string
+}
+
+// Decide is the association decision table. It makes no API calls.
+func Decide(s Situation) Verdict {
+	switch {
+	case s.Deleting || s.Claim == "":
+		return Verdict{Action: Detach}
+	case !s.LoadBalancer:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
+			Message: fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", s.Claim)}
+	case !s.ClaimFound:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
+			Message: fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", s.Claim)}
+	case s.ClaimDeleting:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
+			Message: fmt.Sprintf("IPAddressClaim %q is being deleted; its addresses are being given up", s.Claim)}
+	case s.FamilyProblem != "":
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonFamilyMismatch, Message: s.FamilyProblem}
+	case s.ClaimPhase != iadv1alpha1.ClaimBound && s.AssociatedHere > 0:
+		// A bound claim that lost one address keeps the rest attached.
+		return Verdict{Action: Keep}
+	case s.ClaimPhase != iadv1alpha1.ClaimBound:
+		phase := string(s.ClaimPhase)
+		if phase == "" {
+			phase = string(iadv1alpha1.ClaimPending)
+		}
+		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonClaimNotBound,
+			Message: fmt.Sprintf("IPAddressClaim %q is %s, not Bound yet; the Service will be attached once it is", s.Claim, phase)}
+	case s.Ours == 0 && s.Foreign > 0:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotServed,
+			Message: fmt.Sprintf("IPAddressClaim %q is bound to addresses of a class another driver serves; this driver only attaches MetalLB addresses", s.Claim)}
+	case s.Ours < s.Wanted:
+		// Bound, but the cache does not show every address yet: the address
+		// watch brings the Service back.
+		return Verdict{Action: Keep}
+	case s.OtherHolder != "" && s.OtherDetaching:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonWaitingForDetach,
+			Message: fmt.Sprintf("IPAddressClaim %q is still being detached from Service %s; this Service gets it once that is done", s.Claim, s.OtherHolder)}
+	case s.OtherHolder != "":
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimAlreadyAssociated,
+			Message: fmt.Sprintf("IPAddressClaim %q is already attached to Service %s; remove the annotation there first (a claim serves one Service at a time)", s.Claim, s.OtherHolder)}
+	case s.HandPin != "" && s.HandPin != s.Desired:
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonPinnedByHand,
+			Message: fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", s.HandPin, s.Claim, s.Desired)}
+	}
+	return Verdict{Action: Associate}
+}
+
+// PinValue renders IPs as a metallb.io/loadBalancerIPs value: canonical
+// forms, IPv4 before IPv6, ascending within a family, no duplicates,
+// comma-separated. Text that does not parse is dropped.
+func PinValue(ips []string) string {
+	var parsed []netip.Addr
+	for _, s := range ips {
+		ip, err := names.ParseAddress(s)
+		if err != nil {
+			continue
+		}
+		parsed = append(parsed, ip)
+	}
+	// netip orders IPv4 before IPv6, and numerically within a family.
+	slices.SortFunc(parsed, func(a, b netip.Addr) int { return a.Compare(b) })
+	parsed = slices.Compact(parsed)
+	out := make([]string, len(parsed))
+	for i, ip := range parsed {
+		out[i] = ip.String()
+	}
+	return strings.Join(out, ",")
+}
+
+// ReleasePinValue is the pin the driver writes on a Service it detaches
+// while MetalLB still gives it the claim's addresses. MetalLB keeps an
+// address on a Service even after its pin is removed; a pin MetalLB cannot
+// satisfy makes it drop the current address at once and assign nothing.
+// The value is the unspecified address of a family the Service does not
+// have (for a dual-stack Service, a single address), which no pool can
+// ever satisfy.
+func ReleasePinValue(svc *corev1.Service) string {
+	fams := serviceFamilies(svc)
+	if len(fams) == 1 && fams[0] == corev1.IPv4Protocol {
+		return "::"
+	}
+	return "0.0.0.0"
+}
+
+// serviceFamilies returns the Service's IP families: spec.ipFamilies, else
+// the families of its cluster IPs.
+func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies
+	}
+	var out []corev1.IPFamily
+	for _, s := range svc.Spec.ClusterIPs {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			if ip.Unmap().Is4() {
+				out = append(out, corev1.IPv4Protocol)
+			} else {
+				out = append(out, corev1.IPv6Protocol)
+			}
+		}
+	}
+	return out
+}
+
+// FamilyMismatch explains why a claim of family f cannot serve the Service,
+// or returns "" when it can. MetalLB wants exactly one address per family of
+// the Service: a single-stack Service takes one address of its own family, a
+// dual-stack one an address of each.
+func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) string {
+	if f == "" {
+		f = iadv1alpha1.FamilyIPv4
+	}
+	fams := serviceFamilies(svc)
+	policy := corev1.IPFamilyPolicySingleStack
+	if svc.Spec.IPFamilyPolicy != nil {
+		policy = *svc.Spec.IPFamilyPolicy
+	}
+	switch {
+	case len(fams) == 0:
+		// Families unknown (not defaulted yet): only the policy tells.
+		if f == iadv1alpha1.FamilyDual && policy == corev1.IPFamilyPolicySingleStack {
+			return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack; set spec.ipFamilyPolicy to RequireDualStack, or use a single-family claim", claim)
+		}
+		return ""
+	case len(fams) == 1 && f == iadv1alpha1.FamilyDual:
+		return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack %s; set spec.ipFamilyPolicy to RequireDualStack with both families, or use an %s claim", claim, fams[0], fams[0])
+	case len(fams) == 1 && string(fams[0]) != string(f):
+		return fmt.Sprintf("IPAddressClaim %q holds an %s address but the Service is single-stack %s; use an %s claim, or set spec.ipFamilies to [%s]", claim, f, fams[0], fams[0], f)
+	case len(fams) == 2 && f != iadv1alpha1.FamilyDual:
+		return fmt.Sprintf("IPAddressClaim %q holds only an %s address but the Service is dual-stack (%s, %s) and MetalLB needs an address of each family; use a Dual claim, or make the Service single-stack %s", claim, f, fams[0], fams[1], f)
+	}
+	return ""
+}
+
+// Exempt reports whether a Service is one of the driver's own placeholders:
+// labelled as one AND inside the placeholder namespace, which tenants cannot
+// write to. The label alone proves nothing.
+func Exempt(svc *corev1.Service, placeholderNamespace string) bool {
+	_, labelled := svc.Labels[names.LabelPlaceholder]
+	return labelled && placeholderNamespace != "" && svc.Namespace == placeholderNamespace
+}
+
+// Authorized reports whether an address's binding allows the Service to hold
+// it: the address is associated with the Service, or (during the handoff,
+// before associatedTo is visible everywhere) the Service names the address's
+// claim in the claim's namespace and carries the driver's pin for it.
+func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	if at := a.Status.AssociatedTo; at != nil && at.Kind == "Service" && at.Namespace == svc.Namespace && at.Name == svc.Name {
+		return true
+	}
+	ref := a.Spec.ClaimRef
+	if ref == nil || ref.Namespace != svc.Namespace {
+		return false
+	}
+	claim := svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]
+	return claim != "" && claim == ref.Name && svc.Annotations[names.AnnotationPinnedBy] == ref.Name
+}
+
+// Released reports whether the IPAddress controller has let go of the
+// address's hold for a workload: condition Held False, reason
+// ReleasedForWorkload.
+func Released(a *iadv1alpha1.IPAddress) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
+}
+
+// AssociatedWith reports whether the address's associatedTo names the Service.
+func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
+	at := a.Status.AssociatedTo
+	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
+}
+
+// HandPin returns the MetalLB pin a Service carries without the driver's
+// authorship marker (metallb.io/loadBalancerIPs, its legacy twin, or
+// spec.loadBalancerIP), canonicalised with PinValue; "" when the Service
+// carries none or the driver wrote it.
+func HandPin(svc *corev1.Service) string {
+	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; ours {
+		return ""
+	}
+	for _, v := range []string{
+		svc.Annotations[names.MetalLBLoadBalancerIPs],
+		svc.Annotations[legacyLoadBalancerIPs],
+		svc.Spec.LoadBalancerIP,
+	} {
+		if strings.TrimSpace(v) != "" {
+			if p := PinValue(strings.Split(v, ",")); p != "" {
+				return p
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+// legacyLoadBalancerIPs is MetalLB's deprecated spelling of the pin annotation.
+const legacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
+
+// Holds reports whether the Service's load-balancer ingress shows any of ips.
+func Holds(svc *corev1.Service, ips []string) bool {
+	in := ingressSet(svc)
+	for _, ip := range ips {
+		if in[ip] {
+			return true
+		}
+	}
+	return false
+}
+
+// HoldsAll reports whether the Service's ingress shows every one of ips.
+func HoldsAll(svc *corev1.Service, ips []string) bool {
+	in := ingressSet(svc)
+	for _, ip := range ips {
+		if !in[ip] {
+			return false
+		}
+	}
+	return len(ips) > 0
+}
+
+func ingressSet(svc *corev1.Service) map[string]bool {
+	in := map[string]bool{}
+	for _, i := range svc.Status.LoadBalancer.Ingress {
+		if ip, err := names.ParseAddress(i.IP); err == nil {
+			in[ip.String()] = true
+		}
+	}
+	return in
+}
+
+// addressIPs returns the canonical IPs of addresses.
+func addressIPs(addrs []*iadv1alpha1.IPAddress) []string {
+	var out []string
+	for _, a := range addrs {
+		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+// conflictMessage is the Conflict condition's message on an address held by
+// an unauthorized Service.
+func conflictMessage(svc *corev1.Service, ip string) string {
+	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
+}

@@ -1,0 +1,97 @@
+package service
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// handoffSeconds measures a whole association: from the first pass that
+	// saw the Service ask for a bound claim to the pass that saw MetalLB
+	// give the Service every address of the claim.
+	handoffSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "metallb_iad_handoff_seconds",
+		Help:    "Seconds from the service controller first seeing a Service ask for a bound claim to the Service holding the claim's addresses in status.loadBalancer.ingress.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	})
+	// handoffUnheldSeconds measures the gap of the gap handoff: from the
+	// first pass that saw a placeholder release an address for the Service
+	// to the pass that saw the Service hold it.
+	handoffUnheldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "metallb_iad_handoff_unheld_seconds",
+		Help:    "Seconds an address spent held by nothing during a handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(handoffSeconds, handoffUnheldSeconds)
+}
+
+// handoff is one association in progress, as this process has seen it.
+type handoff struct {
+	uid     types.UID
+	started time.Time
+	unheld  time.Time
+}
+
+// handoffs remembers, in memory, when this process first saw each
+// association in progress. The figures are for metrics only: after a
+// restart an association in flight is simply not measured.
+type handoffs struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*handoff
+	// now is the clock; tests may replace it.
+	now func() time.Time
+}
+
+func newHandoffs() *handoffs {
+	return &handoffs{m: map[types.NamespacedName]*handoff{}, now: time.Now}
+}
+
+// start records the first sight of an association in progress.
+func (h *handoffs) start(key types.NamespacedName, uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.m[key]; e == nil || e.uid != uid {
+		h.m[key] = &handoff{uid: uid, started: h.now()}
+	}
+}
+
+// released records the first sight of a placeholder letting go for an
+// association already started.
+func (h *handoffs) released(key types.NamespacedName, uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.m[key]; e != nil && e.uid == uid && e.unheld.IsZero() {
+		e.unheld = h.now()
+	}
+}
+
+// done observes a finished association and forgets it. An association
+// this process never saw start is not observed.
+func (h *handoffs) done(key types.NamespacedName, uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.m[key]
+	delete(h.m, key)
+	if e == nil || e.uid != uid {
+		return
+	}
+	now := h.now()
+	handoffSeconds.Observe(now.Sub(e.started).Seconds())
+	if !e.unheld.IsZero() {
+		handoffUnheldSeconds.Observe(now.Sub(e.unheld).Seconds())
+	}
+}
+
+// forget drops an association that will not complete (detached, deleted).
+func (h *handoffs) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
+}
