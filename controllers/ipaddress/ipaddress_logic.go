@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -132,18 +133,10 @@ func holds(svc *corev1.Service, ip string) bool {
 	return false
 }
 
-// authorized reports whether a Service may hold the address: it is the
-// workload status.associatedTo names, or it carries the tenant's claim
-// annotation naming the address's claim in the claim's own namespace.
+// authorized reports whether a Service may hold the address; the rule is
+// shared with the Service controller's conflict detection.
 func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
-	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" && w.Namespace == svc.Namespace && w.Name == svc.Name {
-		return true
-	}
-	if r := a.Spec.ClaimRef; r != nil && r.Namespace == svc.Namespace && r.Name != "" &&
-		svc.Annotations[iadv1alpha1.ServiceClaimAnnotation] == r.Name {
-		return true
-	}
-	return false
+	return binding.Authorizes(a, svc)
 }
 
 // unauthorizedHolders lists the Services among holders (the Services MetalLB

@@ -165,7 +165,7 @@ func TestPlanHold(t *testing.T) {
 			name:         "the claim's own workload still holds it while detaching: waiting, no warning",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
-			holders:      []corev1.Service{svc("t", "web", ip, ip, iadv1alpha1.ServiceClaimAnnotation, "c")},
+			holders:      []corev1.Service{svc("t", "web", ip, ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c")},
 			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
 		},
@@ -215,8 +215,10 @@ func TestAuthorized(t *testing.T) {
 	}{
 		{"the associated Service", associated(address("a", ip), "t", "web"), svc("t", "web", "", ip), true},
 		{"same name in another namespace", associated(address("a", ip), "t", "web"), svc("u", "web", "", ip), false},
-		{"annotated with the address's claim in its namespace", bound(address("a", ip), "t", "c"),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), true},
+		{"annotated with the address's claim in its namespace, pinned by the driver", bound(address("a", ip), "t", "c"),
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c"), true},
+		{"annotated with the address's claim, pinned by hand", bound(address("a", ip), "t", "c"),
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
 		{"annotated with the claim's name from another namespace", bound(address("a", ip), "t", "c"),
 			svc("u", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
 		{"annotated with another claim", bound(address("a", ip), "t", "c"),
@@ -238,7 +240,7 @@ func TestUnauthorizedHolders(t *testing.T) {
 	holders := []corev1.Service{
 		svc(phNS, "anything-in-the-placeholder-namespace", "", ip),
 		svc("t", "web", "", ip),
-		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"),
+		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c"),
 		svc("intruder", "web", ip, ip),
 		svc("t", "plain", "", ip),
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -285,15 +286,7 @@ func Exempt(svc *corev1.Service, placeholderNamespace string) bool {
 // before associatedTo is visible everywhere) the Service names the address's
 // claim in the claim's namespace and carries the driver's pin for it.
 func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	if at := a.Status.AssociatedTo; at != nil && at.Kind == "Service" && at.Namespace == svc.Namespace && at.Name == svc.Name {
-		return true
-	}
-	ref := a.Spec.ClaimRef
-	if ref == nil || ref.Namespace != svc.Namespace {
-		return false
-	}
-	claim := svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]
-	return claim != "" && claim == ref.Name && svc.Annotations[names.AnnotationPinnedBy] == ref.Name
+	return binding.Authorizes(a, svc)
 }
 
 // Released reports whether the IPAddress controller has let go of the
