@@ -5,6 +5,8 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -13,8 +15,14 @@ import (
 func main() {
 	os.Exit(bootstrap.Main("class",
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
-		nil,
+		func(o *bootstrap.Options) map[client.Object]cache.ByObject {
+			return class.CacheByObject(o.MetalLBNamespace)
+		},
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
-			return (&class.Reconciler{Client: mgr.GetClient(), MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
+			return (&class.Reconciler{
+				Client:           mgr.GetClient(),
+				MetalLBNamespace: o.MetalLBNamespace,
+				Recorder:         mgr.GetEventRecorderFor(class.EventSource),
+			}).SetupWithManager(mgr)
 		}))
 }

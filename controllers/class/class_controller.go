@@ -1,15 +1,74 @@
 // Package class renders MetalLB's configuration for every IPAddressClass
 // that names this driver: one IPAddressPool iad-<class> and one
-// advertisement selecting it, both owned by the class.
+// advertisement of the same name selecting only that pool (an
+// L2Advertisement, or a BGPAdvertisement with advertisement: BGP), both in
+// the MetalLB namespace, labelled with RenderedLabels and controlled by the
+// class, so the garbage collector removes them with it.
+//
+// A class's spec.parameters are parsed once by ParseParameters and turned
+// into objects by Render; both are pure. The reconciler creates or patches
+// the two objects in place (their uid never changes), removes an
+// advertisement of the other kind after a switch between L2 and BGP, and
+// undoes hand edits and deletions of what it rendered, because it watches
+// the three MetalLB kinds in the MetalLB namespace.
+//
+// A class is refused, and nothing of it is rendered half-way, when its name
+// is too long to make a pool name (InvalidClassName), when its parameters
+// are invalid (InvalidParameters), when its addresses overlap those of an
+// older class of this driver or of any other IPAddressPool in the MetalLB
+// namespace (OverlappingRanges; MetalLB refuses its whole configuration when
+// two pools overlap), or when an object named iad-<class> exists and is
+// controlled by something else (PoolNameTaken). Of two overlapping classes,
+// the older one (by creationTimestamp, then name) keeps the addresses; a
+// pool still rendered for a newer class blocks an older class from growing
+// into it until one of the two changes. A refusal leaves the
+// previous rendering of the class untouched: addresses already handed out
+// from it stay valid. IPAddressClass has no status subresource, so a
+// refusal is reported as a Warning Event on the class (reason as above,
+// the message naming the exact problem), as a log line, and in the
+// metallb_iad_class_refused metric. A successful change is reported as a
+// Normal Event Rendered.
+//
+// To find the classes an overlap is checked against, the reconciler lists
+// IPAddressClasses from the informer cache: classes are few, and every class
+// change re-queues all of this driver's classes so that a refused class is
+// rendered as soon as the older class it collided with moves away.
 package class
 
 import (
 	"context"
+	"sync"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// EventSource is the component name of the class controller's Events.
+const EventSource = "metallb-iad-class"
+
+// Event reasons of the class controller.
+const (
+	// ReasonRendered (Normal): the pool or advertisement was created, updated or removed.
+	ReasonRendered = "Rendered"
+	// ReasonInvalidParameters (Warning): spec.parameters are refused.
+	ReasonInvalidParameters = "InvalidParameters"
+	// ReasonInvalidClassName (Warning): the class name cannot make a pool name.
+	ReasonInvalidClassName = "InvalidClassName"
+	// ReasonOverlappingRanges (Warning): the addresses overlap an older class or another pool.
+	ReasonOverlappingRanges = "OverlappingRanges"
+	// ReasonPoolNameTaken (Warning): iad-<class> exists and is controlled by something else.
+	ReasonPoolNameTaken = "PoolNameTaken"
 )
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
@@ -17,16 +76,88 @@ type Reconciler struct {
 	client.Client
 	// MetalLBNamespace is where the pools and advertisements are rendered.
 	MetalLBNamespace string
+	// Recorder emits the Events; SetupWithManager takes the manager's
+	// recorder for EventSource when it is nil.
+	Recorder record.EventRecorder
+	// Options tune the controller; the zero value suits production. (A
+	// second manager in one process, as in tests, needs SkipNameValidation.)
+	Options controller.Options
+
+	// reported remembers, per class, the last refusal reported as an Event,
+	// so that the many passes a refused class goes through (every class and
+	// pool change re-queues it) repeat no Event; decisions never read it.
+	reported sync.Map
+}
+
+// CacheByObject restricts the manager's cache for MetalLB's kinds to the
+// MetalLB namespace: the controller neither reads nor watches them elsewhere.
+func CacheByObject(metallbNamespace string) map[client.Object]cache.ByObject {
+	only := cache.ByObject{Namespaces: map[string]cache.Config{metallbNamespace: {}}}
+	return map[client.Object]cache.ByObject{
+		&metallbv1beta1.IPAddressPool{}:    only,
+		&metallbv1beta1.L2Advertisement{}:  only,
+		&metallbv1beta1.BGPAdvertisement{}: only,
+	}
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile renders one class.
+// Reconcile renders one class, or withdraws what was rendered for a class
+// that does not name this driver.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return ctrl.Result{}, nil
+	class := &iadv1alpha1.IPAddressClass{}
+	if err := r.Get(ctx, req.NamespacedName, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The garbage collector removes what was rendered for it.
+			forget(req.Name)
+			r.reported.Delete(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if class.Spec.Provisioner != names.Provisioner {
+		forget(class.Name)
+		r.reported.Delete(class.Name)
+		_, err := r.withdraw(ctx, class.Name, nil)
+		return ctrl.Result{}, err
+	}
+	if !class.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	params, ref, err := r.decide(ctx, class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ref != nil {
+		r.refuse(ctx, class, ref)
+		return ctrl.Result{}, nil
+	}
+	return r.render(ctx, class, params)
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller. Besides the class itself it
+// watches every class of the driver (an overlap decision depends on the
+// others) and the three MetalLB kinds in the MetalLB namespace (drift
+// repair; a pool coming or going may also settle an overlap).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("class").For(&iadv1alpha1.IPAddressClass{}).Complete(r)
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(EventSource)
+	}
+	rendered := builder.WithPredicates(predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{},
+		predicate.LabelChangedPredicate{},
+		ownerRefsChanged,
+	))
+	return ctrl.NewControllerManagedBy(mgr).Named("class").
+		WithOptions(r.Options).
+		For(&iadv1alpha1.IPAddressClass{}).
+		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.otherClasses),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClasses), rendered).
+		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
+		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
+		Complete(r)
 }

@@ -1,0 +1,700 @@
+package class
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// The integration suite runs the class controller in-process, as its own
+// ServiceAccount with the generated RBAC, against the real local control
+// plane: the API server, kube-controller-manager's garbage collector and the
+// real MetalLB controller, which must accept every rendered pool.
+//
+// Each test uses its own class names and its own slice of the documentation
+// ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32), so
+// no two tests' classes overlap.
+
+var (
+	c *cluster.Cluster
+	// stopManager stops the running manager and waits for it to end.
+	stopManager func()
+)
+
+const (
+	mlbNS     = cluster.MetalLBNamespace
+	serviceNS = "class-it"
+	timeout   = 30 * time.Second
+	gcTimeout = 90 * time.Second
+	tick      = 100 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	ctx := context.Background()
+	var err error
+	if c, err = cluster.Start(ctx, cluster.Options{}); err != nil {
+		return 0, err
+	}
+	defer c.Stop()
+	if err := c.InstallDriverRBAC(ctx); err != nil {
+		return 0, err
+	}
+	if err := c.EnsureNamespace(ctx, serviceNS); err != nil {
+		return 0, err
+	}
+	if stopManager, err = startManager(); err != nil {
+		return 0, err
+	}
+	code := m.Run()
+	stopManager()
+	return code, nil
+}
+
+// startManager runs the class controller in a new manager, as the
+// metallb-iad-class ServiceAccount, and returns a function that stops it.
+func startManager() (func(), error) {
+	cfg := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class")
+	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
+		Controller: "class", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		PlaceholderNamespace: cluster.DriverNamespace, MetalLBNamespace: mlbNS,
+	}, CacheByObject(mlbNS))
+	if err != nil {
+		return nil, err
+	}
+	r := &Reconciler{
+		Client:           mgr.GetClient(),
+		MetalLBNamespace: mlbNS,
+		// The restart test runs a second manager in this process.
+		Options: controller.Options{SkipNameValidation: ptr.To(true)},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, timeout)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		return nil, errors.Join(errors.New("the manager's cache did not sync"), <-done)
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}, nil
+}
+
+// --- helpers ---
+
+func params(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// createClass creates a class with the given provisioner and parameters and
+// deletes it when the test ends.
+func createClass(t *testing.T, name, provisioner, raw string) *iadv1alpha1.IPAddressClass {
+	t.Helper()
+	cl := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: provisioner, Parameters: params(raw)},
+	}
+	require.NoError(t, c.Client.Create(context.Background(), cl))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), cl) })
+	return cl
+}
+
+// ourClass creates a class served by the driver.
+func ourClass(t *testing.T, name, raw string) *iadv1alpha1.IPAddressClass {
+	t.Helper()
+	return createClass(t, name, names.Provisioner, raw)
+}
+
+// setParams replaces a class's parameters.
+func setParams(t *testing.T, name, raw string) {
+	t.Helper()
+	ctx := context.Background()
+	cl := &iadv1alpha1.IPAddressClass{}
+	require.NoError(t, c.Client.Get(ctx, types.NamespacedName{Name: name}, cl))
+	orig := cl.DeepCopy()
+	cl.Spec.Parameters = params(raw)
+	require.NoError(t, c.Client.Patch(ctx, cl, client.MergeFrom(orig)))
+}
+
+func key(class string) types.NamespacedName {
+	return types.NamespacedName{Namespace: mlbNS, Name: names.PoolName(class)}
+}
+
+// waitPool waits until the class's pool holds exactly addresses and returns it.
+func waitPool(t *testing.T, class string, addresses ...string) *metallbv1beta1.IPAddressPool {
+	t.Helper()
+	pool := &metallbv1beta1.IPAddressPool{}
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(context.Background(), key(class), pool))
+		assert.Equal(t, addresses, pool.Spec.Addresses)
+	}, timeout, tick, "pool %s holds %v", names.PoolName(class), addresses)
+	return pool
+}
+
+func waitL2(t *testing.T, class string) *metallbv1beta1.L2Advertisement {
+	t.Helper()
+	adv := &metallbv1beta1.L2Advertisement{}
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(context.Background(), key(class), adv))
+	}, timeout, tick, "L2Advertisement %s exists", names.PoolName(class))
+	return adv
+}
+
+func waitGone(t *testing.T, obj client.Object, within time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		assert.True(t, apierrors.IsNotFound(err), "%T %s still exists (err %v)", obj, obj.GetName(), err)
+	}, within, tick)
+}
+
+// classEvents returns the Events on a class with the given reason, oldest first.
+func classEvents(ctx context.Context, class, reason string) ([]corev1.Event, error) {
+	var list corev1.EventList
+	err := c.Client.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault), client.MatchingFields{
+		"involvedObject.kind": "IPAddressClass",
+		"involvedObject.name": class,
+		"reason":              reason,
+	})
+	return list.Items, err
+}
+
+// waitEvent waits for an Event on the class with exactly this type, reason and message.
+func waitEvent(t *testing.T, class, typ, reason, message string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		events, err := classEvents(context.Background(), class, reason)
+		require.NoError(t, err)
+		var messages []string
+		for _, e := range events {
+			if e.Type == typ {
+				messages = append(messages, e.Message)
+			}
+		}
+		assert.Contains(t, messages, message)
+	}, timeout, tick, "%s Event %s on class %s", typ, reason, class)
+}
+
+// loadBalancer creates a single-stack LoadBalancer Service drawing from pool
+// and returns the address MetalLB assigns it.
+func loadBalancer(t *testing.T, name, pool string, family corev1.IPFamily) netip.Addr {
+	t.Helper()
+	ctx := context.Background()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: serviceNS, Name: name, Annotations: map[string]string{names.MetalLBAddressPool: pool}},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+			IPFamilies:                    []corev1.IPFamily{family},
+			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
+			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	require.NoError(t, c.Client.Create(ctx, svc))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), svc) })
+	var ip netip.Addr
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &corev1.Service{}
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(svc), got))
+		require.Len(t, got.Status.LoadBalancer.Ingress, 1)
+		var err error
+		ip, err = netip.ParseAddr(got.Status.LoadBalancer.Ingress[0].IP)
+		require.NoError(t, err)
+	}, timeout, tick, "MetalLB assigns Service %s an address from %s", name, pool)
+	return ip
+}
+
+// waitSeries waits until the class's series of vec are exactly want
+// (keyed by their other labels).
+func waitSeries(t *testing.T, vec *prometheus.GaugeVec, class string, want map[string]float64) {
+	t.Helper()
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, want, series(vec, of(class)))
+	}, timeout, tick)
+}
+
+func inRange(t *testing.T, ip netip.Addr, r string) {
+	t.Helper()
+	ar, err := ParseAddressRange(r)
+	require.NoError(t, err)
+	assert.True(t, ar.Start.Compare(ip) <= 0 && ip.Compare(ar.End) <= 0, "%s is in %s", ip, r)
+}
+
+func wantMeta(t *testing.T, obj metav1.Object, class *iadv1alpha1.IPAddressClass) {
+	t.Helper()
+	assert.Equal(t, map[string]string{
+		"app.kubernetes.io/managed-by":                 "metallb-iad",
+		"metallb.drivers.local.sdn.cozystack.io/class": class.Name,
+	}, obj.GetLabels())
+	assert.Equal(t, []metav1.OwnerReference{{
+		APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: class.Name, UID: class.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
+	}}, obj.GetOwnerReferences())
+}
+
+// --- tests ---
+
+// TestRenderL2 renders a CIDR class into a pool and an L2Advertisement, and
+// the real MetalLB controller hands out an address from it.
+func TestRenderL2(t *testing.T) {
+	cl := ourClass(t, "render-l2", `{"addresses": ["192.0.2.0/28"], "avoidBuggyIPs": true}`)
+
+	pool := waitPool(t, cl.Name, "192.0.2.0/28")
+	wantMeta(t, pool, cl)
+	assert.Equal(t, metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.0/28"}, AutoAssign: ptr.To(false), AvoidBuggyIPs: true}, pool.Spec)
+
+	adv := waitL2(t, cl.Name)
+	wantMeta(t, adv, cl)
+	assert.Equal(t, metallbv1beta1.L2AdvertisementSpec{IPAddressPools: []string{"iad-render-l2"}}, adv.Spec)
+
+	waitEvent(t, cl.Name, corev1.EventTypeNormal, ReasonRendered,
+		"IPAddressPool metallb-system/iad-render-l2 with 192.0.2.0/28, announced by L2Advertisement iad-render-l2: created IPAddressPool iad-render-l2, created L2Advertisement iad-render-l2")
+	assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(cl.Name)))
+	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 16, "family=IPv6 ": 0})
+
+	ip := loadBalancer(t, "render-l2", "iad-render-l2", corev1.IPv4Protocol)
+	inRange(t, ip, "192.0.2.0/28")
+	assert.NotEqual(t, netip.MustParseAddr("192.0.2.0"), ip, "avoidBuggyIPs reached MetalLB: no .0 address")
+
+	// No Service outside the class's pool gets its addresses: the pool is manual.
+	assert.Equal(t, ptr.To(false), pool.Spec.AutoAssign)
+}
+
+// TestRenderRange renders a MetalLB range and MetalLB assigns from it.
+func TestRenderRange(t *testing.T) {
+	cl := ourClass(t, "render-range", `{"addresses": [" 192.0.2.16 - 192.0.2.20 "]}`)
+	pool := waitPool(t, cl.Name, "192.0.2.16-192.0.2.20")
+	wantMeta(t, pool, cl)
+	waitL2(t, cl.Name)
+	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 5, "family=IPv6 ": 0})
+	inRange(t, loadBalancer(t, "render-range", "iad-render-range", corev1.IPv4Protocol), "192.0.2.16-192.0.2.20")
+}
+
+// TestRenderIPv6 renders IPv6 ranges and MetalLB assigns an IPv6 address to
+// a single-stack IPv6 Service.
+func TestRenderIPv6(t *testing.T) {
+	cl := ourClass(t, "render-v6", `{"addresses": ["2001:DB8:10::/120", "2001:db8:11::10-2001:db8:11::1f"]}`)
+	waitPool(t, cl.Name, "2001:db8:10::/120", "2001:db8:11::10-2001:db8:11::1f")
+	waitL2(t, cl.Name)
+	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 0, "family=IPv6 ": 256 + 16})
+	ip := loadBalancer(t, "render-v6", "iad-render-v6", corev1.IPv6Protocol)
+	assert.True(t, ip.Is6(), "got %s", ip)
+	r1, _ := ParseAddressRange("2001:db8:10::/120")
+	r2, _ := ParseAddressRange("2001:db8:11::10-2001:db8:11::1f")
+	in := func(r AddressRange) bool { return r.Start.Compare(ip) <= 0 && ip.Compare(r.End) <= 0 }
+	assert.True(t, in(r1) || in(r2), "%s is in the class's ranges", ip)
+}
+
+// TestUpdateInPlace edits a class: the same pool and advertisement objects
+// are patched, never recreated.
+func TestUpdateInPlace(t *testing.T) {
+	cl := ourClass(t, "update", `{"addresses": ["192.0.2.32/28"]}`)
+	before := waitPool(t, cl.Name, "192.0.2.32/28")
+	advBefore := waitL2(t, cl.Name)
+
+	setParams(t, cl.Name, `{"addresses": ["192.0.2.32/28", "192.0.2.48-192.0.2.50"], "avoidBuggyIPs": true}`)
+	after := waitPool(t, cl.Name, "192.0.2.32/28", "192.0.2.48-192.0.2.50")
+	assert.Equal(t, before.UID, after.UID, "the pool is patched in place")
+	assert.True(t, after.Spec.AvoidBuggyIPs)
+	advAfter := waitL2(t, cl.Name)
+	assert.Equal(t, advBefore.UID, advAfter.UID)
+	waitEvent(t, cl.Name, corev1.EventTypeNormal, ReasonRendered,
+		"IPAddressPool metallb-system/iad-update with 192.0.2.32/28, 192.0.2.48-192.0.2.50, announced by L2Advertisement iad-update: updated IPAddressPool iad-update")
+	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 19, "family=IPv6 ": 0})
+
+	// MetalLB accepts the new range too.
+	inRange(t, loadBalancer(t, "update", "iad-update", corev1.IPv4Protocol), "192.0.2.32-192.0.2.50")
+}
+
+// TestDriftRepair edits and deletes rendered objects by hand; the
+// controller puts them back.
+func TestDriftRepair(t *testing.T) {
+	ctx := context.Background()
+	cl := ourClass(t, "drift", `{"addresses": ["192.0.2.64/28"]}`)
+	pool := waitPool(t, cl.Name, "192.0.2.64/28")
+	uid := pool.UID
+
+	// A hand edit of the addresses and autoAssign is reverted in place.
+	orig := pool.DeepCopy()
+	pool.Spec.Addresses = []string{"192.0.2.64/29"}
+	pool.Spec.AutoAssign = ptr.To(true)
+	require.NoError(t, c.Client.Patch(ctx, pool, client.MergeFrom(orig)))
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
+		assert.Equal(t, ptr.To(false), got.Spec.AutoAssign)
+		assert.Equal(t, uid, got.UID)
+	}, timeout, tick, "the hand edit of the pool is reverted")
+
+	// Stripped labels and owner reference come back; a foreign label stays.
+	pool = &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
+	orig = pool.DeepCopy()
+	pool.Labels = map[string]string{"team": "net"}
+	pool.OwnerReferences = nil
+	require.NoError(t, c.Client.Patch(ctx, pool, client.MergeFrom(orig)))
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.Equal(t, map[string]string{"team": "net", LabelManagedBy: ManagedBy, LabelClass: cl.Name}, got.Labels)
+		assert.Len(t, got.OwnerReferences, 1)
+	}, timeout, tick, "labels and owner reference are restored")
+
+	// A deleted advertisement is recreated; a hand edit of it is reverted.
+	adv := waitL2(t, cl.Name)
+	require.NoError(t, c.Client.Delete(ctx, adv))
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.L2Advertisement{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.NotEqual(t, adv.UID, got.UID, "a new advertisement")
+		assert.Equal(t, []string{"iad-drift"}, got.Spec.IPAddressPools)
+	}, timeout, tick, "the deleted advertisement is recreated")
+	adv = waitL2(t, cl.Name)
+	orig2 := adv.DeepCopy()
+	adv.Spec.IPAddressPools = nil
+	adv.Spec.IPAddressPoolSelectors = []metav1.LabelSelector{{}}
+	require.NoError(t, c.Client.Patch(ctx, adv, client.MergeFrom(orig2)))
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.L2Advertisement{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.Equal(t, metallbv1beta1.L2AdvertisementSpec{IPAddressPools: []string{"iad-drift"}}, got.Spec)
+	}, timeout, tick, "the hand edit of the advertisement is reverted")
+
+	// A deleted pool is recreated.
+	pool = &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
+	require.NoError(t, c.Client.Delete(ctx, pool))
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.NotEqual(t, pool.UID, got.UID)
+		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
+	}, timeout, tick, "the deleted pool is recreated")
+}
+
+// TestClassDeletion deletes a class: the garbage collector removes its pool
+// and advertisement.
+func TestClassDeletion(t *testing.T) {
+	cl := ourClass(t, "gc", `{"addresses": ["192.0.2.96/28"]}`)
+	pool := waitPool(t, cl.Name, "192.0.2.96/28")
+	adv := waitL2(t, cl.Name)
+	require.NoError(t, c.Client.Delete(context.Background(), cl))
+	waitGone(t, pool, gcTimeout)
+	waitGone(t, adv, gcTimeout)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Empty(t, series(renderedClasses, of(cl.Name)))
+		assert.Empty(t, series(classAddresses, of(cl.Name)))
+	}, timeout, tick, "the class's metrics are dropped")
+}
+
+// TestBGP switches a class from L2 to BGP and back: the advertisement of the
+// old kind is removed, the pool stays the same object.
+func TestBGP(t *testing.T) {
+	ctx := context.Background()
+	cl := ourClass(t, "bgp", `{"addresses": ["192.0.2.128/28"]}`)
+	pool := waitPool(t, cl.Name, "192.0.2.128/28")
+	l2 := waitL2(t, cl.Name)
+
+	setParams(t, cl.Name, `{"addresses": ["192.0.2.128/28"], "advertisement": "BGP",
+		"bgp": {"peers": ["tor-a", "tor-b"], "communities": ["65000:100", "large:1:2:3"], "localPref": 150, "aggregationLength": 28, "aggregationLengthV6": 120}}`)
+	bgp := &metallbv1beta1.BGPAdvertisement{}
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), bgp))
+	}, timeout, tick, "the BGPAdvertisement is rendered")
+	wantMeta(t, bgp, cl)
+	assert.Equal(t, metallbv1beta1.BGPAdvertisementSpec{
+		IPAddressPools:      []string{"iad-bgp"},
+		Peers:               []string{"tor-a", "tor-b"},
+		Communities:         []string{"65000:100", "large:1:2:3"},
+		LocalPref:           150,
+		AggregationLength:   ptr.To[int32](28),
+		AggregationLengthV6: ptr.To[int32](120),
+	}, bgp.Spec)
+	waitGone(t, l2, timeout)
+	waitEvent(t, cl.Name, corev1.EventTypeNormal, ReasonRendered,
+		"IPAddressPool metallb-system/iad-bgp with 192.0.2.128/28, announced by BGPAdvertisement iad-bgp: created BGPAdvertisement iad-bgp, removed L2Advertisement iad-bgp")
+	got := &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+	assert.Equal(t, pool.UID, got.UID)
+
+	// MetalLB accepts the BGP configuration: the pool still hands out addresses.
+	inRange(t, loadBalancer(t, "bgp", "iad-bgp", corev1.IPv4Protocol), "192.0.2.128/28")
+
+	// Back to L2.
+	setParams(t, cl.Name, `{"addresses": ["192.0.2.128/28"], "l2": {"interfaces": ["eth0"]}}`)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		adv := &metallbv1beta1.L2Advertisement{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), adv))
+		assert.Equal(t, metallbv1beta1.L2AdvertisementSpec{IPAddressPools: []string{"iad-bgp"}, Interfaces: []string{"eth0"}}, adv.Spec)
+	}, timeout, tick, "the L2Advertisement is rendered again")
+	waitGone(t, bgp, timeout)
+}
+
+// TestOtherProvisioner: a class of another driver renders nothing, and
+// objects labelled as rendered for it are removed.
+func TestOtherProvisioner(t *testing.T) {
+	ctx := context.Background()
+	// Leftovers, as if the name had once belonged to a class of ours.
+	stalePool := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "iad-foreign", Labels: RenderedLabels("foreign")},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.192/28"}, AutoAssign: ptr.To(false)},
+	}
+	require.NoError(t, c.Client.Create(ctx, stalePool))
+	staleAdv := &metallbv1beta1.BGPAdvertisement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "iad-foreign", Labels: RenderedLabels("foreign")},
+		Spec:       metallbv1beta1.BGPAdvertisementSpec{IPAddressPools: []string{"iad-foreign"}},
+	}
+	require.NoError(t, c.Client.Create(ctx, staleAdv))
+	// An object of someone else in the namespace is left alone.
+	bystander := &metallbv1beta1.L2Advertisement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "iad-foreign", Labels: map[string]string{LabelClass: "foreign"}},
+	}
+	require.NoError(t, c.Client.Create(ctx, bystander))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), bystander) })
+
+	createClass(t, "foreign", "other.example.com", `{"addresses": ["192.0.2.192/28"]}`)
+	waitGone(t, stalePool, timeout)
+	waitGone(t, staleAdv, timeout)
+
+	// Nothing is rendered for it, and the bystander stays.
+	assert.Never(t, func() bool {
+		return !apierrors.IsNotFound(c.Client.Get(ctx, key("foreign"), &metallbv1beta1.IPAddressPool{})) ||
+			c.Client.Get(ctx, key("foreign"), &metallbv1beta1.L2Advertisement{}) != nil
+	}, 2*time.Second, tick)
+	events, err := classEvents(ctx, "foreign", ReasonRendered)
+	require.NoError(t, err)
+	assert.Empty(t, events)
+	assert.Empty(t, series(renderedClasses, of("foreign")))
+	assert.Empty(t, series(refusedClasses, of("foreign")))
+}
+
+// TestRestart stops the controller and starts a new one: the rendering is
+// left exactly as it was.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	cl := ourClass(t, "restart", `{"addresses": ["192.0.2.160/28"], "advertisement": "BGP"}`)
+	pool := waitPool(t, cl.Name, "192.0.2.160/28")
+	adv := &metallbv1beta1.BGPAdvertisement{}
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), adv))
+	}, timeout, tick)
+	// Let MetalLB settle the pool's status before taking the resourceVersion.
+	inRange(t, loadBalancer(t, "restart", "iad-restart", corev1.IPv4Protocol), "192.0.2.160/28")
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
+
+	stopManager()
+	forget(cl.Name) // the new manager must set the series again
+	var err error
+	stopManager, err = startManager()
+	require.NoError(t, err)
+
+	// The new controller reconciled the class.
+	waitSeries(t, renderedClasses, cl.Name, map[string]float64{"": 1})
+	gotPool := &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), gotPool))
+	assert.Equal(t, pool.UID, gotPool.UID)
+	assert.Equal(t, pool.Spec, gotPool.Spec)
+	assert.Equal(t, pool.Generation, gotPool.Generation, "the pool's spec was not written")
+	gotAdv := &metallbv1beta1.BGPAdvertisement{}
+	require.NoError(t, c.Client.Get(ctx, key(cl.Name), gotAdv))
+	assert.Equal(t, adv.UID, gotAdv.UID)
+	assert.Equal(t, adv.ResourceVersion, gotAdv.ResourceVersion, "the advertisement was not written")
+	events, err := classEvents(ctx, cl.Name, ReasonRendered)
+	require.NoError(t, err)
+	assert.Len(t, events, 1, "only the first rendering changed anything")
+}
+
+// TestBadParameters edits rendered classes into every kind of bad input:
+// each gets a Warning Event naming the problem, and the previous rendering
+// stays exactly as it was.
+func TestBadParameters(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name, params, message string
+	}{
+		{"bad-cidr", `{"addresses": ["198.51.100.0/33"]}`,
+			`spec.parameters.addresses[0]: "198.51.100.0/33" is not a valid CIDR`},
+		{"bad-hostbits", `{"addresses": ["198.51.100.17/28"]}`,
+			`spec.parameters.addresses[0]: "198.51.100.17/28" has host bits set; the network is 198.51.100.16/28`},
+		{"bad-range", `{"addresses": ["198.51.100.32-198.51.100.x"]}`,
+			`spec.parameters.addresses[0]: "198.51.100.32-198.51.100.x" is not a valid range: its end "198.51.100.x" is not an IP address`},
+		{"bad-reversed", `{"addresses": ["198.51.100.60-198.51.100.50"]}`,
+			`spec.parameters.addresses[0]: "198.51.100.60-198.51.100.50" is reversed: its start 198.51.100.60 is after its end 198.51.100.50`},
+		{"bad-mixed", `{"addresses": ["198.51.100.64-2001:db8::1"]}`,
+			`spec.parameters.addresses[0]: "198.51.100.64-2001:db8::1" mixes IPv4 and IPv6: both ends of a range must be of one family`},
+		{"bad-empty", `{"addresses": []}`,
+			`spec.parameters.addresses is required: list at least one CIDR or range, e.g. ["192.0.2.0/24"]`},
+		{"bad-advertisement", `{"addresses": ["198.51.100.96/28"], "advertisement": "OSPF"}`,
+			`spec.parameters.advertisement: "OSPF" is not supported; use "L2" (the default) or "BGP"`},
+		{"bad-key", `{"addresses": ["198.51.100.112/28"], "autoAssign": true}`,
+			`spec.parameters: unknown key "autoAssign"`},
+		{"bad-bgp-key", `{"addresses": ["198.51.100.128/28"], "advertisement": "BGP", "bgp": {"peer": "tor-a"}}`,
+			`spec.parameters.bgp: unknown key "peer"`},
+		{"bad-type", `{"addresses": ["198.51.100.144/28"], "avoidBuggyIPs": "yes"}`,
+			`spec.parameters.avoidBuggyIPs: expected true or false, got a string`},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			good := fmt.Sprintf("198.51.100.%d/28", 16*i)
+			cl := ourClass(t, tt.name, fmt.Sprintf(`{"addresses": [%q]}`, good))
+			before := waitPool(t, cl.Name, good)
+			advBefore := waitL2(t, cl.Name)
+
+			setParams(t, cl.Name, tt.params)
+			waitEvent(t, cl.Name, corev1.EventTypeWarning, ReasonInvalidParameters, tt.message)
+			waitSeries(t, refusedClasses, cl.Name, map[string]float64{"reason=InvalidParameters ": 1})
+			assert.Empty(t, series(renderedClasses, of(cl.Name)), "the class is not counted as rendered")
+
+			after := &metallbv1beta1.IPAddressPool{}
+			require.NoError(t, c.Client.Get(ctx, key(cl.Name), after))
+			assert.Equal(t, before.UID, after.UID)
+			assert.Equal(t, before.Spec, after.Spec, "the previous rendering is kept")
+			assert.Equal(t, before.Generation, after.Generation)
+			advAfter := &metallbv1beta1.L2Advertisement{}
+			require.NoError(t, c.Client.Get(ctx, key(cl.Name), advAfter))
+			assert.Equal(t, advBefore.ResourceVersion, advAfter.ResourceVersion)
+			assert.True(t, apierrors.IsNotFound(c.Client.Get(ctx, key(cl.Name), &metallbv1beta1.BGPAdvertisement{})))
+
+			// Fixing the parameters renders again and clears the refusal.
+			setParams(t, cl.Name, fmt.Sprintf(`{"addresses": [%q], "avoidBuggyIPs": true}`, good))
+			require.EventuallyWithT(t, func(t *assert.CollectT) {
+				got := &metallbv1beta1.IPAddressPool{}
+				require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+				assert.True(t, got.Spec.AvoidBuggyIPs)
+			}, timeout, tick)
+			require.EventuallyWithT(t, func(t *assert.CollectT) {
+				assert.Empty(t, series(refusedClasses, of(cl.Name)))
+				assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(cl.Name)))
+			}, timeout, tick, "the refusal is cleared")
+		})
+	}
+}
+
+// TestPoolNameTaken refuses a class whose advertisement name is held by an
+// object someone else controls; nothing is rendered half-way, and the class
+// is rendered once the name is free.
+func TestPoolNameTaken(t *testing.T) {
+	ctx := context.Background()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "taken-owner"}}
+	require.NoError(t, c.Client.Create(ctx, owner))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), owner) })
+	squatter := &metallbv1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{
+		Namespace: mlbNS, Name: "iad-taken",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}},
+	}}
+	require.NoError(t, c.Client.Create(ctx, squatter))
+
+	ourClass(t, "taken", `{"addresses": ["203.0.113.16/28"]}`)
+	waitEvent(t, "taken", corev1.EventTypeWarning, ReasonPoolNameTaken,
+		"cannot render L2Advertisement metallb-system/iad-taken: it is controlled by ConfigMap taken-owner already")
+	assert.True(t, apierrors.IsNotFound(c.Client.Get(ctx, key("taken"), &metallbv1beta1.IPAddressPool{})), "no pool without its advertisement")
+
+	require.NoError(t, c.Client.Delete(ctx, squatter))
+	waitPool(t, "taken", "203.0.113.16/28")
+	adv := waitL2(t, "taken")
+	assert.NotEqual(t, squatter.UID, adv.UID)
+	assert.Equal(t, []string{"iad-taken"}, adv.Spec.IPAddressPools)
+}
+
+// TestTooLongName refuses a class whose name cannot make a pool name.
+func TestTooLongName(t *testing.T) {
+	name := "too-long-" + strings.Repeat("x", 51) // 60 characters
+	require.Len(t, name, 60)
+	ourClass(t, name, `{"addresses": ["203.0.113.0/28"]}`)
+	waitEvent(t, name, corev1.EventTypeWarning, ReasonInvalidClassName,
+		`the class name "`+name+`" is 60 characters long; this driver serves class names of at most 59 characters, so that the pool name "iad-`+name+`" stays within 63`)
+	assert.True(t, apierrors.IsNotFound(c.Client.Get(context.Background(), key(name), &metallbv1beta1.IPAddressPool{})))
+	waitSeries(t, refusedClasses, name, map[string]float64{"reason=InvalidClassName ": 1})
+}
+
+// TestOverlap: of two overlapping classes, the later one is refused and
+// keeps its previous rendering; once the older class is gone, the refused
+// classes are rendered without any change of their own.
+func TestOverlap(t *testing.T) {
+	ctx := context.Background()
+	// Names sort in creation order, so the same-second tie-break agrees.
+	old := ourClass(t, "overlap-a-old", `{"addresses": ["198.51.100.192/27"]}`)
+	waitPool(t, old.Name, "198.51.100.192/27")
+
+	later := ourClass(t, "overlap-b-later", `{"addresses": ["198.51.100.224/28"]}`)
+	laterPool := waitPool(t, later.Name, "198.51.100.224/28")
+	setParams(t, later.Name, `{"addresses": ["198.51.100.224/28", "198.51.100.200-198.51.100.210"]}`)
+	waitEvent(t, later.Name, corev1.EventTypeWarning, ReasonOverlappingRanges,
+		`addresses 198.51.100.200-198.51.100.210 overlap 198.51.100.192/27 of the older class "overlap-a-old"; refusing to render overlapping ranges`)
+	got := &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(ctx, key(later.Name), got))
+	assert.Equal(t, laterPool.Spec, got.Spec, "the previous rendering is kept")
+	assert.Equal(t, laterPool.Generation, got.Generation)
+	waitSeries(t, refusedClasses, later.Name, map[string]float64{"reason=OverlappingRanges ": 1})
+
+	newest := ourClass(t, "overlap-c-newest", `{"addresses": ["198.51.100.192/29"]}`)
+	waitEvent(t, newest.Name, corev1.EventTypeWarning, ReasonOverlappingRanges,
+		`addresses 198.51.100.192/29 overlap 198.51.100.192/27 of the older class "overlap-a-old"; refusing to render overlapping ranges`)
+	assert.True(t, apierrors.IsNotFound(c.Client.Get(ctx, key(newest.Name), &metallbv1beta1.IPAddressPool{})))
+
+	// The older class wins even against a pool rendered before it grew: a
+	// pool of another class blocks it instead of making MetalLB refuse
+	// two overlapping pools.
+	setParams(t, old.Name, `{"addresses": ["198.51.100.192/26"]}`)
+	waitEvent(t, old.Name, corev1.EventTypeWarning, ReasonOverlappingRanges,
+		`addresses 198.51.100.192/26 overlap 198.51.100.224/28 of IPAddressPool iad-overlap-b-later (rendered for class "overlap-b-later"); refusing to render overlapping ranges`)
+	require.NoError(t, c.Client.Get(ctx, key(old.Name), got))
+	assert.Equal(t, []string{"198.51.100.192/27"}, got.Spec.Addresses)
+
+	// The older class goes away: both refused classes are rendered.
+	require.NoError(t, c.Client.Delete(ctx, old))
+	waitPoolWithin(t, later.Name, gcTimeout, "198.51.100.224/28", "198.51.100.200-198.51.100.210")
+	waitPoolWithin(t, newest.Name, gcTimeout, "198.51.100.192/29")
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(later.Name)))
+		assert.Empty(t, series(refusedClasses, of(later.Name)))
+	}, timeout, tick)
+}
+
+func waitPoolWithin(t *testing.T, class string, within time.Duration, addresses ...string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		pool := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, c.Client.Get(context.Background(), key(class), pool))
+		assert.Equal(t, addresses, pool.Spec.Addresses)
+	}, within, tick, "pool %s holds %v", names.PoolName(class), addresses)
+}

@@ -1,0 +1,426 @@
+package class
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// cacheLagRetry is how soon a render is retried when the cache has not yet
+// seen an object the API server already has.
+const cacheLagRetry = 200 * time.Millisecond
+
+// refusal is why a class is not rendered.
+type refusal struct {
+	reason  string
+	message string
+	// params are the parsed parameters, nil when they did not parse.
+	params *Parameters
+}
+
+// decide checks the class name, parses the parameters and looks for an
+// overlap. It returns the parameters to render, or a refusal.
+func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressClass) (Parameters, *refusal, error) {
+	if err := CheckName(class.Name); err != nil {
+		return Parameters{}, &refusal{reason: ReasonInvalidClassName, message: err.Error()}, nil
+	}
+	params, err := ParseParameters(class.Spec.Parameters)
+	if err != nil {
+		return Parameters{}, &refusal{reason: ReasonInvalidParameters, message: err.Error()}, nil
+	}
+	occupants, err := r.occupants(ctx, class)
+	if err != nil {
+		return Parameters{}, nil, err
+	}
+	if o := FindOverlap(params.Addresses, occupants); o != nil {
+		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
+	}
+	return params, nil, nil
+}
+
+// occupants lists what the class's addresses must not overlap: the
+// parameters of this driver's older classes (oldest first), then every
+// other IPAddressPool in the MetalLB namespace (by name). Both come from the
+// informer cache.
+func (r *Reconciler) occupants(ctx context.Context, class *iadv1alpha1.IPAddressClass) ([]Occupant, error) {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return nil, err
+	}
+	older := make([]*iadv1alpha1.IPAddressClass, 0, len(classes.Items))
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !Older(c, class) {
+			continue
+		}
+		older = append(older, c)
+	}
+	slices.SortFunc(older, func(a, b *iadv1alpha1.IPAddressClass) int {
+		if Older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	var out []Occupant
+	for _, c := range older {
+		if CheckName(c.Name) != nil {
+			continue
+		}
+		if p, err := ParseParameters(c.Spec.Parameters); err == nil {
+			out = append(out, Occupant{Class: c.Name, Ranges: p.Addresses})
+		}
+	}
+
+	var pools metallbv1beta1.IPAddressPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pools.Items, func(a, b metallbv1beta1.IPAddressPool) int { return strings.Compare(a.Name, b.Name) })
+	own := names.PoolName(class.Name)
+	for _, p := range pools.Items {
+		if p.Name == own {
+			continue
+		}
+		o := Occupant{Pool: p.Name, Ranges: PoolRanges(p.Spec.Addresses)}
+		if p.Labels[LabelManagedBy] == ManagedBy {
+			o.Class = p.Labels[LabelClass]
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// refuse reports a refusal; the previous rendering stays as it is. The
+// Event and the log line are emitted when the refusal is new for this class
+// (in this process), not on every pass.
+func (r *Reconciler) refuse(ctx context.Context, class *iadv1alpha1.IPAddressClass, ref *refusal) {
+	recordRefused(class.Name, ref.reason, ref.params)
+	key := string(class.UID) + "\x00" + ref.reason + "\x00" + ref.message
+	if last, ok := r.reported.Swap(class.Name, key); ok && last == key {
+		log.FromContext(ctx).V(1).Info("class still refused", "reason", ref.reason)
+		return
+	}
+	log.FromContext(ctx).Info("class refused; its previous rendering, if any, is kept", "reason", ref.reason, "message", ref.message)
+	r.Recorder.Event(class, corev1.EventTypeWarning, ref.reason, ref.message)
+}
+
+// errControlledElsewhere is returned by apply when the object to render
+// exists and is controlled by something other than the class.
+type errControlledElsewhere struct{ msg string }
+
+func (e errControlledElsewhere) Error() string { return e.msg }
+
+// render creates or patches the pool and the advertisement, then removes
+// anything else rendered for the class (an advertisement of the other kind).
+func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (ctrl.Result, error) {
+	pool, adv := Render(class, params, r.MetalLBNamespace)
+	// Check both names before writing either, so that nothing is rendered
+	// half-way.
+	for _, obj := range []client.Object{pool, adv} {
+		if msg, err := r.controlledElsewhere(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		} else if msg != "" {
+			r.refuse(ctx, class, &refusal{reason: ReasonPoolNameTaken, message: msg, params: &params})
+			return ctrl.Result{}, nil
+		}
+	}
+	var changes []string
+	for _, obj := range []client.Object{pool, adv} {
+		op, err := r.apply(ctx, obj)
+		var elsewhere errControlledElsewhere
+		switch {
+		case errors.As(err, &elsewhere):
+			r.refuse(ctx, class, &refusal{reason: ReasonPoolNameTaken, message: elsewhere.msg, params: &params})
+			return ctrl.Result{}, nil
+		case kerrors.IsAlreadyExists(err):
+			// The cache has not seen an object created moments ago; look again
+			// once it has.
+			log.FromContext(ctx).V(1).Info("the cache is behind; retrying", "kind", kindOf(obj), "name", obj.GetName())
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		case err != nil:
+			return ctrl.Result{}, err
+		}
+		if op != controllerutil.OperationResultNone {
+			changes = append(changes, fmt.Sprintf("%s %s %s", op, kindOf(obj), obj.GetName()))
+		}
+	}
+	removed, err := r.withdraw(ctx, class.Name, []client.Object{pool, adv})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, o := range removed {
+		changes = append(changes, "removed "+o)
+	}
+	recordRendered(class.Name, params)
+	r.reported.Delete(class.Name)
+	if len(changes) == 0 {
+		return ctrl.Result{}, nil
+	}
+	addrs := make([]string, 0, len(params.Addresses))
+	for _, a := range params.Addresses {
+		addrs = append(addrs, a.Text)
+	}
+	msg := fmt.Sprintf("IPAddressPool %s/%s with %s, announced by %s %s: %s",
+		r.MetalLBNamespace, pool.Name, strings.Join(addrs, ", "), kindOf(adv), adv.GetName(), strings.Join(changes, ", "))
+	log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", changes)
+	r.Recorder.Event(class, corev1.EventTypeNormal, ReasonRendered, msg)
+	return ctrl.Result{}, nil
+}
+
+// controlledElsewhere returns why desired cannot be rendered when an object
+// of its kind and name exists (in the cache) and is controlled by something
+// other than the class; "" otherwise.
+func (r *Reconciler) controlledElsewhere(ctx context.Context, desired client.Object) (string, error) {
+	existing, ok := desired.DeepCopyObject().(client.Object)
+	if !ok {
+		return "", fmt.Errorf("cannot copy a %T", desired)
+	}
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if kerrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := UpsertControllerRef(existing.GetOwnerReferences(), desired.GetOwnerReferences()[0]); err != nil {
+		return controlledElsewhereMessage(desired, err), nil
+	}
+	return "", nil
+}
+
+func controlledElsewhereMessage(desired client.Object, err error) string {
+	return fmt.Sprintf("cannot render %s %s/%s: %v", kindOf(desired), desired.GetNamespace(), desired.GetName(), err)
+}
+
+// apply creates desired, or patches the existing object in place: our
+// labels are merged in, the class becomes the controller, the spec is
+// replaced by the rendered one. Nothing else (other labels, annotations,
+// other owners) is touched.
+func (r *Reconciler) apply(ctx context.Context, desired client.Object) (controllerutil.OperationResult, error) {
+	var obj client.Object
+	var setSpec func()
+	switch d := desired.(type) {
+	case *metallbv1beta1.IPAddressPool:
+		o := &metallbv1beta1.IPAddressPool{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	case *metallbv1beta1.L2Advertisement:
+		o := &metallbv1beta1.L2Advertisement{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	case *metallbv1beta1.BGPAdvertisement:
+		o := &metallbv1beta1.BGPAdvertisement{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	default:
+		return controllerutil.OperationResultNone, fmt.Errorf("cannot render a %T", desired)
+	}
+	obj.SetNamespace(desired.GetNamespace())
+	obj.SetName(desired.GetName())
+	var stored string
+	op, err := controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
+		stored = obj.GetResourceVersion()
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range desired.GetLabels() {
+			labels[k] = v
+		}
+		obj.SetLabels(labels)
+		refs, err := UpsertControllerRef(obj.GetOwnerReferences(), desired.GetOwnerReferences()[0])
+		if err != nil {
+			return errControlledElsewhere{msg: controlledElsewhereMessage(desired, err)}
+		}
+		obj.SetOwnerReferences(refs)
+		setSpec()
+		return nil
+	})
+	if op == controllerutil.OperationResultUpdated && obj.GetResourceVersion() == stored {
+		// The API server found nothing to change (for example a field it
+		// defaults): not a change worth an Event.
+		op = controllerutil.OperationResultNone
+	}
+	return op, err
+}
+
+// withdraw deletes the MetalLB objects rendered for the class (found by
+// label, or by name when they are controlled by a class of that name)
+// except those in keep. It returns "<Kind> <name>" of each deleted object.
+func (r *Reconciler) withdraw(ctx context.Context, class string, keep []client.Object) ([]string, error) {
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[kindOf(k)+"/"+k.GetName()] = true
+	}
+	lists := []client.ObjectList{
+		&metallbv1beta1.IPAddressPoolList{},
+		&metallbv1beta1.L2AdvertisementList{},
+		&metallbv1beta1.BGPAdvertisementList{},
+	}
+	singles := []client.Object{
+		&metallbv1beta1.IPAddressPool{},
+		&metallbv1beta1.L2Advertisement{},
+		&metallbv1beta1.BGPAdvertisement{},
+	}
+	var removed []string
+	for i, list := range lists {
+		if err := r.List(ctx, list, client.InNamespace(r.MetalLBNamespace), client.MatchingLabels(RenderedLabels(class))); err != nil {
+			return removed, err
+		}
+		candidates := objectsOf(list)
+		single := singles[i]
+		err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class)}, single)
+		switch {
+		case err == nil && controlledByClass(single, class):
+			candidates = append(candidates, single)
+		case err != nil && !kerrors.IsNotFound(err):
+			return removed, err
+		}
+		seen := map[string]bool{}
+		for _, o := range candidates {
+			key := kindOf(single) + "/" + o.GetName()
+			if kept[key] || seen[key] {
+				continue
+			}
+			seen[key] = true
+			err := r.Delete(ctx, o, client.Preconditions{UID: ptrTo(o.GetUID())})
+			if err != nil && !kerrors.IsNotFound(err) && !kerrors.IsConflict(err) {
+				return removed, err
+			}
+			if err == nil {
+				removed = append(removed, kindOf(single)+" "+o.GetName())
+				log.FromContext(ctx).Info("removed a rendered object", "kind", kindOf(single), "namespace", o.GetNamespace(), "name", o.GetName())
+			}
+		}
+	}
+	return removed, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func objectsOf(list client.ObjectList) []client.Object {
+	var out []client.Object
+	switch l := list.(type) {
+	case *metallbv1beta1.IPAddressPoolList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *metallbv1beta1.L2AdvertisementList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *metallbv1beta1.BGPAdvertisementList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}
+
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *metallbv1beta1.IPAddressPool:
+		return "IPAddressPool"
+	case *metallbv1beta1.L2Advertisement:
+		return "L2Advertisement"
+	case *metallbv1beta1.BGPAdvertisement:
+		return "BGPAdvertisement"
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// controlledByClass reports whether o's controller is an IPAddressClass named class.
+func controlledByClass(o metav1.Object, class string) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && isClassRef(*ref) && ref.Name == class
+}
+
+func isClassRef(ref metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
+}
+
+// renderedToClass maps a MetalLB object in the MetalLB namespace to the
+// class it was rendered for (by label and by controller reference), and to
+// the class whose name it bears (iad-<class>), which an object of someone
+// else may block.
+func (r *Reconciler) renderedToClass(_ context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.MetalLBNamespace {
+		return nil
+	}
+	set := map[string]bool{}
+	if class, ok := strings.CutPrefix(o.GetName(), names.PoolName("")); ok && class != "" {
+		set[class] = true
+	}
+	if o.GetLabels()[LabelManagedBy] == ManagedBy && o.GetLabels()[LabelClass] != "" {
+		set[o.GetLabels()[LabelClass]] = true
+	}
+	if ref := metav1.GetControllerOf(o); ref != nil && isClassRef(*ref) {
+		set[ref.Name] = true
+	}
+	out := make([]reconcile.Request, 0, len(set))
+	for name := range set {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
+}
+
+// poolToClasses maps a pool to its class and, because a pool coming, going
+// or changing its addresses can settle or cause an overlap, to every class
+// of the driver.
+func (r *Reconciler) poolToClasses(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.MetalLBNamespace {
+		return nil
+	}
+	return append(r.renderedToClass(ctx, o), r.ourClasses(ctx, "")...)
+}
+
+// otherClasses maps a class event to every other class of the driver.
+func (r *Reconciler) otherClasses(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.ourClasses(ctx, o.GetName())
+}
+
+// ourClasses lists this driver's classes from the cache, except skip.
+func (r *Reconciler) ourClasses(ctx context.Context, skip string) []reconcile.Request {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list IPAddressClasses from the cache")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range classes.Items {
+		if c.Spec.Provisioner == names.Provisioner && c.Name != skip {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+		}
+	}
+	return out
+}
+
+// ownerRefsChanged passes updates that change the owner references (a
+// hand-removed controller reference is repaired).
+var ownerRefsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
+	},
+}

@@ -1,0 +1,124 @@
+package class
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// MaxClassNameLength is the longest class name this driver serves: the
+// pool name "iad-<class>" must fit in 63 characters, the limit of a label
+// value (the class name is also written into the LabelClass label).
+const MaxClassNameLength = 63 - len("iad-")
+
+// CheckName refuses a class whose name cannot be turned into a MetalLB
+// pool name and a label value.
+func CheckName(class string) error {
+	pool := names.PoolName(class)
+	if len(class) > MaxClassNameLength {
+		return fmt.Errorf("the class name %q is %d characters long; this driver serves class names of at most %d characters, so that the pool name %q stays within 63",
+			class, len(class), MaxClassNameLength, pool)
+	}
+	if errs := validation.IsDNS1123Subdomain(pool); len(errs) > 0 {
+		return fmt.Errorf("the pool name %q is not a valid object name: %s", pool, strings.Join(errs, ", "))
+	}
+	if errs := validation.IsValidLabelValue(class); len(errs) > 0 {
+		return fmt.Errorf("the class name %q is not a valid label value: %s", class, strings.Join(errs, ", "))
+	}
+	return nil
+}
+
+// Older reports whether class a was created before class b: by
+// creationTimestamp, then by name when both were created in the same second.
+// Of two of our classes whose addresses overlap, the older one keeps them.
+func Older(a, b *iadv1alpha1.IPAddressClass) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.Name < b.Name
+}
+
+// Occupant is something that already holds addresses a class must not
+// overlap: an older class of this driver, or an IPAddressPool that exists in
+// the MetalLB namespace (MetalLB refuses its whole configuration when two
+// pools overlap, so no rendering may ever create that).
+type Occupant struct {
+	// Class is the class holding the ranges (for a pool: the class it was
+	// rendered for, empty if it is not the driver's).
+	Class string
+	// Pool is the name of the existing IPAddressPool; empty when the ranges
+	// are an older class's parameters.
+	Pool string
+	// Ranges are the occupied addresses.
+	Ranges []AddressRange
+}
+
+// describe names the occupant in a message.
+func (o Occupant) describe() string {
+	switch {
+	case o.Pool == "":
+		return fmt.Sprintf("the older class %q", o.Class)
+	case o.Class != "":
+		return fmt.Sprintf("IPAddressPool %s (rendered for class %q)", o.Pool, o.Class)
+	default:
+		return fmt.Sprintf("IPAddressPool %s (not rendered by this driver)", o.Pool)
+	}
+}
+
+// Overlap is the first overlap found between a class and an occupant.
+type Overlap struct {
+	// Ours is the class's range, Theirs the occupant's.
+	Ours, Theirs AddressRange
+	// With is the occupant.
+	With Occupant
+}
+
+// Error words the overlap for an Event.
+func (o *Overlap) Error() string {
+	return fmt.Sprintf("addresses %s overlap %s of %s; refusing to render overlapping ranges", o.Ours, o.Theirs, o.With.describe())
+}
+
+// FindOverlap returns the first overlap between ours and the occupants, in
+// the order given (ranges in order within each), or nil.
+func FindOverlap(ours []AddressRange, occupants []Occupant) *Overlap {
+	for _, occ := range occupants {
+		for _, r := range ours {
+			for _, t := range occ.Ranges {
+				if r.Overlaps(t) {
+					return &Overlap{Ours: r, Theirs: t, With: occ}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// PoolRanges parses the addresses of an existing IPAddressPool, skipping
+// entries that do not parse (MetalLB would refuse them itself).
+func PoolRanges(addresses []string) []AddressRange {
+	var out []AddressRange
+	for _, a := range addresses {
+		if r, err := ParseAddressRange(a); err == nil {
+			out = append(out, r)
+		} else if r, ok := hostCIDR(a); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// hostCIDR reads a CIDR with host bits set as its network, as MetalLB does.
+func hostCIDR(s string) (AddressRange, bool) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil || p.Addr().Is4In6() {
+		return AddressRange{}, false
+	}
+	p = p.Masked()
+	return AddressRange{Start: p.Addr(), End: lastOf(p), Text: p.String()}, true
+}

@@ -1,0 +1,141 @@
+package class
+
+import (
+	"fmt"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+const (
+	// LabelManagedBy marks every object the class controller renders.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy on rendered objects.
+	ManagedBy = "metallb-iad"
+	// LabelClass names the class a rendered pool or advertisement belongs to.
+	LabelClass = names.Domain + "class"
+)
+
+// DefaultAggregationLength and DefaultAggregationLengthV6 are MetalLB's
+// defaults of a BGPAdvertisement's aggregation lengths, rendered explicitly.
+const (
+	DefaultAggregationLength   int32 = 32
+	DefaultAggregationLengthV6 int32 = 128
+)
+
+// RenderedLabels are the labels of the objects rendered for a class; they
+// select them in the MetalLB namespace.
+func RenderedLabels(class string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelClass: class}
+}
+
+// OwnerReference is the controller reference of a rendered object to its
+// class, so the garbage collector deletes it with the class.
+// BlockOwnerDeletion stays off: setting it would need update rights on
+// ipaddressclasses/finalizers where OwnerReferencesPermissionEnforcement is
+// on, and nothing waits for a foreground deletion of a class.
+func OwnerReference(class *iadv1alpha1.IPAddressClass) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         iadv1alpha1.GroupVersion.String(),
+		Kind:               "IPAddressClass",
+		Name:               class.Name,
+		UID:                class.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+}
+
+// Render returns the MetalLB objects for a class: the IPAddressPool
+// iad-<class> (never auto-assigned, so only Services that ask for the pool
+// draw from it) and one advertisement of the same name selecting only that
+// pool, an L2Advertisement or a BGPAdvertisement as the parameters say.
+// Both carry RenderedLabels and the class's controller reference.
+func Render(class *iadv1alpha1.IPAddressClass, p Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
+	name := names.PoolName(class.Name)
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Namespace:       namespace,
+			Name:            name,
+			Labels:          RenderedLabels(class.Name),
+			OwnerReferences: []metav1.OwnerReference{OwnerReference(class)},
+		}
+	}
+	addresses := make([]string, 0, len(p.Addresses))
+	for _, r := range p.Addresses {
+		addresses = append(addresses, r.Text)
+	}
+	pool := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: meta(),
+		Spec: metallbv1beta1.IPAddressPoolSpec{
+			Addresses:     addresses,
+			AutoAssign:    ptr.To(false),
+			AvoidBuggyIPs: p.AvoidBuggyIPs,
+		},
+	}
+	if p.Advertisement == AdvertisementBGP {
+		adv := &metallbv1beta1.BGPAdvertisement{ObjectMeta: meta()}
+		adv.Spec.IPAddressPools = []string{name}
+		if b := p.BGP; b != nil {
+			adv.Spec.Peers = b.Peers
+			adv.Spec.Communities = b.Communities
+			adv.Spec.LocalPref = b.LocalPref
+			adv.Spec.AggregationLength = b.AggregationLength
+			adv.Spec.AggregationLengthV6 = b.AggregationLengthV6
+		}
+		// MetalLB's CRD defaults both lengths; rendering the defaults keeps
+		// the rendered spec equal to the stored one, so nothing is re-patched.
+		if adv.Spec.AggregationLength == nil {
+			adv.Spec.AggregationLength = ptr.To(DefaultAggregationLength)
+		}
+		if adv.Spec.AggregationLengthV6 == nil {
+			adv.Spec.AggregationLengthV6 = ptr.To(DefaultAggregationLengthV6)
+		}
+		return pool, adv
+	}
+	adv := &metallbv1beta1.L2Advertisement{ObjectMeta: meta()}
+	adv.Spec.IPAddressPools = []string{name}
+	if l := p.L2; l != nil {
+		adv.Spec.Interfaces = l.Interfaces
+		adv.Spec.NodeSelectors = l.NodeSelectors
+	}
+	return pool, adv
+}
+
+// UpsertControllerRef returns refs with ref as the controller reference:
+// a reference to the same kind and name (a class deleted and recreated has a
+// new uid) is replaced, any other kept. It fails when another object
+// controls the object already.
+func UpsertControllerRef(refs []metav1.OwnerReference, ref metav1.OwnerReference) ([]metav1.OwnerReference, error) {
+	group := func(r metav1.OwnerReference) string {
+		gv, _ := schema.ParseGroupVersion(r.APIVersion)
+		return gv.Group
+	}
+	same := func(r metav1.OwnerReference) bool {
+		return group(r) == group(ref) && r.Kind == ref.Kind && r.Name == ref.Name
+	}
+	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	replaced := false
+	for _, r := range refs {
+		switch {
+		case same(r):
+			if !replaced {
+				out = append(out, ref)
+				replaced = true
+			}
+		case r.Controller != nil && *r.Controller:
+			return nil, fmt.Errorf("it is controlled by %s %s already", r.Kind, r.Name)
+		default:
+			out = append(out, r)
+		}
+	}
+	if !replaced {
+		out = append(out, ref)
+	}
+	return out, nil
+}
