@@ -54,8 +54,8 @@ test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local 
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
-test-unit: ## Pure-logic unit tests only (no control plane).
-	go test -count=1 -short ./...
+test-unit: ## Unit tests of the shared packages (no control plane needed).
+	go test -count=1 ./api/... ./internal/... ./test/manifests/...
 
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
@@ -69,7 +69,7 @@ build: ## Build the four controller binaries into bin/.
 
 .PHONY: demo
 demo: tools build ## Start a local control plane with MetalLB, the reference core and the four controllers, and show the story.
-	go run ./test/demo
+	go run ./test/demo $(DEMO_ARGS)
 
 ##@ Release
 

@@ -1,0 +1,352 @@
+// Command demo tells the driver's whole story on a local control plane:
+// etcd, kube-apiserver, kube-controller-manager, the real MetalLB controller,
+// the reference core and the four driver binaries (each as its own
+// ServiceAccount, with its own lease). It claims an address, attaches it to
+// a Service, detaches it, attaches it to another Service and gets the same
+// IP back, then gives it up.
+//
+//	make demo                           # the story, then keep the cluster until Ctrl-C
+//	make demo DEMO_ARGS=--no-wait       # the story, then stop
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/core"
+)
+
+const tenant = "tenant-a"
+
+func main() {
+	noWait := flag.Bool("no-wait", false, "stop after the story instead of keeping the control plane running until interrupted")
+	flag.Parse()
+	keep := !*noWait
+	log.SetLogger(logr.Discard()) // quiet: the story prints what matters
+	if err := run(keep); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
+func say(format string, args ...any)  { fmt.Printf("    "+format+"\n", args...) }
+
+func run(keep bool) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller)")
+	t0 := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	say("up in %s; admin kubeconfig: %s", time.Since(t0).Round(time.Millisecond), c.Kubeconfig)
+
+	step("Starting the reference core and the four driver binaries, each as its own ServiceAccount")
+	if err := c.InstallDriverRBAC(ctx); err != nil {
+		return err
+	}
+	binDir, err := os.MkdirTemp("", "metallb-iad-demo-bin-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(binDir)
+	if err := cluster.BuildDriver(binDir); err != nil {
+		return err
+	}
+	if err := startCore(ctx, c); err != nil {
+		return err
+	}
+	for _, name := range cluster.Controllers {
+		d, err := c.StartDriver(ctx, binDir, name)
+		if err != nil {
+			return err
+		}
+		defer d.Stop(10 * time.Second)
+		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+		err = d.WaitReady(rctx)
+		rcancel()
+		if err != nil {
+			return err
+		}
+		say("%-9s ready, lease %s, logs %s", name, names.LeaseID(name), d.LogPath)
+	}
+
+	k := c.Client
+	step("An admin creates the class 'public' served by %s", names.Provisioner)
+	class := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "public", Annotations: map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}},
+		Spec: iadv1alpha1.IPAddressClassSpec{
+			Provisioner:   names.Provisioner,
+			ReclaimPolicy: iadv1alpha1.ReclaimRetain,
+			Parameters:    &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["198.51.100.0/29","2001:db8:100::10-2001:db8:100::1f"]}`)},
+		},
+	}
+	if err := k.Create(ctx, class); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "the class controller renders pool iad-public", func() (bool, error) {
+		err := k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("public")}, &metallbv1beta1.IPAddressPool{})
+		return err == nil, err
+	}); err != nil {
+		return err
+	}
+	say("MetalLB pool %s/%s rendered (autoAssign: false)", cluster.MetalLBNamespace, names.PoolName("public"))
+
+	step("Tenant %s claims an address: IPAddressClaim web-ip", tenant)
+	if err := c.EnsureNamespace(ctx, tenant); err != nil {
+		return err
+	}
+	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web-ip"}}
+	if err := k.Create(ctx, claim); err != nil {
+		return err
+	}
+	var ip string
+	if err := waitFor(ctx, "the claim is Bound", func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return false, err
+		}
+		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
+			ip = claim.Status.Addresses[0].Address
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "a placeholder holds the address", func() (bool, error) {
+		a := &iadv1alpha1.IPAddress{}
+		if err := k.Get(ctx, client.ObjectKey{Name: claim.Status.Addresses[0].Name}, a); err != nil {
+			return false, err
+		}
+		return conditions.IsTrue(a.Status.Conditions, conditions.Held), nil
+	}); err != nil {
+		return err
+	}
+	say("claim %s/%s is Bound to %s (IPAddress %s), held by a silent placeholder Service", tenant, claim.Name, ip, claim.Status.Addresses[0].Name)
+	tables(ctx, k)
+
+	step("The tenant attaches it: Service web annotated %s: web-ip", iadv1alpha1.ServiceClaimAnnotation)
+	if err := attach(ctx, k, "web", ip); err != nil {
+		return err
+	}
+	tables(ctx, k)
+
+	step("The tenant deletes Service web: the address stays Bound and is held again")
+	if err := k.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web"}}); err != nil {
+		return err
+	}
+	addrName := claim.Status.Addresses[0].Name
+	if err := waitFor(ctx, "the address is detached and held", func() (bool, error) {
+		a := &iadv1alpha1.IPAddress{}
+		if err := k.Get(ctx, client.ObjectKey{Name: addrName}, a); err != nil {
+			return false, err
+		}
+		ph := &corev1.Service{}
+		err := k.Get(ctx, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: names.HoldPlaceholderName(addrName)}, ph)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		held := err == nil && hasIngress(ph, ip)
+		return a.Status.AssociatedTo == nil && a.Status.Phase == iadv1alpha1.AddressBound && held, nil
+	}); err != nil {
+		return err
+	}
+	say("IPAddress %s: phase Bound, attached to nothing, %s held by placeholder %s", addrName, ip, names.HoldPlaceholderName(addrName))
+	tables(ctx, k)
+
+	step("The tenant attaches the claim to another Service, web-v2: the same IP comes back")
+	if err := attach(ctx, k, "web-v2", ip); err != nil {
+		return err
+	}
+	tables(ctx, k)
+
+	step("The tenant deletes the claim: under Retain the address is Released, still reserved")
+	if err := k.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web-v2"}}); err != nil {
+		return err
+	}
+	if err := k.Delete(ctx, claim); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "the address is Released", func() (bool, error) {
+		a := &iadv1alpha1.IPAddress{}
+		if err := k.Get(ctx, client.ObjectKey{Name: addrName}, a); err != nil {
+			return false, err
+		}
+		return a.Status.Phase == iadv1alpha1.AddressReleased, nil
+	}); err != nil {
+		return err
+	}
+	say("IPAddress %s (%s) is Released: an admin can recycle it by clearing claimRef, or delete it to free the IP", addrName, ip)
+	tables(ctx, k)
+
+	step("Done: the whole story ran on a real API server with the real MetalLB controller")
+	if keep {
+		say("the control plane keeps running; explore it with:\n\n    export KUBECONFIG=%s\n    kubectl get ipaddressclasses; kubectl get ipaddressclaims -A; kubectl get ipaddresses\n    kubectl describe ipaddress %s\n\n    Ctrl-C stops everything.", c.Kubeconfig, addrName)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		step("Stopping")
+	}
+	return nil
+}
+
+func attach(ctx context.Context, k client.Client, name, ip string) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: name,
+			Annotations: map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip"}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	start := time.Now()
+	if err := k.Create(ctx, svc); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "Service "+name+" gets "+ip, func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+			return false, err
+		}
+		return hasIngress(svc, ip), nil
+	}); err != nil {
+		return err
+	}
+	say("Service %s/%s has ingress %s after %s (pin %s=%s)", tenant, name, ip, time.Since(start).Round(time.Millisecond),
+		names.MetalLBLoadBalancerIPs, svc.Annotations[names.MetalLBLoadBalancerIPs])
+	return nil
+}
+
+func hasIngress(s *corev1.Service, ip string) bool {
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP == ip {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(ctx context.Context, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("waiting until %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting until %s: %w", what, errors.New("timed out after 60s"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func startCore(ctx context.Context, c *cluster.Cluster) error {
+	mgr, err := bootstrap.NewManager(c.Config, &bootstrap.Options{
+		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if err := core.Setup(ctx, mgr); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "reference core:", err)
+		}
+	}()
+	return nil
+}
+
+// tables prints what a person would look at with kubectl: claims, addresses
+// (phase, attached-to) and Services with their IPs.
+func tables(ctx context.Context, k client.Client) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	claims := &iadv1alpha1.IPAddressClaimList{}
+	if err := k.List(ctx, claims); err == nil {
+		fmt.Fprintln(w, "\n    CLAIM\tPHASE\tCLASS\tADDRESSES")
+		for _, c := range claims.Items {
+			var ips []string
+			for _, a := range c.Status.Addresses {
+				ips = append(ips, a.Address)
+			}
+			fmt.Fprintf(w, "    %s/%s\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Status.Phase, c.Status.ClassName, strings.Join(ips, ","))
+		}
+	}
+	addrs := &iadv1alpha1.IPAddressList{}
+	if err := k.List(ctx, addrs); err == nil {
+		fmt.Fprintln(w, "\n    IPADDRESS\tADDRESS\tPHASE\tCLAIM\tATTACHED-TO\tHELD")
+		for _, a := range addrs.Items {
+			claim, attached, held := "-", "-", "-"
+			if r := a.Spec.ClaimRef; r != nil {
+				claim = r.Namespace + "/" + r.Name
+			}
+			if at := a.Status.AssociatedTo; at != nil {
+				attached = at.Namespace + "/" + at.Name
+			}
+			if c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held); c != nil {
+				held = string(c.Status) + " (" + c.Reason + ")"
+			}
+			fmt.Fprintf(w, "    %s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Spec.Address, a.Status.Phase, claim, attached, held)
+		}
+	}
+	svcs := &corev1.ServiceList{}
+	if err := k.List(ctx, svcs); err == nil {
+		fmt.Fprintln(w, "\n    SERVICE\tTYPE\tEXTERNAL-IP\tROLE")
+		for _, s := range svcs.Items {
+			if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+				continue
+			}
+			role := "workload"
+			if r := s.Labels[names.LabelPlaceholder]; r != "" {
+				role = r + " placeholder"
+			}
+			ips := strings.Join(ingressIPs(&s), ",")
+			if ips == "" {
+				ips = "<pending>"
+			}
+			fmt.Fprintf(w, "    %s/%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Spec.Type, ips, role)
+		}
+	}
+}
+
+func ingressIPs(s *corev1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}
