@@ -57,6 +57,10 @@ test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local 
 test-unit: ## Unit tests of the shared packages (no control plane needed).
 	go test -count=1 ./api/... ./internal/... ./test/manifests/...
 
+.PHONY: test-e2e
+test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.
+	E2E_REPEAT=5 go test -count=1 -v -timeout 60m ./test/e2e/
+
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/...

@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+const (
+	wait = 60 * time.Second
+	tick = 100 * time.Millisecond
+)
+
+// kit holds what an assessment needs: a client acting as the admin, the
+// tenant namespace of the feature, and the provider's fleet.
+type kit struct {
+	t     *testing.T
+	ctx   context.Context
+	k     client.Client
+	ns    string
+	fleet fleet
+}
+
+func newKit(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) *kit {
+	k, err := client.New(cfg.Client().RESTConfig(), client.Options{Scheme: bootstrap.Scheme()})
+	require.NoError(t, err)
+	kt := &kit{t: t, ctx: ctx, k: k, ns: ns}
+	if local != nil {
+		kt.fleet = localFleet{p: local, k: k}
+	} else {
+		kt.fleet = kindFleet{k: k}
+	}
+	err = k.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	return kt
+}
+
+func (k *kit) class(name string, policy iadv1alpha1.ReclaimPolicy, addresses ...string) {
+	params := fmt.Sprintf(`{"addresses":["%s"]}`, strings.Join(addresses, `","`))
+	c := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: policy,
+			Parameters: &apiextensionsv1.JSON{Raw: []byte(params)}},
+	}
+	require.NoError(k.t, k.k.Create(k.ctx, c))
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		p := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)}, p))
+		assert.Equal(t, addresses, p.Spec.Addresses)
+	}, wait, tick, "the class controller renders pool %s", names.PoolName(name))
+}
+
+func (k *kit) claim(name, class string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
+	c := &iadv1alpha1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name},
+		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: class, Family: family},
+	}
+	require.NoError(k.t, k.k.Create(k.ctx, c))
+	return c
+}
+
+// bound waits until the claim is Bound and returns its addresses (v4 first).
+func (k *kit) bound(name string) []iadv1alpha1.ClaimedAddress {
+	var out []iadv1alpha1.ClaimedAddress
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		c := &iadv1alpha1.IPAddressClaim{}
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, c))
+		require.Equal(t, iadv1alpha1.ClaimBound, c.Status.Phase)
+		out = c.Status.Addresses
+	}, wait, tick, "claim %s/%s goes Bound", k.ns, name)
+	if len(out) == 2 && strings.Contains(out[0].Address, ":") {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out
+}
+
+func (k *kit) address(name string) *iadv1alpha1.IPAddress {
+	a := &iadv1alpha1.IPAddress{}
+	require.NoError(k.t, k.k.Get(k.ctx, client.ObjectKey{Name: name}, a))
+	return a
+}
+
+// held waits until the address is attached to nothing, Bound (or the given
+// phase), and a placeholder in the placeholder namespace holds exactly its IP
+// in MetalLB's books.
+func (k *kit) held(a iadv1alpha1.ClaimedAddress, phase iadv1alpha1.IPAddressPhase) {
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		addr := &iadv1alpha1.IPAddress{}
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Name: a.Name}, addr))
+		assert.Nil(t, addr.Status.AssociatedTo)
+		assert.Equal(t, phase, addr.Status.Phase)
+		list := &corev1.ServiceList{}
+		require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
+			client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.Len(t, list.Items, 1, "exactly one placeholder holds %s", a.Address)
+		assert.Equal(t, []string{a.Address}, ingress(&list.Items[0]))
+	}, wait, tick, "%s (%s) is held by a placeholder", a.Name, a.Address)
+}
+
+func ingress(s *corev1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}
+
+// service creates a LoadBalancer Service annotated with a claim.
+func (k *kit) service(name, claim string, families ...corev1.IPFamily) {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if claim != "" {
+		s.Annotations = map[string]string{iadv1alpha1.ServiceClaimAnnotation: claim}
+	}
+	if len(families) > 0 {
+		s.Spec.IPFamilies = families
+		if len(families) == 2 {
+			s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+		}
+	}
+	require.NoError(k.t, k.k.Create(k.ctx, s))
+}
+
+// attached waits until the Service holds exactly ips and every address names it.
+func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
+	var want []string
+	for _, a := range addrs {
+		want = append(want, a.Address)
+	}
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		s := &corev1.Service{}
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: svc}, s))
+		assert.Equal(t, want, ingress(s))
+		assert.Equal(t, strings.Join(want, ","), s.Annotations[names.MetalLBLoadBalancerIPs])
+		for _, a := range addrs {
+			addr := &iadv1alpha1.IPAddress{}
+			require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Name: a.Name}, addr))
+			require.NotNil(t, addr.Status.AssociatedTo)
+			assert.Equal(t, iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: k.ns, Name: svc}, *addr.Status.AssociatedTo)
+			assert.Equal(t, iadv1alpha1.AddressBound, addr.Status.Phase)
+			list := &corev1.ServiceList{}
+			require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
+				client.MatchingLabels{names.LabelAddress: a.Name}))
+			assert.Empty(t, list.Items, "no placeholder while attached")
+		}
+	}, wait, tick, "Service %s/%s holds %v", k.ns, svc, want)
+}
+
+func (k *kit) deleteService(name string) {
+	require.NoError(k.t, k.k.Delete(k.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name}}))
+	require.Eventually(k.t, func() bool {
+		return apierrors.IsNotFound(k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &corev1.Service{}))
+	}, wait, tick, "Service %s/%s is gone", k.ns, name)
+}
+
+func (k *kit) unannotate(name string) {
+	s := &corev1.Service{}
+	require.NoError(k.t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, s))
+	patch := client.MergeFrom(s.DeepCopy())
+	delete(s.Annotations, iadv1alpha1.ServiceClaimAnnotation)
+	require.NoError(k.t, k.k.Patch(k.ctx, s, patch))
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, s))
+		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
+		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	}, wait, tick, "the pin on %s/%s is withdrawn", k.ns, name)
+}
+
+func (k *kit) deleteClaim(name string) {
+	require.NoError(k.t, k.k.Delete(k.ctx, &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name}}))
+	require.Eventually(k.t, func() bool {
+		return apierrors.IsNotFound(k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, &iadv1alpha1.IPAddressClaim{}))
+	}, wait, tick, "claim %s/%s is gone", k.ns, name)
+}
+
+// takes checks that a plain Service pinned by hand to ip in the class's pool
+// gets it (free) or not (reserved) from MetalLB.
+func (k *kit) pinnedService(name, class, ip string) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Annotations: map[string]string{
+			names.MetalLBLoadBalancerIPs: ip, names.MetalLBAddressPool: names.PoolName(class)}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	require.NoError(k.t, k.k.Create(k.ctx, s))
+	return s
+}
+
+func (k *kit) ingressOf(name string) []string {
+	s := &corev1.Service{}
+	require.NoError(k.t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, s))
+	return ingress(s)
+}
+
+// events returns the messages of Events about the object kind/name with a
+// reason (Events of cluster-scoped objects live in "default").
+func (k *kit) events(t require.TestingT, kind, name, reason string) []string {
+	list := &corev1.EventList{}
+	require.NoError(t, k.k.List(k.ctx, list))
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
