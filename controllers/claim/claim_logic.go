@@ -7,11 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // Event reasons the claim controller records on claims. They are stable:
@@ -39,15 +38,6 @@ const (
 // MetalLBAllocationFailed is the reason of the Warning Event MetalLB's
 // controller records on a Service it could not give an address to.
 const MetalLBAllocationFailed = "AllocationFailed"
-
-// placeholderPort is the one port a placeholder declares: a LoadBalancer
-// Service needs at least one. Nothing ever listens behind it.
-var placeholderPort = corev1.ServicePort{
-	Name:       "hold",
-	Protocol:   corev1.ProtocolTCP,
-	Port:       9,
-	TargetPort: intstr.FromInt32(9),
-}
 
 // served reports whether the claim is this driver's to provision: stamped
 // with our provisioner by the core, not being deleted, and not asking for a
@@ -168,13 +158,7 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 				names.AnnotationClass:          class,
 			},
 		},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			IPFamilies:                    []corev1.IPFamily{serviceFamily(f)},
-			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
-			Ports:                         []corev1.ServicePort{placeholderPort},
-		},
+		Spec: placeholder.Spec(serviceFamily(f)),
 	}
 }
 
@@ -202,19 +186,6 @@ func ownedByAddress(svc *corev1.Service, name string) bool {
 		}
 	}
 	return false
-}
-
-// addressOwnerRef is the non-controller, non-blocking owner reference that
-// hands a placeholder over to the IPAddress it holds.
-func addressOwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         iadv1alpha1.GroupVersion.String(),
-		Kind:               "IPAddress",
-		Name:               a.Name,
-		UID:                a.UID,
-		Controller:         ptr.To(false),
-		BlockOwnerDeletion: ptr.To(false),
-	}
 }
 
 // step is what the claim controller does next for one family.

@@ -14,6 +14,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 const testUID = types.UID("3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20")
@@ -198,8 +199,8 @@ func TestAssignedIP(t *testing.T) {
 	assert.Equal(t, "192.0.2.7", assignedIP(svc, iadv1alpha1.FamilyIPv4))
 }
 
-// placeholder builds an allocation placeholder in a given state.
-func placeholder(role, address string, ingress string, owners ...string) *corev1.Service {
+// testPlaceholder builds an allocation placeholder in a given state.
+func testPlaceholder(role, address string, ingress string, owners ...string) *corev1.Service {
 	svc := renderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 	svc.Labels[names.LabelPlaceholder] = role
 	if address != "" {
@@ -210,7 +211,7 @@ func placeholder(role, address string, ingress string, owners ...string) *corev1
 	}
 	for _, o := range owners {
 		a := testAddress(o, "192.0.2.1", nil)
-		svc.OwnerReferences = append(svc.OwnerReferences, addressOwnerRef(&a))
+		svc.OwnerReferences = append(svc.OwnerReferences, placeholder.OwnerRef(&a))
 	}
 	return svc
 }
@@ -228,21 +229,21 @@ func TestPlanFamily(t *testing.T) {
 		want  step
 	}{
 		{"nothing yet: reserve", nil, nil, stepCreatePlaceholder},
-		{"placeholder without an address: wait for MetalLB", nil, placeholder(alloc, "", ""), stepWaitForMetalLB},
-		{"placeholder with an IPv6 address only: still waiting for IPv4", nil, placeholder(alloc, "", "2001:db8::1"), stepWaitForMetalLB},
-		{"placeholder assigned: record", nil, placeholder(alloc, "", "192.0.2.1"), stepRecord},
-		{"crash after labelling and pinning: record again", nil, placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepRecord},
-		{"crash after creating the IPAddress: hand over", []*iadv1alpha1.IPAddress{&mine}, placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepHandOver},
+		{"placeholder without an address: wait for MetalLB", nil, testPlaceholder(alloc, "", ""), stepWaitForMetalLB},
+		{"placeholder with an IPv6 address only: still waiting for IPv4", nil, testPlaceholder(alloc, "", "2001:db8::1"), stepWaitForMetalLB},
+		{"placeholder assigned: record", nil, testPlaceholder(alloc, "", "192.0.2.1"), stepRecord},
+		{"crash after labelling and pinning: record again", nil, testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepRecord},
+		{"crash after creating the IPAddress: hand over", []*iadv1alpha1.IPAddress{&mine}, testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepHandOver},
 		{"crash after adding the owner reference only: hand over", []*iadv1alpha1.IPAddress{&mine},
-			placeholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepHandOver},
-		{"handed over: done", []*iadv1alpha1.IPAddress{&mine}, placeholder(hold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepNone},
+			testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepHandOver},
+		{"handed over: done", []*iadv1alpha1.IPAddress{&mine}, testPlaceholder(hold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepNone},
 		{"bound, placeholder gone (associated): done", []*iadv1alpha1.IPAddress{&mine}, nil, stepNone},
 		{"core matched another address meanwhile: drop the placeholder", []*iadv1alpha1.IPAddress{&matched},
-			placeholder(alloc, "", "192.0.2.1"), stepDropSurplus},
+			testPlaceholder(alloc, "", "192.0.2.1"), stepDropSurplus},
 		{"core matched another address after pinning: drop the placeholder", []*iadv1alpha1.IPAddress{&matched},
-			placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepDropSurplus},
+			testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepDropSurplus},
 		{"name held by a hold placeholder of an address not ours: wait", nil,
-			placeholder(hold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepWaitForName},
+			testPlaceholder(hold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepWaitForName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,18 +270,18 @@ func TestIsOrphan(t *testing.T) {
 		addr  *iadv1alpha1.IPAddress
 		want  bool
 	}{
-		{"claim live", placeholder(alloc, "", ""), live, nil, false},
-		{"claim live, recorded half-way", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), live, nil, false},
-		{"claim gone, nothing recorded", placeholder(alloc, "", ""), nil, nil, true},
-		{"claim gone, labelled but no IPAddress", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, nil, true},
-		{"claim replaced by another of the same name", placeholder(alloc, "", "192.0.2.1"), replaced, nil, true},
-		{"claim gone, backs its IPAddress", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backing, false},
-		{"claim gone, backs its IPAddress (uid not filled in)", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backingNoUID, false},
-		{"claim gone, owner-referenced to an IPAddress", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), nil, nil, false},
-		{"claim gone, the IPAddress is someone else's", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &someoneElses, true},
-		{"claim gone, the IPAddress is unbound", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &unbound, true},
-		{"claim gone, an IPAddress of another name", placeholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &otherName, true},
-		{"hold placeholders are the IPAddress controller's", placeholder(hold, "ip-192-0-2-1", "192.0.2.1"), nil, nil, false},
+		{"claim live", testPlaceholder(alloc, "", ""), live, nil, false},
+		{"claim live, recorded half-way", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), live, nil, false},
+		{"claim gone, nothing recorded", testPlaceholder(alloc, "", ""), nil, nil, true},
+		{"claim gone, labelled but no IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, nil, true},
+		{"claim replaced by another of the same name", testPlaceholder(alloc, "", "192.0.2.1"), replaced, nil, true},
+		{"claim gone, backs its IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backing, false},
+		{"claim gone, backs its IPAddress (uid not filled in)", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backingNoUID, false},
+		{"claim gone, owner-referenced to an IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), nil, nil, false},
+		{"claim gone, the IPAddress is someone else's", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &someoneElses, true},
+		{"claim gone, the IPAddress is unbound", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &unbound, true},
+		{"claim gone, an IPAddress of another name", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &otherName, true},
+		{"hold placeholders are the IPAddress controller's", testPlaceholder(hold, "ip-192-0-2-1", "192.0.2.1"), nil, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,7 +292,7 @@ func TestIsOrphan(t *testing.T) {
 
 func TestOwnerRef(t *testing.T) {
 	a := testAddress("ip-192-0-2-1", "192.0.2.1", nil)
-	ref := addressOwnerRef(&a)
+	ref := placeholder.OwnerRef(&a)
 	assert.Equal(t, metav1.OwnerReference{
 		APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddress", Name: "ip-192-0-2-1", UID: "uid-ip-192-0-2-1",
 		Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false),

@@ -17,6 +17,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // cacheWait bounds how long a pass waits for the cache to show an object it
@@ -307,7 +308,7 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	}
 	orig := ph.DeepCopy()
 	if !ownedByAddress(ph, a.Name) {
-		ph.OwnerReferences = append(ph.OwnerReferences, addressOwnerRef(a))
+		ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 	}
 	ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
 	ph.Labels[names.LabelAddress] = a.Name

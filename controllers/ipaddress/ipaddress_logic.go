@@ -8,13 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // Event reasons the IPAddress controller records. They are stable: people
@@ -46,15 +45,6 @@ const (
 	ReasonInvalidAddress = "InvalidAddress"
 )
 
-// placeholderPort is the one port a hold placeholder declares: a
-// LoadBalancer Service needs at least one. Nothing ever listens behind it.
-var placeholderPort = corev1.ServicePort{
-	Name:       "hold",
-	Protocol:   corev1.ProtocolTCP,
-	Port:       9,
-	TargetPort: intstr.FromInt32(9),
-}
-
 // served reports whether the controller serves an address: its class names
 // this driver, or its class is gone and the address still carries the
 // driver's finalizer (it was ours, and its teardown is still ours to do).
@@ -72,19 +62,6 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 		return corev1.IPv4Protocol
 	}
 	return corev1.IPv6Protocol
-}
-
-// addressOwnerRef is the non-controller, non-blocking owner reference from a
-// placeholder to the IPAddress it holds.
-func addressOwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         iadv1alpha1.GroupVersion.String(),
-		Kind:               "IPAddress",
-		Name:               a.Name,
-		UID:                a.UID,
-		Controller:         ptr.To(false),
-		BlockOwnerDeletion: ptr.To(false),
-	}
 }
 
 // renderHold is the hold placeholder of an address: a selectorless,
@@ -105,15 +82,9 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *core
 				names.MetalLBLoadBalancerIPs: ip.String(),
 				names.AnnotationClass:        a.Spec.ClassName,
 			},
-			OwnerReferences: []metav1.OwnerReference{addressOwnerRef(a)},
+			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
 		},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			IPFamilies:                    []corev1.IPFamily{serviceFamily(ip)},
-			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
-			Ports:                         []corev1.ServicePort{placeholderPort},
-		},
+		Spec: placeholder.Spec(serviceFamily(ip)),
 	}
 }
 
