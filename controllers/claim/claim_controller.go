@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,6 +64,10 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+	// Options tune the claim controller and the placeholder garbage
+	// collector; the zero value suits production. (A second manager in one
+	// process, as in tests, needs SkipNameValidation.)
+	Options controller.Options
 
 	pending pendingClaims
 }
@@ -170,13 +175,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
+		WithOptions(r.Options).
 		Complete(r)
 	if err != nil {
 		return err
 	}
 
 	gc := &placeholderGC{Client: r.Client, APIReader: r.APIReader, PlaceholderNamespace: r.PlaceholderNamespace}
-	return gc.setupWithManager(mgr)
+	return gc.setupWithManager(mgr, r.Options)
 }
 
 // stampedForUs lets through claims carrying this driver's provisioner stamp,

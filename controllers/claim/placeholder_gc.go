@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -89,7 +90,7 @@ func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1
 	return claim, addr, nil
 }
 
-func (g *placeholderGC) setupWithManager(mgr ctrl.Manager) error {
+func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	isAllocation := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == g.PlaceholderNamespace && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderAllocation
 	})
@@ -98,6 +99,7 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Service{}, builder.WithPredicates(isAllocation)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders)).
+		WithOptions(opts).
 		Complete(g)
 }
 
