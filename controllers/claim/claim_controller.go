@@ -133,8 +133,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pending = pending || !bound
 	}
 	r.pending.set(req.NamespacedName, s.class.Name, pending)
-	return quietConflicts(ctx, errs)
+	res, err := quietConflicts(ctx, errs)
+	if err == nil && s.waitForCore && res.RequeueAfter == 0 {
+		// The core may bind the Available address to another claim;
+		// look again then.
+		res.RequeueAfter = coreWait
+	}
+	return res, err
 }
+
+// coreWait is how long a claim left to the core (an Available address could
+// serve it) waits before the driver looks again.
+const coreWait = 5 * time.Second
 
 // quietConflicts turns a pass that failed only on optimistic-lock conflicts
 // (the cache was behind a newer version, whose own event follows) into a
@@ -162,7 +172,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
+		index.AddressByClaim, index.AddressByClass, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
 		index.ClaimByClass, index.EventByInvolvedUID,
 	); err != nil {
 		return err

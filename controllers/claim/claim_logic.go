@@ -328,3 +328,18 @@ func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, m
 	}
 	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
 }
+
+// availableFor names an Available, unbound address of family f among a
+// class's addresses, "" when there is none. The core binds such an address
+// to a claim before it waits for provisioning, so the driver leaves the
+// family to it.
+func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string {
+	for i := range addrs {
+		a := &addrs[i]
+		if a.Status.Phase == iadv1alpha1.AddressAvailable && a.Spec.ClaimRef == nil &&
+			a.DeletionTimestamp == nil && addressFamily(a.Spec.Address) == f {
+			return a.Name
+		}
+	}
+	return ""
+}

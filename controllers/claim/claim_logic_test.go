@@ -378,3 +378,34 @@ func TestPendingGauge(t *testing.T) {
 	assert.Equal(t, 0, p.count["gauge-x"])
 	assert.Equal(t, 0, p.count["gauge-y"])
 }
+
+func TestAvailableFor(t *testing.T) {
+	addr := func(name, ip string, phase iadv1alpha1.IPAddressPhase, bound bool) iadv1alpha1.IPAddress {
+		a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: iadv1alpha1.IPAddressSpec{Address: ip}, Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
+		if bound {
+			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: "t", Name: "other"}
+		}
+		return a
+	}
+	tests := []struct {
+		name   string
+		addrs  []iadv1alpha1.IPAddress
+		family iadv1alpha1.IPFamily
+		want   string
+	}{
+		{"none", nil, iadv1alpha1.FamilyIPv4, ""},
+		{"available v4", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv4, "a"},
+		{"available v4, asking v6", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv6, ""},
+		{"available v6", []iadv1alpha1.IPAddress{addr("b", "2001:db8::1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv6, "b"},
+		{"bound", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressBound, true)}, iadv1alpha1.FamilyIPv4, ""},
+		{"released keeps its claimRef", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressReleased, true)}, iadv1alpha1.FamilyIPv4, ""},
+		{"conflict", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressConflict, false)}, iadv1alpha1.FamilyIPv4, ""},
+		{"phase not yet set", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", "", false)}, iadv1alpha1.FamilyIPv4, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, availableFor(tt.addrs, tt.family))
+		})
+	}
+}

@@ -30,6 +30,9 @@ type scope struct {
 	class *iadv1alpha1.IPAddressClass
 	// bound holds the addresses bound to the claim, by family.
 	bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress
+	// waitForCore is set when a family was not provisioned because an
+	// Available address could serve it: the core binds those first.
+	waitForCore bool
 }
 
 // newScope fetches the claim's class and the addresses bound to it. It
@@ -119,6 +122,17 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		return client.IgnoreNotFound(err)
 	}
 	if live.UID != s.claim.UID || !served(live) {
+		return nil
+	}
+	// The core matches Available addresses of the class before it waits for
+	// the driver; provisioning now could bind the claim twice in one family.
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}); err != nil {
+		return err
+	}
+	if name := availableFor(addrs.Items, f); name != "" {
+		log.FromContext(ctx).V(1).Info("an Available address can serve the family; leaving it to the core", "family", f, "ipaddress", name)
+		s.waitForCore = true
 		return nil
 	}
 

@@ -55,6 +55,9 @@ type Options struct {
 	PlaceholderNamespace   string
 	MetalLBNamespace       string
 
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -79,6 +82,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Sustained requests per second the controller may send to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Requests the controller may send to the API server in a burst.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
@@ -103,10 +108,23 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	if o.kubeconfigFlag != nil && o.Kubeconfig == "" {
 		o.Kubeconfig = o.kubeconfigFlag.Value.String()
 	}
+	var cfg *rest.Config
+	var err error
 	if o.Kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS = float32(o.KubeAPIQPS)
+	}
+	if o.KubeAPIBurst > 0 {
+		cfg.Burst = o.KubeAPIBurst
+	}
+	return cfg, nil
 }
 
 // Requirement is an API a controller cannot work without.

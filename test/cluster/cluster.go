@@ -114,7 +114,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.watchInterrupt()
 
-	admin, err := c.env.AddUser(envtest.User{Name: "iad-admin", Groups: []string{"system:masters"}}, nil)
+	admin, err := c.env.AddUser(envtest.User{Name: "iad-admin", Groups: []string{"system:masters"}}, fastClient())
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
 // AddUser returns a client configuration for a user authenticated by
 // certificate, member of groups, with no other rights than RBAC gives.
 func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
-	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, fastClient())
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 
 // UserKubeconfig writes a kubeconfig for a new user and returns its path.
 func (c *Cluster) UserKubeconfig(name string, groups ...string) (string, error) {
-	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, fastClient())
 	if err != nil {
 		return "", err
 	}
@@ -285,6 +285,10 @@ func (c *Cluster) watchInterrupt() {
 		}
 	}()
 }
+
+// fastClient lifts client-go's default client-side rate limit (5 requests/s)
+// for test clients: tests set up and tear down many objects at once.
+func fastClient() *rest.Config { return &rest.Config{QPS: 500, Burst: 1000} }
 
 // ErrNotReady is returned by waits that time out.
 var ErrNotReady = errors.New("not ready")
