@@ -63,7 +63,7 @@ test-e2e: tools ## The full local e2e suite: restart and failover features repea
 
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/...
+	go test -v -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 
 ##@ Run
 

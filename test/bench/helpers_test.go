@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestPercentile(t *testing.T) {
+	ten := []time.Duration{ms(1), ms(2), ms(3), ms(4), ms(5), ms(6), ms(7), ms(8), ms(9), ms(10)}
+	for _, tc := range []struct {
+		name   string
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one value", []time.Duration{ms(7)}, 95, ms(7)},
+		{"median of ten", ten, 50, ms(5)},
+		{"p95 of ten", ten, 95, ms(10)},
+		{"p90 of ten", ten, 90, ms(9)},
+		{"p100 is the max", ten, 100, ms(10)},
+		{"tiny p is the min", ten, 0.1, ms(1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Percentile(tc.sorted, tc.p))
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	in := []time.Duration{ms(30), ms(10), ms(20), ms(40)}
+	s := Summarize(in)
+	assert.Equal(t, Summary{N: 4, Min: ms(10), P50: ms(20), P95: ms(40), Max: ms(40), Mean: ms(25)}, s)
+	assert.Equal(t, []time.Duration{ms(30), ms(10), ms(20), ms(40)}, in, "the input is not reordered")
+	assert.Equal(t, Summary{}, Summarize(nil))
+}
+
+func TestRatio(t *testing.T) {
+	assert.InDelta(t, 2.5, Ratio(5, 2), 1e-9)
+	assert.True(t, math.IsNaN(Ratio(1, 0)))
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.
+# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 1.2345e+07
+metallb_iad_handoff_seconds_bucket{le="0.005"} 0
+metallb_iad_handoff_seconds_bucket{le="+Inf"} 30
+metallb_iad_handoff_seconds_sum 4.5
+metallb_iad_handoff_seconds_count 30
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 8
+rest_client_requests_total_other 99
+label_with_space{reason="a b"} 3 1700000000000
+broken_sample abc
+`
+	m := ParseMetrics(text)
+	assert.InDelta(t, 12345000, m["go_memstats_heap_inuse_bytes"], 1e-6)
+	assert.InDelta(t, 4.5, m["metallb_iad_handoff_seconds_sum"], 1e-9)
+	assert.InDelta(t, 30, m[`metallb_iad_handoff_seconds_bucket{le="+Inf"}`], 1e-9)
+	assert.InDelta(t, 20, m.Sum("rest_client_requests_total"), 1e-9, "labelled series add up; a longer name is another metric")
+	assert.InDelta(t, 3, m[`label_with_space{reason="a b"}`], 1e-9, "a timestamp after the value is ignored")
+	assert.NotContains(t, m, "broken_sample")
+	assert.Zero(t, m.Sum("absent_metric"))
+}
+
+func TestParseProcStatus(t *testing.T) {
+	status := "Name:\tclaim\nVmPeak:\t 1300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n"
+	pm, err := ParseProcStatus(status)
+	require.NoError(t, err)
+	assert.Equal(t, ProcMem{RSS: 40960 * 1024, HWM: 51200 * 1024}, pm)
+
+	_, err = ParseProcStatus("Name:\tclaim\nVmRSS:\t 40960 kB\n")
+	assert.ErrorContains(t, err, "VmRSS or VmHWM missing")
+
+	_, err = ParseProcStatus("VmHWM:\t 1 MB\nVmRSS:\t 1 kB\n")
+	assert.ErrorContains(t, err, `unexpected VmHWM line`)
+}
+
+func TestParseProcStat(t *testing.T) {
+	stat := "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 75 3 4 20 0 9 0 12345 1000000 500 18446744073709551615\n"
+	cpu, err := ParseProcStat(stat)
+	require.NoError(t, err)
+	assert.Equal(t, 3250*time.Millisecond, cpu, "utime 250 + stime 75 ticks of 10 ms; children's times not counted")
+
+	_, err = ParseProcStat("4242 no parenthesis")
+	assert.ErrorContains(t, err, "malformed")
+	_, err = ParseProcStat("4242 (x) S 1 2")
+	assert.ErrorContains(t, err, "fields after the name")
+}
+
+func TestParseMachineStat(t *testing.T) {
+	m, err := ParseMachineStat("cpu  100 5 45 800 50 0 0 0 7 0\ncpu0 50 2 20 400 25 0 0 0 0 0\n")
+	require.NoError(t, err)
+	assert.Equal(t, MachineCPU{Busy: 1500 * time.Millisecond, Total: 10 * time.Second}, m)
+
+	_, err = ParseMachineStat("intr 1 2 3\n")
+	assert.ErrorContains(t, err, "no aggregate cpu line")
+}
