@@ -228,20 +228,25 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		return false, err
 	}
 
-	// (a) Label with the future IPAddress name and pin to the observed
-	// address, so a MetalLB restart cannot hand the placeholder another one.
+	// (a) Label with the future IPAddress name, pin to the observed
+	// address, so a MetalLB restart cannot hand the placeholder another one,
+	// and set the sharing key of the claim the address will be bound to, so
+	// a workload can share the address with it during a shared handoff.
 	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
 		log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
 			"placeholder", ph.Name, "pinned", pin, "assigned", ip)
 		return false, nil
 	}
-	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip {
+	key := names.ClaimSharingKey(s.claim.Namespace, s.claim.Name, s.claim.UID)
+	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
+		ph.Annotations[names.MetalLBAllowSharedIP] != key {
 		orig := ph.DeepCopy()
 		if ph.Annotations == nil {
 			ph.Annotations = map[string]string{}
 		}
 		ph.Labels[names.LabelAddress] = addrName
 		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		ph.Annotations[names.MetalLBAllowSharedIP] = key
 		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return false, fmt.Errorf("pin placeholder %s to %s: %w", ph.Name, ip, err)
 		}

@@ -56,6 +56,10 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+	// Options tune the controller; the zero value suits production
+	// (MaxConcurrentReconciles then defaults to 4). A second manager in one
+	// process, as in tests, needs SkipNameValidation.
+	Options controller.Options
 
 	states addressStates
 }
@@ -184,12 +188,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	); err != nil {
 		return err
 	}
+	opts := r.Options
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = 4
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&iadv1alpha1.IPAddress{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.addressesForService)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.addressesForClass)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(opts).
 		Complete(r)
 }
 

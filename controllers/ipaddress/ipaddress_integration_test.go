@@ -253,6 +253,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		assert.Equal(t, names.HoldPlaceholderName(a.Name), hold.Name)
 		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
 		assert.Equal(t, "iad-fresh", hold.Annotations[names.MetalLBAddressPool])
+		assert.Equal(t, names.AddressSharingKey(a.Name), hold.Annotations[names.MetalLBAllowSharedIP], "the unbound address's own sharing key")
 		require.Len(t, hold.OwnerReferences, 1)
 		assert.Equal(t, a.UID, hold.OwnerReferences[0].UID)
 		assert.Equal(t, "IPAddress", hold.OwnerReferences[0].Kind)
@@ -280,6 +281,19 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		repaired := requireHeldBy(t, a.Name, ip)
 		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
 		assert.Contains(t, requireEvent(t, "default", a.Name, ReasonPinRepaired), "re-pinned it to "+ip)
+
+		// A sharing key removed is set again, on the same placeholder,
+		// which keeps the address throughout.
+		orig = repaired.DeepCopy()
+		delete(repaired.Annotations, names.MetalLBAllowSharedIP)
+		require.NoError(t, adm.Patch(ctx, repaired, client.MergeFrom(orig)))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			phs := placeholders(ct, a.Name)
+			require.Len(ct, phs, 1)
+			assert.Equal(ct, repaired.UID, phs[0].UID)
+			assert.Equal(ct, names.AddressSharingKey(a.Name), phs[0].Annotations[names.MetalLBAllowSharedIP])
+			assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
+		}, timeout, tick, "the sharing key is repaired")
 	}
 
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {

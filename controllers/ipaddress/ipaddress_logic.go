@@ -67,7 +67,9 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 // renderHold is the hold placeholder of an address: a selectorless,
 // single-stack LoadBalancer Service without node ports in the placeholder
 // namespace, drawing from the class pool and pinned to exactly the address,
-// labelled with the address name and owner-referenced to it.
+// carrying the binding's sharing key (so a workload can share the address
+// with it during a shared handoff), labelled with the address name and
+// owner-referenced to it.
 func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -80,6 +82,7 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *core
 			Annotations: map[string]string{
 				names.MetalLBAddressPool:     names.PoolName(a.Spec.ClassName),
 				names.MetalLBLoadBalancerIPs: ip.String(),
+				names.MetalLBAllowSharedIP:   binding.SharingKey(a),
 				names.AnnotationClass:        a.Spec.ClassName,
 			},
 			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
@@ -92,6 +95,30 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *core
 func pinnedExactly(svc *corev1.Service, ip string) bool {
 	pins := names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs])
 	return len(pins) == 1 && pins[0] == ip
+}
+
+// keyedExactly reports whether a placeholder carries exactly the sharing
+// key key, and not the legacy spelling of the annotation (MetalLB reads
+// the legacy one only when the current one is absent, so a stray legacy
+// key is harmless but a person would be misled by it).
+func keyedExactly(svc *corev1.Service, key string) bool {
+	got, ok := svc.Annotations[names.MetalLBAllowSharedIP]
+	_, legacy := svc.Annotations[names.MetalLBLegacyAllowSharedIP]
+	return ok && got == key && !legacy
+}
+
+// repairedAnnotations is what a placeholder's annotations become once
+// repaired: pinned to exactly ip, carrying exactly the sharing key, and
+// without the legacy spelling of the key. The input is not modified.
+func repairedAnnotations(in map[string]string, ip, key string) map[string]string {
+	out := make(map[string]string, len(in)+2)
+	for k, v := range in {
+		out[k] = v
+	}
+	out[names.MetalLBLoadBalancerIPs] = ip
+	out[names.MetalLBAllowSharedIP] = key
+	delete(out, names.MetalLBLegacyAllowSharedIP)
+	return out
 }
 
 // holds reports whether MetalLB assigned ip to the Service.
@@ -162,7 +189,8 @@ type heldState struct {
 type holdPlan struct {
 	// Create: no placeholder exists; create the hold placeholder.
 	Create bool
-	// Repair lists placeholders whose pin does not name exactly the address.
+	// Repair lists placeholders whose pin does not name exactly the
+	// address, or whose sharing key is not the binding's.
 	Repair []*corev1.Service
 	// Delete lists placeholders to delete: all of them while the address is
 	// associated, the surplus ones that do not hold it otherwise.
@@ -209,8 +237,9 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 
 	var holder *corev1.Service
+	key := binding.SharingKey(a)
 	for _, s := range live {
-		if !pinnedExactly(s, ip) {
+		if !pinnedExactly(s, ip) || !keyedExactly(s, key) {
 			p.Repair = append(p.Repair, s)
 		}
 		if holder == nil && holds(s, ip) {
@@ -247,7 +276,11 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		}
 	}
 	if waitingFor != nil {
-		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaitingForRelease(ip, waitingFor)}
+		msg := msgWaitingForRelease(ip, waitingFor)
+		if keyedExactly(waitingFor, key) {
+			msg = msgWaitingToShare(ip, live[0], waitingFor)
+		}
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
 		return p
 	}
 	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
@@ -275,7 +308,8 @@ func withoutIP(pin, ip string) (string, bool) {
 
 // withdrawPin computes the annotations of a Service once the driver
 // withdraws ip from the pin it wrote: the IP leaves metallb.io/loadBalancerIPs,
-// and when no IP is left the pin and the authorship marker both go. Pins
+// and when no IP is left the pin and the authorship marker both go, and so
+// do the sharing key and its marker if the driver wrote the key. Pins
 // without the marker are hand-written and never touched: ok is false then,
 // and also when the pin does not name ip.
 func withdrawPin(annotations map[string]string, ip string) (out map[string]string, ok bool) {
@@ -293,6 +327,10 @@ func withdrawPin(annotations map[string]string, ip string) (out map[string]strin
 	if rest == "" {
 		delete(out, names.MetalLBLoadBalancerIPs)
 		delete(out, names.AnnotationPinnedBy)
+		if _, shared := out[names.AnnotationSharedBy]; shared {
+			delete(out, names.MetalLBAllowSharedIP)
+			delete(out, names.AnnotationSharedBy)
+		}
 	} else {
 		out[names.MetalLBLoadBalancerIPs] = rest
 	}
@@ -361,6 +399,11 @@ func msgTakenElsewhere(ip string, s *corev1.Service) string {
 func msgWaitingForRelease(ip string, s *corev1.Service) string {
 	return fmt.Sprintf("Waiting for Service %s/%s, which this address's binding authorizes, to release %s to the placeholder",
 		s.Namespace, s.Name, ip)
+}
+
+func msgWaitingToShare(ip string, ph, s *corev1.Service) string {
+	return fmt.Sprintf("Waiting for MetalLB to let placeholder Service %s/%s share %s with Service %s/%s, which this address's binding authorizes (shared handoff)",
+		ph.Namespace, ph.Name, ip, s.Namespace, s.Name)
 }
 
 func msgHoldCreated(ip, namespace, name string) string {

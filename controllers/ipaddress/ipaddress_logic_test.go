@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -82,7 +83,10 @@ func TestPlanHold(t *testing.T) {
 		addr         *iadv1alpha1.IPAddress
 		placeholders []corev1.Service
 		holders      []corev1.Service
-		want         want
+		// keepKeys leaves the placeholders' sharing keys as written;
+		// otherwise each placeholder without one gets the binding's.
+		keepKeys bool
+		want     want
 	}{
 		{
 			name: "fresh address: create the hold, wait for MetalLB",
@@ -129,6 +133,54 @@ func TestPlanHold(t *testing.T) {
 				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
 		},
 		{
+			name:         "holding placeholder without a sharing key gets one and is still held",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys:     true,
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
+			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
+				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", ""))},
+			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys: true,
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name: "placeholder with the right key and a legacy one too is repaired",
+			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
+				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.MetalLBLegacyAllowSharedIP, "x")},
+			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys: true,
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name: "placeholder with the claim's key is left alone",
+			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
+				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
+			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys: true,
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "the workload shares the address with the placeholder (shared handoff): held",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders: []corev1.Service{svc(phNS, hold, ip, ip),
+				svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
 			name:         "surplus placeholder that does not hold the address is deleted",
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ""), svc(phNS, "alloc-ipv4-u1", ip, ip)},
@@ -170,6 +222,15 @@ func TestPlanHold(t *testing.T) {
 				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
 		},
 		{
+			name:         "the workload carrying the binding's key while detaching: waiting for MetalLB to share",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			holders: []corev1.Service{svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c",
+				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.AnnotationSharedBy, "c")},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
+		},
+		{
 			name:         "associated: every live placeholder is deleted, condition left alone",
 			addr:         associated(address("ip-192-0-2-7", ip), "t", "web"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip), svc(phNS, "alloc-ipv4-u1", ip, ""), deleting(svc(phNS, "x", ip, ""))},
@@ -191,6 +252,13 @@ func TestPlanHold(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if !tt.keepKeys {
+				for i := range tt.placeholders {
+					if _, ok := tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP]; !ok {
+						tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP] = binding.SharingKey(tt.addr)
+					}
+				}
+			}
 			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders)
 			assert.Equal(t, tt.want.create, p.Create, "create")
 			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
@@ -276,8 +344,12 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.MetalLBAddressPool:     "iad-gold",
 				names.MetalLBLoadBalancerIPs: tt.ip,
+				names.MetalLBAllowSharedIP:   names.AddressSharingKey(tt.name),
 				names.AnnotationClass:        "gold",
 			}, s.Annotations)
+			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip))
+			assert.Equal(t, names.ClaimSharingKey("shop", "web-ip", "claim-uid"), b.Annotations[names.MetalLBAllowSharedIP],
+				"a bound address's placeholder carries its claim's key")
 			require.Len(t, s.OwnerReferences, 1)
 			o := s.OwnerReferences[0]
 			assert.Equal(t, "local.sdn.cozystack.io/v1alpha1", o.APIVersion)
@@ -328,6 +400,18 @@ func TestWithdrawPin(t *testing.T) {
 		{"dual pin: only this IP goes, the marker stays",
 			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7, 2001:db8::7", names.AnnotationPinnedBy: "c"},
 			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.AnnotationPinnedBy: "c"}, true},
+		{"the driver's sharing key goes with the last IP",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c",
+				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c", "keep": "me"},
+			map[string]string{"keep": "me"}, true},
+		{"a hand-written sharing key stays",
+			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c", names.MetalLBAllowSharedIP: "mine"},
+			map[string]string{names.MetalLBAllowSharedIP: "mine"}, true},
+		{"dual pin: the sharing key stays while an IP is left",
+			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7,2001:db8::7", names.AnnotationPinnedBy: "c",
+				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c"},
+			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.AnnotationPinnedBy: "c",
+				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c"}, true},
 		{"hand-written pin (no marker) is never touched",
 			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7"}, nil, false},
 		{"marker, but the pin does not name the IP",
@@ -413,4 +497,12 @@ func TestAddressStatesGauge(t *testing.T) {
 	st.forget("never-seen")
 	assert.Equal(t, 0.0, g("metrics-test", stateHeld))
 	assert.Equal(t, 1.0, g("metrics-test", stateWaiting))
+}
+
+func TestRepairedAnnotations(t *testing.T) {
+	in := map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.9", names.MetalLBLegacyAllowSharedIP: "old", "keep": "me"}
+	out := repairedAnnotations(in, "192.0.2.7", "k")
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k", "keep": "me"}, out)
+	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k"))
 }

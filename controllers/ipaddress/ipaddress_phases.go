@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -248,19 +249,21 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 	}
 	for _, ph := range plan.Repair {
-		msg := msgPinRepaired(ph, ip)
+		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
 		orig := ph.DeepCopy()
-		ann := make(map[string]string, len(ph.Annotations)+1)
-		for k, v := range ph.Annotations {
-			ann[k] = v
-		}
-		ann[names.MetalLBLoadBalancerIPs] = ip
-		ph.Annotations = ann
+		ph.Annotations = repairedAnnotations(ph.Annotations, ip, binding.SharingKey(a))
 		if err := r.Patch(ctx, ph, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		logger.Info("re-pinned a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
-		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msg)
+		if repin {
+			logger.Info("re-pinned a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msg)
+		} else {
+			// A key written by an older driver, or for a claim reference
+			// that changed since (its uid filled in, a rebinding): not
+			// worth an Event.
+			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph))
+		}
 	}
 	deleted := 0
 	for _, ph := range plan.Delete {

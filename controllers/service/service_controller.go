@@ -1,14 +1,22 @@
-// Package service associates Services with claims (the gap handoff),
-// detaches them and detects conflicts.
+// Package service associates Services with claims, detaches them and
+// detects conflicts.
 //
 // A tenant annotates a Service with local.sdn.cozystack.io/ip-address-claim.
-// Once the claim is Bound, the controller (1) records status.associatedTo on
-// each of the claim's addresses, (2) waits for the IPAddress controller to
-// release the hold placeholder (condition Held False), and (3) pins the
-// Service to the addresses with metallb.io/loadBalancerIPs and the driver's
-// authorship marker. Removing the annotation, or deleting the Service,
-// reverses it. On every Service change it also checks that each ledger
-// address the Service holds in MetalLB is one its binding authorizes.
+// Once the claim is Bound, the controller hands the claim's addresses over
+// from their hold placeholders to the Service. Where MetalLB lets the
+// Service share an address with its placeholder (ShareProblem), it runs the
+// shared handoff: (1) pin the Service with metallb.io/loadBalancerIPs, the
+// claim's metallb.io/allow-shared-ip key and the driver's authorship
+// markers, (2) wait until MetalLB gives the Service the addresses, shared
+// with the placeholders, and (3) record status.associatedTo on each address,
+// upon which the IPAddress controller deletes the placeholders; the
+// addresses are never unheld. Otherwise it runs the gap handoff: (1) record
+// status.associatedTo, (2) wait for the IPAddress controller to release the
+// hold placeholder (condition Held False), and (3) pin the Service. Removing
+// the annotation reverses the handoff in the same mode; deleting the
+// Service lets the addresses go with it. On every Service change it also
+// checks that each ledger address the Service holds in MetalLB is one its
+// binding authorizes.
 package service
 
 import (
@@ -129,7 +137,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
 		Complete(r)
+}
+
+// sharersOfPlaceholder maps a placeholder (a Service exempt from conflict
+// detection) to the other Services that hold its IPs: a Service detached in
+// a shared handoff waits until the cache shows a placeholder holding its
+// addresses again. The handler calls it with the old and the new object.
+func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) []reconcile.Request {
+	ph, ok := o.(*corev1.Service)
+	if !ok || !Exempt(ph, r.PlaceholderNamespace) {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, ip := range index.IngressIPs(ph) {
+		for _, req := range r.servicesByIndex(ctx, index.ServiceByIngressIP, ip) {
+			if req.Namespace != r.PlaceholderNamespace {
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
 }
 
 // servicesForClaim maps a claim to the Services that name it.
@@ -184,7 +213,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // TrimService is a cache transform that keeps only what the controller reads
 // of a Service: identity, labels, annotations (without kubectl's
 // last-applied copy), finalizers, deletion, type, IP families, cluster IPs,
-// spec.loadBalancerIP and the load-balancer status. The controller only ever
+// spec.loadBalancerIP, the ports' names, protocols and numbers, the external
+// traffic policy (both decide whether the Service can share an address with
+// a placeholder) and the load-balancer status. The controller only ever
 // patches Services, so the fields dropped here are never written back.
 func TrimService(o any) (any, error) {
 	svc, ok := o.(*corev1.Service)
@@ -198,6 +229,13 @@ func TrimService(o any) (any, error) {
 			if k != lastApplied {
 				ann[k] = v
 			}
+		}
+	}
+	var ports []corev1.ServicePort
+	if len(svc.Spec.Ports) > 0 {
+		ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
+		for i, p := range svc.Spec.Ports {
+			ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
 		}
 	}
 	return &corev1.Service{
@@ -215,12 +253,14 @@ func TrimService(o any) (any, error) {
 			Finalizers:        svc.Finalizers,
 		},
 		Spec: corev1.ServiceSpec{
-			Type:           svc.Spec.Type,
-			ClusterIP:      svc.Spec.ClusterIP,
-			ClusterIPs:     svc.Spec.ClusterIPs,
-			IPFamilies:     svc.Spec.IPFamilies,
-			IPFamilyPolicy: svc.Spec.IPFamilyPolicy,
-			LoadBalancerIP: svc.Spec.LoadBalancerIP,
+			Type:                  svc.Spec.Type,
+			ClusterIP:             svc.Spec.ClusterIP,
+			ClusterIPs:            svc.Spec.ClusterIPs,
+			IPFamilies:            svc.Spec.IPFamilies,
+			IPFamilyPolicy:        svc.Spec.IPFamilyPolicy,
+			LoadBalancerIP:        svc.Spec.LoadBalancerIP,
+			Ports:                 ports,
+			ExternalTrafficPolicy: svc.Spec.ExternalTrafficPolicy,
 		},
 		Status: corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer},
 	}, nil

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim"
@@ -46,25 +47,36 @@ func startManager(t *testing.T, controller string, cfg *rest.Config, byObject ma
 	})
 }
 
+// startDriver runs, for the rest of the test, the reference core, the claim
+// controller and the IPAddress controller (the latter two as their own
+// ServiceAccounts), beside the suite's service controller; heldPartner
+// stays out of the way.
+func startDriver(t *testing.T) {
+	t.Helper()
+	pausePartner(t)
+	startManager(t, "core", c.Config, nil, func(mgr ctrl.Manager) error { return core.Setup(context.Background(), mgr) })
+	startManager(t, "claim", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-claim"),
+		claim.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
+			return (&claim.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS,
+				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
+		})
+	startManager(t, "ipaddress", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-ipaddress"),
+		ipaddress.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
+			return (&ipaddress.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS,
+				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
+		})
+}
+
 // TestEndToEndWithCoreClaimAndIPAddressControllers runs the whole story
 // with the reference core, the claim controller and the IPAddress
 // controller (the class controller's pool is created by hand): a claim is
-// provisioned and held by a placeholder; annotating a Service moves the
+// provisioned and held by a placeholder; annotating a Service that cannot
+// share the address with the placeholder (the gap handoff) moves the
 // address to it; removing the annotation brings the hold back; another
 // Service then gets the same address; deleting it brings the hold back.
 func TestEndToEndWithCoreClaimAndIPAddressControllers(t *testing.T) {
 	ctx := context.Background()
-	pausePartner(t)
-
-	startManager(t, "core", c.Config, nil, func(mgr ctrl.Manager) error { return core.Setup(ctx, mgr) })
-	startManager(t, "claim", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-claim"),
-		claim.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
-			return (&claim.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS}).SetupWithManager(mgr)
-		})
-	startManager(t, "ipaddress", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-ipaddress"),
-		ipaddress.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
-			return (&ipaddress.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS}).SetupWithManager(mgr)
-		})
+	startDriver(t)
 
 	require.NoError(t, c.Client.Create(ctx, &iadv1alpha1.IPAddressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e"},

@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // AssociationFinalizer is the service controller's finalizer on Services it
@@ -32,6 +33,10 @@ const (
 	// ReasonReleasing (Normal): the driver is making MetalLB take the
 	// claim's addresses back from a Service it detaches.
 	ReasonReleasing = "Releasing"
+	// ReasonHandingBack (Normal): the Service shares the claim's addresses
+	// with their placeholders while it is detached; MetalLB takes them back
+	// once a placeholder holds them again.
+	ReasonHandingBack = "HandingBack"
 	// ReasonClaimNotFound (Warning): the annotation names a claim that does
 	// not exist in the Service's namespace, or that is being deleted.
 	ReasonClaimNotFound = "ClaimNotFound"
@@ -185,6 +190,207 @@ func Decide(s Situation) Verdict {
 			Message: fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", s.HandPin, s.Claim, s.Desired)}
 	}
 	return Verdict{Action: Associate}
+}
+
+// Handoff modes, the values of the "mode" label of metallb_iad_handoffs_total.
+const (
+	// ModeShared: the workload shares each address with its placeholder
+	// for a moment (same MetalLB sharing key), so the address is never
+	// held by nobody.
+	ModeShared = "shared"
+	// ModeGap: the placeholder lets go before the workload takes the
+	// address (or the other way round), leaving it unheld for a moment.
+	ModeGap = "gap"
+)
+
+// ShareProblem explains why, under MetalLB's rules for sharing an IP, the
+// Service cannot share the claim's addresses with their placeholders for
+// the shared handoff; "" when it can. key is the claim's sharing key
+// (SharingKeyOf). MetalLB (v0.15) lets Services share an address only when
+// all carry the same metallb.io/allow-shared-ip key, their ports
+// (protocol and number) do not overlap, and their backend keys agree:
+// empty for externalTrafficPolicy Cluster, the selector for Local. The
+// placeholder is selectorless with policy Cluster and one port
+// (placeholder.Port). On top of that the driver only writes the key on a
+// Service that has none of its own, and only pins a Service that carries
+// no pin of its own.
+func ShareProblem(svc *corev1.Service, key string) string {
+	if key == "" {
+		return "the claim's addresses are bound to different claim references, so they have no common sharing key"
+	}
+	if p := HandPin(svc); p != "" {
+		return fmt.Sprintf("the Service carries its own MetalLB pin (%s)", p)
+	}
+	if v, ok := svc.Annotations[names.MetalLBLegacyAllowSharedIP]; ok {
+		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBLegacyAllowSharedIP, v)
+	}
+	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
+		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
+	}
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		return "the Service's externalTrafficPolicy is Local, and MetalLB shares an address only between Services with the same backends (the placeholder has none)"
+	}
+	for _, p := range svc.Spec.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		if proto == placeholder.Port.Protocol && p.Port == placeholder.Port.Port {
+			return fmt.Sprintf("the Service uses port %d/%s, which the placeholder holding the address uses too", p.Port, proto)
+		}
+	}
+	return ""
+}
+
+// AttachMode chooses the handoff that attaches a Service. problem is
+// ShareProblem's answer; released is true when a hold was already released
+// for the Service (a gap handoff under way: associatedTo recorded, Held
+// False); holdsAll is true when the Service already holds every address.
+// A Service that can share takes the shared handoff, unless a gap handoff
+// is under way and not finished yet, which is then finished as one. For a
+// gap handoff, why says why it was not shared.
+func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
+	switch {
+	case problem != "":
+		return ModeGap, problem
+	case released && !holdsAll:
+		return ModeGap, "the placeholder had already let go of the address when the Service became able to share it"
+	}
+	return ModeShared, ""
+}
+
+// SharingKeyOf is the sharing key common to addrs (binding.SharingKey);
+// "" when there are none or they disagree.
+func SharingKeyOf(addrs []*iadv1alpha1.IPAddress) string {
+	key := ""
+	for i, a := range addrs {
+		k := binding.SharingKey(a)
+		if i > 0 && k != key {
+			return ""
+		}
+		key = k
+	}
+	return key
+}
+
+// SharesOurKey reports whether the Service's metallb.io/allow-shared-ip was
+// written by the driver: the shared-by marker is present.
+func SharesOurKey(svc *corev1.Service) bool {
+	_, ok := svc.Annotations[names.AnnotationSharedBy]
+	return ok
+}
+
+// PinAnnotations is what the driver makes of a Service's annotations when
+// it pins the Service for claim: the pin and the pinned-by marker and, with
+// a key (the shared handoff), the sharing key and the shared-by marker.
+// Without a key (the gap handoff) a sharing key the driver wrote earlier is
+// withdrawn. The input is not modified.
+func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
+	out := cloneAnnotations(in)
+	out[names.MetalLBLoadBalancerIPs] = pin
+	out[names.AnnotationPinnedBy] = claim
+	if key != "" {
+		out[names.MetalLBAllowSharedIP] = key
+		out[names.AnnotationSharedBy] = claim
+	} else {
+		withdrawKey(out)
+	}
+	return out
+}
+
+// ReleaseAnnotations is what the driver makes of a Service's annotations to
+// have MetalLB take the addresses back: the pin becomes the release pin
+// (ReleasePinValue) and the sharing key the driver wrote goes. The
+// pinned-by marker stays, so the Service remains authorized until MetalLB
+// has let go. The input is not modified.
+func ReleaseAnnotations(in map[string]string, release string) map[string]string {
+	out := cloneAnnotations(in)
+	out[names.MetalLBLoadBalancerIPs] = release
+	withdrawKey(out)
+	return out
+}
+
+// WithdrawnAnnotations is a Service's annotations without anything the
+// driver wrote: the pin and its marker, and the sharing key and its marker
+// if the driver wrote the key. Call it only on a Service whose pin the
+// driver wrote. The input is not modified.
+func WithdrawnAnnotations(in map[string]string) map[string]string {
+	out := cloneAnnotations(in)
+	delete(out, names.MetalLBLoadBalancerIPs)
+	delete(out, names.AnnotationPinnedBy)
+	withdrawKey(out)
+	return out
+}
+
+// withdrawKey removes the sharing key and its marker, if the marker shows
+// the driver wrote the key.
+func withdrawKey(ann map[string]string) {
+	if _, ours := ann[names.AnnotationSharedBy]; ours {
+		delete(ann, names.MetalLBAllowSharedIP)
+		delete(ann, names.AnnotationSharedBy)
+	}
+}
+
+func cloneAnnotations(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in)+4)
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// HandedBack reports whether a Service being detached may let MetalLB take
+// the address back without leaving it unheld: the address is attached to
+// another workload now (it is that workload's to hold), or it is attached
+// to none and held again, as both the IPAddress controller reports (Held
+// True) and the Service cache shows (one of the address's placeholders
+// holds its IP). holders are the Services whose ingress shows the
+// address's IP. An address still attached to svc is not handed back.
+func HandedBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, holders []corev1.Service, placeholderNamespace string) bool {
+	if at := a.Status.AssociatedTo; at != nil {
+		return !AssociatedWith(a, svc.Namespace, svc.Name)
+	}
+	if !conditions.IsTrue(a.Status.Conditions, conditions.Held) {
+		return false
+	}
+	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
+	for i := range holders {
+		h := &holders[i]
+		if Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && Holds(h, ips) {
+			return true
+		}
+	}
+	return false
+}
+
+// msgAssociated is the Associated Event's message on the Service. problem
+// is ShareProblem's answer for a gap handoff.
+func msgAssociated(claim, pin, mode, problem string) string {
+	if mode == ModeShared {
+		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shared the address with its placeholder, so it was never unheld)", claim, pin)
+	}
+	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
+}
+
+// msgAssociatedAddress is the Associated Event's message on an address.
+func msgAssociatedAddress(namespace, name, claim, mode string) string {
+	return fmt.Sprintf("Attached to Service %s/%s (claim %s/%s, %s handoff)", namespace, name, namespace, claim, mode)
+}
+
+// msgReleasing is the Releasing Event's message on the Service.
+func msgReleasing(ips []string, release, mode string) string {
+	if mode == ModeShared {
+		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address again, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+			strings.Join(ips, ","), release)
+	}
+	return fmt.Sprintf("Detaching %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		strings.Join(ips, ","), release)
+}
+
+// msgHandingBack is the HandingBack Event's message on the Service.
+func msgHandingBack(ips []string) string {
+	return fmt.Sprintf("Detaching %s (shared handoff): the Service keeps the address, shared with a placeholder, until a placeholder holds it again; then MetalLB takes it back from the Service",
+		strings.Join(ips, ","))
 }
 
 // PinValue renders IPs as a metallb.io/loadBalancerIPs value: canonical

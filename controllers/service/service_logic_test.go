@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,6 +141,7 @@ func TestAuthorized(t *testing.T) {
 			address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Gateway", Namespace: "tenant", Name: "web"}), false},
 		{"handoff: names the claim and carries our marker", annotated("tenant", "ip", "ip"), address("tenant", "ip", nil), true},
 		{"names the claim without the marker", annotated("tenant", "ip", ""), address("tenant", "ip", nil), false},
+		{"detaching: the marker without the annotation", annotated("tenant", "", "ip"), address("tenant", "ip", nil), true},
 		{"marker for another claim", annotated("tenant", "ip", "other"), address("tenant", "ip", nil), false},
 		{"claim of the same name in another namespace", annotated("evil", "ip", "ip"), address("tenant", "ip", nil), false},
 		{"plain Service", annotated("tenant", "", ""), address("tenant", "ip", nil), false},
@@ -259,17 +261,30 @@ func TestHandoffMetrics(t *testing.T) {
 	h.released(key, "u1")
 	now = now.Add(time.Second)
 	h.released(key, "u1")
-	h.done(key, "u1")
+	h.done(key, "u1", ModeGap)
 	c1, u1 := countOf()
 	assert.Equal(t, c0+1, c1)
 	assert.Equal(t, u0+1, u1)
 	assert.InDelta(t, 3.0, histogram(t, handoffSeconds).GetSampleSum()-s0, 1e-9, "from the first sight of the request")
 	assert.InDelta(t, 1.0, histogram(t, handoffUnheldSeconds).GetSampleSum()-us0, 1e-9, "from the first sight of the release")
 
-	h.done(key, "u1") // not started again: nothing observed
+	// A shared handoff is measured, but has no unheld gap to observe.
+	g0, sh0 := testutil.ToFloat64(handoffsTotal.WithLabelValues(directionAttach, ModeGap)), testutil.ToFloat64(handoffsTotal.WithLabelValues(directionAttach, ModeShared))
+	h.start(key, "u3")
+	h.released(key, "u3") // a late sight of the release (after the Service held the address)
+	now = now.Add(time.Second)
+	h.done(key, "u3", ModeShared)
+	c3, u3 := countOf()
+	assert.Equal(t, c1+1, c3, "the shared handoff is measured")
+	assert.Equal(t, u1, u3, "no unheld gap is observed for a shared handoff")
+	assert.Equal(t, sh0+1, testutil.ToFloat64(handoffsTotal.WithLabelValues(directionAttach, ModeShared)))
+	assert.Equal(t, g0, testutil.ToFloat64(handoffsTotal.WithLabelValues(directionAttach, ModeGap)))
+	c1 = c3
+
+	h.done(key, "u1", ModeGap) // not started again: nothing observed
 	h.start(key, "u2")
 	h.forget(key)
-	h.done(key, "u2")
+	h.done(key, "u2", ModeGap)
 	c2, u2 := countOf()
 	assert.Equal(t, c1, c2)
 	assert.Equal(t, u1, u2)

@@ -20,16 +20,33 @@ var (
 	})
 	// handoffUnheldSeconds measures the gap of the gap handoff: from the
 	// first pass that saw a placeholder release an address for the Service
-	// to the pass that saw the Service hold it.
+	// to the pass that saw the Service hold it. Shared handoffs have no gap
+	// and are not observed here.
 	handoffUnheldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "metallb_iad_handoff_unheld_seconds",
-		Help:    "Seconds an address spent held by nothing during a handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress.",
+		Help:    "Seconds an address spent held by nothing during a gap handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress. Shared handoffs have no such gap and are not observed.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
+	// handoffsTotal counts handoffs by direction and mode.
+	handoffsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "metallb_iad_handoffs_total",
+		Help: "Handoffs the service controller ran, by direction (attach: measured attaches that completed; detach: detaches that asked MetalLB to take the addresses back) and mode (shared: never unheld; gap: unheld for a moment).",
+	}, []string{"direction", "mode"})
+)
+
+// Directions, the values of the "direction" label of metallb_iad_handoffs_total.
+const (
+	directionAttach = "attach"
+	directionDetach = "detach"
 )
 
 func init() {
-	metrics.Registry.MustRegister(handoffSeconds, handoffUnheldSeconds)
+	metrics.Registry.MustRegister(handoffSeconds, handoffUnheldSeconds, handoffsTotal)
+	for _, d := range []string{directionAttach, directionDetach} {
+		for _, m := range []string{ModeShared, ModeGap} {
+			handoffsTotal.WithLabelValues(d, m)
+		}
+	}
 }
 
 // handoff is one association in progress, as this process has seen it.
@@ -72,9 +89,10 @@ func (h *handoffs) released(key types.NamespacedName, uid types.UID) {
 	}
 }
 
-// done observes a finished association and forgets it. An association
-// this process never saw start is not observed.
-func (h *handoffs) done(key types.NamespacedName, uid types.UID) {
+// done observes a finished association, run in mode (ModeShared or
+// ModeGap), and forgets it. An association this process never saw start is
+// not observed; the unheld gap is observed only for a gap handoff.
+func (h *handoffs) done(key types.NamespacedName, uid types.UID, mode string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.m[key]
@@ -84,7 +102,8 @@ func (h *handoffs) done(key types.NamespacedName, uid types.UID) {
 	}
 	now := h.now()
 	handoffSeconds.Observe(now.Sub(e.started).Seconds())
-	if !e.unheld.IsZero() {
+	handoffsTotal.WithLabelValues(directionAttach, mode).Inc()
+	if mode == ModeGap && !e.unheld.IsZero() {
 		handoffUnheldSeconds.Observe(now.Sub(e.unheld).Seconds())
 	}
 }

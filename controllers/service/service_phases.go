@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,6 +36,13 @@ type scope struct {
 	foreign int
 	// mine are the addresses associated with this Service, sorted by name.
 	mine []*iadv1alpha1.IPAddress
+	// pinnedFor are the addresses the driver's pin on the Service is for:
+	// addresses of the claim its pinned-by marker names (in its namespace),
+	// of classes this driver serves, not being deleted, whose IP the pin
+	// names or the Service holds. While a Service is detached in a shared
+	// handoff they are no longer associated with it but it still holds
+	// them; nil when the Service carries no marker.
+	pinnedFor []*iadv1alpha1.IPAddress
 	// otherHolder is another live Service one of addrs is associated with.
 	otherHolder string
 	// otherAddress is the address associated with otherHolder.
@@ -56,6 +64,9 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 		s.mine = append(s.mine, &mine.Items[i])
 	}
 	sortByName(s.mine)
+	if err := r.observePinnedFor(ctx, s); err != nil {
+		return nil, err
+	}
 
 	if s.claimName == "" {
 		return s, nil
@@ -115,6 +126,42 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 	return s, nil
 }
 
+// observePinnedFor fills s.pinnedFor.
+func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
+	svc := s.svc
+	by := svc.Annotations[names.AnnotationPinnedBy]
+	if by == "" {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, ip := range names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]) {
+		want[ip] = true
+	}
+	for _, ip := range index.IngressIPs(svc) {
+		want[ip] = true
+	}
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, by)}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		a := &list.Items[i]
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if a.DeletionTimestamp != nil || err != nil || !want[ip.String()] {
+			continue
+		}
+		ours, err := r.servedClass(ctx, a.Spec.ClassName)
+		if err != nil {
+			return err
+		}
+		if ours {
+			s.pinnedFor = append(s.pinnedFor, a)
+		}
+	}
+	sortByName(s.pinnedFor)
+	return nil
+}
+
 // servedClass reports whether the class exists and names this driver.
 func (r *Reconciler) servedClass(ctx context.Context, name string) (bool, error) {
 	class := &iadv1alpha1.IPAddressClass{}
@@ -165,14 +212,11 @@ func (r *Reconciler) reportOtherHolder(s *scope) {
 
 // associate runs the forward handoff. It first ensures the association
 // finalizer on the Service and detaches the addresses of a previous claim
-// (the annotation changed), then runs the gap handoff:
-//
-//  1. status.associatedTo on each address (this disarms the hold);
-//  2. wait until each address reports Held False (the hold is released);
-//  3. the pin and the authorship marker on the Service.
-//
-// Every step is idempotent and checks the cluster's state first, so any
-// prefix of it re-converges after a crash.
+// (the annotation changed), then runs the shared handoff where MetalLB lets
+// the Service share the claim's addresses with their placeholders
+// (ShareProblem), and the gap handoff otherwise. Every step is idempotent
+// and checks the cluster's state first, so any prefix of either re-converges
+// after a crash.
 func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	svc := s.svc
 	ips := addressIPs(s.addrs)
@@ -184,8 +228,8 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		return err
 	}
 	var stale []*iadv1alpha1.IPAddress
-	for _, a := range s.mine {
-		if !slices.ContainsFunc(s.addrs, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID }) {
+	for _, a := range append(slices.Clone(s.mine), s.pinnedFor...) {
+		if !containsAddress(s.addrs, a) && !containsAddress(stale, a) {
 			stale = append(stale, a)
 		}
 	}
@@ -195,6 +239,68 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		}
 	}
 
+	// The Service carries the claim's sharing key whenever it can share,
+	// whichever handoff brought it the addresses, so that its detach can be
+	// a shared handoff.
+	key := SharingKeyOf(s.addrs)
+	problem := ShareProblem(svc, key)
+	if problem != "" {
+		key = ""
+	}
+	released := false
+	for _, a := range s.addrs {
+		released = released || (Released(a) && AssociatedWith(a, svc.Namespace, svc.Name))
+	}
+	mode, why := AttachMode(problem, released, HoldsAll(svc, ips))
+	if mode == ModeShared {
+		return r.associateShared(ctx, s, ips, key)
+	}
+	return r.associateGap(ctx, s, ips, key, why)
+}
+
+// associateShared is the shared handoff:
+//
+//  1. the pin, the claim's sharing key and both authorship markers on the
+//     Service, in one patch: MetalLB gives the Service each address while
+//     its placeholder keeps it too (the same key, ports apart);
+//  2. wait until the Service holds every address;
+//  3. status.associatedTo on each address; the IPAddress controller then
+//     deletes the placeholders.
+//
+// No address is unheld at any instant.
+func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {
+	svc := s.svc
+	pin := PinValue(ips)
+	if _, err := r.pin(ctx, s, pin, key); err != nil {
+		return err
+	}
+	if !HoldsAll(svc, ips) {
+		log.FromContext(ctx).V(1).Info("waiting for MetalLB to share the addresses with the Service", "ips", ips)
+		return nil // the Service watch brings it back
+	}
+	newly, err := r.recordAssociation(ctx, s)
+	if err != nil {
+		return err
+	}
+	if newly {
+		r.recordAssociated(s, pin, ModeShared, "")
+	}
+	r.handoffs.done(s.key, svc.UID, ModeShared)
+	return nil
+}
+
+// associateGap is the gap handoff:
+//
+//  1. status.associatedTo on each address (this disarms the hold);
+//  2. wait until each address reports Held False (the hold is released);
+//  3. the pin and the authorship marker on the Service.
+//
+// Between the release and MetalLB's assignment to the Service the address
+// is held by nobody. key is the sharing key to write with the pin ("" when
+// the Service cannot share); problem says why the shared handoff was not
+// possible.
+func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, problem string) error {
+	svc := s.svc
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
 		return err
@@ -212,22 +318,32 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		return nil // the address watch brings the Service back
 	}
 
-	pinned, err := r.pin(ctx, s, PinValue(ips))
+	pin := PinValue(ips)
+	pinned, err := r.pin(ctx, s, pin, key)
 	if err != nil {
 		return err
 	}
 	if pinned || (newly && HandPin(svc) != "") {
-		r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonAssociated,
-			"Attached claim %q: MetalLB is asked for %s", s.claimName, PinValue(ips))
-		for _, a := range s.addrs {
-			r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonAssociated,
-				"Attached to Service %s/%s (claim %s/%s)", svc.Namespace, svc.Name, svc.Namespace, s.claimName)
-		}
+		r.recordAssociated(s, pin, ModeGap, problem)
 	}
 	if HoldsAll(svc, ips) {
-		r.handoffs.done(s.key, svc.UID)
+		r.handoffs.done(s.key, svc.UID, ModeGap)
 	}
 	return nil
+}
+
+// recordAssociated records the Associated Events on the Service and its
+// addresses.
+func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
+	svc := s.svc
+	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, pin, mode, problem))
+	for _, a := range s.addrs {
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonAssociated, msgAssociatedAddress(svc.Namespace, svc.Name, s.claimName, mode))
+	}
+}
+
+func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bool {
+	return slices.ContainsFunc(list, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID })
 }
 
 // ensureFinalizer adds the association finalizer, so the controller sees the
@@ -275,67 +391,97 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 	return wrote, nil
 }
 
-// pin is step 3: the MetalLB pin and the authorship marker, in one merge
-// patch of the Service's annotations. A pin the driver did not write that
-// already asks for exactly these addresses is left alone (and stays the
-// tenant's). It reports whether it wrote anything.
-func (r *Reconciler) pin(ctx context.Context, s *scope, value string) (bool, error) {
+// pin writes the MetalLB pin and the pinned-by marker and, with a key (the
+// shared handoff), the sharing key and the shared-by marker, in one merge
+// patch of the Service's annotations; without a key it withdraws a sharing
+// key the driver wrote. A pin the driver did not write that already asks
+// for exactly these addresses is left alone (and stays the tenant's). It
+// reports whether it wrote anything.
+func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
 	if HandPin(svc) != "" {
 		return false, nil
 	}
-	if svc.Annotations[names.MetalLBLoadBalancerIPs] == value && svc.Annotations[names.AnnotationPinnedBy] == s.claimName {
+	want := PinAnnotations(svc.Annotations, s.claimName, value, key)
+	if maps.Equal(want, svc.Annotations) {
 		return false, nil
 	}
 	orig := svc.DeepCopy()
-	if svc.Annotations == nil {
-		svc.Annotations = map[string]string{}
-	}
-	svc.Annotations[names.MetalLBLoadBalancerIPs] = value
-	svc.Annotations[names.AnnotationPinnedBy] = s.claimName
+	svc.Annotations = want
 	if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 		return false, err
 	}
 	if svc.ResourceVersion == orig.ResourceVersion {
 		return false, nil // the cache lagged: the pin was already there
 	}
-	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", value, "claim", s.claimName)
+	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", value, "claim", s.claimName, "shared", key != "")
 	return true, nil
 }
 
-// detach reverses the handoff for addrs (the addresses associated with the
-// Service that should not be). Each step re-converges after a crash:
+// detach reverses the handoff for addrs (the addresses the Service holds or
+// is associated with that it should not be). Each step re-converges after
+// a crash. While the driver's pin is on the Service and it is not being
+// deleted:
 //
-//  1. if the driver's pin is on the Service, replace it with the release pin
-//     (ReleasePinValue), so MetalLB takes the addresses back, and wait until
-//     the Service's ingress no longer shows them. A Service being deleted
-//     skips this: its deletion frees the addresses;
-//  2. clear status.associatedTo on addrs (this re-arms the hold);
+//   - shared handoff, when the Service holds the addresses and carries the
+//     driver's sharing key (it can share them with placeholders): clear
+//     status.associatedTo first (the IPAddress controller re-arms the hold;
+//     the new placeholder shares the address with the Service), and wait
+//     until each address is handed back (HandedBack);
+//   - then, in both modes, replace the pin with the release pin
+//     (ReleasePinValue) and withdraw the sharing key, so MetalLB takes the
+//     addresses back, and wait until the Service's ingress no longer shows
+//     them. The pinned-by marker keeps the Service authorized meanwhile.
 //
-// and, when full is set (nothing stays associated):
-//
-//  3. withdraw the driver's pin and marker (never a pin without the marker);
-//  4. remove the association finalizer.
-//
-// It reports whether it finished.
+// A Service being deleted skips this: its deletion frees the addresses.
+// Then status.associatedTo is cleared on addrs (in the gap handoff this
+// re-arms the hold) and, when full is set (nothing stays associated), the
+// driver's pin, key and markers are withdrawn (never a pin or key without
+// its marker) and the association finalizer removed. It reports whether it
+// finished.
 func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, full bool) (bool, error) {
 	svc := s.svc
 	_, ours := svc.Annotations[names.AnnotationPinnedBy]
 	deleting := svc.DeletionTimestamp != nil
 	ips := addressIPs(addrs)
+	if full {
+		for _, a := range s.pinnedFor {
+			if !containsAddress(addrs, a) {
+				addrs = append(addrs, a)
+			}
+		}
+		ips = addressIPs(addrs)
+	}
 
 	if ours && !deleting && len(addrs) > 0 {
 		release := ReleasePinValue(svc)
 		if svc.Annotations[names.MetalLBLoadBalancerIPs] != release {
+			mode := ModeGap
+			key := SharingKeyOf(addrs)
+			if Holds(svc, ips) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+				cleared, err := r.clearAssociations(ctx, s, addrs)
+				if err != nil {
+					return false, err
+				}
+				if cleared {
+					r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonHandingBack, msgHandingBack(ips))
+				}
+				back, err := r.handedBack(ctx, s, addrs)
+				if err != nil || !back {
+					return false, err // the address and placeholder watches bring the Service back
+				}
+				mode = ModeShared
+			}
 			orig := svc.DeepCopy()
-			svc.Annotations[names.MetalLBLoadBalancerIPs] = release
+			svc.Annotations = ReleaseAnnotations(svc.Annotations, release)
 			if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 				return false, err
 			}
-			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips)
-			r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonReleasing,
-				"Detaching %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
-				strings.Join(ips, ","), release)
+			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(ips, release, mode))
+			if Holds(svc, ips) {
+				handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
+			}
 			return false, nil
 		}
 		if Holds(svc, ips) {
@@ -343,20 +489,8 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		}
 	}
 
-	for _, a := range addrs {
-		if a.Status.AssociatedTo == nil {
-			continue
-		}
-		orig := a.DeepCopy()
-		a.Status.AssociatedTo = nil
-		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return false, err
-		}
-		log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address)
-		r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonDetached,
-			"Detached %s (IPAddress %s); it stays reserved for its claim", a.Spec.Address, a.Name)
-		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
-			"Detached from Service %s/%s; the address stays reserved for its claim", svc.Namespace, svc.Name)
+	if _, err := r.clearAssociations(ctx, s, addrs); err != nil {
+		return false, err
 	}
 	if !full {
 		return true, nil
@@ -364,14 +498,55 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 
 	if ours && !deleting {
 		orig := svc.DeepCopy()
-		delete(svc.Annotations, names.MetalLBLoadBalancerIPs)
-		delete(svc.Annotations, names.AnnotationPinnedBy)
+		svc.Annotations = WithdrawnAnnotations(svc.Annotations)
 		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 			return false, err
 		}
 		log.FromContext(ctx).Info("withdrew the pin")
 	}
 	return true, r.removeFinalizer(ctx, svc)
+}
+
+// clearAssociations clears status.associatedTo on those of addrs that are
+// associated with the Service, with Events on both. It reports whether it
+// cleared any.
+func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+	svc := s.svc
+	cleared := false
+	for _, a := range addrs {
+		if !AssociatedWith(a, svc.Namespace, svc.Name) {
+			continue
+		}
+		orig := a.DeepCopy()
+		a.Status.AssociatedTo = nil
+		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return cleared, err
+		}
+		cleared = true
+		log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address)
+		r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonDetached,
+			"Detached %s (IPAddress %s); it stays reserved for its claim", a.Spec.Address, a.Name)
+		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
+			"Detached from Service %s/%s; the address stays reserved for its claim", svc.Namespace, svc.Name)
+	}
+	return cleared, nil
+}
+
+// handedBack reports whether every one of addrs is handed back
+// (HandedBack), looking up from the cache the Services that hold each IP.
+func (r *Reconciler) handedBack(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+	for _, a := range addrs {
+		var holders corev1.ServiceList
+		for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
+			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
+				return false, err
+			}
+		}
+		if !HandedBack(a, s.svc, holders.Items, r.PlaceholderNamespace) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // forget handles a Service that is gone from the cache: once the API server

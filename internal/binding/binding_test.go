@@ -33,6 +33,13 @@ func TestAuthorizes(t *testing.T) {
 		{"handoff: claim annotation and marker", addr(nil, ref), svc("shop", "web", both), true},
 		{"claim annotation without marker", addr(nil, ref), svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip"}), false},
 		{"marker of another claim", addr(nil, ref), svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip", names.AnnotationPinnedBy: "x"}), false},
+		{"detaching: marker without claim annotation", addr(nil, ref), svc("shop", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), true},
+		{"detaching: marker while the annotation names another claim", addr(nil, ref),
+			svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "other", names.AnnotationPinnedBy: "web-ip"}), true},
+		{"marker in another namespace", addr(nil, ref), svc("other", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), false},
+		{"marker, address associated elsewhere", addr(&iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "api"}, ref),
+			svc("shop", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), true},
+		{"empty marker, unnamed claim", addr(nil, &iadv1alpha1.ClaimReference{Namespace: "shop"}), svc("shop", "web", map[string]string{names.AnnotationPinnedBy: ""}), false},
 		{"claim annotation in another namespace", addr(nil, ref), svc("other", "web", both), false},
 		{"no binding", addr(nil, nil), svc("shop", "web", both), false},
 		{"plain service", addr(nil, ref), svc("shop", "web", nil), false},
@@ -42,4 +49,23 @@ func TestAuthorizes(t *testing.T) {
 			assert.Equal(t, tt.want, Authorizes(tt.a, tt.s))
 		})
 	}
+}
+
+func TestSharingKey(t *testing.T) {
+	bound := func(name, ns, claim, uid string) *iadv1alpha1.IPAddress {
+		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if claim != "" {
+			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim, UID: uid}
+		}
+		return a
+	}
+	v4 := bound("ip-203-0-113-7", "shop", "web-ip", "u1")
+	v6 := bound("ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "shop", "web-ip", "u1")
+	assert.Equal(t, SharingKey(v4), SharingKey(v6), "a Dual claim's two addresses share one key")
+	assert.Equal(t, names.ClaimSharingKey("shop", "web-ip", "u1"), SharingKey(v4))
+	assert.NotEqual(t, SharingKey(v4), SharingKey(bound("ip-203-0-113-7", "shop", "web-ip", "u2")), "another claim of the same name")
+	assert.NotEqual(t, SharingKey(v4), SharingKey(bound("ip-203-0-113-8", "shop", "api-ip", "u3")))
+	free := bound("ip-203-0-113-9", "", "", "")
+	assert.Equal(t, names.AddressSharingKey("ip-203-0-113-9"), SharingKey(free), "an unbound address has a key of its own")
+	assert.NotEqual(t, SharingKey(free), SharingKey(bound("ip-203-0-113-10", "", "", "")))
 }

@@ -38,6 +38,12 @@ const (
 	// MetalLB pin the driver wrote. The driver withdraws only such pins.
 	// Its value is the claim the pin came from.
 	AnnotationPinnedBy = Domain + "pinned-by"
+	// AnnotationSharedBy is the second authorship marker: present on a
+	// Service whose metallb.io/allow-shared-ip the driver wrote, so that it
+	// may share its addresses with their placeholders during a handoff. The
+	// driver withdraws only such keys. Its value is the claim the key came
+	// from.
+	AnnotationSharedBy = Domain + "shared-by"
 )
 
 // Placeholder roles, the values of LabelPlaceholder.
@@ -53,6 +59,11 @@ const (
 	MetalLBAddressPool     = "metallb.io/address-pool"
 	MetalLBLoadBalancerIPs = "metallb.io/loadBalancerIPs"
 	MetalLBAllowSharedIP   = "metallb.io/allow-shared-ip"
+
+	// MetalLBLegacyAllowSharedIP is the deprecated spelling of
+	// MetalLBAllowSharedIP, which MetalLB still reads when the current one
+	// is absent. The driver never writes it.
+	MetalLBLegacyAllowSharedIP = "metallb.universe.tf/allow-shared-ip"
 )
 
 // LeaseID is the leader-election lease of one controller binary.

@@ -104,3 +104,31 @@ func TestPlaceholderNames(t *testing.T) {
 	}
 	assert.NotEqual(t, HoldPlaceholderName("a.b"), HoldPlaceholderName("a.c"))
 }
+
+func TestSharingKeys(t *testing.T) {
+	k := ClaimSharingKey("shop", "web-ip", "3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20")
+	assert.Equal(t, k, ClaimSharingKey("shop", "web-ip", "3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20"), "stable")
+	assert.Regexp(t, `^metallb-iad-[0-9a-f]{32}$`, k)
+	assert.LessOrEqual(t, len(k), 63)
+
+	distinct := []string{
+		k,
+		ClaimSharingKey("shop", "web-ip", "another-uid"), // recreated under the same name
+		ClaimSharingKey("shop", "web-ip", ""),            // uid not filled in yet
+		ClaimSharingKey("shop2", "web-ip", "3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20"),
+		ClaimSharingKey("shop", "web-ip2", "3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20"),
+		ClaimSharingKey("sho", "pweb-ip", "3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20"), // same bytes, other split
+		ClaimSharingKey("", "", ""),
+		AddressSharingKey("ip-203-0-113-7"),
+		AddressSharingKey("ip-203-0-113-8"),
+		AddressSharingKey(""),
+	}
+	seen := map[string]int{}
+	for i, s := range distinct {
+		if j, ok := seen[s]; ok {
+			t.Errorf("keys %d and %d are both %s", j, i, s)
+		}
+		seen[s] = i
+		assert.Regexp(t, `^metallb-iad-[0-9a-f]{32}$`, s)
+	}
+}

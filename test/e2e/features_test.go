@@ -259,4 +259,3 @@ func nudge(ctx context.Context, t *testing.T, k *kit, name string) {
 	s.Labels["e2e-nudge"] = time.Now().Format("150405.000")
 	require.NoError(t, k.k.Patch(ctx, s, patch))
 }
-

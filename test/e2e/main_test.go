@@ -26,7 +26,6 @@ var (
 	repeat  = 1
 )
 
-
 func TestMain(m *testing.M) {
 	if v, err := strconv.Atoi(os.Getenv("E2E_REPEAT")); err == nil && v > 0 {
 		repeat = v

@@ -46,7 +46,9 @@ type LocalProvider struct {
 var _ types.E2EClusterProvider = &LocalProvider{}
 
 // NewLocalProvider returns an unstarted local provider.
-func NewLocalProvider() *LocalProvider { return &LocalProvider{drivers: map[string][]*cluster.Driver{}} }
+func NewLocalProvider() *LocalProvider {
+	return &LocalProvider{drivers: map[string][]*cluster.Driver{}}
+}
 
 // SetDefaults implements types.E2EClusterProvider.
 func (p *LocalProvider) SetDefaults() types.E2EClusterProvider { return p }

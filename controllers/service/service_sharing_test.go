@@ -1,0 +1,237 @@
+package service
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// workload is a LoadBalancer Service with the given ports and annotations
+// (pairs of key and value).
+func workload(ports []corev1.ServicePort, ann ...string) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web", Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "web"},
+			Ports:    ports,
+		},
+	}
+	for i := 0; i+1 < len(ann); i += 2 {
+		s.Annotations[ann[i]] = ann[i+1]
+	}
+	return s
+}
+
+func port(proto corev1.Protocol, n int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: "p", Protocol: proto, Port: n, TargetPort: intstr.FromInt32(n)}
+}
+
+func TestShareProblem(t *testing.T) {
+	const key = "metallb-iad-0123456789abcdef0123456789abcdef"
+	http := []corev1.ServicePort{port(corev1.ProtocolTCP, 80), port(corev1.ProtocolTCP, 443)}
+	with := func(s *corev1.Service, f func(*corev1.Service)) *corev1.Service { f(s); return s }
+	tests := []struct {
+		name     string
+		svc      *corev1.Service
+		key      string
+		contains string // "" means shareable
+	}{
+		{"plain web Service", workload(http), key, ""},
+		{"traffic policy Cluster", with(workload(http), func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+		}), key, ""},
+		{"port 9 over UDP does not overlap the placeholder's TCP", workload([]corev1.ServicePort{port(corev1.ProtocolUDP, 9)}), key, ""},
+		{"port 9 over SCTP does not overlap either", workload([]corev1.ServicePort{port(corev1.ProtocolSCTP, 9)}), key, ""},
+		{"our own key and marker from an earlier pass", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"), key, ""},
+		{"our stale key (another claim) is ours to replace", workload(http, names.MetalLBAllowSharedIP, "old", names.AnnotationSharedBy, "old-ip"), key, ""},
+		{"our own pin", workload(http, names.MetalLBLoadBalancerIPs, "203.0.113.7", names.AnnotationPinnedBy, "ip"), key, ""},
+
+		{"port 9/TCP overlaps the placeholder", workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 80), port(corev1.ProtocolTCP, 9)}), key,
+			"port 9/TCP, which the placeholder holding the address uses too"},
+		{"an empty protocol is TCP", workload([]corev1.ServicePort{{Name: "p", Port: 9}}), key, "port 9/TCP"},
+		{"traffic policy Local", with(workload(http), func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}), key, "externalTrafficPolicy is Local"},
+		{"hand-written sharing key", workload(http, names.MetalLBAllowSharedIP, "team-a"), key, `metallb.io/allow-shared-ip ("team-a")`},
+		{"hand-written key equal to ours is still not ours", workload(http, names.MetalLBAllowSharedIP, key), key, "carries its own metallb.io/allow-shared-ip"},
+		{"hand-written empty key", workload(http, names.MetalLBAllowSharedIP, ""), key, `metallb.io/allow-shared-ip ("")`},
+		{"legacy sharing key", workload(http, names.MetalLBLegacyAllowSharedIP, "team-a"), key, `metallb.universe.tf/allow-shared-ip ("team-a")`},
+		{"legacy key beside ours", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip",
+			names.MetalLBLegacyAllowSharedIP, "x"), key, "metallb.universe.tf/allow-shared-ip"},
+		{"hand pin", workload(http, names.MetalLBLoadBalancerIPs, "203.0.113.7"), key, "its own MetalLB pin (203.0.113.7)"},
+		{"spec.loadBalancerIP", with(workload(http), func(s *corev1.Service) { s.Spec.LoadBalancerIP = "203.0.113.7" }), key, "its own MetalLB pin"},
+		{"no common key", workload(http), "", "no common sharing key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ShareProblem(tt.svc, tt.key)
+			if tt.contains == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tt.contains)
+		})
+	}
+}
+
+func TestSharingKeyOf(t *testing.T) {
+	v4 := address("tenant", "ip", nil)
+	v6 := address("tenant", "ip", nil)
+	v6.Name, v6.Spec.Address = "ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "2001:db8::7"
+	other := address("tenant", "other", nil)
+	assert.Equal(t, binding.SharingKey(v4), SharingKeyOf([]*iadv1alpha1.IPAddress{v4, v6}), "a Dual claim has one key")
+	assert.Equal(t, names.ClaimSharingKey("tenant", "ip", "u1"), SharingKeyOf([]*iadv1alpha1.IPAddress{v4}))
+	assert.Empty(t, SharingKeyOf([]*iadv1alpha1.IPAddress{v4, other}), "addresses of two bindings")
+	assert.Empty(t, SharingKeyOf(nil))
+}
+
+func TestPinAnnotations(t *testing.T) {
+	const key = "k"
+	in := map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}
+	shared := PinAnnotations(in, "ip", "203.0.113.7,2001:db8::7", key)
+	assert.Equal(t, map[string]string{
+		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
+		names.MetalLBLoadBalancerIPs: "203.0.113.7,2001:db8::7", names.AnnotationPinnedBy: "ip",
+		names.MetalLBAllowSharedIP: key, names.AnnotationSharedBy: "ip",
+	}, shared, "shared handoff: pin, key and both markers")
+	assert.Equal(t, map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}, in, "the input is not modified")
+
+	gap := PinAnnotations(shared, "ip", "203.0.113.7", "")
+	assert.Equal(t, map[string]string{
+		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
+		names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
+	}, gap, "gap handoff: the key the driver wrote goes")
+
+	hand := PinAnnotations(map[string]string{names.MetalLBAllowSharedIP: "team-a"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, "team-a", hand[names.MetalLBAllowSharedIP], "a hand-written key is never touched")
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip"},
+		PinAnnotations(nil, "ip", "203.0.113.7", ""))
+}
+
+func TestReleaseAndWithdrawnAnnotations(t *testing.T) {
+	shared := map[string]string{
+		"keep": "me", names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
+		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "ip",
+	}
+	released := ReleaseAnnotations(shared, "::")
+	assert.Equal(t, map[string]string{"keep": "me", names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip"}, released,
+		"the release pin replaces the pin, the key goes, the pinned-by marker stays")
+	assert.Equal(t, "203.0.113.7", shared[names.MetalLBLoadBalancerIPs], "the input is not modified")
+	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(released))
+	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(shared))
+
+	hand := map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"}
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"},
+		ReleaseAnnotations(hand, "::"), "a key without the shared-by marker is not the driver's")
+	assert.Equal(t, map[string]string{names.MetalLBAllowSharedIP: "team-a"}, WithdrawnAnnotations(hand))
+}
+
+func TestHandedBack(t *testing.T) {
+	const phNS = "iad-system"
+	web := workload(nil)
+	holding := func(ns, name, addrLabel string, ips ...string) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if addrLabel != "" {
+			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: addrLabel}
+		}
+		for _, ip := range ips {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	held := func(a *iadv1alpha1.IPAddress, status metav1.ConditionStatus) *iadv1alpha1.IPAddress {
+		conditions.Set(&a.Status.Conditions, conditions.Held, status, conditions.ReasonHeldByPlaceholder, "", 1)
+		return a
+	}
+	const addr = "ip-203-0-113-7"
+	ph := holding(phNS, "hold-ip-203-0-113-7", addr, "203.0.113.7")
+	tests := []struct {
+		name    string
+		a       *iadv1alpha1.IPAddress
+		holders []corev1.Service
+		want    bool
+	}{
+		{"held again, and the cache shows the placeholder holding it", held(address("tenant", "ip", nil), metav1.ConditionTrue),
+			[]corev1.Service{*web, ph}, true},
+		{"still associated with the Service", held(address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}), metav1.ConditionTrue),
+			[]corev1.Service{*web, ph}, false},
+		{"associated with another workload now", address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "api"}),
+			nil, true},
+		{"Held True but the cache does not show the placeholder holding yet", held(address("tenant", "ip", nil), metav1.ConditionTrue),
+			[]corev1.Service{*web}, false},
+		{"the placeholder holds, but Held is not True yet (a stale view)", held(address("tenant", "ip", nil), metav1.ConditionUnknown),
+			[]corev1.Service{*web, ph}, false},
+		{"no Held condition yet", address("tenant", "ip", nil), []corev1.Service{*web, ph}, false},
+		{"a placeholder of another address does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
+			[]corev1.Service{*web, holding(phNS, "hold-x", "ip-203-0-113-8", "203.0.113.7")}, false},
+		{"a forged placeholder outside the placeholder namespace does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
+			[]corev1.Service{*web, holding("tenant", "hold-ip-203-0-113-7", addr, "203.0.113.7")}, false},
+		{"a placeholder that does not show the IP does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
+			[]corev1.Service{*web, holding(phNS, "hold-ip-203-0-113-7", addr)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, HandedBack(tt.a, web, tt.holders, phNS))
+		})
+	}
+}
+
+func TestHandoffMessages(t *testing.T) {
+	assert.Equal(t, `Attached claim "ip": MetalLB is asked for 203.0.113.7 (shared handoff: the Service shared the address with its placeholder, so it was never unheld)`,
+		msgAssociated("ip", "203.0.113.7", ModeShared, ""))
+	assert.Equal(t, `Attached claim "ip": MetalLB is asked for 203.0.113.7 (gap handoff: the address was unheld for a moment, because the Service uses port 9/TCP, which the placeholder holding the address uses too)`,
+		msgAssociated("ip", "203.0.113.7", ModeGap, ShareProblem(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)}), "k")))
+	assert.Equal(t, "Attached to Service tenant/web (claim tenant/ip, shared handoff)", msgAssociatedAddress("tenant", "web", "ip", ModeShared))
+	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeShared), "Detaching 203.0.113.7 (shared handoff): a placeholder holds the address again")
+	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeGap), `Detaching 203.0.113.7: the pin is set to "::"`)
+	assert.Contains(t, msgHandingBack([]string{"203.0.113.7", "2001:db8::7"}), "Detaching 203.0.113.7,2001:db8::7 (shared handoff): the Service keeps the address")
+}
+
+func TestTrimServiceKeepsSharingInputs(t *testing.T) {
+	in := workload([]corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
+		"kubectl.kubernetes.io/last-applied-configuration", "{}", names.AnnotationPinnedBy, "ip")
+	in.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	out, err := TrimService(in)
+	assert.NoError(t, err)
+	got := out.(*corev1.Service)
+	assert.Equal(t, []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}, got.Spec.Ports)
+	assert.Equal(t, corev1.ServiceExternalTrafficPolicyLocal, got.Spec.ExternalTrafficPolicy)
+	assert.Equal(t, map[string]string{names.AnnotationPinnedBy: "ip"}, got.Annotations)
+	assert.Nil(t, got.Spec.Selector, "the selector is not read")
+}
+
+func TestAttachMode(t *testing.T) {
+	tests := []struct {
+		name               string
+		problem            string
+		released, holdsAll bool
+		mode, why          string
+	}{
+		{"shareable, fresh", "", false, false, ModeShared, ""},
+		{"shareable, the Service already holds the addresses", "", false, true, ModeShared, ""},
+		{"shareable, released after the Service took the addresses (shared handoff done)", "", true, true, ModeShared, ""},
+		{"shareable, but a gap handoff is under way", "", true, false, ModeGap, "the placeholder had already let go"},
+		{"not shareable", "the Service uses port 9/TCP", false, false, ModeGap, "port 9/TCP"},
+		{"not shareable, attached", "the Service uses port 9/TCP", true, true, ModeGap, "port 9/TCP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mode, why := AttachMode(tt.problem, tt.released, tt.holdsAll)
+			assert.Equal(t, tt.mode, mode)
+			if tt.why == "" {
+				assert.Empty(t, why)
+			} else {
+				assert.Contains(t, why, tt.why)
+			}
+		})
+	}
+}
