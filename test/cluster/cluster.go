@@ -80,6 +80,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 
+	reapOrphans()
 	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
