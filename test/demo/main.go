@@ -209,7 +209,7 @@ func run(keep bool) error {
 
 	step("Done: the whole story ran on a real API server with the real MetalLB controller")
 	if keep {
-		say("the control plane keeps running; explore it with:\n\n    export KUBECONFIG=%s\n    kubectl get ipaddressclasses; kubectl get ipaddressclaims -A; kubectl get ipaddresses\n    kubectl describe ipaddress %s\n\n    Ctrl-C stops everything.", c.Kubeconfig, addrName)
+		say("the control plane keeps running; explore it with:\n\n    export KUBECONFIG=%s\n    kubectl get ipaddressclasses; kubectl get ipaddressclaims -A\n    kubectl get ipaddresses.local.sdn.cozystack.io   # plain \"ipaddresses\" is networking.k8s.io's kind\n    kubectl describe ipaddresses.local.sdn.cozystack.io %s\n\n    Ctrl-C stops everything.", c.Kubeconfig, addrName)
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		<-sig
