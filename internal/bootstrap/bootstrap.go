@@ -239,7 +239,6 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 
 	cfg, err := o.RESTConfig()
 	if err != nil {
-		log.Error(err, "cannot load the client configuration")
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot load the client configuration: %v\n", controller, err)
 		return 1
 	}
