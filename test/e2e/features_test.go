@@ -23,8 +23,6 @@ import (
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
-type assessFn = func(context.Context, *testing.T, *envconf.Config) context.Context
-
 // flagshipSteps is the story a tenant lives through, as a list of steps so
 // the restart feature can crash a controller between any two of them.
 func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []func() {

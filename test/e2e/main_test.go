@@ -9,7 +9,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -45,11 +44,4 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	os.Exit(testenv.Run(m))
-}
-
-// requireLocal marks features that kill processes by hand.
-func requireLocal(ctx context.Context, t *testing.T) {
-	if local == nil {
-		t.Skip("needs the local provider: it kills and restarts controller processes")
-	}
 }
