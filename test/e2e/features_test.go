@@ -35,7 +35,15 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []fun
 			a = got[0]
 			k.held(a, iadv1alpha1.AddressBound)
 		},
-		func() { k.service("a", "ip"); k.attached("a", a) },
+		func() {
+			k.service("a", "ip")
+			k.attached("a", a)
+			// A plain web Service can share the placeholder's IP: the
+			// address is handed over without an unheld instant.
+			require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+				assert.Contains(t, strings.Join(k.events(t, "Service", "a", "Associated"), "\n"), "shared handoff")
+			}, wait, tick, "the attach took the shared handoff")
+		},
 		func() { k.deleteService("a"); k.held(a, iadv1alpha1.AddressBound) },
 		func() { k.service("b", "ip"); k.attached("b", a) },
 		func() { k.unannotate("b"); k.held(a, iadv1alpha1.AddressBound) },
