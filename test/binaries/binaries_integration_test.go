@@ -164,6 +164,25 @@ current-context: x
 	}
 }
 
+// TestMissingCRDs runs each binary against an API server without the
+// address model's CRDs: it must exit at once, saying what is missing and how
+// to install it.
+func TestMissingCRDs(t *testing.T) {
+	ctx := context.Background()
+	bare, err := cluster.Start(ctx, cluster.Options{NoCRDs: true, NoMetalLB: true, NoControllerManager: true})
+	require.NoError(t, err)
+	defer bare.Stop()
+	for _, name := range cluster.Controllers {
+		out, err := exec.Command(filepath.Join(binDir, name), "--kubeconfig", bare.Kubeconfig,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0").CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s must fail", name)
+		assert.Equal(t, 1, exit.ExitCode())
+		assert.Equal(t, fmt.Sprintf("metallb-iad-%s: the API server does not serve local.sdn.cozystack.io/v1alpha1: "+
+			"its CRDs are missing (install the address-controller chart, or this chart with installCRDs=true)\n", name), string(out))
+	}
+}
+
 // TestPreflightNamesMissingCRDs checks the message a binary prints when the
 // API it needs is not installed.
 func TestPreflightNamesMissingCRDs(t *testing.T) {

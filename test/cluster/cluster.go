@@ -43,6 +43,9 @@ type Options struct {
 	NoMetalLB bool
 	// NoControllerManager skips kube-controller-manager.
 	NoControllerManager bool
+	// NoCRDs installs neither the address model's CRDs nor MetalLB's, for
+	// tests of what the driver does without them.
+	NoCRDs bool
 	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
 	Dir string
 }
@@ -102,9 +105,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	crds := append(ours, theirs...)
+	if opts.NoCRDs {
+		crds = nil
+	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory:    bin,
-		CRDs:                     append(ours, theirs...),
+		CRDs:                     crds,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  20 * time.Second,
