@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,14 +21,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
-	"github.com/cozystack/metallb-iad/test/manifests"
 )
 
 const (
@@ -38,7 +34,7 @@ const (
 	tick    = 100 * time.Millisecond
 
 	// phNS is the placeholder namespace of the controller under test.
-	phNS = "iad-system"
+	phNS = cluster.DriverNamespace
 	// serviceAccount is the identity the controller runs as, with exactly
 	// the rights its generated ClusterRole grants.
 	serviceAccount = "metallb-iad-claim"
@@ -68,11 +64,7 @@ func run(m *testing.M) int {
 	defer clu.Stop()
 	k = clu.Client
 
-	if err := clu.EnsureNamespace(ctx, phNS); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := grantRole(ctx); err != nil {
+	if err := clu.InstallDriverRBAC(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "grant the controller's ClusterRole:", err)
 		return 1
 	}
@@ -95,36 +87,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "set up the controller:", err)
 		return 1
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code
-}
-
-// grantRole binds the generated ClusterRole (config/rbac/claim/role.yaml,
-// controller-gen output of the markers) to the controller's ServiceAccount,
-// so the tests prove the markers grant enough.
-func grantRole(ctx context.Context) error {
-	b, err := os.ReadFile(filepath.Join(manifests.Root(), "config", "rbac", "claim", "role.yaml"))
-	if err != nil {
-		return err
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(b, role); err != nil {
-		return err
-	}
-	if err := k.Create(ctx, role); err != nil {
-		return err
-	}
-	return k.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: phNS, Name: serviceAccount}},
-	})
+	return cluster.RunWithManager(ctx, mgr, m.Run)
 }
 
 // --- fixtures ---

@@ -86,14 +86,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code
+	return cluster.RunWithManager(ctx, mgr, m.Run)
 }
 
 // ourClass creates the MetalLB pool iad-<name> (manual only) with the given

@@ -104,15 +104,8 @@ func run(m *testing.M) (int, error) {
 	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS}).SetupWithManager(mgr); err != nil {
 		return 0, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	go heldPartner(ctx)
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code, nil
+	return cluster.RunWithManager(ctx, mgr, m.Run), nil
 }
 
 // heldPartner plays the IPAddress controller's part of the handoff for the

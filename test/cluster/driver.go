@@ -124,3 +124,20 @@ func (d *Driver) WaitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// RunWithManager starts mgr, runs the package's tests, then stops the manager
+// and waits for it. It returns the tests' exit code; a manager that failed is
+// reported on stderr.
+func RunWithManager(ctx context.Context, mgr interface {
+	Start(context.Context) error
+}, run func() int) int {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	return code
+}

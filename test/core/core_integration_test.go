@@ -61,14 +61,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "set up the core:", err)
 		return 1
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code
+	return cluster.RunWithManager(ctx, mgr, m.Run)
 }
 
 // --- fixtures ---
