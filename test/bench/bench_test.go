@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,11 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -74,36 +76,41 @@ func cpuCol(cpu map[string]time.Duration) string {
 	return strings.Join(out, "/") + " s"
 }
 
-// claimRun is what claimMany observed.
-type claimRun struct {
-	n int
-	// total runs from the first create to the last claim Bound and Held.
-	total time.Duration
-	// bound is create → Bound per claim; ready is create → Bound and Held.
-	bound, ready Summary
-	// requests is the API requests each controller made during the run.
-	requests map[string]float64
-	// cpu is the CPU time each process used during the run; busy is the
-	// machine's busy share (every process, ours or not).
-	cpu  map[string]time.Duration
-	busy float64
+// scale is how big a run is. The default finishes in under fifteen minutes
+// on two cores; BENCH_SCALE=large adds N=5,000, BENCH_SCALE=small is a
+// quick look.
+type scale struct {
+	claims     []int
+	background []int
+	// single is how many times each single handoff is repeated.
+	single int
+	// warm is the burst of claims a class with warm reservations serves.
+	warm int
 }
 
-func (r claimRun) rate() float64 { return float64(r.n) / r.total.Seconds() }
+func benchScale() scale {
+	switch os.Getenv("BENCH_SCALE") {
+	case "large":
+		return scale{claims: []int{200, 1000, 5000}, background: []int{300, 1000}, single: 5, warm: 50}
+	case "small":
+		return scale{claims: []int{50, 100}, background: []int{50}, single: 3, warm: 20}
+	}
+	return scale{claims: []int{200, 1000}, background: []int{300, 1000}, single: 5, warm: 50}
+}
 
 // claimMany creates n IPv4 claims of class in namespace at once (prefix-0,
 // prefix-1, ...) and waits until every one is Bound and its address Held.
-func (e *env) claimMany(b *testing.B, namespace, class, prefix string, n int) claimRun {
+// It returns create → Bound and create → Bound and Held per claim, and the
+// time from the first create until the last claim was both.
+func (e *env) claimMany(b *testing.B, namespace, class, prefix string, n int) (bound, ready Summary, total time.Duration) {
 	b.Helper()
-	before := e.scrapeAll(b)
-	cpu0 := e.cpu(b)
-	bound := make([]*expectation, n)
-	held := make([]*expectation, n)
+	boundX := make([]*expectation, n)
+	heldX := make([]*expectation, n)
 	starts := make([]time.Time, n)
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		bound[i] = e.w.expect(claimKey(namespace, name), isBound)
-		held[i] = e.w.expect(addressOfKey(namespace, name), isHeld)
+		boundX[i] = e.w.expect(claimKey(namespace, name), isBound)
+		heldX[i] = e.w.expect(addressOfKey(namespace, name), isHeld)
 	}
 	t0 := time.Now()
 	require.NoError(b, parallel(n, 16, func(i int) error {
@@ -113,189 +120,418 @@ func (e *env) claimMany(b *testing.B, namespace, class, prefix string, n int) cl
 			Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: class, Family: iadv1alpha1.FamilyIPv4},
 		})
 	}), "create claims")
-	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, bound...), held...), converge),
+	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, boundX...), heldX...), converge),
 		"claims Bound and Held")
-	run := claimRun{n: n, requests: map[string]float64{}}
 	var boundLat, readyLat []time.Duration
 	var last time.Time
 	for i := range n {
-		ready := bound[i].At()
-		if h := held[i].At(); h.After(ready) {
-			ready = h
+		r := later(boundX[i], heldX[i])
+		if r.After(last) {
+			last = r
 		}
-		if ready.After(last) {
-			last = ready
-		}
-		boundLat = append(boundLat, bound[i].At().Sub(starts[i]))
-		readyLat = append(readyLat, ready.Sub(starts[i]))
+		boundLat = append(boundLat, boundX[i].At().Sub(starts[i]))
+		readyLat = append(readyLat, r.Sub(starts[i]))
 	}
-	run.total = last.Sub(t0)
-	run.bound, run.ready = Summarize(boundLat), Summarize(readyLat)
-	run.cpu, run.busy = e.cpu(b).since(cpu0)
-	after := e.scrapeAll(b)
-	for _, c := range cluster.Controllers {
-		run.requests[c] = after[c].Sum("rest_client_requests_total") - before[c].Sum("rest_client_requests_total")
-	}
-	return run
+	return Summarize(boundLat), Summarize(readyLat), last.Sub(t0)
 }
 
-// BenchmarkClaimToBound creates N claims at once and measures how long each
-// takes from creation to Bound (the core's verdict) and to Bound and Held
-// (a placeholder keeps the address in MetalLB's books), the throughput, and
-// how both scale from N=50 to N=200.
-func BenchmarkClaimToBound(b *testing.B) {
-	e := setup(b)
-	runs := map[int]claimRun{}
-	sizes := []int{50, 200}
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			var r claimRun
-			for i := range b.N {
-				b.StopTimer()
-				ns, class := e.newClass(b, fmt.Sprintf("bound-%d-%d", n, i))
-				b.StartTimer()
-				r = e.claimMany(b, ns, class, "ip", n)
-			}
-			runs[n] = r
-			b.ReportMetric(r.rate(), "claims/s")
-			b.ReportMetric(Ms(r.bound.P50), "bound_p50_ms")
-			b.ReportMetric(Ms(r.bound.P95), "bound_p95_ms")
-			b.ReportMetric(Ms(r.bound.Max), "bound_max_ms")
-			b.ReportMetric(Ms(r.ready.P95), "held_p95_ms")
-			if base, ok := runs[sizes[0]]; ok && n != sizes[0] {
-				b.ReportMetric(Ratio(r.total.Seconds(), base.total.Seconds()), "total_x_vs_N50")
-				b.ReportMetric(Ratio(r.total.Seconds()/float64(n), base.total.Seconds()/float64(base.n)), "per_claim_x_vs_N50")
-			}
-		})
-	}
-	rows := [][]string{{"N", "TOTAL", "CLAIMS/S", "BOUND P50", "P95", "MAX", "BOUND+HELD P50", "P95", "MAX", "API REQ/CLAIM class/claim/service/ipaddress", "CPU " + strings.Join(cpuProcs, "/"), "MACHINE BUSY"}}
-	for _, n := range sizes {
-		r, ok := runs[n]
-		if !ok {
-			continue
+// later is when the last of xs was met.
+func later(xs ...*expectation) time.Time {
+	var t time.Time
+	for _, x := range xs {
+		if x.At().After(t) {
+			t = x.At()
 		}
-		var req []string
-		for _, c := range cluster.Controllers {
-			req = append(req, fmt.Sprintf("%.1f", r.requests[c]/float64(n)))
-		}
-		rows = append(rows, []string{fmt.Sprint(n), fmtD(r.total), fmt.Sprintf("%.1f", r.rate()),
-			fmtD(r.bound.P50), fmtD(r.bound.P95), fmtD(r.bound.Max),
-			fmtD(r.ready.P50), fmtD(r.ready.P95), fmtD(r.ready.Max), strings.Join(req, "/"), cpuCol(r.cpu), fmt.Sprintf("%.0f%%", 100*r.busy)})
 	}
-	out := table("ClaimToBound: N IPv4 claims created at once; latency per claim from its create call", rows)
-	small, big := runs[sizes[0]], runs[sizes[1]]
-	if small.n > 0 && big.n > 0 {
-		k := float64(big.n) / float64(small.n)
-		out += fmt.Sprintf("  scaling N=%d vs N=%d (%.0fx the claims): total time x%.2f, time per claim x%.2f, claims/s x%.2f, bound p95 x%.2f, bound+held p95 x%.2f\n",
-			big.n, small.n, k, Ratio(big.total.Seconds(), small.total.Seconds()),
-			Ratio(big.total.Seconds()/k, small.total.Seconds()), Ratio(big.rate(), small.rate()),
-			Ratio(Ms(big.bound.P95), Ms(small.bound.P95)), Ratio(Ms(big.ready.P95), Ms(small.ready.P95)))
-	}
-	b.Log(out)
+	return t
 }
 
-// BenchmarkHandoff attaches M bound claims to M existing Services at once
-// (annotation) and detaches them again, and measures annotate → the Service
-// shows the claim's IP, and detach → the address is held again. It also
-// reads the service controller's own handoff histograms.
+// deleteClaims deletes every claim of namespace and waits until the
+// addresses of class are gone (the class reclaims with Delete) and MetalLB
+// has settled.
+func (e *env) deleteClaims(b *testing.B, namespace, class string) {
+	b.Helper()
+	var claims iadv1alpha1.IPAddressClaimList
+	require.NoError(b, e.k.List(e.ctx, &claims, client.InNamespace(namespace)))
+	require.NoError(b, parallel(len(claims.Items), 16, func(i int) error {
+		return client.IgnoreNotFound(e.k.Delete(e.ctx, &claims.Items[i]))
+	}), "delete claims")
+	e.eventually(b, "addresses of class "+class+" gone", func() bool {
+		var l iadv1alpha1.IPAddressList
+		if e.k.List(e.ctx, &l) != nil {
+			return false
+		}
+		for _, a := range l.Items {
+			if a.Spec.ClassName == class {
+				return false
+			}
+		}
+		return true
+	})
+	e.settle(b)
+}
+
+// attach annotates svcs[i] with claims[i] at once and waits until each
+// Service holds its claim's address.
+func (e *env) attach(b *testing.B, ns string, svcs, claims []string, addrs []iadv1alpha1.ClaimedAddress) (Summary, time.Duration) {
+	b.Helper()
+	got := make([]*expectation, len(svcs))
+	starts := make([]time.Time, len(svcs))
+	for i := range svcs {
+		got[i] = e.w.expect(serviceKey(ns, svcs[i]), hasIngress(addrs[i].Address))
+	}
+	t0 := time.Now()
+	require.NoError(b, parallel(len(svcs), 16, func(i int) error {
+		starts[i] = time.Now()
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, iadv1alpha1.ServiceClaimAnnotation, claims[i])
+		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
+			client.RawPatch(types.MergePatchType, patch))
+	}), "annotate Services")
+	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "Services hold their claim's address")
+	return latencies(starts, got, t0)
+}
+
+// detach removes the claim annotation of svcs at once and waits until each
+// Service lost its address and the address is held by its placeholder again.
+func (e *env) detach(b *testing.B, ns string, svcs []string, addrs []iadv1alpha1.ClaimedAddress) (Summary, time.Duration) {
+	b.Helper()
+	n := len(svcs)
+	held := make([]*expectation, n)
+	gone := make([]*expectation, n)
+	starts := make([]time.Time, n)
+	for i := range n {
+		held[i] = e.w.expect(addressKey(addrs[i].Name), isHeldAgain)
+		gone[i] = e.w.expect(serviceKey(ns, svcs[i]), lacksIngress(addrs[i].Address))
+	}
+	t0 := time.Now()
+	require.NoError(b, parallel(n, 16, func(i int) error {
+		starts[i] = time.Now()
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, iadv1alpha1.ServiceClaimAnnotation)
+		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
+			client.RawPatch(types.MergePatchType, patch))
+	}), "remove annotations")
+	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, held...), gone...), converge),
+		"addresses held again, Services without the address")
+	var ds []time.Duration
+	var last time.Time
+	for i := range n {
+		t := later(held[i], gone[i])
+		ds = append(ds, t.Sub(starts[i]))
+		if t.After(last) {
+			last = t
+		}
+	}
+	return Summarize(ds), last.Sub(t0)
+}
+
+// repin pins plain Services to other free addresses of the plain pool at
+// once (metallb.io/loadBalancerIPs) and waits until each holds its new one:
+// what moving an address costs plain MetalLB.
+func (e *env) repin(b *testing.B, ns string, svcs, ips []string) (Summary, time.Duration) {
+	b.Helper()
+	got := make([]*expectation, len(svcs))
+	starts := make([]time.Time, len(svcs))
+	for i := range svcs {
+		got[i] = e.w.expect(serviceKey(ns, svcs[i]), hasIngress(ips[i]))
+	}
+	t0 := time.Now()
+	require.NoError(b, parallel(len(svcs), 16, func(i int) error {
+		starts[i] = time.Now()
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, names.MetalLBLoadBalancerIPs, ips[i])
+		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
+			client.RawPatch(types.MergePatchType, patch))
+	}), "re-pin plain Services")
+	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "plain Services hold their new address")
+	return latencies(starts, got, t0)
+}
+
+func seq(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range n {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
+// BenchmarkHandoff measures attach and detach, for both handoff kinds,
+// next to plain MetalLB moving a Service to another address: one at a time
+// on an idle cluster, then 30 at once with background Services.
 func BenchmarkHandoff(b *testing.B) {
 	e := setup(b)
+	sc := benchScale()
 	const m = 30
-	const hist, gap = "metallb_iad_handoff_seconds", "metallb_iad_handoff_unheld_seconds"
-	var attach, detachHeld, detachGone Summary
-	var attachTotal, heldTotal, goneTotal time.Duration
-	var before, after Metrics
-	for it := range b.N {
-		b.StopTimer()
-		ns, class := e.newClass(b, fmt.Sprintf("handoff-%d", it))
+	for range b.N {
+		ns, class := e.newClass(b, "handoff", 2*m, "")
 		e.claimMany(b, ns, class, "ip", m)
+		claims := seq("ip", m)
 		addrs := make([]iadv1alpha1.ClaimedAddress, m)
 		for i := range m {
-			addrs[i] = e.claimAddress(b, ns, fmt.Sprintf("ip-%d", i))
+			addrs[i] = e.claimAddress(b, ns, claims[i])
 		}
-		require.NoError(b, parallel(m, 16, func(i int) error {
-			return e.k.Create(e.ctx, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i)},
-				Spec: corev1.ServiceSpec{
-					Type:     corev1.ServiceTypeLoadBalancer,
-					Selector: map[string]string{"app": fmt.Sprintf("web-%d", i)},
-					Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-				},
-			})
-		}), "create Services")
-		var err error
-		before, err = Scrape(e.drivers["service"].MetricsAddr)
-		require.NoError(b, err)
-		b.StartTimer()
+		// shared-i can share with the placeholder; gap-i uses the
+		// placeholder's port, so the driver takes the gap handoff.
+		shared, gap := seq("shared", m), seq("gap", m)
+		require.NoError(b, parallel(2*m, 16, func(i int) error {
+			if i < m {
+				return e.k.Create(e.ctx, plainService(ns, shared[i], 80))
+			}
+			return e.k.Create(e.ctx, plainService(ns, gap[i-m], 9))
+		}), "create workload Services")
+		const repinNS = "bench-repin"
+		e.createPlain(b, repinNS, "repin", 0, m)
+		repins := seq("repin", m)
+		e.settle(b)
 
-		// Attach: annotate every Service at once.
-		got := make([]*expectation, m)
-		starts := make([]time.Time, m)
-		for i := range m {
-			got[i] = e.w.expect(serviceKey(ns, fmt.Sprintf("web-%d", i)), hasIngress(addrs[i].Address))
+		// One at a time on an idle cluster.
+		kinds := []struct {
+			name string
+			svcs []string
+		}{{"shared", shared}, {"gap", gap}}
+		var plainLat []time.Duration
+		var plainCost cost
+		for r := range sc.single {
+			s := e.snap(b)
+			lat, _ := e.repin(b, repinNS, repins[:1], []string{plainFreeIP(r, 0)})
+			plainCost.add(e.since(b, s))
+			plainLat = append(plainLat, lat.P50)
+			e.settle(b)
 		}
+		base := record(&op{section: "handoff", name: "plain re-pin, one at a time, idle", n: sc.single, lat: Summarize(plainLat), total: plainCost.dur, cost: plainCost})
+		for _, k := range kinds {
+			var att, det []time.Duration
+			var attCost, detCost cost
+			for range sc.single {
+				s := e.snap(b)
+				lat, _ := e.attach(b, ns, k.svcs[:1], claims[:1], addrs[:1])
+				att = append(att, lat.P50)
+				e.settle(b)
+				attCost.add(e.since(b, s))
+				s = e.snap(b)
+				lat, _ = e.detach(b, ns, k.svcs[:1], addrs[:1])
+				det = append(det, lat.P50)
+				e.settle(b)
+				detCost.add(e.since(b, s))
+			}
+			record(&op{section: "handoff", name: k.name + " attach, one at a time, idle", n: sc.single, lat: Summarize(att), total: attCost.dur, cost: attCost, base: base})
+			record(&op{section: "handoff", name: k.name + " detach, one at a time, idle", n: sc.single, lat: Summarize(det), total: detCost.dur, cost: detCost, base: base})
+		}
+
+		// 30 at once with background Services.
+		const bgNS = "bench-bg"
+		have := 0
+		for bi, bg := range sc.background {
+			if bg > have {
+				e.createPlain(b, bgNS, "bg", have, bg-have)
+				have = bg
+			}
+			e.settle(b)
+			label := fmt.Sprintf("%d at once, %d background (%d Services)", m, bg, e.countServices(b))
+			ips := make([]string, m)
+			for i := range m {
+				ips[i] = plainFreeIP(10+bi, i)
+			}
+			s := e.snap(b)
+			lat, total := e.repin(b, repinNS, repins, ips)
+			e.settle(b)
+			base := record(&op{section: "handoff", name: "plain re-pin, " + label, n: m, lat: lat, total: total, cost: e.since(b, s)})
+			for _, k := range kinds {
+				s := e.snap(b)
+				lat, total := e.attach(b, ns, k.svcs, claims, addrs)
+				e.settle(b)
+				record(&op{section: "handoff", name: k.name + " attach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
+				s = e.snap(b)
+				lat, total = e.detach(b, ns, k.svcs, addrs)
+				e.settle(b)
+				record(&op{section: "handoff", name: k.name + " detach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
+			}
+		}
+		e.deleteServices(b, bgNS)
+		e.deleteServices(b, repinNS)
+		e.deleteServices(b, ns)
+		e.deleteClaims(b, ns, class)
+	}
+}
+
+// BenchmarkWarmReservations measures a burst of claims on a class whose
+// warm reservations cover it (warmAddresses = the burst), next to the same
+// number of plain Services created at once.
+func BenchmarkWarmReservations(b *testing.B) {
+	e := setup(b)
+	n := benchScale().warm
+	for range b.N {
+		e.settle(b)
+		plainNS := fmt.Sprintf("bench-plain-warm-%d", n)
+		s := e.snap(b)
+		lat, total := e.createPlain(b, plainNS, "svc", 0, n)
+		e.settle(b)
+		base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d (warm comparison)", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
+		e.deleteServices(b, plainNS)
+
+		ns, class := e.newClass(b, "warm", 3*n, fmt.Sprintf(`,"warmAddresses":%d`, n))
 		t0 := time.Now()
-		require.NoError(b, parallel(m, 16, func(i int) error {
-			starts[i] = time.Now()
-			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, iadv1alpha1.ServiceClaimAnnotation, fmt.Sprintf("ip-%d", i))
-			return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}},
-				client.RawPatch(types.MergePatchType, patch))
-		}), "annotate Services")
-		require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "Services get their claim's IP")
-		attach, attachTotal = latencies(starts, got, t0)
+		e.eventually(b, fmt.Sprintf("%d warm addresses of class %s", n, class), func() bool { return e.warmCount(class) >= n })
+		fill := time.Since(t0)
+		e.settle(b)
+		s = e.snap(b)
+		bound, _, total := e.claimMany(b, ns, class, "ip", n)
+		c := e.since(b, s)
+		record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, warm reservations covering the burst, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})
+		// The refill after the burst, measured apart.
+		t1 := time.Now()
+		s = e.snap(b)
+		e.eventually(b, "warm addresses refilled", func() bool { return e.warmCount(class) >= n })
+		e.settle(b)
+		refill := e.since(b, s)
+		note(table("Warm reservations", [][]string{
+			{"STEP", "TIME", "DRIVER WRITES", "METALLB FULL PASSES", "STATUS 409s"},
+			{fmt.Sprintf("fill %d warm addresses from nothing", n), fmtD(fill), "-", "-", "-"},
+			{fmt.Sprintf("refill %d after the burst", n), fmtD(time.Since(t1)), f1(refill.driverWrites), fmt.Sprint(refill.metallb.FullPasses), fmt.Sprintf("%.0f", refill.statusConflicts())},
+		}))
 
-		// Detach: remove every annotation at once.
-		held := make([]*expectation, m)
-		gone := make([]*expectation, m)
-		for i := range m {
-			held[i] = e.w.expect(addressKey(addrs[i].Name), isHeldAgain)
-			gone[i] = e.w.expect(serviceKey(ns, fmt.Sprintf("web-%d", i)), lacksIngress(addrs[i].Address))
+		orig := &iadv1alpha1.IPAddressClass{}
+		require.NoError(b, e.k.Get(e.ctx, client.ObjectKey{Name: class}, orig))
+		cur := orig.DeepCopy()
+		cur.Spec.Parameters.Raw = []byte(strings.Replace(string(cur.Spec.Parameters.Raw), fmt.Sprintf(`"warmAddresses":%d`, n), `"warmAddresses":0`, 1))
+		require.NoError(b, e.k.Patch(e.ctx, cur, client.MergeFrom(orig)))
+		e.deleteClaims(b, ns, class)
+	}
+}
+
+// warmCount is how many Available addresses of class are bound to no claim.
+func (e *env) warmCount(class string) int {
+	var l iadv1alpha1.IPAddressList
+	if e.k.List(e.ctx, &l) != nil {
+		return 0
+	}
+	n := 0
+	for _, a := range l.Items {
+		if a.Spec.ClassName == class && a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil && a.Status.Phase == iadv1alpha1.AddressAvailable {
+			n++
 		}
-		t0 = time.Now()
-		require.NoError(b, parallel(m, 16, func(i int) error {
-			starts[i] = time.Now()
-			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, iadv1alpha1.ServiceClaimAnnotation)
-			return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}},
-				client.RawPatch(types.MergePatchType, patch))
-		}), "remove annotations")
-		require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, held...), gone...), converge),
-			"addresses held again, Services without the IP")
-		detachHeld, heldTotal = latencies(starts, held, t0)
-		detachGone, goneTotal = latencies(starts, gone, t0)
-		b.StopTimer()
-		after, err = Scrape(e.drivers["service"].MetricsAddr)
+	}
+	return n
+}
+
+// BenchmarkClaimToBound creates N claims at once and measures create →
+// Bound per claim next to N plain LoadBalancer Services created at once
+// (create → address), at each N of the scale. At the largest N it also
+// reads each controller's memory and restarts each controller.
+func BenchmarkClaimToBound(b *testing.B) {
+	e := setup(b)
+	sc := benchScale()
+	for range b.N {
+		for idx, n := range sc.claims {
+			e.settle(b)
+			plainNS := fmt.Sprintf("bench-plain-%d", n)
+			s := e.snap(b)
+			lat, total := e.createPlain(b, plainNS, "svc", 0, n)
+			e.settle(b)
+			base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
+			e.deleteServices(b, plainNS)
+
+			ns, class := e.newClass(b, fmt.Sprintf("claims-%d", n), n+16, "")
+			e.settle(b)
+			s = e.snap(b)
+			bound, ready, total := e.claimMany(b, ns, class, "ip", n)
+			e.settle(b)
+			c := e.since(b, s)
+			record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})
+			record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound and Held, N=%d", n), n: n, lat: ready, total: total, cost: c, base: base})
+			if idx == len(sc.claims)-1 {
+				e.memoryReport(b, n)
+				e.restartReport(b, n)
+				continue
+			}
+			e.deleteClaims(b, ns, class)
+		}
+	}
+}
+
+// memoryReport adds each controller's memory to the report.
+func (e *env) memoryReport(b *testing.B, n int) {
+	b.Helper()
+	mem := e.memory(b)
+	var addrs iadv1alpha1.IPAddressList
+	require.NoError(b, e.k.List(e.ctx, &addrs))
+	rows := [][]string{{"CONTROLLER", "RSS", "PEAK RSS", "HEAP IN USE", "LIVE HEAP", "LIVE HEAP PER ADDRESS"}}
+	for _, ctl := range cluster.Controllers {
+		m := mem[ctl]
+		rows = append(rows, []string{ctl, MiB(m.proc.RSS), MiB(m.proc.HWM), MiB(m.heap), MiB(m.live),
+			strings.TrimPrefix(KiB(Ratio(m.live, float64(len(addrs.Items)))), "+")})
+		b.ReportMetric(m.proc.RSS/(1<<20), ctl+"_rss_MiB")
+		memRSS[ctl] = m.proc.RSS
+	}
+	note(table(fmt.Sprintf("Memory per controller after the N=%d claims (%d IPAddresses, %d Services in the cluster); "+
+		"RSS = VmRSS, PEAK = VmHWM; heap from /metrics right after fresh GCs", n, len(addrs.Items), e.countServices(b)), rows))
+}
+
+// memRSS is each controller's RSS at the largest N, for the targets.
+var memRSS = map[string]float64{}
+
+// restartResult is one controller's restart.
+type restartResult struct {
+	ctl      string
+	converge time.Duration
+	cost     cost
+}
+
+var restarts []restartResult
+
+// restartReport restarts each controller in turn and measures how long it
+// takes from the new process's start until it has reconciled everything
+// (its work queues empty and no reconcile for two seconds), and what that
+// resync wrote.
+func (e *env) restartReport(b *testing.B, n int) {
+	b.Helper()
+	rows := [][]string{{"CONTROLLER", "CONVERGED AFTER", "RECONCILES", "WRITES (leases left out)", "REQUESTS BY VERB AND RESOURCE"}}
+	for _, ctl := range cluster.Controllers {
+		e.settle(b)
+		s := e.snap(b)
+		e.drivers[ctl].Stop(10 * time.Second)
+		t0 := time.Now()
+		d, err := e.c.StartDriver(e.ctx, e.binDir, ctl)
 		require.NoError(b, err)
+		e.drivers[ctl] = d
+		wctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
+		require.NoError(b, d.WaitReady(wctx))
+		require.NoError(b, waitLeader(wctx, d))
+		cancel()
+		at, reconciles := e.quiet(b, d, 2*time.Second)
+		e.settle(b)
+		c := e.since(b, s)
+		// The restart's own lease writes and leader-election Events
+		// are not resync writes.
+		writes := Writes(c.reqs, "leases", "events")
+		r := restartResult{ctl: ctl, converge: at.Sub(t0), cost: c}
+		restarts = append(restarts, r)
+		rows = append(rows, []string{ctl, fmtD(r.converge), fmt.Sprintf("%.0f", reconciles), fmt.Sprintf("%.0f", writes), PerOp(c.reqs, 1, "leases")})
 	}
-	b.ReportMetric(Ms(attach.P50), "attach_p50_ms")
-	b.ReportMetric(Ms(attach.P95), "attach_p95_ms")
-	b.ReportMetric(Ms(attach.Max), "attach_max_ms")
-	b.ReportMetric(Ms(detachHeld.P50), "reheld_p50_ms")
-	b.ReportMetric(Ms(detachHeld.P95), "reheld_p95_ms")
-	b.ReportMetric(Ms(detachHeld.Max), "reheld_max_ms")
+	note(table(fmt.Sprintf("Restart of each controller with the N=%d claims' addresses in place: new process start -> queues empty", n), rows))
+}
 
-	rows := [][]string{{"STEP", "COUNT", "ALL DONE IN", "P50", "P95", "MAX", "MEAN"}}
-	row := func(step string, s Summary, total time.Duration) {
-		rows = append(rows, []string{step, fmt.Sprint(s.N), fmtD(total), fmtD(s.P50), fmtD(s.P95), fmtD(s.Max), fmtD(s.Mean)})
-	}
-	row("annotate -> Service ingress has the claim IP", attach, attachTotal)
-	row("detach -> address Held again (hold re-armed)", detachHeld, heldTotal)
-	row("detach -> Service ingress without the IP", detachGone, goneTotal)
-	out := table(fmt.Sprintf("Handoff: %d bound claims attached to %d existing Services at once, then detached (client-side clock)", m, m), rows)
-
-	rows = [][]string{{"SERVICE CONTROLLER HISTOGRAM", "COUNT", "SUM", "MEAN"}}
-	for _, h := range []string{hist, gap} {
-		count := after[h+"_count"] - before[h+"_count"]
-		sum := after[h+"_sum"] - before[h+"_sum"]
-		if count == 0 {
-			rows = append(rows, []string{h, "0", "-", "- (nothing observed)"})
-			continue
+// quiet waits until a controller's work queues are empty and its reconcile
+// count has not moved for hold, and returns when it last moved and how many
+// reconciles it counted.
+func (e *env) quiet(b *testing.B, d *cluster.Driver, hold time.Duration) (time.Time, float64) {
+	b.Helper()
+	var last float64 = -1
+	lastAt := time.Now()
+	deadline := time.Now().Add(converge)
+	for {
+		m, err := Scrape(d.MetricsAddr)
+		require.NoError(b, err)
+		total, depth := m.Sum("controller_runtime_reconcile_total"), m.Sum("workqueue_depth")
+		if total != last {
+			last, lastAt = total, time.Now()
 		}
-		mean := time.Duration(sum / count * float64(time.Second))
-		rows = append(rows, []string{h, fmt.Sprintf("%.0f", count), fmt.Sprintf("%.3fs", sum), fmtD(mean)})
-		b.ReportMetric(Ms(mean), strings.TrimPrefix(h, "metallb_iad_")+"_mean_ms")
+		if depth == 0 && time.Since(lastAt) >= hold {
+			return lastAt, total
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s did not settle within %s", d.Controller, converge)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	out += table("Handoff as the service controller measures it (/metrics, this run's delta)", rows)
-	b.Log(out)
 }
 
 // latencies turns per-item start times and met expectations into a summary
@@ -373,85 +609,4 @@ func sampleHeap(addr string, samples int, timeout time.Duration) (memSample, int
 		s.heap = readings[len(readings)/2]
 	}
 	return s, int(last - c0), nil
-}
-
-// BenchmarkControllerMemory reads each controller process's resident memory
-// (/proc) and Go heap (/metrics) at three moments: before its own load (after
-// whatever the other benchmarks left), after 1000 plain Services in other
-// namespaces that are none of the driver's business (to show what each
-// controller's cache keeps of them), and after K more claims Bound and Held.
-func BenchmarkControllerMemory(b *testing.B) {
-	e := setup(b)
-	const plain, perNS, k = 1000, 250, 100
-	var a, pb, c map[string]memSample
-	var managed, services int
-	for it := range b.N {
-		b.StopTimer()
-		ns, class := e.newClass(b, fmt.Sprintf("memory-%d", it))
-		b.StartTimer()
-		time.Sleep(2 * time.Second) // let the controllers settle after the class
-		a = e.memory(b)
-
-		for j := range plain / perNS {
-			require.NoError(b, e.c.EnsureNamespace(e.ctx, fmt.Sprintf("bench-plain-%d-%d", it, j)))
-		}
-		require.NoError(b, parallel(plain, 16, func(i int) error {
-			return e.k.Create(e.ctx, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("bench-plain-%d-%d", it, i/perNS), Name: fmt.Sprintf("plain-%d", i),
-					Labels: map[string]string{"app": "unrelated"}, Annotations: map[string]string{"example.com/owner": "someone-else"}},
-				Spec: corev1.ServiceSpec{
-					Selector: map[string]string{"app": fmt.Sprintf("plain-%d", i)},
-					Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
-						{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP}},
-				},
-			})
-		}), "create plain Services")
-		time.Sleep(3 * time.Second) // the informers take them in
-		pb = e.memory(b)
-
-		e.claimMany(b, ns, class, "ip", k)
-		time.Sleep(3 * time.Second)
-		c = e.memory(b)
-
-		addrs := &iadv1alpha1.IPAddressList{}
-		require.NoError(b, e.k.List(e.ctx, addrs))
-		managed = len(addrs.Items)
-		svcs := &corev1.ServiceList{}
-		require.NoError(b, e.k.List(e.ctx, svcs))
-		services = len(svcs.Items)
-	}
-
-	rows := [][]string{{"CONTROLLER", "RSS A", "RSS B", "RSS C", "PEAK RSS C", "HEAP INUSE A", "HEAP INUSE B", "HEAP INUSE C",
-		fmt.Sprintf("HEAP INUSE C PER MANAGED ADDR (/%d)", managed)}}
-	for _, ctl := range cluster.Controllers {
-		x, y, z := a[ctl], pb[ctl], c[ctl]
-		perManaged := Ratio(z.heap, float64(managed))
-		rows = append(rows, []string{ctl, MiB(x.proc.RSS), MiB(y.proc.RSS), MiB(z.proc.RSS), MiB(z.proc.HWM),
-			MiB(x.heap), MiB(y.heap), MiB(z.heap), strings.TrimPrefix(KiB(perManaged), "+")})
-		b.ReportMetric(z.proc.RSS/(1<<20), ctl+"_rss_MiB")
-		b.ReportMetric(z.heap/(1<<20), ctl+"_heap_MiB")
-		b.ReportMetric(perManaged/(1<<10), ctl+"_heap_KiB/addr")
-	}
-	out := table(fmt.Sprintf("ControllerMemory: A = before (after earlier benchmarks), B = +%d plain ClusterIP Services in %d other namespaces, "+
-		"C = +%d claims Bound and Held; cluster at C: %d IPAddresses, %d Services.\n"+
-		"RSS = VmRSS, PEAK = VmHWM (/proc/<pid>/status); HEAP INUSE = go_memstats_heap_inuse_bytes (/metrics), median right after 3 fresh GCs",
-		plain, plain/perNS, k, managed, services), rows)
-
-	rows = [][]string{{"CONTROLLER", "LIVE A", "LIVE B", "LIVE C",
-		fmt.Sprintf("PER PLAIN SVC (B-A)/%d", plain), fmt.Sprintf("PER NEW ADDR (C-B)/%d", k), fmt.Sprintf("LIVE C PER MANAGED ADDR (/%d)", managed)}}
-	for _, ctl := range cluster.Controllers {
-		x, y, z := a[ctl], pb[ctl], c[ctl]
-		if z.live == 0 {
-			continue
-		}
-		perManaged := Ratio(z.live, float64(managed))
-		rows = append(rows, []string{ctl, MiB(x.live), MiB(y.live), MiB(z.live),
-			KiB((y.live - x.live) / plain), KiB((z.live - y.live) / k), strings.TrimPrefix(KiB(perManaged), "+")})
-		b.ReportMetric((y.live-x.live)/plain, ctl+"_live_B/plain_svc")
-		b.ReportMetric((z.live-y.live)/k/(1<<10), ctl+"_live_KiB/new_addr")
-	}
-	if len(rows) > 1 {
-		out += table("Live heap (go_gc_heap_live_bytes, marked live by the last of those GCs): what each controller keeps per object", rows)
-	}
-	b.Log(out)
 }

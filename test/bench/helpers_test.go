@@ -103,3 +103,62 @@ func TestParseMachineStat(t *testing.T) {
 	_, err = ParseMachineStat("intr 1 2 3\n")
 	assert.ErrorContains(t, err, "no aggregate cpu line")
 }
+
+func TestParseSeries(t *testing.T) {
+	name, l := ParseSeries(`apiserver_request_total{code="409",resource="services",subresource="status",verb="PUT",x="a\"b,c"}`)
+	assert.Equal(t, "apiserver_request_total", name)
+	assert.Equal(t, map[string]string{"code": "409", "resource": "services", "subresource": "status", "verb": "PUT", "x": `a"b,c`}, l)
+	name, l = ParseSeries("up")
+	assert.Equal(t, "up", name)
+	assert.Empty(t, l)
+}
+
+func TestAPIRequests(t *testing.T) {
+	before := Metrics{
+		`apiserver_request_total{code="200",resource="services",subresource="",verb="PATCH"}`:     10,
+		`apiserver_request_total{code="200",resource="services",subresource="status",verb="PUT"}`: 5,
+	}
+	after := Metrics{
+		`apiserver_request_total{code="200",resource="services",subresource="",verb="PATCH"}`:     14,
+		`apiserver_request_total{code="200",resource="services",subresource="status",verb="PUT"}`: 8,
+		`apiserver_request_total{code="409",resource="services",subresource="status",verb="PUT"}`: 2,
+		`apiserver_request_total{code="201",resource="ipaddresses",subresource="",verb="POST"}`:   3,
+		`apiserver_request_total{code="200",resource="leases",subresource="",verb="PUT"}`:         6,
+		`apiserver_request_total{code="200",resource="services",subresource="",verb="WATCH"}`:     9,
+		`apiserver_request_total{code="200",resource="services",subresource="",verb="LIST"}`:      1,
+		`rest_client_requests_total{code="200",method="GET"}`:                                     100,
+	}
+	reqs := APIRequests(before, after)
+	assert.Equal(t, map[Request]float64{
+		"PATCH services": 4, "PUT services/status": 5, "POST ipaddresses": 3, "PUT leases": 6, "LIST services": 1,
+	}, reqs, "WATCH is left out; 409s count as requests")
+	assert.Equal(t, map[Request]float64{"PUT services/status": 2}, APIRequestsWithCode(before, after, "409"))
+	assert.InDelta(t, 12, Writes(reqs, "leases"), 1e-9)
+	assert.InDelta(t, 18, Writes(reqs), 1e-9)
+	assert.InDelta(t, 13, Total(reqs, "leases"), 1e-9)
+	assert.Equal(t, "PUT services/status 2.5, PATCH services 2.0, POST ipaddresses 1.5, LIST services 0.5", PerOp(reqs, 2, "leases"))
+	assert.Equal(t, "-", PerOp(nil, 2))
+}
+
+func TestDriverWrites(t *testing.T) {
+	before := map[string]Metrics{"claim": {`rest_client_requests_total{code="201",host="h",method="POST"}`: 2}}
+	after := map[string]Metrics{
+		"claim":   {`rest_client_requests_total{code="201",host="h",method="POST"}`: 7, `rest_client_requests_total{code="200",host="h",method="GET"}`: 50},
+		"service": {`rest_client_requests_total{code="200",host="h",method="PATCH"}`: 4, `rest_client_requests_total{code="200",host="h",method="PUT"}`: 3},
+	}
+	assert.InDelta(t, 9, DriverWrites(before, after, 3), 1e-9, "5 POST + 4 PATCH + 3 PUT - 3 lease renewals")
+	assert.Zero(t, DriverWrites(before, before, 3), "never negative")
+}
+
+func TestCountMetalLBLog(t *testing.T) {
+	log := `{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"x"}
+{"caller":"service_controller.go:107","controller":"ServiceReconciler","event":"force service reload","level":"info","ts":"x"}
+{"caller":"service_controller.go:65","controller":"ServiceReconciler","end reconcile":"ns/a","level":"info","ts":"x"}
+{"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}
+{"caller":"main.go:133","error":"Operation cannot be fulfilled on services \"p\": the object has been modified; please apply your changes to the latest version and try again","level":"error","msg":"failed to update service","op":"updateServiceStatus","ts":"x"}
+{"caller":"main.go:133","error":"Timeout","level":"error","msg":"failed to update service","op":"updateServiceStatus","ts":"x"}
+{"caller":"service_controller_reload.go:113","controller":"ServiceReconciler - reprocessAll","event":"force service reload","level":"info","ts":"x"}
+{"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}
+`
+	assert.Equal(t, MetalLBLog{Reconciles: 1, FullPasses: 2, ForcedReloads: 1, FailedPasses: 1, UpdateFailures: 2, Conflicts: 1}, CountMetalLBLog(log))
+}

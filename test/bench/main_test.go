@@ -15,6 +15,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -36,6 +37,7 @@ type env struct {
 	c       *cluster.Cluster
 	k       client.Client
 	w       *watcher
+	cs      kubernetes.Interface
 	drivers map[string]*cluster.Driver
 	binDir  string
 	cancel  context.CancelFunc
@@ -51,6 +53,9 @@ var (
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
 	code := m.Run()
+	if r := report(); r != "" {
+		fmt.Print(r)
+	}
 	if theEnv != nil {
 		theEnv.stop()
 	}
@@ -87,7 +92,8 @@ func start() (e *env, err error) {
 		}
 	}()
 	ctx := e.ctx
-	if e.c, err = cluster.Start(ctx, cluster.Options{}); err != nil {
+	// MetalLB logs its full passes over every Service only at info level.
+	if e.c, err = cluster.Start(ctx, cluster.Options{MetalLBLogLevel: "info"}); err != nil {
 		return e, err
 	}
 	// The in-process core and the benchmark's own client run without
@@ -96,6 +102,12 @@ func start() (e *env, err error) {
 	cfg := rest.CopyConfig(e.c.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	if e.k, err = client.New(cfg, client.Options{Scheme: bootstrap.Scheme()}); err != nil {
+		return e, err
+	}
+	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return e, err
+	}
+	if err = e.createPlainPool(ctx); err != nil {
 		return e, err
 	}
 	if err = e.c.InstallDriverRBAC(ctx); err != nil {
@@ -168,25 +180,39 @@ func (e *env) stop() {
 	}
 }
 
-// rangeSeq numbers the /22 ranges handed to classes, so no two classes of
-// a run overlap (the class controller would refuse the later one).
-var rangeSeq atomic.Int32
+// nextAddr is the offset in 10.200.0.0/16 of the first address no class
+// of this run has taken yet, so no two classes overlap (the class
+// controller would refuse the later one).
+var nextAddr atomic.Int32
 
-// newClass creates a namespace and a class of our provisioner over a fresh
-// /22 of 10.200.0.0/16, and waits until MetalLB has loaded its pool.
-func (e *env) newClass(b *testing.B, name string) (namespace, class string) {
+// classRange takes the next size addresses of 10.200.0.0/16 as a MetalLB
+// range.
+func classRange(size int) (string, error) {
+	end := nextAddr.Add(int32(size))
+	start := end - int32(size)
+	if end > 1<<16 {
+		return "", fmt.Errorf("out of addresses in 10.200.0.0/16")
+	}
+	at := func(off int32) string { return fmt.Sprintf("10.200.%d.%d", off>>8, off&0xff) }
+	return at(start) + "-" + at(end-1), nil
+}
+
+// newClass creates a namespace and a class of our provisioner over size
+// fresh addresses of 10.200.0.0/16, with extra parameters merged in, and
+// waits until MetalLB has loaded its pool.
+func (e *env) newClass(b *testing.B, name string, size int, extra string) (namespace, class string) {
 	b.Helper()
-	k := rangeSeq.Add(1) - 1
-	require.Less(b, k, int32(64), "out of /22 ranges in 10.200.0.0/16")
-	cidr := fmt.Sprintf("10.200.%d.0/22", 4*k)
+	r, err := classRange(size)
+	require.NoError(b, err)
 	namespace, class = "bench-"+name, "bench-"+name
 	require.NoError(b, e.c.EnsureNamespace(e.ctx, namespace))
+	params := fmt.Sprintf(`{"addresses":[%q]%s}`, r, extra)
 	require.NoError(b, e.k.Create(e.ctx, &iadv1alpha1.IPAddressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: class},
 		Spec: iadv1alpha1.IPAddressClassSpec{
 			Provisioner:   names.Provisioner,
 			ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters:    &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q]}`, cidr)},
+			Parameters:    &apiextensionsv1.JSON{Raw: []byte(params)},
 		},
 	}))
 	pool := &metallbv1beta1.IPAddressPool{}
@@ -195,6 +221,25 @@ func (e *env) newClass(b *testing.B, name string) (namespace, class string) {
 		return err == nil && pool.Status.AvailableIPv4 > 0
 	})
 	return namespace, class
+}
+
+// plainPool is the autoAssign pool plain Services draw from: MetalLB used
+// the way most clusters use it, the baseline every figure is compared to.
+const plainPool = "bench-plain"
+
+// plainRange is plainPool's range. Plain Services are given addresses from
+// its start; re-pins go to plainFreeIP, far above what they are given.
+const plainRange = "10.100.0.0/16"
+
+// plainFreeIP is the i-th address re-pinned Services move to in round r.
+func plainFreeIP(r, i int) string { return fmt.Sprintf("10.100.%d.%d", 255-r, 10+i) }
+
+func (e *env) createPlainPool(ctx context.Context) error {
+	auto := true
+	return e.k.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: plainPool},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{plainRange}, AutoAssign: &auto},
+	})
 }
 
 // eventually polls cond until it holds, failing the benchmark after converge.

@@ -48,6 +48,10 @@ type Options struct {
 	NoCRDs bool
 	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
 	Dir string
+	// MetalLBLogLevel is the MetalLB controller's -log-level; "warn" if
+	// empty. The benchmarks use "info": MetalLB logs each full pass over
+	// every Service only at that level.
+	MetalLBLogLevel string
 }
 
 // Cluster is a running local control plane.
@@ -61,10 +65,11 @@ type Cluster struct {
 	// Dir holds the kubeconfigs and the process logs.
 	Dir string
 
-	env     *envtest.Environment
-	kcm     *Process
-	metallb *Process
-	ownDir  bool
+	env          *envtest.Environment
+	kcm          *Process
+	metallb      *Process
+	metallbLevel string
+	ownDir       bool
 
 	stopOnce sync.Once
 	stopSig  chan struct{}
@@ -84,7 +89,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
+	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), metallbLevel: opts.MetalLBLogLevel}
+	if c.metallbLevel == "" {
+		c.metallbLevel = "warn"
+	}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
 			return nil, err
@@ -193,7 +201,7 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		"-webhook-mode", "disabled",
 		"-disable-cert-rotation",
 		"-port", fmt.Sprint(port),
-		"-log-level", "warn",
+		"-log-level", c.metallbLevel,
 	)
 	if err != nil {
 		return err

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// snap is the state of every counter the benchmark reads, at one moment.
+type snap struct {
+	at      time.Time
+	api     Metrics
+	drivers map[string]Metrics
+	logOff  int64
+	cpu     cpuUse
+}
+
+// cost is what one operation cost, between two snaps.
+type cost struct {
+	dur time.Duration
+	// reqs is every API request the API server answered, by verb and
+	// resource, from apiserver_request_total (every client: the driver,
+	// MetalLB, the reference core and the benchmark's own calls).
+	reqs map[Request]float64
+	// conflicts is the 409 answers among reqs.
+	conflicts map[Request]float64
+	// driverWrites is the four driver controllers' writes, lease renewals
+	// left out.
+	driverWrites float64
+	// driverReqs is the four driver controllers' requests, lease requests
+	// left out.
+	driverReqs float64
+	// metallb is what MetalLB's log shows.
+	metallb MetalLBLog
+	cpu     map[string]time.Duration
+	busy    float64
+}
+
+// statusConflicts is how many of MetalLB's Service status updates the API
+// server refused with 409 (only MetalLB writes Service status).
+func (c cost) statusConflicts() float64 { return c.conflicts["PUT services/status"] }
+
+func (e *env) apiMetrics(b *testing.B) Metrics {
+	b.Helper()
+	raw, err := e.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(e.ctx)
+	require.NoError(b, err, "scrape the API server's metrics")
+	return ParseMetrics(string(raw))
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func (e *env) snap(b *testing.B) snap {
+	b.Helper()
+	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: fileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b)}
+}
+
+// since is the cost of what happened after s.
+func (e *env) since(b *testing.B, s snap) cost {
+	b.Helper()
+	now := e.snap(b)
+	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409")}
+	leases := c.reqs["PUT leases"] + c.reqs["POST leases"]
+	c.driverWrites = DriverWrites(s.drivers, now.drivers, leases)
+	for _, ctl := range cluster.Controllers {
+		c.driverReqs += now.drivers[ctl].Sum("rest_client_requests_total") - s.drivers[ctl].Sum("rest_client_requests_total")
+	}
+	c.driverReqs = max(c.driverReqs-leases-c.reqs["GET leases"], 0)
+	c.metallb = CountMetalLBLog(readFrom(e.c.MetalLB().LogPath, s.logOff))
+	c.cpu, c.busy = now.cpu.since(s.cpu)
+	return c
+}
+
+func readFrom(path string, off int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// settle waits until MetalLB has logged nothing for a second and a half
+// (at info level it logs every reconcile), so one operation's tail is not
+// counted against the next.
+func (e *env) settle(b *testing.B) {
+	b.Helper()
+	path := e.c.MetalLB().LogPath
+	last, since := fileSize(path), time.Now()
+	deadline := time.Now().Add(converge)
+	for time.Since(since) < 1500*time.Millisecond {
+		if time.Now().After(deadline) {
+			b.Fatalf("MetalLB did not settle within %s", converge)
+		}
+		time.Sleep(250 * time.Millisecond)
+		if sz := fileSize(path); sz != last {
+			last, since = sz, time.Now()
+		}
+	}
+}
+
+// op is one measured operation of the run, with its baseline.
+type op struct {
+	// section groups rows in the report; name says what was measured.
+	section, name string
+	n             int
+	lat           Summary
+	// total runs from the first action to the last item done.
+	total time.Duration
+	cost  cost
+	// base is the plain-MetalLB operation it is compared with (nil for a
+	// baseline itself).
+	base *op
+}
+
+func (o *op) rate() float64 { return Ratio(float64(o.n), o.total.Seconds()) }
+
+// results are the operations of the run, in order, for the final report.
+var (
+	resultsMu sync.Mutex
+	results   []*op
+	extras    []string
+)
+
+func record(o *op) *op {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	results = append(results, o)
+	return o
+}
+
+// note adds a rendered table to the final report.
+func note(s string) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	extras = append(extras, s)
+}
+
+// plainService is a Service as a tenant writes it: LoadBalancer, a
+// selector, port 80; annotations are added by the caller.
+func plainService(ns, name string, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: "p", Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// anyIngress is met once a Service shows any load-balancer address.
+func anyIngress(o client.Object) bool {
+	return len(o.(*corev1.Service).Status.LoadBalancer.Ingress) > 0
+}
+
+// createPlain creates n plain LoadBalancer Services (prefix-i) in ns at
+// once and waits until MetalLB has given each an address from the
+// autoAssign pool. It returns create → address per Service.
+func (e *env) createPlain(b *testing.B, ns, prefix string, from, n int) (Summary, time.Duration) {
+	b.Helper()
+	require.NoError(b, e.c.EnsureNamespace(e.ctx, ns))
+	got := make([]*expectation, n)
+	starts := make([]time.Time, n)
+	for i := range n {
+		got[i] = e.w.expect(serviceKey(ns, fmt.Sprintf("%s-%d", prefix, from+i)), anyIngress)
+	}
+	t0 := time.Now()
+	require.NoError(b, parallel(n, 16, func(i int) error {
+		starts[i] = time.Now()
+		return e.k.Create(e.ctx, plainService(ns, fmt.Sprintf("%s-%d", prefix, from+i), 80))
+	}), "create plain Services")
+	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "plain Services get an address")
+	return latencies(starts, got, t0)
+}
+
+// deleteServices deletes every Service of ns and waits until they are gone
+// and MetalLB has settled.
+func (e *env) deleteServices(b *testing.B, ns string) {
+	b.Helper()
+	var list corev1.ServiceList
+	require.NoError(b, e.k.List(e.ctx, &list, client.InNamespace(ns)))
+	require.NoError(b, parallel(len(list.Items), 16, func(i int) error {
+		return client.IgnoreNotFound(e.k.Delete(e.ctx, &list.Items[i]))
+	}), "delete Services")
+	e.eventually(b, "Services of "+ns+" gone", func() bool {
+		var l corev1.ServiceList
+		return e.k.List(e.ctx, &l, client.InNamespace(ns)) == nil && len(l.Items) == 0
+	})
+	e.settle(b)
+}
+
+// countServices is how many Services the cluster holds.
+func (e *env) countServices(b *testing.B) int {
+	b.Helper()
+	var l corev1.ServiceList
+	require.NoError(b, e.k.List(e.ctx, &l))
+	return len(l.Items)
+}
+
+// add sums another cost into c.
+func (c *cost) add(o cost) {
+	c.dur += o.dur
+	if c.reqs == nil {
+		c.reqs, c.conflicts, c.cpu = map[Request]float64{}, map[Request]float64{}, map[string]time.Duration{}
+	}
+	for k, v := range o.reqs {
+		c.reqs[k] += v
+	}
+	for k, v := range o.conflicts {
+		c.conflicts[k] += v
+	}
+	for k, v := range o.cpu {
+		c.cpu[k] += v
+	}
+	c.driverWrites += o.driverWrites
+	c.driverReqs += o.driverReqs
+	c.metallb.Reconciles += o.metallb.Reconciles
+	c.metallb.FullPasses += o.metallb.FullPasses
+	c.metallb.ForcedReloads += o.metallb.ForcedReloads
+	c.metallb.FailedPasses += o.metallb.FailedPasses
+	c.metallb.UpdateFailures += o.metallb.UpdateFailures
+	c.metallb.Conflicts += o.metallb.Conflicts
+	c.busy = o.busy
+}

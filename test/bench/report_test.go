@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// report renders every recorded operation side by side with its baseline,
+// what each cost per operation, and the targets.
+func report() string {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	if len(results) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("\n==================== metallb-iad benchmark: side by side with plain MetalLB, same run ====================\n")
+	rows := [][]string{{"OPERATION", "N", "P50", "P95", "MAX", "PER S", "BASELINE", "BASE P50", "BASE P95", "x P50", "x P95", "x PER S"}}
+	for _, o := range results {
+		r := []string{o.name, fmt.Sprint(o.n), fmtD(o.lat.P50), fmtD(o.lat.P95), fmtD(o.lat.Max), rate(o)}
+		if o.base != nil {
+			r = append(r, o.base.name, fmtD(o.base.lat.P50), fmtD(o.base.lat.P95),
+				x(Ms(o.lat.P50), Ms(o.base.lat.P50)), x(Ms(o.lat.P95), Ms(o.base.lat.P95)), x(o.rate(), o.base.rate()))
+		} else {
+			r = append(r, "(baseline)", "", "", "", "", "")
+		}
+		rows = append(rows, r)
+	}
+	sb.WriteString(table("Latency (client clock: the action's API call -> the benchmark's informer sees the result); PER S = N / (first action -> last done)", rows))
+
+	rows = [][]string{{"OPERATION", "API REQ/OP (all clients)", "DRIVER REQ/OP", "DRIVER WRITES/OP", "METALLB RECONCILES/OP", "FULL PASSES/OP", "FORCED RELOADS", "FAILED PASSES", "STATUS 409s", "UPDATE FAILURES", "CPU s " + strings.Join(cpuProcs, "/"), "MACHINE BUSY"}}
+	for _, o := range results {
+		c, n := o.cost, float64(o.n)
+		rows = append(rows, []string{o.name, f1(Total(c.reqs, "leases") / n), f1(c.driverReqs / n), f1(c.driverWrites / n),
+			f1(float64(c.metallb.Reconciles) / n), f2(float64(c.metallb.FullPasses) / n), fmt.Sprint(c.metallb.ForcedReloads),
+			fmt.Sprint(c.metallb.FailedPasses), fmt.Sprintf("%.0f", c.statusConflicts()), fmt.Sprint(c.metallb.UpdateFailures),
+			cpuCol(c.cpu), fmt.Sprintf("%.0f%%", 100*c.busy)})
+	}
+	sb.WriteString(table("Cost per operation: API requests (apiserver_request_total, leases left out), the driver's own requests and writes "+
+		"(rest_client_requests_total of its four controllers, lease renewals left out), MetalLB's reconciles, full passes over every Service, "+
+		"forced reloads and failed passes (its log), and its status updates refused with 409 (apiserver_request_total)", rows))
+
+	rows = [][]string{{"OPERATION", "API REQUESTS PER OP BY VERB AND RESOURCE (every client; leases left out)"}}
+	for _, o := range results {
+		rows = append(rows, []string{o.name, PerOp(o.cost.reqs, o.n, "leases")})
+	}
+	sb.WriteString(table("Requests per operation by verb and resource", rows))
+	for _, x := range extras {
+		sb.WriteString(x)
+	}
+	sb.WriteString(targets())
+	return sb.String()
+}
+
+func rate(o *op) string {
+	r := o.rate()
+	if math.IsNaN(r) || o.total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+func x(a, b float64) string {
+	r := Ratio(a, b)
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// find returns the first recorded operation whose name starts with prefix.
+func find(prefix string) *op {
+	for _, o := range results {
+		if strings.HasPrefix(o.name, prefix) {
+			return o
+		}
+	}
+	return nil
+}
+
+// findAll returns the recorded operations whose name contains every part.
+func findAll(parts ...string) []*op {
+	var out []*op
+	for _, o := range results {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(o.name, p)
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// targets checks the figures of this run against the project's targets.
+func targets() string {
+	rows := [][]string{{"TARGET", "MEASURED", "MET"}}
+	add := func(target, measured string, met bool, known bool) {
+		v := "no"
+		switch {
+		case !known:
+			v, measured = "not measured", "-"
+		case met:
+			v = "yes"
+		}
+		rows = append(rows, []string{target, measured, v})
+	}
+
+	for _, kind := range []string{"shared", "gap"} {
+		for _, dir := range []string{"attach", "detach"} {
+			o := find(kind + " " + dir + ", one at a time, idle")
+			add(fmt.Sprintf("single %s %s, idle: p50 <= 150ms", kind, dir), summ(o), o != nil && o.lat.P50 <= 150*time.Millisecond, o != nil)
+		}
+	}
+	for _, o := range findAll("at once, 1000 background") {
+		if o.base == nil {
+			continue
+		}
+		ok := o.lat.P95 <= 2*o.base.lat.P95 && o.lat.Max <= 2*time.Second
+		add("30 at once, 1000 background: p95 <= 2x plain re-pin p95, max <= 2s ("+strings.SplitN(o.name, ",", 2)[0]+")",
+			fmt.Sprintf("p95 %s (%s of %s), max %s", fmtD(o.lat.P95), x(Ms(o.lat.P95), Ms(o.base.lat.P95)), fmtD(o.base.lat.P95), fmtD(o.lat.Max)), ok, true)
+	}
+	if o := find("claim -> Bound, N=1000"); o != nil {
+		ok := Ms(o.lat.P50) <= 1.5*Ms(o.base.lat.P50) && o.rate() >= 0.8*o.base.rate()
+		add("claim -> Bound, N=1000: p50 <= 1.5x plain, throughput >= 0.8x plain",
+			fmt.Sprintf("p50 %s, throughput %s", x(Ms(o.lat.P50), Ms(o.base.lat.P50)), x(o.rate(), o.base.rate())), ok, true)
+	} else {
+		add("claim -> Bound, N=1000: p50 <= 1.5x plain, throughput >= 0.8x plain", "", false, false)
+	}
+	if o := find("claim -> Bound, warm"); o != nil {
+		add("warm reservations covering the burst: claim -> Bound p50 <= 100ms", summ(o), o.lat.P50 <= 100*time.Millisecond, true)
+	} else {
+		add("warm reservations covering the burst: claim -> Bound p50 <= 100ms", "", false, false)
+	}
+	var conflicts float64
+	for _, o := range results {
+		if o.base != nil {
+			conflicts += o.cost.statusConflicts()
+		}
+	}
+	add("driver-caused MetalLB status conflicts: 0", fmt.Sprintf("%.0f (409s on services/status during driver operations)", conflicts), conflicts == 0, true)
+	worstClaim, worstHandoff := 0.0, 0.0
+	for _, o := range results {
+		w := o.cost.driverWrites / float64(o.n)
+		switch {
+		case o.base != nil && strings.HasPrefix(o.name, "claim -> Bound,"):
+			worstClaim = max(worstClaim, w)
+		case o.base != nil && (strings.Contains(o.name, "attach") || strings.Contains(o.name, "detach")):
+			worstHandoff = max(worstHandoff, w)
+		}
+	}
+	add("driver writes <= 6 per claim", fmt.Sprintf("worst %.1f", worstClaim), worstClaim <= 6, find("claim -> Bound,") != nil)
+	add("driver writes <= 4 per handoff", fmt.Sprintf("worst %.1f", worstHandoff), worstHandoff <= 4, find("shared attach") != nil)
+	claimsRuns := findAll("claim -> Bound, N=")
+	if len(claimsRuns) >= 2 {
+		a, z := claimsRuns[0], claimsRuns[len(claimsRuns)-1]
+		per := func(o *op) float64 { return Total(o.cost.reqs, "leases") / float64(o.n) }
+		r := Ratio(per(z), per(a))
+		add(fmt.Sprintf("per-claim cost flat within +-20%% (API requests per claim, N=%d vs N=%d)", z.n, a.n),
+			fmt.Sprintf("%.1f vs %.1f (%.2fx)", per(z), per(a), r), r >= 0.8 && r <= 1.2, true)
+	}
+	if len(memRSS) > 0 {
+		worst, who := 0.0, ""
+		for c, v := range memRSS {
+			if v > worst {
+				worst, who = v, c
+			}
+		}
+		add("RSS <= 64 MiB per controller at the largest N", fmt.Sprintf("largest %s (%s)", MiB(worst), who), worst <= 64<<20, true)
+	}
+	if len(restarts) > 0 {
+		var slowest time.Duration
+		var writes float64
+		for _, r := range restarts {
+			slowest = max(slowest, r.converge)
+			writes += Writes(r.cost.reqs, "leases", "events")
+		}
+		add("restart converges in <= 10s with zero writes", fmt.Sprintf("slowest %s, %.0f writes in all", fmtD(slowest), writes), slowest <= 10*time.Second && writes == 0, true)
+	}
+	return table("Targets (figures of this run)", rows)
+}
+
+func summ(o *op) string {
+	if o == nil {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s, p95 %s, max %s", fmtD(o.lat.P50), fmtD(o.lat.P95), fmtD(o.lat.Max))
+}
