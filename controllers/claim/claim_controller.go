@@ -70,6 +70,7 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
+	blocked blockedClaims
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller
@@ -108,18 +109,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.forget(req.NamespacedName)
+			r.blocked.set(req.NamespacedName, "", false)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !served(claim) {
 		r.pending.forget(req.NamespacedName)
+		r.blocked.set(req.NamespacedName, "", false)
 		return ctrl.Result{}, nil
 	}
 
 	s, err := r.newScope(ctx, claim)
 	if err != nil || s == nil {
 		r.pending.forget(req.NamespacedName)
+		r.blocked.set(req.NamespacedName, "", false)
 		return ctrl.Result{}, err
 	}
 
@@ -133,6 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pending = pending || !bound
 	}
 	r.pending.set(req.NamespacedName, s.class.Name, pending)
+	r.blocked.set(req.NamespacedName, s.class.Name, s.poolFull)
 	res, err := quietConflicts(ctx, errs)
 	if err == nil && s.waitForCore && res.RequeueAfter == 0 {
 		// The core may bind the Available address to another claim;
@@ -172,7 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByClass, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
+		index.AddressByClaim, index.AddressByClass, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderWaitingByClass,
 		index.ClaimByClass, index.EventByInvolvedUID,
 	); err != nil {
 		return err
@@ -192,7 +197,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 
 	gc := &placeholderGC{Client: r.Client, APIReader: r.APIReader, PlaceholderNamespace: r.PlaceholderNamespace}
-	return gc.setupWithManager(mgr, r.Options)
+	if err := gc.setupWithManager(mgr, r.Options); err != nil {
+		return err
+	}
+	w := &warmer{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, PlaceholderNamespace: r.PlaceholderNamespace}
+	return w.setupWithManager(mgr, r.Options)
 }
 
 // stampedForUs lets through claims carrying this driver's provisioner stamp,
@@ -229,12 +238,18 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
-// addressToClaims maps an IPAddress to the claim its claimRef names and to
+// addressToClaims maps an IPAddress to the claim its claimRef names, to
 // the claims of the placeholders labelled with its name (a claim stopped by
-// a LedgerMismatch resumes when the conflicting address goes away).
+// a LedgerMismatch resumes when the conflicting address goes away) and,
+// when it is being deleted, to the claims waiting for room in its class.
 func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	a := o.(*iadv1alpha1.IPAddress)
 	seen := map[types.NamespacedName]bool{}
+	if a.DeletionTimestamp != nil {
+		for _, k := range r.blocked.of(a.Spec.ClassName) {
+			seen[k] = true
+		}
+	}
 	if ref := a.Spec.ClaimRef; ref != nil {
 		seen[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
 	}

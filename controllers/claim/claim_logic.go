@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -310,6 +311,11 @@ func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
 		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
 }
 
+func msgClassFull(f iadv1alpha1.IPFamily, class string, used int, size float64) string {
+	return fmt.Sprintf("Class %s has no free %s address: the ledger and the placeholders still waiting for MetalLB account for %d of its %.0f. "+
+		"The claim stays Pending and the driver asks MetalLB for nothing until an address of the class is freed", class, f, used, size)
+}
+
 func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
 	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
 }
@@ -327,6 +333,31 @@ func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, m
 		return ReasonPoolNotReady, msgPoolNotReady(f, class, metallb)
 	}
 	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
+}
+
+// classFull reports whether a class's ranges have no address of family f
+// left: the addresses of f in the ledger (any phase, being deleted
+// included: MetalLB holds them until their teardown) and the placeholders
+// still waiting for MetalLB fill them. It also returns that count and the
+// number of addresses of f in the ranges. A class whose parameters do not
+// parse is never called full: MetalLB decides then.
+func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, waiting int) (bool, int, float64) {
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return false, 0, 0
+	}
+	v4, v6 := classparams.FamilySizes(p.Addresses)
+	size := v4
+	if f == iadv1alpha1.FamilyIPv6 {
+		size = v6
+	}
+	used := waiting
+	for i := range addrs {
+		if addrs[i].Spec.ClassName == c.Name && addressFamily(addrs[i].Spec.Address) == f {
+			used++
+		}
+	}
+	return float64(used) >= size, used, size
 }
 
 // availableFor names an Available, unbound address of family f among a

@@ -33,6 +33,9 @@ type scope struct {
 	// waitForCore is set when a family was not provisioned because an
 	// Available address could serve it: the core binds those first.
 	waitForCore bool
+	// poolFull is set when a family was not provisioned because the
+	// ledger and the class's ranges show no free address.
+	poolFull bool
 }
 
 // newScope fetches the claim's class and the addresses bound to it. It
@@ -135,6 +138,19 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		s.waitForCore = true
 		return nil
 	}
+	// MetalLB does not retry an allocation it could not make: never ask it
+	// for an address the ledger and the class's ranges say it cannot give.
+	waiting, err := r.waitingPlaceholders(ctx, s.class.Name, f)
+	if err != nil {
+		return err
+	}
+	if full, used, size := classFull(s.class, f, addrs.Items, waiting); full {
+		log.FromContext(ctx).V(1).Info("the class is full; not asking MetalLB", "family", f, "used", used, "size", size)
+		s.poolFull = true
+		r.Recorder.Event(s.claim, corev1.EventTypeWarning, ReasonPoolExhausted, msgClassFull(f, s.class.Name, used, size))
+		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
+		return nil
+	}
 
 	ph := renderPlaceholder(r.PlaceholderNamespace, s.claim, s.class.Name, f)
 	if err := r.Create(ctx, ph); err != nil {
@@ -146,6 +162,26 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	log.FromContext(ctx).Info("created allocation placeholder", "family", f, "placeholder", ph.Name, "pool", names.PoolName(s.class.Name))
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
 	return r.waitForCache(ctx, ph)
+}
+
+// waitingPlaceholders counts the allocation and warm placeholders of a
+// class and family MetalLB has not given an address yet.
+func (r *Reconciler) waitingPlaceholders(ctx context.Context, class string, f iadv1alpha1.IPFamily) (int, error) {
+	return countWaiting(ctx, r.Client, r.PlaceholderNamespace, class, f)
+}
+
+func countWaiting(ctx context.Context, c client.Reader, namespace, class string, f iadv1alpha1.IPFamily) (int, error) {
+	var phs corev1.ServiceList
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{index.PlaceholderWaitingByClass: class}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range phs.Items {
+		if phs.Items[i].Annotations[names.AnnotationFamily] == string(f) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // observe is step 2 while MetalLB has assigned nothing: keep the placeholder
@@ -358,16 +394,21 @@ func (r *Reconciler) dropSurplus(ctx context.Context, ph *corev1.Service) error 
 // is already gone from the API server (deleted right after its creation):
 // then there is nothing left to wait for.
 func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object) error {
+	return waitForCache(ctx, r.Client, r.APIReader, obj)
+}
+
+// waitForCache is Reconciler.waitForCache for any client and API reader.
+func waitForCache(ctx context.Context, c client.Reader, api client.Reader, obj client.Object) error {
 	key := client.ObjectKeyFromObject(obj)
 	probe := obj.DeepCopyObject().(client.Object)
 	polls := 0
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-		err := r.Get(ctx, key, probe)
+		err := c.Get(ctx, key, probe)
 		if !apierrors.IsNotFound(err) {
 			return err == nil, err
 		}
 		if polls++; polls%25 == 0 {
-			if err := r.APIReader.Get(ctx, key, probe); apierrors.IsNotFound(err) {
+			if err := api.Get(ctx, key, probe); apierrors.IsNotFound(err) {
 				return true, nil
 			}
 		}

@@ -14,13 +14,14 @@ const (
 	resultRecorded       = "recorded"
 	resultPoolExhausted  = "pool_exhausted"
 	resultLedgerMismatch = "ledger_mismatch"
+	resultWarm           = "warm"
 )
 
 var (
 	allocationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "metallb_iad_claim_allocations_total",
 		Help: "Allocation outcomes observed by the claim controller, by class, family and result " +
-			"(recorded: an IPAddress was recorded for a claim; pool_exhausted: MetalLB had no free address; " +
+			"(recorded: an IPAddress was recorded for a claim; warm: an Available IPAddress was recorded as a warm reservation; pool_exhausted: MetalLB had no free address; " +
 			"ledger_mismatch: MetalLB assigned an address the ledger gives to someone else).",
 	}, []string{"class", "family", "result"})
 
@@ -67,3 +68,38 @@ func (p *pendingClaims) set(claim types.NamespacedName, class string, pending bo
 
 // forget drops a claim that is gone or no longer served.
 func (p *pendingClaims) forget(claim types.NamespacedName) { p.set(claim, "", false) }
+
+// blockedClaims remembers which claims wait because their class is full,
+// by class, so that freeing an address of the class brings exactly them
+// back. It only decides what to look at again, never what to do.
+type blockedClaims struct {
+	mu      sync.Mutex
+	classOf map[types.NamespacedName]string
+}
+
+// set records whether the claim waits for room in class.
+func (b *blockedClaims) set(claim types.NamespacedName, class string, blocked bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.classOf == nil {
+		b.classOf = map[types.NamespacedName]string{}
+	}
+	if blocked {
+		b.classOf[claim] = class
+	} else {
+		delete(b.classOf, claim)
+	}
+}
+
+// of lists the claims waiting for room in class.
+func (b *blockedClaims) of(class string) []types.NamespacedName {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []types.NamespacedName
+	for k, c := range b.classOf {
+		if c == class {
+			out = append(out, k)
+		}
+	}
+	return out
+}

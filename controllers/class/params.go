@@ -38,7 +38,17 @@ type Parameters struct {
 	BGP *BGPParameters
 	// L2 holds the L2Advertisement options; nil for BGP or when none are given.
 	L2 *L2Parameters
+	// WarmAddresses is how many Available addresses of each family the
+	// class has ranges of the driver keeps allocated ahead of any claim,
+	// so a burst of claims binds without waiting for MetalLB. 0 (the
+	// default) keeps none.
+	WarmAddresses int32
 }
+
+// MaxWarmAddresses bounds warmAddresses: every warm address is a held
+// placeholder Service, and a burst larger than this is better served by
+// MetalLB's own pace than by thousands of idle reservations.
+const MaxWarmAddresses = 1024
 
 // BGPParameters are passed through to the class's BGPAdvertisement.
 type BGPParameters struct {
@@ -71,6 +81,7 @@ type wireParameters struct {
 	Advertisement *string        `json:"advertisement"`
 	BGP           *BGPParameters `json:"bgp"`
 	L2            *L2Parameters  `json:"l2"`
+	WarmAddresses *int32         `json:"warmAddresses"`
 }
 
 const paramsPath = "spec.parameters"
@@ -120,6 +131,10 @@ func ParseParameters(raw *apiextensionsv1.JSON) (Parameters, error) {
 	if p.L2 != nil {
 		problems = append(problems, p.L2.validate()...)
 	}
+	if w.WarmAddresses != nil {
+		p.WarmAddresses = *w.WarmAddresses
+		problems = append(problems, validateWarm(p.WarmAddresses, p.Addresses)...)
+	}
 	if len(problems) > 0 {
 		return Parameters{}, errors.New(strings.Join(problems, "; "))
 	}
@@ -151,6 +166,25 @@ func (p *Parameters) parseAddresses(in []string) []string {
 		p.Addresses = nil
 	}
 	return problems
+}
+
+// validateWarm checks warmAddresses: from 0 to MaxWarmAddresses, and no
+// more than any family of the class's ranges holds (the driver keeps that
+// many of each family).
+func validateWarm(n int32, addrs []AddressRange) []string {
+	if n < 0 || n > MaxWarmAddresses {
+		return []string{fmt.Sprintf("%s.warmAddresses: %d is not a number of addresses from 0 to %d", paramsPath, n, MaxWarmAddresses)}
+	}
+	v4, v6 := FamilySizes(addrs)
+	for _, f := range []struct {
+		name string
+		size float64
+	}{{"IPv4", v4}, {"IPv6", v6}} {
+		if f.size > 0 && float64(n) > f.size {
+			return []string{fmt.Sprintf("%s.warmAddresses: %d is more than the %.0f %s addresses of the class", paramsPath, n, f.size, f.name)}
+		}
+	}
+	return nil
 }
 
 func (b *BGPParameters) validate(addrs []AddressRange) []string {

@@ -194,6 +194,51 @@ func TestParseParameters(t *testing.T) {
 			err:  `spec.parameters.bgp.localPref: expected an integer from 0 to 4294967295, got 4294967296`,
 		},
 		{
+			name: "warmAddresses",
+			in:   `{"addresses": ["192.0.2.0/24"], "warmAddresses": 8}`,
+			want: Parameters{Addresses: []AddressRange{net24}, Advertisement: AdvertisementL2, WarmAddresses: 8},
+		},
+		{
+			name: "warmAddresses 0 is the default",
+			in:   `{"addresses": ["192.0.2.0/24"], "warmAddresses": 0}`,
+			want: Parameters{Addresses: []AddressRange{net24}, Advertisement: AdvertisementL2},
+		},
+		{
+			name: "warmAddresses as large as the smallest family",
+			in:   `{"addresses": ["192.0.2.0/30", "2001:db8::/64"], "warmAddresses": 4}`,
+			want: Parameters{Addresses: []AddressRange{rng("192.0.2.0", "192.0.2.3", "192.0.2.0/30"), net6_64}, Advertisement: AdvertisementL2, WarmAddresses: 4},
+		},
+		{
+			name: "negative warmAddresses",
+			in:   `{"addresses": ["192.0.2.0/24"], "warmAddresses": -1}`,
+			err:  `spec.parameters.warmAddresses: -1 is not a number of addresses from 0 to 1024`,
+		},
+		{
+			name: "warmAddresses above the maximum",
+			in:   `{"addresses": ["10.0.0.0/8"], "warmAddresses": 1025}`,
+			err:  `spec.parameters.warmAddresses: 1025 is not a number of addresses from 0 to 1024`,
+		},
+		{
+			name: "warmAddresses beyond a family's addresses",
+			in:   `{"addresses": ["192.0.2.0/30", "2001:db8::/64"], "warmAddresses": 5}`,
+			err:  `spec.parameters.warmAddresses: 5 is more than the 4 IPv4 addresses of the class`,
+		},
+		{
+			name: "fractional warmAddresses",
+			in:   `{"addresses": ["192.0.2.0/24"], "warmAddresses": 1.5}`,
+			err:  `spec.parameters.warmAddresses: expected an integer from -2147483648 to 2147483647, got 1.5`,
+		},
+		{
+			name: "warmAddresses as a string",
+			in:   `{"addresses": ["192.0.2.0/24"], "warmAddresses": "8"}`,
+			err:  `spec.parameters.warmAddresses: expected an integer from -2147483648 to 2147483647, got a string`,
+		},
+		{
+			name: "warmAddresses in the wrong case",
+			in:   `{"addresses": ["192.0.2.0/24"], "WarmAddresses": 8}`,
+			err:  `spec.parameters: unknown key "WarmAddresses"`,
+		},
+		{
 			name: "fractional aggregationLength",
 			in:   `{"addresses": ["192.0.2.0/24"], "advertisement": "BGP", "bgp": {"aggregationLength": 24.5}}`,
 			err:  `spec.parameters.bgp.aggregationLength: expected an integer from -2147483648 to 2147483647, got 24.5`,

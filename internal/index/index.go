@@ -39,6 +39,10 @@ const (
 	PlaceholderByAddress = "iad.placeholder.address"
 	// PlaceholderByClaimUID indexes allocation placeholders by claim uid.
 	PlaceholderByClaimUID = "iad.placeholder.claimUID"
+	// PlaceholderWaitingByClass indexes allocation and warm placeholders
+	// MetalLB has not given an address yet by the class they draw from:
+	// addresses asked for and not in the ledger yet.
+	PlaceholderWaitingByClass = "iad.placeholder.waitingByClass"
 
 	// ClaimByClass indexes claims by status.className.
 	ClaimByClass = "iad.claim.class"
@@ -108,6 +112,15 @@ var All = []Indexer{
 			return []string{v}
 		}
 		return nil
+	}},
+	{&corev1.Service{}, PlaceholderWaitingByClass, func(o client.Object) []string {
+		role := o.GetLabels()[names.LabelPlaceholder]
+		class := o.GetAnnotations()[names.AnnotationClass]
+		if (role != names.PlaceholderAllocation && role != names.PlaceholderWarm) || class == "" ||
+			len(o.(*corev1.Service).Status.LoadBalancer.Ingress) > 0 {
+			return nil
+		}
+		return []string{class}
 	}},
 	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
 		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {

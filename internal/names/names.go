@@ -17,8 +17,13 @@ const (
 	// serves: it releases the MetalLB allocation before the object goes.
 	Finalizer = Domain + "teardown"
 
+	// LabelWarm marks an IPAddress the driver recorded as a warm
+	// reservation of its class (value "true"). Only such addresses are
+	// deleted when the class asks for fewer warm addresses.
+	LabelWarm = Domain + "warm"
+
 	// LabelPlaceholder marks a placeholder Service. Its value is the
-	// placeholder's role (PlaceholderAllocation or PlaceholderHold).
+	// placeholder's role (PlaceholderAllocation, PlaceholderWarm or PlaceholderHold).
 	LabelPlaceholder = Domain + "placeholder"
 	// LabelAddress names the IPAddress a placeholder holds (or will hold).
 	LabelAddress = Domain + "ipaddress"
@@ -52,6 +57,9 @@ const (
 	PlaceholderAllocation = "allocation"
 	// PlaceholderHold keeps an existing address reserved while it is not attached.
 	PlaceholderHold = "hold"
+	// PlaceholderWarm draws a fresh address from the class pool for no
+	// claim yet: a warm reservation, recorded as an Available IPAddress.
+	PlaceholderWarm = "warm"
 )
 
 // MetalLB's annotations the driver writes or reads.

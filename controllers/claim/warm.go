@@ -1,0 +1,408 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+// WarmControllerName is the name of the controller that keeps a class's
+// warm reservations filled.
+const WarmControllerName = "claim-warm"
+
+// Event reasons the warm controller records on classes.
+const (
+	// ReasonWarmRecorded (Normal): a warm address was recorded as an
+	// Available IPAddress of the class.
+	ReasonWarmRecorded = "WarmAddressRecorded"
+	// ReasonWarmPoolFull (Warning): the class's ranges hold no room for
+	// another warm address; the driver asks MetalLB for none.
+	ReasonWarmPoolFull = "WarmPoolFull"
+)
+
+// warmer keeps, for every served class with spec.parameters.warmAddresses
+// set, that many Available IPAddresses of each family the class has ranges
+// of: allocated through placeholders exactly as claims are, but recorded
+// with no claimRef, so the core binds a new claim to one at once. It runs
+// in the claim binary because it reuses the claim controller's allocation
+// path (placeholder, pin, record, hand over).
+type warmer struct {
+	client.Client
+	APIReader            client.Reader
+	Recorder             record.EventRecorder
+	PlaceholderNamespace string
+}
+
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete
+
+// Reconcile tops up or trims one class's warm addresses, one family at a
+// time. Every pass re-derives what to do from the class, its addresses and
+// its warm placeholders.
+func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &iadv1alpha1.IPAddressClass{}
+	if err := w.Get(ctx, req.NamespacedName, c); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		c = nil
+	}
+	target, sizes, served := warmTarget(c)
+
+	var addrs iadv1alpha1.IPAddressList
+	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: req.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	phs, err := w.warmPlaceholders(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !served {
+		// Gone, not ours, or being deleted: the warm placeholders still
+		// waiting for MetalLB are orphans; the addresses are left to
+		// whoever tears the class down.
+		var errs []error
+		for _, ph := range phs {
+			if ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm || ph.Labels[names.LabelAddress] != "" {
+				continue
+			}
+			if err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+		return quietConflicts(ctx, errs)
+	}
+	var errs []error
+	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
+		size := sizes[f]
+		t := target
+		if size == 0 && t > 0 {
+			t = 0
+		}
+		if err := w.reconcileFamily(ctx, c, req.Name, f, t, size, addrs.Items, phs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return quietConflicts(ctx, errs)
+}
+
+// warmTarget is how many warm addresses of each family a class asks for,
+// the number of addresses of each family in its ranges, and whether the
+// driver serves the class at all (it exists, names this driver and is not
+// being deleted). A served class whose parameters do not parse keeps what
+// it has and asks for nothing new (the class controller reports why).
+func warmTarget(c *iadv1alpha1.IPAddressClass) (int, map[iadv1alpha1.IPFamily]float64, bool) {
+	sizes := map[iadv1alpha1.IPFamily]float64{}
+	if c == nil || c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
+		return 0, sizes, false
+	}
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return -1, sizes, true
+	}
+	sizes[iadv1alpha1.FamilyIPv4], sizes[iadv1alpha1.FamilyIPv6] = classparams.FamilySizes(p.Addresses)
+	return int(p.WarmAddresses), sizes, true
+}
+
+// warmPlan is what one family of a class needs: placeholders to create,
+// placeholders to record, and surplus to drop.
+type warmPlan struct {
+	// create is how many new warm placeholders to ask MetalLB for.
+	create int
+	// full is set when the class's ranges leave no room for all of them.
+	full bool
+	// record are warm placeholders MetalLB has given an address.
+	record []*corev1.Service
+	// dropPlaceholders and dropAddresses are the surplus, placeholders
+	// still waiting for MetalLB first.
+	dropPlaceholders []*corev1.Service
+	dropAddresses    []*iadv1alpha1.IPAddress
+}
+
+// isWarm reports whether an address counts as warm: recorded from the
+// class's ranges, bound to no claim, not being deleted, and Available (or
+// not yet given a phase by the core).
+func isWarm(a *iadv1alpha1.IPAddress) bool {
+	return a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil && a.Spec.Source.FromClass != nil &&
+		(a.Status.Phase == "" || a.Status.Phase == iadv1alpha1.AddressAvailable)
+}
+
+// planWarm decides what family f of a class needs from its target, the
+// number of addresses of f in its ranges, the class's addresses and its
+// warm placeholders (any family). It is the whole decision.
+func planWarm(f iadv1alpha1.IPFamily, target int, size float64, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) warmPlan {
+	var p warmPlan
+	var warm []*iadv1alpha1.IPAddress
+	used := 0
+	for i := range addrs {
+		a := &addrs[i]
+		if addressFamily(a.Spec.Address) != f {
+			continue
+		}
+		used++
+		if isWarm(a) {
+			warm = append(warm, a)
+		}
+	}
+	var waiting, assigned []*corev1.Service
+	for _, ph := range phs {
+		if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
+			continue
+		}
+		if assignedIP(ph, f) == "" {
+			waiting = append(waiting, ph)
+		} else {
+			assigned = append(assigned, ph)
+		}
+	}
+	p.record = assigned
+	have := len(warm) + len(waiting) + len(assigned)
+	switch {
+	case have < target:
+		room := int(size) - used - len(waiting) - len(assigned)
+		p.create = min(target-have, max(room, 0))
+		p.full = p.create < target-have
+	case have > target:
+		surplus := have - target
+		n := min(surplus, len(waiting))
+		p.dropPlaceholders = waiting[:n]
+		surplus -= n
+		// Only addresses the driver recorded as warm are dropped (an
+		// admin's static or recycled Available address is not ours to
+		// delete), the last names first: the core binds the first.
+		var ours []*iadv1alpha1.IPAddress
+		for _, a := range warm {
+			if a.Labels[names.LabelWarm] == "true" {
+				ours = append(ours, a)
+			}
+		}
+		slices.SortFunc(ours, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(b.Name, a.Name) })
+		p.dropAddresses = ours[:min(surplus, len(ours))]
+	}
+	return p
+}
+
+func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressClass, className string, f iadv1alpha1.IPFamily,
+	target int, size float64, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) error {
+	if target < 0 {
+		return nil // parameters that do not parse: change nothing
+	}
+	// Claims' placeholders still waiting for MetalLB take room too.
+	waiting, err := countWaiting(ctx, w.Client, w.PlaceholderNamespace, className, f)
+	if err != nil {
+		return err
+	}
+	for _, ph := range phs {
+		if ph.Annotations[names.AnnotationFamily] == string(f) && ph.Labels[names.LabelPlaceholder] == names.PlaceholderWarm &&
+			len(ph.Status.LoadBalancer.Ingress) == 0 {
+			waiting--
+		}
+	}
+	p := planWarm(f, target, size-float64(max(waiting, 0)), addrs, phs)
+	for _, ph := range p.record {
+		if err := w.record(ctx, c, className, f, ph); err != nil {
+			return err
+		}
+	}
+	for _, ph := range p.dropPlaceholders {
+		if err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete surplus warm placeholder %s: %w", ph.Name, err)
+		}
+	}
+	for _, a := range p.dropAddresses {
+		// The precondition makes sure the core has not bound it meanwhile.
+		if err := w.Delete(ctx, a, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", className)
+	}
+	if p.full && c != nil {
+		w.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonWarmPoolFull,
+			"The class's %s ranges have no room for the %d warm addresses asked for; the driver keeps what fits and asks MetalLB for no more", f, target)
+	}
+	for range p.create {
+		ph := renderWarmPlaceholder(w.PlaceholderNamespace, className, f)
+		if err := w.Create(ctx, ph); err != nil {
+			return fmt.Errorf("create warm placeholder for class %s: %w", className, err)
+		}
+		log.FromContext(ctx).V(1).Info("created warm placeholder", "class", className, "family", f, "placeholder", ph.Name)
+		if err := waitForCache(ctx, w.Client, w.APIReader, ph); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record turns a warm placeholder MetalLB has given an address into the
+// hold placeholder of an Available IPAddress, in the same idempotent steps
+// as a claim's: label and pin (with the address's sharing key), create the
+// IPAddress with no claimRef, hand the placeholder over.
+func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, className string, f iadv1alpha1.IPFamily, ph *corev1.Service) error {
+	ip := assignedIP(ph, f)
+	addr, _ := names.ParseAddress(ip)
+	addrName, err := names.AddressName(addr)
+	if err != nil {
+		return err
+	}
+	a := renderWarmAddress(c, ip, addrName)
+	key := binding.SharingKey(a)
+	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
+		return nil // pinned elsewhere: MetalLB has not caught up
+	}
+	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
+		ph.Annotations[names.MetalLBAllowSharedIP] != key {
+		orig := ph.DeepCopy()
+		ph.Labels[names.LabelAddress] = addrName
+		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		ph.Annotations[names.MetalLBAllowSharedIP] = key
+		if err := w.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
+		}
+	}
+
+	existing := &iadv1alpha1.IPAddress{}
+	switch err := w.Get(ctx, types.NamespacedName{Name: addrName}, existing); {
+	case apierrors.IsNotFound(err):
+		if err := w.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
+		} else if err != nil {
+			if err := w.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, existing); err != nil {
+				return err
+			}
+		} else {
+			existing = a
+			if err := waitForCache(ctx, w.Client, w.APIReader, a); err != nil {
+				return err
+			}
+			w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmRecorded, "Recorded warm %s address %s as Available IPAddress %s", f, ip, addrName)
+			allocationsTotal.WithLabelValues(className, string(f), resultWarm).Inc()
+		}
+	case err != nil:
+		return err
+	}
+	if existing.Spec.ClassName != className || existing.Spec.Source.FromClass == nil {
+		w.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonLedgerMismatch,
+			"MetalLB assigned %s address %s to a warm placeholder, but IPAddress %s already exists and %s; the driver leaves both alone",
+			f, ip, existing.Name, describeBinding(existing))
+		return nil
+	}
+
+	if ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ownedByAddress(ph, existing.Name) {
+		return nil
+	}
+	orig := ph.DeepCopy()
+	if !ownedByAddress(ph, existing.Name) {
+		ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(existing))
+	}
+	ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+	if err := w.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("hand warm placeholder %s over to IPAddress %s: %w", ph.Name, existing.Name, err)
+	}
+	log.FromContext(ctx).Info("recorded warm address", "class", className, "family", f, "ip", ip, "ipaddress", existing.Name)
+	return nil
+}
+
+// renderWarmPlaceholder is a warm placeholder: an allocation placeholder
+// of no claim, drawing from the class pool, named by the API server.
+func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    namespace,
+			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
+			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
+			Annotations: map[string]string{
+				names.MetalLBAddressPool: names.PoolName(className),
+				names.AnnotationFamily:   string(f),
+				names.AnnotationClass:    className,
+			},
+		},
+		Spec: placeholder.Spec(serviceFamily(f)),
+	}
+}
+
+// renderWarmAddress is the IPAddress recording a warm address: no
+// claimRef (the core makes it Available and binds it to the next claim),
+// the class and its reclaim policy, source fromClass, the teardown
+// finalizer.
+func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Labels:     map[string]string{names.LabelWarm: "true"},
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     c.Name,
+			ReclaimPolicy: reclaimPolicy(c),
+			Source:        iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+}
+
+// warmPlaceholders lists the warm placeholders of a class that are not
+// handed over yet.
+func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*corev1.Service, error) {
+	var list corev1.ServiceList
+	if err := w.List(ctx, &list, client.InNamespace(w.PlaceholderNamespace),
+		client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}); err != nil {
+		return nil, err
+	}
+	var out []*corev1.Service
+	for i := range list.Items {
+		if list.Items[i].Annotations[names.AnnotationClass] == className {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	toClass := func(_ context.Context, o client.Object) []reconcile.Request {
+		var name string
+		switch v := o.(type) {
+		case *iadv1alpha1.IPAddress:
+			name = v.Spec.ClassName
+		case *corev1.Service:
+			if v.Namespace != w.PlaceholderNamespace {
+				return nil
+			}
+			name = v.Annotations[names.AnnotationClass]
+		}
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.(*iadv1alpha1.IPAddressClass).Spec.Provisioner == names.Provisioner
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(WarmControllerName).
+		For(&iadv1alpha1.IPAddressClass{}, builder.WithPredicates(ours)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(toClass)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(toClass)).
+		WithOptions(opts).
+		Complete(w)
+}

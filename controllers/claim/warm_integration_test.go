@@ -1,0 +1,217 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/core"
+)
+
+// warmClass creates a class of this driver with warm reservations over
+// cidr, and its MetalLB pool.
+func warmClass(t *testing.T, cidr string, warm int) *iadv1alpha1.IPAddressClass {
+	t.Helper()
+	c := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "warm-" + rand.String(6)},
+		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
+			Parameters: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q],"warmAddresses":%d}`, cidr, warm)}},
+	}
+	require.NoError(t, k.Create(ctx, c))
+	pool(t, c.Name, cidr)
+	t.Cleanup(func() {
+		_ = k.Delete(ctx, c)
+		for _, a := range addressesOfClass(t, c.Name) {
+			deleteAddress(&a)
+		}
+		var phs corev1.ServiceList
+		_ = k.List(ctx, &phs, client.InNamespace(phNS))
+		for i := range phs.Items {
+			if phs.Items[i].Annotations[names.AnnotationClass] == c.Name {
+				_ = k.Delete(ctx, &phs.Items[i])
+			}
+		}
+	})
+	return c
+}
+
+func addressesOfClass(t require.TestingT, class string) []iadv1alpha1.IPAddress {
+	var l iadv1alpha1.IPAddressList
+	require.NoError(t, k.List(ctx, &l))
+	var out []iadv1alpha1.IPAddress
+	for _, a := range l.Items {
+		if a.Spec.ClassName == class {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// warmOf is the class's warm addresses: no claimRef, Available, not being
+// deleted.
+func warmOf(t require.TestingT, class string) []iadv1alpha1.IPAddress {
+	var out []iadv1alpha1.IPAddress
+	for _, a := range addressesOfClass(t, class) {
+		if a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil && a.Status.Phase == iadv1alpha1.AddressAvailable {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TestWarmReservations runs the reference core beside the controller: a
+// class asking for warm addresses gets them as Available IPAddresses held
+// by placeholders; claims bind to them without an allocation placeholder of
+// their own; the driver refills; lowering the target drops the surplus and
+// never a bound address.
+func TestWarmReservations(t *testing.T) {
+	mgr, err := bootstrap.NewManager(clu.Config, &bootstrap.Options{
+		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	}, nil)
+	require.NoError(t, err)
+	require.NoError(t, core.Setup(ctx, mgr))
+	coreCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(coreCtx) }()
+	defer func() {
+		stop()
+		assert.NoError(t, <-done)
+	}()
+
+	ns := namespace(t)
+	cl := warmClass(t, "10.10.30.0/28", 3)
+
+	// Three warm addresses, each recorded like a claim's, bound to nobody.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.Len(ct, warmOf(ct, cl.Name), 3)
+	}, timeout, tick, "the class never gets its three warm addresses")
+	for _, a := range warmOf(t, cl.Name) {
+		assert.Equal(t, "true", a.Labels[names.LabelWarm])
+		assert.NotNil(t, a.Spec.Source.FromClass)
+		assert.Contains(t, a.Finalizers, names.Finalizer)
+		assert.Equal(t, iadv1alpha1.ReclaimDelete, a.Spec.ReclaimPolicy)
+		var phs corev1.ServiceList
+		require.NoError(t, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.Len(t, phs.Items, 1, "one placeholder holds warm address %s", a.Name)
+		ph := phs.Items[0]
+		assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
+		assert.Equal(t, a.Spec.Address, ph.Annotations[names.MetalLBLoadBalancerIPs])
+		assert.True(t, ownedByAddress(&ph, a.Name))
+		assert.Equal(t, []corev1.LoadBalancerIngress{{IP: a.Spec.Address, IPMode: ph.Status.LoadBalancer.Ingress[0].IPMode}}, ph.Status.LoadBalancer.Ingress)
+	}
+	warmNames := map[string]bool{}
+	for _, a := range warmOf(t, cl.Name) {
+		warmNames[a.Name] = true
+	}
+
+	// Two claims bind to warm addresses; neither gets a placeholder of its own.
+	c1 := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, "")
+	c2 := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, "")
+	for _, c := range []*iadv1alpha1.IPAddressClaim{c1, c2} {
+		cur := &iadv1alpha1.IPAddressClaim{}
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(c), cur))
+			require.Equal(ct, iadv1alpha1.ClaimBound, cur.Status.Phase)
+		}, timeout, tick, "claim %s is never Bound", c.Name)
+		require.Len(t, cur.Status.Addresses, 1)
+		assert.True(t, warmNames[cur.Status.Addresses[0].Name], "claim %s is bound to a warm address, got %s", c.Name, cur.Status.Addresses[0].Name)
+		err := k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), &corev1.Service{})
+		assert.True(t, apierrors.IsNotFound(err), "no allocation placeholder for a claim a warm address served: %v", err)
+	}
+
+	// The driver refills: three warm again, five addresses in all.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.Len(ct, warmOf(ct, cl.Name), 3)
+		require.Len(ct, addressesOfClass(ct, cl.Name), 5)
+	}, timeout, tick, "the warm addresses are never refilled")
+
+	// Lowering the target deletes surplus warm addresses, never a bound one.
+	orig := cl.DeepCopy()
+	cl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.30.0/28"],"warmAddresses":1}`)}
+	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.Len(ct, warmOf(ct, cl.Name), 1)
+	}, timeout, tick, "the surplus is never dropped")
+	for _, c := range []*iadv1alpha1.IPAddressClaim{c1, c2} {
+		addrs := addressesOf(t, c)
+		require.Len(t, addrs, 1)
+		assert.Nil(t, addrs[0].DeletionTimestamp, "a bound address is never dropped")
+	}
+	// Dropped ones carry a deletion timestamp until the IPAddress
+	// controller (not running here) tears them down.
+	var deleting []string
+	for _, a := range addressesOfClass(t, cl.Name) {
+		if a.DeletionTimestamp != nil {
+			deleting = append(deleting, a.Name)
+		}
+	}
+	slices.Sort(deleting)
+	assert.Len(t, deleting, 2, "two surplus warm addresses are deleted")
+}
+
+// TestWarmReservationsRespectTheRanges: a class whose ranges have room
+// for fewer warm addresses than it asks for gets what fits and a Warning,
+// and the driver leaves no placeholder waiting for an address MetalLB
+// cannot give.
+func TestWarmReservationsRespectTheRanges(t *testing.T) {
+	ns := namespace(t)
+	cl := warmClass(t, "10.10.31.0/30", 0)
+	// One of the four addresses is already in the ledger and in use.
+	plainPinned(t, ns, names.PoolName(cl.Name), "10.10.31.3")
+	static := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-31-3"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: "10.10.31.3", ClassName: cl.Name,
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: "someone"},
+			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+	}
+	require.NoError(t, k.Create(ctx, static))
+	t.Cleanup(func() { deleteAddress(static) })
+	orig := cl.DeepCopy()
+	cl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.31.0/30"],"warmAddresses":4}`)}
+	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		n := 0
+		for _, a := range addressesOfClass(ct, cl.Name) {
+			if a.Spec.ClaimRef == nil {
+				n++
+			}
+		}
+		require.Equal(ct, 3, n)
+	}, timeout, tick, "the class never gets the three warm addresses that fit")
+	eventually(t, cl, ReasonWarmPoolFull)
+	var phs corev1.ServiceList
+	require.NoError(t, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}))
+	for _, ph := range phs.Items {
+		assert.NotEqual(t, cl.Name, ph.Annotations[names.AnnotationClass], "no warm placeholder of the full class waits for MetalLB: %s", ph.Name)
+	}
+}
+
+// plainPinned creates a Service that MetalLB gives ip from pool.
+func plainPinned(t *testing.T, ns, pool, ip string) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken", Annotations: map[string]string{
+			names.MetalLBAddressPool: pool, names.MetalLBLoadBalancerIPs: ip}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	require.NoError(t, k.Create(ctx, svc))
+	t.Cleanup(func() { _ = k.Delete(ctx, svc) })
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(svc), svc))
+		require.NotEmpty(ct, svc.Status.LoadBalancer.Ingress)
+	}, timeout, tick, "MetalLB never gives %s to the plain Service", ip)
+}

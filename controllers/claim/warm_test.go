@@ -1,0 +1,154 @@
+package claim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func warmAddr(name, ip string, ref *iadv1alpha1.ClaimReference, phase iadv1alpha1.IPAddressPhase, warmLabel bool) iadv1alpha1.IPAddress {
+	a := iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: "c", ClaimRef: ref,
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+		Status: iadv1alpha1.IPAddressStatus{Phase: phase},
+	}
+	if warmLabel {
+		a.Labels = map[string]string{names.LabelWarm: "true"}
+	}
+	return a
+}
+
+func warmPH(name string, f iadv1alpha1.IPFamily, ip string) *corev1.Service {
+	ph := renderWarmPlaceholder("ph", "c", f)
+	ph.Name = name
+	if ip != "" {
+		ph.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	}
+	return ph
+}
+
+func svcNames(svcs []*corev1.Service) []string {
+	var out []string
+	for _, s := range svcs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func addrNames(as []*iadv1alpha1.IPAddress) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+func TestPlanWarm(t *testing.T) {
+	v4 := iadv1alpha1.FamilyIPv4
+	bound := &iadv1alpha1.ClaimReference{Namespace: "t", Name: "x"}
+	avail := iadv1alpha1.AddressAvailable
+	tests := []struct {
+		name             string
+		target           int
+		size             float64
+		addrs            []iadv1alpha1.IPAddress
+		phs              []*corev1.Service
+		create           int
+		full             bool
+		record           []string
+		dropPlaceholders []string
+		dropAddresses    []string
+	}{
+		{name: "nothing asked, nothing there", target: 0, size: 16},
+		{name: "empty class fills to the target", target: 3, size: 16, create: 3},
+		{name: "bound addresses do not count as warm", target: 2, size: 16,
+			addrs:  []iadv1alpha1.IPAddress{warmAddr("ip-a", "10.0.0.1", bound, iadv1alpha1.AddressBound, true)},
+			create: 2},
+		{name: "Available and not-yet-phased addresses count", target: 3, size: 16,
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-a", "10.0.0.1", nil, avail, true),
+				warmAddr("ip-b", "10.0.0.2", nil, "", true),
+			},
+			create: 1},
+		{name: "Released and Conflict addresses are not warm", target: 1, size: 16,
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-a", "10.0.0.1", bound, iadv1alpha1.AddressReleased, false),
+				warmAddr("ip-b", "10.0.0.2", nil, iadv1alpha1.AddressConflict, true),
+			},
+			create: 1},
+		{name: "placeholders in flight count; assigned ones are recorded", target: 3, size: 16,
+			phs:    []*corev1.Service{warmPH("warm-1", v4, ""), warmPH("warm-2", v4, "10.0.0.9")},
+			create: 1, record: []string{"warm-2"}},
+		{name: "other family's placeholders do not count", target: 1, size: 16,
+			phs:    []*corev1.Service{warmPH("warm-6", iadv1alpha1.FamilyIPv6, "")},
+			create: 1},
+		{name: "no room left in the ranges: ask MetalLB for nothing", target: 4, size: 3,
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-a", "10.0.0.1", bound, iadv1alpha1.AddressBound, false),
+				warmAddr("ip-b", "10.0.0.2", nil, avail, true),
+			},
+			phs:    []*corev1.Service{warmPH("warm-1", v4, "")},
+			create: 0, full: true},
+		{name: "room for part of the target", target: 4, size: 3,
+			addrs:  []iadv1alpha1.IPAddress{warmAddr("ip-b", "10.0.0.2", nil, avail, true)},
+			create: 2, full: true},
+		{name: "surplus: waiting placeholders first, then the last warm names", target: 1, size: 16,
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-10-0-0-1", "10.0.0.1", nil, avail, true),
+				warmAddr("ip-10-0-0-2", "10.0.0.2", nil, avail, true),
+				warmAddr("ip-10-0-0-3", "10.0.0.3", nil, avail, true),
+			},
+			phs:              []*corev1.Service{warmPH("warm-1", v4, "")},
+			dropPlaceholders: []string{"warm-1"}, dropAddresses: []string{"ip-10-0-0-3", "ip-10-0-0-2"}},
+		{name: "surplus never drops an address the driver did not make warm", target: 0, size: 16,
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-10-0-0-1", "10.0.0.1", nil, avail, false),
+				warmAddr("ip-10-0-0-2", "10.0.0.2", nil, avail, true),
+			},
+			dropAddresses: []string{"ip-10-0-0-2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planWarm(v4, tc.target, tc.size, tc.addrs, tc.phs)
+			assert.Equal(t, tc.create, p.create, "create")
+			assert.Equal(t, tc.full, p.full, "full")
+			assert.Equal(t, tc.record, svcNames(p.record), "record")
+			assert.Equal(t, tc.dropPlaceholders, svcNames(p.dropPlaceholders), "drop placeholders")
+			assert.Equal(t, tc.dropAddresses, addrNames(p.dropAddresses), "drop addresses")
+		})
+	}
+}
+
+func TestWarmTarget(t *testing.T) {
+	cls := func(provisioner, params string) *iadv1alpha1.IPAddressClass {
+		c := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: provisioner}}
+		if params != "" {
+			c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(params)}
+		}
+		return c
+	}
+	n, sizes, served := warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28","fd00::/120"],"warmAddresses":4}`))
+	assert.True(t, served)
+	assert.Equal(t, 4, n)
+	assert.Equal(t, map[iadv1alpha1.IPFamily]float64{iadv1alpha1.FamilyIPv4: 16, iadv1alpha1.FamilyIPv6: 256}, sizes)
+
+	n, _, served = warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28"]}`))
+	assert.True(t, served)
+	assert.Zero(t, n, "warmAddresses defaults to 0")
+
+	n, _, served = warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28"],"warmAddresses":"x"}`))
+	assert.True(t, served)
+	assert.Equal(t, -1, n, "parameters that do not parse change nothing")
+
+	_, _, served = warmTarget(cls("other.example.org", `{"addresses":["10.0.0.0/28"],"warmAddresses":4}`))
+	assert.False(t, served)
+	_, _, served = warmTarget(nil)
+	assert.False(t, served)
+}
