@@ -40,6 +40,9 @@ const (
 	// ReasonWarmPoolFull (Warning): the class's ranges hold no room for
 	// another warm address; the driver asks MetalLB for none.
 	ReasonWarmPoolFull = "WarmPoolFull"
+	// ReasonWarmReturned (Normal): MetalLB gave a warm placeholder an
+	// address the ledger records for someone else; the driver gave it back.
+	ReasonWarmReturned = "WarmAddressReturned"
 )
 
 // warmer keeps, for every served class with spec.parameters.warmAddresses
@@ -265,6 +268,26 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 	if err != nil {
 		return err
 	}
+
+	// Ask the ledger before anything is written on the placeholder. An
+	// address recorded for someone else (an attached address is unheld
+	// for a moment during a gap handoff, and MetalLB may hand it out) is
+	// given back at once; one being torn down is waited for.
+	existing, err := w.ledgerEntry(ctx, addrName)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		switch {
+		case existing.DeletionTimestamp != nil:
+			log.FromContext(ctx).V(1).Info("the address MetalLB gave a warm placeholder is still being torn down; waiting",
+				"placeholder", ph.Name, "ipaddress", existing.Name)
+			return nil
+		case !isOurWarm(existing, className):
+			return w.giveBack(ctx, c, f, ph, ip, existing)
+		}
+	}
+
 	a := renderWarmAddress(c, ip, addrName)
 	key := binding.SharingKey(a)
 	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
@@ -281,36 +304,21 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 		}
 	}
 
-	existing := &iadv1alpha1.IPAddress{}
-	switch err := w.Get(ctx, types.NamespacedName{Name: addrName}, existing); {
-	case apierrors.IsNotFound(err):
-		if err := w.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
+	if existing == nil {
+		if err := w.Create(ctx, a); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // someone was faster; the next pass asks the ledger again
+			}
 			return fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
-		} else if err != nil {
-			if err := w.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, existing); err != nil {
-				return err
-			}
-		} else {
-			existing = a
-			if err := waitForCache(ctx, w.Client, w.APIReader, a); err != nil {
-				return err
-			}
-			w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmRecorded, "Recorded warm %s address %s as Available IPAddress %s", f, ip, addrName)
-			allocationsTotal.WithLabelValues(className, string(f), resultWarm).Inc()
 		}
-	case err != nil:
-		return err
-	}
-	if existing.Spec.ClassName != className || existing.Spec.Source.FromClass == nil {
-		w.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonLedgerMismatch,
-			"MetalLB assigned %s address %s to a warm placeholder, but IPAddress %s already exists and %s; the driver leaves both alone",
-			f, ip, existing.Name, describeBinding(existing))
-		return nil
+		existing = a
+		if err := waitForCache(ctx, w.Client, w.APIReader, a); err != nil {
+			return err
+		}
+		w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmRecorded, "Recorded warm %s address %s as Available IPAddress %s", f, ip, addrName)
+		allocationsTotal.WithLabelValues(className, string(f), resultWarm).Inc()
 	}
 
-	if ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ownedByAddress(ph, existing.Name) {
-		return nil
-	}
 	orig := ph.DeepCopy()
 	if !ownedByAddress(ph, existing.Name) {
 		ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(existing))
@@ -320,6 +328,50 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 		return fmt.Errorf("hand warm placeholder %s over to IPAddress %s: %w", ph.Name, existing.Name, err)
 	}
 	log.FromContext(ctx).Info("recorded warm address", "class", className, "family", f, "ip", ip, "ipaddress", existing.Name)
+	return nil
+}
+
+// isOurWarm reports whether an existing IPAddress is a warm address this
+// controller recorded for the class and nobody has taken since: only then
+// may a warm placeholder become its hold.
+func isOurWarm(a *iadv1alpha1.IPAddress, className string) bool {
+	return a.Labels[names.LabelWarm] == "true" && a.Spec.ClassName == className && a.Spec.ClaimRef == nil &&
+		a.Status.AssociatedTo == nil && a.Spec.Source.FromClass != nil
+}
+
+// ledgerEntry is the IPAddress named addrName, nil when there is none. A
+// miss in the cache is confirmed with the API server, so a lagging cache
+// never lets a warm placeholder take an address the ledger records.
+func (w *warmer) ledgerEntry(ctx context.Context, addrName string) (*iadv1alpha1.IPAddress, error) {
+	a := &iadv1alpha1.IPAddress{}
+	err := w.Get(ctx, types.NamespacedName{Name: addrName}, a)
+	if apierrors.IsNotFound(err) {
+		err = w.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, a)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return a, nil
+}
+
+// giveBack deletes a warm placeholder MetalLB gave an address the ledger
+// records for someone else, which frees it in MetalLB for its owner.
+func (w *warmer) giveBack(ctx context.Context, c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) error {
+	err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("give back %s: delete warm placeholder %s: %w", ip, ph.Name, err)
+	}
+	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", f, "ip", ip,
+		"ipaddress", entry.Name, "placeholder", ph.Name)
+	w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmReturned,
+		"MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
+		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))
 	return nil
 }
 

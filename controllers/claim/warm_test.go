@@ -152,3 +152,18 @@ func TestWarmTarget(t *testing.T) {
 	_, _, served = warmTarget(nil)
 	assert.False(t, served)
 }
+
+func TestIsOurWarm(t *testing.T) {
+	avail := iadv1alpha1.AddressAvailable
+	ours := warmAddr("ip-a", "10.0.0.1", nil, avail, true)
+	assert.True(t, isOurWarm(&ours, "c"))
+	notLabelled := warmAddr("ip-a", "10.0.0.1", nil, avail, false)
+	assert.False(t, isOurWarm(&notLabelled, "c"), "an address the driver did not record as warm")
+	otherClass := warmAddr("ip-a", "10.0.0.1", nil, avail, true)
+	assert.False(t, isOurWarm(&otherClass, "d"))
+	bound := warmAddr("ip-a", "10.0.0.1", &iadv1alpha1.ClaimReference{Namespace: "t", Name: "x"}, iadv1alpha1.AddressBound, true)
+	assert.False(t, isOurWarm(&bound, "c"), "a warm address bound since is someone's")
+	attached := warmAddr("ip-a", "10.0.0.1", nil, avail, true)
+	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
+	assert.False(t, isOurWarm(&attached, "c"))
+}
