@@ -152,6 +152,7 @@ func TestDriverWrites(t *testing.T) {
 
 func TestCountMetalLBLog(t *testing.T) {
 	log := `{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"x"}
+{"caller":"pool_status_controller.go:53","controller":"PoolStatusReconciler","level":"info","start reconcile":"metallb-system/p","ts":"x"}
 {"caller":"service_controller.go:107","controller":"ServiceReconciler","event":"force service reload","level":"info","ts":"x"}
 {"caller":"service_controller.go:65","controller":"ServiceReconciler","end reconcile":"ns/a","level":"info","ts":"x"}
 {"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}

@@ -181,7 +181,8 @@ func DriverWrites(before, after map[string]Metrics, leaseWrites float64) float64
 
 // MetalLBLog counts what the MetalLB controller logged (at info level).
 type MetalLBLog struct {
-	// Reconciles is how many single-Service reconciles started.
+	// Reconciles is how many single-Service reconciles started (MetalLB's
+	// other reconcilers, of pools and their status, are not counted).
 	Reconciles int
 	// FullPasses is how many passes over every Service started.
 	FullPasses int
@@ -201,17 +202,19 @@ type MetalLBLog struct {
 func CountMetalLBLog(text string) MetalLBLog {
 	var c MetalLBLog
 	for _, line := range strings.Split(text, "\n") {
-		pass := strings.Contains(line, "ServiceReconciler - reprocessAll")
+		pass := strings.Contains(line, `"controller":"ServiceReconciler - reprocessAll"`)
+		single := strings.Contains(line, `"controller":"ServiceReconciler",`)
 		switch {
 		case strings.Contains(line, `"start reconcile"`) && pass:
 			c.FullPasses++
-		case strings.Contains(line, `"start reconcile"`):
+		case strings.Contains(line, `"start reconcile"`) && single:
 			c.Reconciles++
 		}
 		if strings.Contains(line, "force service reload") {
-			if pass {
+			switch {
+			case pass:
 				c.FailedPasses++
-			} else {
+			case single:
 				c.ForcedReloads++
 			}
 		}
