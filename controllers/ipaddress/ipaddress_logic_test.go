@@ -506,3 +506,41 @@ func TestRepairedAnnotations(t *testing.T) {
 	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k"))
 }
+
+func TestGrantState(t *testing.T) {
+	a := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: "192.0.2.1", ClassName: "public",
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip"}},
+		Status: iadv1alpha1.IPAddressStatus{AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}},
+	}
+	svc := func(ns, name string, granted string) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if granted != "" {
+			s.Labels = map[string]string{names.LabelGrant: granted}
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		holders []corev1.Service
+		want    metav1.ConditionStatus
+		missing string
+	}{
+		{"nobody holds it", nil, metav1.ConditionTrue, ""},
+		{"granted placeholder and workload", []corev1.Service{svc("iad", "hold", "public"), svc("shop", "web", "public")}, metav1.ConditionTrue, ""},
+		{"ungranted placeholder", []corev1.Service{svc("iad", "hold", "")}, metav1.ConditionFalse, "iad/hold"},
+		{"workload granted another class", []corev1.Service{svc("shop", "web", "private")}, metav1.ConditionFalse, "shop/web"},
+		{"a holder without authority is not waited for", []corev1.Service{svc("rogue", "grab", "")}, metav1.ConditionTrue, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := grantState(a, tt.holders, "iad")
+			assert.Equal(t, tt.want, got.Status)
+			if tt.missing != "" {
+				assert.Contains(t, got.Message, tt.missing)
+				assert.Equal(t, conditions.ReasonHolderNotGranted, got.Reason)
+			}
+		})
+	}
+}
