@@ -78,15 +78,16 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	assert.ElementsMatch(t, leaseNames, names4(r, "Role"))
 	assert.ElementsMatch(t, leaseNames, names4(r, "RoleBinding"))
 
-	// Nothing optional is rendered by default.
-	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "ValidatingAdmissionPolicy",
-		"ValidatingAdmissionPolicyBinding", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
+	// Nothing optional is rendered by default; the admission policy is on.
+	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
 		assert.Empty(t, r.Find(kind), kind)
 	}
+	must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
+	must(t, r, "ValidatingAdmissionPolicyBinding", "metallb-iad-reserved-service-fields")
 	// Every namespaced object is in the release namespace.
 	for _, o := range r.Objects {
 		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			assert.Empty(t, o.GetNamespace(), o.GetName())
 		default:
 			assert.Equal(t, releaseNS, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
@@ -524,6 +525,7 @@ var reservedAnnotations = []string{
 	"metallb.universe.tf/address-pool",
 	"metallb.universe.tf/allow-shared-ip",
 	names.AnnotationPinnedBy,
+	names.AnnotationSharedBy,
 }
 
 func TestAdmissionPolicyRender(t *testing.T) {
@@ -553,14 +555,17 @@ admissionPolicy:
 	assert.Contains(t, conds, `["ops"]`)
 
 	validations := spec["validations"].([]any)
-	require.Len(t, validations, len(reservedAnnotations)+1)
+	require.Len(t, validations, len(reservedAnnotations)+2)
 	for i, key := range reservedAnnotations {
 		v := validations[i].(map[string]any)
 		assert.Contains(t, v["expression"], `"`+key+`"`)
 		assert.Contains(t, v["message"], "annotation "+key+" is reserved")
 		assert.NotContains(t, v["message"], "\n")
 	}
-	last := validations[len(reservedAnnotations)].(map[string]any)
+	grant := validations[len(reservedAnnotations)].(map[string]any)
+	assert.Contains(t, grant["expression"], `"`+names.LabelGrant+`"`)
+	assert.Contains(t, grant["message"], "label "+names.LabelGrant+" is reserved")
+	last := validations[len(reservedAnnotations)+1].(map[string]any)
 	assert.Contains(t, last["expression"], "object.spec.loadBalancerIP")
 	assert.Contains(t, last["message"], "spec.loadBalancerIP is reserved")
 
@@ -580,4 +585,27 @@ admissionPolicy:
 	assert.Empty(t, nsSel)
 	vap = must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
 	assert.Contains(t, fmt.Sprint(vap.Object["spec"]), `["system:masters","kubeadm:cluster-admins"]`)
+}
+
+// TestAdmissionPolicyDefault: on by default where the API server serves
+// ValidatingAdmissionPolicy, left out where it does not, and off on request.
+func TestAdmissionPolicyDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		rel    Release
+		values string
+		want   bool
+	}{
+		{"default values", Release{}, "", true},
+		{"API server without ValidatingAdmissionPolicy", Release{WithoutAdmissionPolicyAPI: true}, "", false},
+		{"turned off", Release{}, "admissionPolicy: {enabled: false}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Render(tt.rel, tt.values)
+			require.NoError(t, err)
+			for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+				assert.Equal(t, tt.want, len(r.Find(kind)) == 1, kind)
+			}
+		})
+	}
 }
