@@ -84,6 +84,9 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	}
 	must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
 	must(t, r, "ValidatingAdmissionPolicyBinding", "metallb-iad-reserved-service-fields")
+	key := must(t, r, "Secret", "metallb-iad-sharing-key")
+	data, _, _ := unstructured.NestedString(key.Object, "data", "key")
+	assert.GreaterOrEqual(t, len(data), 48, "a random sharing secret")
 	// Every namespaced object is in the release namespace.
 	for _, o := range r.Objects {
 		switch o.GetKind() {
@@ -132,14 +135,24 @@ func TestDefaultDeployments(t *testing.T) {
 			assert.Equal(t, "ghcr.io/cozystack/metallb-iad:main", ct["image"])
 			assert.Equal(t, "IfNotPresent", ct["imagePullPolicy"])
 			assert.Equal(t, []any{"/" + c}, ct["command"])
-			assert.Equal(t, []any{
+			args := []any{
 				"--leader-elect=true",
 				"--leader-election-namespace=" + releaseNS,
 				"--metrics-bind-address=:8080",
 				"--health-probe-bind-address=:8081",
 				"--placeholder-namespace=" + releaseNS,
 				"--metallb-namespace=metallb-system",
-			}, ct["args"])
+			}
+			// The controllers that write sharing keys read their secret.
+			if c != "class" {
+				args = append(args, "--sharing-key-file=/etc/metallb-iad/sharing-key/key")
+				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "mountPath": "/etc/metallb-iad/sharing-key", "readOnly": true}}, ct["volumeMounts"])
+				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "secret": map[string]any{"secretName": "metallb-iad-sharing-key"}}}, ps["volumes"])
+			} else {
+				assert.NotContains(t, ct, "volumeMounts")
+				assert.NotContains(t, ps, "volumes")
+			}
+			assert.Equal(t, args, ct["args"])
 			assert.Equal(t, []any{map[string]any{
 				"name": "POD_NAMESPACE",
 				"valueFrom": map[string]any{
