@@ -86,7 +86,9 @@ func TestPlanHold(t *testing.T) {
 		// keepKeys leaves the placeholders' sharing keys as written;
 		// otherwise each placeholder without one gets the binding's.
 		keepKeys bool
-		want     want
+		// ungranted leaves the placeholders without the grant label.
+		ungranted bool
+		want      want
 	}{
 		{
 			name: "fresh address: create the hold, wait for MetalLB",
@@ -158,6 +160,15 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.MetalLBLegacyAllowSharedIP, "x")},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "holding placeholder without the grant label (an older driver's) gets it and is still held",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			ungranted:    true,
 			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
 				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
 		},
@@ -252,6 +263,11 @@ func TestPlanHold(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if !tt.ungranted {
+				for i := range tt.placeholders {
+					tt.placeholders[i].Labels = grantedLabels(tt.placeholders[i].Labels, tt.addr.Spec.ClassName)
+				}
+			}
 			if !tt.keepKeys {
 				for i := range tt.placeholders {
 					if _, ok := tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP]; !ok {

@@ -66,6 +66,11 @@ type Cluster struct {
 	metallb *Process
 	ownDir  bool
 
+	// MetalLBLogLevel is the log level StartMetalLB gives the MetalLB
+	// controller; "warn" when empty. At "info" it logs each full pass over
+	// every Service ("reprocessAll").
+	MetalLBLogLevel string
+
 	stopOnce sync.Once
 	stopSig  chan struct{}
 }
@@ -193,7 +198,7 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		"-webhook-mode", "disabled",
 		"-disable-cert-rotation",
 		"-port", fmt.Sprint(port),
-		"-log-level", "warn",
+		"-log-level", metallbLogLevel(c.MetalLBLogLevel),
 	)
 	if err != nil {
 		return err
@@ -207,6 +212,13 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 }
 
 // StopMetalLB stops the MetalLB controller (to simulate its outage).
+func metallbLogLevel(l string) string {
+	if l == "" {
+		return "warn"
+	}
+	return l
+}
+
 func (c *Cluster) StopMetalLB() { c.metallb.Stop(5 * time.Second) }
 
 // MetalLB is the running MetalLB controller process.
