@@ -67,8 +67,8 @@ type Cluster struct {
 	ownDir  bool
 
 	// MetalLBLogLevel is the log level StartMetalLB gives the MetalLB
-	// controller; "warn" when empty. At "info" it logs each full pass over
-	// every Service ("reprocessAll").
+	// controller: $METALLB_IAD_METALLB_LOG_LEVEL, "warn" when empty. At
+	// "info" it logs each full pass over every Service ("reprocessAll").
 	MetalLBLogLevel string
 
 	stopOnce sync.Once
@@ -89,7 +89,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
+	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), MetalLBLogLevel: os.Getenv("METALLB_IAD_METALLB_LOG_LEVEL")}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
 			return nil, err
