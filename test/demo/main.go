@@ -261,17 +261,18 @@ func run(ctx context.Context, keep bool) error {
 		return err
 	}
 	tables(ctx, k)
-	fmt.Printf(`
-    The control plane keeps running. In another terminal:
-
-    export KUBECONFIG=%s
-    kubectl describe ipaddressclaim -n %s %s        # why a claim is Pending: its conditions and Events
-    kubectl get ipaddresses.local.sdn.cozystack.io   # every address, its claim and the Service it is attached to
-    curl -s http://%s/metrics | grep '^metallb_iad_'   # the ipaddress controller's metrics
-
-    (plain "ipaddresses" is networking.k8s.io's kind: use the full name)
-    Ctrl-C stops everything and cleans up.
-`, c.Kubeconfig, tenant, pending, drivers["ipaddress"].MetricsAddr)
+	fmt.Printf("\n    The control plane keeps running. In another terminal:\n\n    export KUBECONFIG=%s\n", c.Kubeconfig)
+	hints := [][2]string{
+		{fmt.Sprintf("kubectl describe ipaddressclaim -n %s %s", tenant, pending), "why a claim is Pending: its conditions and Events"},
+		{"kubectl get ipaddresses.local.sdn.cozystack.io", "every address, its claim and the Service it is attached to"},
+		{fmt.Sprintf("curl -s http://%s/metrics | grep '^metallb_iad_'", drivers["ipaddress"].MetricsAddr), "the ipaddress controller's metrics"},
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, h := range hints {
+		fmt.Fprintf(w, "    %s\t# %s\n", h[0], h[1])
+	}
+	_ = w.Flush()
+	fmt.Print("\n    (plain \"ipaddresses\" is networking.k8s.io's kind: use the full name)\n    Ctrl-C stops everything and cleans up.\n")
 	<-ctx.Done()
 	step("Stopping everything")
 	return nil
