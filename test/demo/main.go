@@ -283,6 +283,15 @@ func run(ctx context.Context, keep bool) error {
 // names a class that does not exist. It returns the Pending claim's name.
 func explore(ctx context.Context, k client.Client) (string, error) {
 	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web-ip"}}
+	if err := waitFor(ctx, "the deleted claim web-ip is gone", func() (bool, error) {
+		err := k.Get(ctx, client.ObjectKeyFromObject(claim), &iadv1alpha1.IPAddressClaim{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}); err != nil {
+		return "", err
+	}
 	if err := k.Create(ctx, claim); err != nil {
 		return "", err
 	}
@@ -387,7 +396,7 @@ func startCore(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	go func() {
-		if err := mgr.Start(ctx); err != nil {
+		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "reference core:", err)
 		}
 	}()

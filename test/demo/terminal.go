@@ -8,10 +8,10 @@ import (
 )
 
 // foreground moves the demo into a process group of its own and makes that
-// group the terminal's foreground group, so a Ctrl-C reaches the demo (and
-// the control plane it starts) but not the `make` or `go run` that started
-// it: GNU make, interrupted itself, re-raises SIGINT and ends with status 130
-// however its recipe ends. It returns a function that gives the terminal back
+// group the terminal's foreground group, so a Ctrl-C reaches the demo (which
+// then stops everything it started) but not the `make` or `go run` that
+// started it: GNU make, interrupted itself, re-raises SIGINT and ends with
+// status 130 however its recipe ends. It returns a function that gives the terminal back
 // to the original group. Without a controlling terminal, in the background,
 // or when the demo already leads the foreground group (run straight from a
 // shell), it changes nothing.
