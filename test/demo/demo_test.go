@@ -82,9 +82,20 @@ func startDemo(t *testing.T, args ...string) *demoRun {
 	require.NoError(t, err)
 	require.NoError(t, r.cmd.Start())
 	t.Cleanup(func() {
-		// A failed test must not leave the run behind.
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		<-r.done
+		// A failed test must not leave the run behind: stop it as a user
+		// would, and kill it if that does not end it.
+		select {
+		case <-r.done:
+			return
+		default:
+		}
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-r.done:
+		case <-time.After(time.Minute):
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
 	})
 	go func() {
 		sc := bufio.NewScanner(stdout)
