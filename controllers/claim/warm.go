@@ -382,7 +382,7 @@ func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) 
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    namespace,
 			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
-			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
+			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm, names.LabelGrant: className},
 			Annotations: map[string]string{
 				names.MetalLBAddressPool: names.PoolName(className),
 				names.AnnotationFamily:   string(f),

@@ -48,9 +48,13 @@ type Options struct {
 	NoCRDs bool
 	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
 	Dir string
-	// MetalLBLogLevel is the MetalLB controller's -log-level; "warn" if
-	// empty. The benchmarks use "info": MetalLB logs each full pass over
-	// every Service only at that level.
+	// NoSignalHandler leaves SIGINT and SIGTERM to the caller, which must
+	// then call Stop itself (the demo does, to end a user's Ctrl-C with
+	// status 0). By default an interrupt stops the cluster and exits 130.
+	NoSignalHandler bool
+	// MetalLBLogLevel is the MetalLB controller's -log-level; when empty,
+	// METALLB_IAD_METALLB_LOG_LEVEL, else "warn". The benchmarks use
+	// "info": MetalLB logs each full pass over every Service only there.
 	MetalLBLogLevel string
 }
 
@@ -65,11 +69,15 @@ type Cluster struct {
 	// Dir holds the kubeconfigs and the process logs.
 	Dir string
 
-	env          *envtest.Environment
-	kcm          *Process
-	metallb      *Process
-	metallbLevel string
-	ownDir       bool
+	env     *envtest.Environment
+	kcm     *Process
+	metallb *Process
+	ownDir  bool
+
+	// MetalLBLogLevel is the log level StartMetalLB gives the MetalLB
+	// controller: $METALLB_IAD_METALLB_LOG_LEVEL, "warn" when empty. At
+	// "info" it logs each full pass over every Service ("reprocessAll").
+	MetalLBLogLevel string
 
 	stopOnce sync.Once
 	stopSig  chan struct{}
@@ -79,7 +87,7 @@ type Cluster struct {
 func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
 
 // Start brings the control plane up. Call Stop when done; an interrupt of
-// the process stops it too.
+// the process stops it too (unless Options.NoSignalHandler).
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	bin := BinDir()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "metallb-controller"} {
@@ -89,9 +97,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), metallbLevel: opts.MetalLBLogLevel}
-	if c.metallbLevel == "" {
-		c.metallbLevel = "warn"
+	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), MetalLBLogLevel: os.Getenv("METALLB_IAD_METALLB_LOG_LEVEL")}
+	if opts.MetalLBLogLevel != "" {
+		c.MetalLBLogLevel = opts.MetalLBLogLevel
 	}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
@@ -128,7 +136,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if _, err := c.env.Start(); err != nil {
 		return nil, fmt.Errorf("start the API server: %w", err)
 	}
-	c.watchInterrupt()
+	if !opts.NoSignalHandler {
+		c.watchInterrupt()
+	}
 
 	admin, err := c.env.AddUser(envtest.User{Name: "iad-admin", Groups: []string{"system:masters"}}, fastClient())
 	if err != nil {
@@ -201,7 +211,7 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		"-webhook-mode", "disabled",
 		"-disable-cert-rotation",
 		"-port", fmt.Sprint(port),
-		"-log-level", c.metallbLevel,
+		"-log-level", metallbLogLevel(c.MetalLBLogLevel),
 	)
 	if err != nil {
 		return err
@@ -215,6 +225,13 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 }
 
 // StopMetalLB stops the MetalLB controller (to simulate its outage).
+func metallbLogLevel(l string) string {
+	if l == "" {
+		return "warn"
+	}
+	return l
+}
+
 func (c *Cluster) StopMetalLB() { c.metallb.Stop(5 * time.Second) }
 
 // MetalLB is the running MetalLB controller process.
