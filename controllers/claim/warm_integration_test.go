@@ -193,11 +193,15 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 		require.Equal(ct, 3, n)
 	}, timeout, tick, "the class never gets the three warm addresses that fit")
 	eventually(t, cl, ReasonWarmPoolFull)
-	var phs corev1.ServiceList
-	require.NoError(t, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}))
-	for _, ph := range phs.Items {
-		assert.NotEqual(t, cl.Name, ph.Annotations[names.AnnotationClass], "no warm placeholder of the full class waits for MetalLB: %s", ph.Name)
-	}
+	// Every warm placeholder of the class is handed over (a fourth would
+	// wait for MetalLB forever).
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var phs corev1.ServiceList
+		require.NoError(ct, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}))
+		for _, ph := range phs.Items {
+			require.NotEqual(ct, cl.Name, ph.Annotations[names.AnnotationClass], "warm placeholder %s of the full class still waits", ph.Name)
+		}
+	}, timeout, tick, "a warm placeholder of the full class waits for MetalLB")
 }
 
 // plainPinned creates a Service that MetalLB gives ip from pool.
