@@ -44,6 +44,12 @@ const (
 	// driver withdraws only such keys. Its value is the claim the key came
 	// from.
 	AnnotationSharedBy = Domain + "shared-by"
+	// AnnotationAttaching, on an IPAddress, names the Service
+	// ("<namespace>/<name>") the Service controller granted the right to
+	// attach the address. It is written with an optimistic lock before any
+	// pin, so of two Services naming one claim at the same instant exactly
+	// one gets it; status.associatedTo follows later in the handoff.
+	AnnotationAttaching = Domain + "attaching"
 )
 
 // Placeholder roles, the values of LabelPlaceholder.
