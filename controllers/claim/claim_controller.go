@@ -97,8 +97,14 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// Placeholders and MetalLB's Events about them live in the placeholder
+// namespace, and the cache (CacheOptions) watches Services and Events only
+// there: a Role in that namespace grants it. The namespace below is the
+// default one; the chart renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=events,verbs=list;watch
 
 // Reconcile provisions the families a claim still misses. Each pass
 // re-derives what to do from the cluster: the claim, its class, the

@@ -97,7 +97,12 @@ func slimService(obj any) (any, error) {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
+//
+// Placeholders are created and deleted only in the placeholder namespace: a
+// Role there grants it. The namespace below is the default one; the chart
+// renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
