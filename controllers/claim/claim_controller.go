@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -70,6 +71,9 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
+	// reported remembers what was last said on each claim, so Events (and
+	// the pool_exhausted counter) follow changes, not passes.
+	reported changes.Memo
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller
@@ -114,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.forget(req.NamespacedName)
+			r.reported.ForgetPrefix(reportKey(req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
