@@ -165,7 +165,7 @@ func Decide(s Situation) Verdict {
 			Message: fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", s.Claim)}
 	case s.ClaimDeleting:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonClaimDeleted,
-			Message: fmt.Sprintf("IPAddressClaim %q is being deleted: its addresses are given up and the Service is detached", s.Claim)}
+			Message: fmt.Sprintf("IPAddressClaim %q is being deleted: its addresses are given up (to its reclaim policy) and the Service is detached", s.Claim)}
 	case s.FamilyProblem != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonFamilyMismatch, Message: s.FamilyProblem}
 	case s.ClaimPhase != iadv1alpha1.ClaimBound && s.AssociatedHere > 0:

@@ -621,16 +621,20 @@ func (s *scope) pinClaim() string {
 	return s.claimName
 }
 
-// givingUp reports whether addrs are being given up rather than kept for
-// their claim: one of them is being deleted, or the claim the Service's
-// pin is for is gone or being deleted.
+// givingUp reports whether addrs are being given up rather than kept: one
+// of them is being deleted, or the claim the Service's pin is for is gone
+// or being deleted and one of them goes with it (reclaimPolicy Delete).
+// Under Retain the addresses stay held (Released), so they are detached
+// as usual.
 func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
+	deletes := false
 	for _, a := range addrs {
 		if a.DeletionTimestamp != nil {
 			return true
 		}
+		deletes = deletes || a.Spec.ReclaimPolicy == iadv1alpha1.ReclaimDelete
 	}
-	if len(addrs) == 0 || s.pinClaim() != s.claimName {
+	if !deletes || s.pinClaim() != s.claimName {
 		return false
 	}
 	return s.claim == nil || s.claim.DeletionTimestamp != nil
