@@ -71,6 +71,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := c.InstallPlaceholderRBAC(ctx, testPlaceholderNamespace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
 	mgr, err := bootstrap.NewManager(sa, &bootstrap.Options{
 		Controller: ControllerName, LeaderElect: false,
