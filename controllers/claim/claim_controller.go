@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -70,6 +71,9 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
+	// reported remembers what was last said on each claim, so Events (and
+	// the pool_exhausted counter) follow changes, not passes.
+	reported changes.Memo
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller
@@ -97,8 +101,14 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// Placeholders and MetalLB's Events about them live in the placeholder
+// namespace, and the cache (CacheOptions) watches Services and Events only
+// there: a Role in that namespace grants it. The namespace below is the
+// default one; the chart renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=events,verbs=list;watch
 
 // Reconcile provisions the families a claim still misses. Each pass
 // re-derives what to do from the cluster: the claim, its class, the
@@ -108,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.forget(req.NamespacedName)
+			r.reported.ForgetPrefix(reportKey(req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -45,7 +45,9 @@ const (
 var (
 	ctx context.Context
 	k   client.Client // the admin, acting as the tenant, the core or an operator
-	clu *cluster.Cluster
+	// cached is the suite manager's client: its cache, the controller's view.
+	cached client.Client
+	clu    *cluster.Cluster
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -77,6 +79,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "create the manager:", err)
 		return 1
 	}
+	cached = mgr.GetClient()
 	r := &Reconciler{
 		Client:               mgr.GetClient(),
 		APIReader:            mgr.GetAPIReader(),

@@ -33,6 +33,10 @@ const (
 	// ReasonLedgerMismatch (Warning): MetalLB assigned an address whose
 	// IPAddress already exists bound to something else.
 	ReasonLedgerMismatch = "LedgerMismatch"
+	// ReasonWaitingForName (Normal): the name of the family's allocation
+	// placeholder is still taken by the hold placeholder of an address that
+	// is not the claim's; the claim proceeds once it goes.
+	ReasonWaitingForName = "WaitingForName"
 )
 
 // MetalLBAllocationFailed is the reason of the Warning Event MetalLB's
@@ -309,6 +313,19 @@ func msgPoolExhausted(f iadv1alpha1.IPFamily, class, metallb string) string {
 func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
 	return fmt.Sprintf("MetalLB does not know pool %s (class %s) yet, so it cannot assign an %s address; "+
 		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
+}
+
+// msgClassRefused is the PoolNotReady message when the class controller
+// refuses to render the class: the pool will not appear until the class is
+// fixed.
+func msgClassRefused(f iadv1alpha1.IPFamily, class, refusal string) string {
+	return fmt.Sprintf("IPAddressClass %s is refused, so pool %s is not rendered and MetalLB cannot assign an %s address; "+
+		"the claim proceeds once the class is fixed (see the class's Events). The refusal: %s", class, names.PoolName(class), f, refusal)
+}
+
+func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) string {
+	return fmt.Sprintf("The %s allocation placeholder's name %s is still taken by the hold placeholder of IPAddress %s, "+
+		"which is not this claim's; the claim proceeds once that placeholder is gone", f, placeholder, address)
 }
 
 func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classctl "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -52,9 +53,10 @@ func (r *Reconciler) newScope(ctx context.Context, claim *iadv1alpha1.IPAddressC
 		class = nil
 	}
 	if problem := classProblem(name, class); problem != "" {
-		r.Recorder.Event(claim, corev1.EventTypeWarning, ReasonClassNotServed, problem)
+		r.report(claim, "class", corev1.EventTypeWarning, ReasonClassNotServed, problem)
 		return nil, nil
 	}
+	r.report(claim, "class", "", "", "")
 
 	var addrs iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
@@ -72,6 +74,9 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	}
 	st := planFamily(f, s.bound[f], ph)
 	log.FromContext(ctx).V(1).Info("family", "family", f, "step", st.String())
+	if st != stepWaitForMetalLB && st != stepWaitForName {
+		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
+	}
 	switch st {
 	case stepCreatePlaceholder:
 		return false, r.createPlaceholder(ctx, s, f)
@@ -91,6 +96,7 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	case stepWaitForName:
 		log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
 			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[names.LabelAddress])
+		r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[names.LabelAddress]))
 		return false, nil
 	default:
 		return true, nil
@@ -183,8 +189,18 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 		return nil
 	}
 	reason, msg := allocationFailure(f, s.class.Name, failure.Message)
-	r.Recorder.Event(s.claim, corev1.EventTypeWarning, reason, msg)
-	if reason == ReasonPoolExhausted {
+	if reason == ReasonPoolNotReady {
+		refusal, err := r.classRefusal(ctx, s.class)
+		if err != nil {
+			return err
+		}
+		if refusal != "" {
+			msg = msgClassRefused(f, s.class.Name, refusal)
+		}
+	}
+	// Once per change: MetalLB says the same on every pass while nothing
+	// changes, and each pass must not count another exhaustion.
+	if r.report(s.claim, string(f), corev1.EventTypeWarning, reason, msg) && reason == ReasonPoolExhausted {
 		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
 	}
 	return nil
@@ -261,7 +277,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 
 	// (b) Create the IPAddress, pre-bound to the claim.
 	a, err := r.ensureAddress(ctx, s, ip, addrName)
-	if err != nil {
+	if err != nil || a == nil {
 		return false, err
 	}
 	if !bindsClaim(a, s.claim.Namespace, s.claim.Name, s.claim.UID) {
@@ -277,7 +293,9 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 }
 
 // ensureAddress returns the IPAddress named addrName, creating it bound to
-// the claim when it does not exist. The caller checks whose it is.
+// the claim when it does not exist. The caller checks whose it is. It
+// returns nil, creating nothing, when the API server shows the claim gone,
+// replaced or no longer naming the scope's class.
 func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName string) (*iadv1alpha1.IPAddress, error) {
 	existing := &iadv1alpha1.IPAddress{}
 	err := r.Get(ctx, types.NamespacedName{Name: addrName}, existing)
@@ -286,6 +304,22 @@ func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName s
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+
+	// Creating records the address for the claim: make sure the claim is
+	// still there and still names this class, not just in a cache that may
+	// lag behind its deletion or a change of class.
+	live := &iadv1alpha1.IPAddressClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if live.UID != s.claim.UID || !served(live) || className(live) != s.class.Name {
+		log.FromContext(ctx).Info("the claim is gone or no longer names the class; not recording the address",
+			"ip", ip, "class", s.class.Name)
+		return nil, nil
 	}
 
 	a := renderAddress(s.claim, s.class, ip, addrName)
@@ -384,4 +418,35 @@ func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object) error 
 		return fmt.Errorf("wait for the cache to show %s: %w", key, err)
 	}
 	return nil
+}
+
+// report records an Event on the claim once per change of what is said
+// about one of its concerns (key: a family, or "class"), not on every
+// pass. An empty reason says there is nothing to report about it now, so
+// the next report is a change again. It reports whether it recorded.
+func (r *Reconciler) report(claim *iadv1alpha1.IPAddressClaim, key, eventType, reason, msg string) bool {
+	value := ""
+	if reason != "" {
+		value = string(claim.UID) + "\x00" + reason + "\x00" + msg
+	}
+	if !r.reported.Changed(reportKey(claim.Namespace, claim.Name)+key, value) || reason == "" {
+		return false
+	}
+	r.Recorder.Event(claim, eventType, reason, msg)
+	return true
+}
+
+// reportKey is the prefix of a claim's keys in the report memo.
+func reportKey(namespace, name string) string { return namespace + "/" + name + "/" }
+
+// classRefusal says why the class controller refuses to render the class,
+// judged by the same pure functions from the cached classes: its name, its
+// parameters, or ranges overlapping an older class of this driver. ""
+// when none of these refuses it.
+func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddressClass) (string, error) {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return "", err
+	}
+	return classctl.Refusal(class, classes.Items), nil
 }

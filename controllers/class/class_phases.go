@@ -69,29 +69,7 @@ func (r *Reconciler) occupants(ctx context.Context, class *iadv1alpha1.IPAddress
 	if err := r.List(ctx, &classes); err != nil {
 		return nil, err
 	}
-	older := make([]*iadv1alpha1.IPAddressClass, 0, len(classes.Items))
-	for i := range classes.Items {
-		c := &classes.Items[i]
-		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !Older(c, class) {
-			continue
-		}
-		older = append(older, c)
-	}
-	slices.SortFunc(older, func(a, b *iadv1alpha1.IPAddressClass) int {
-		if Older(a, b) {
-			return -1
-		}
-		return 1
-	})
-	var out []Occupant
-	for _, c := range older {
-		if CheckName(c.Name) != nil {
-			continue
-		}
-		if p, err := ParseParameters(c.Spec.Parameters); err == nil {
-			out = append(out, Occupant{Class: c.Name, Ranges: p.Addresses})
-		}
-	}
+	out := OlderClasses(class, classes.Items)
 
 	var pools metallbv1beta1.IPAddressPoolList
 	if err := r.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {

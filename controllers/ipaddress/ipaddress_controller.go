@@ -69,7 +69,7 @@ type Reconciler struct {
 // workload named by associatedTo, and any Service holding or pinned to an
 // address), so Services are not narrowed by namespace; instead the cache
 // keeps of each Service only what the controller reads: metadata (without
-// managedFields), spec.type and status. Code reading Services from this
+// managedFields), spec.type, the IP families and status. Code reading Services from this
 // cache must therefore never write a whole Service back; it only patches.
 // placeholderNamespace is accepted for symmetry with the other controllers.
 func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
@@ -80,7 +80,7 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 }
 
 // slimService is the cache transform for Services: it drops managedFields
-// and everything of the spec but its type.
+// and everything of the spec but its type and IP families.
 func slimService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)
 	if !ok {
@@ -89,6 +89,10 @@ func slimService(obj any) (any, error) {
 	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, Status: s.Status}
 	out.ManagedFields = nil
 	out.Spec.Type = s.Spec.Type
+	// The families decide the release pin (binding.ReleasePinValue), which
+	// must be the same value the Service controller computes.
+	out.Spec.IPFamilies = s.Spec.IPFamilies
+	out.Spec.ClusterIPs = s.Spec.ClusterIPs
 	return out, nil
 }
 
@@ -97,7 +101,12 @@ func slimService(obj any) (any, error) {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
+//
+// Placeholders are created and deleted only in the placeholder namespace: a
+// Role there grants it. The namespace below is the default one; the chart
+// renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile enforces the holding invariant on one address, re-derived from

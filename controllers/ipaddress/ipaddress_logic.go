@@ -37,9 +37,15 @@ const (
 	// ReasonConflictResolved (Normal, on the IPAddress): no Service holds the
 	// address without authority any more; the phase was handed back.
 	ReasonConflictResolved = "ConflictResolved"
-	// ReasonPinWithdrawn (Normal, on the Service): the address was deleted and
-	// the pin the driver had written on the Service was withdrawn.
+	// ReasonPinWithdrawn (Normal, on the Service): the address was deleted,
+	// MetalLB took it back from the Service, and the pin the driver had
+	// written on the Service was withdrawn: the Service is detached.
 	ReasonPinWithdrawn = "PinWithdrawn"
+	// ReasonReleasing (Normal, on the Service): the address is being
+	// deleted while the Service holds it; the driver's pin is set to a
+	// release pin until MetalLB takes the address back. The same reason as
+	// the Service controller's when it detaches.
+	ReasonReleasing = "Releasing"
 	// ReasonInvalidAddress (Warning, on the IPAddress): spec.address is not an
 	// IP, so nothing can hold it.
 	ReasonInvalidAddress = "InvalidAddress"
@@ -365,6 +371,61 @@ func withdrawPin(annotations map[string]string, ip string) (out map[string]strin
 	return out, true
 }
 
+// releaseAction is what the teardown does next to a Service in the release
+// sequence (releaseStep).
+type releaseAction int
+
+const (
+	// releaseNone: nothing to do (not the driver's pin for the address, or
+	// the Service is being deleted).
+	releaseNone releaseAction = iota
+	// releasePin: write the release pin and withdraw the driver's key.
+	releasePin
+	// releaseWait: wait for MetalLB to take the address back.
+	releaseWait
+	// releaseWithdraw: withdraw the release pin and the markers.
+	releaseWithdraw
+	// releaseDropIP: remove the IP from a pin the Service does not hold yet.
+	releaseDropIP
+)
+
+// releaseStep decides the teardown's next step for one Service and the
+// annotations to write for it (see releaseServices). Only a Service whose
+// pin the driver wrote (pinned-by marker) and which the address's binding
+// authorizes or whose pin names the IP is the teardown's to release.
+func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (releaseAction, map[string]string) {
+	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; !ours || svc.DeletionTimestamp != nil {
+		return releaseNone, nil
+	}
+	pin := svc.Annotations[names.MetalLBLoadBalancerIPs]
+	_, pinned := withoutIP(pin, ip)
+	if !pinned && !binding.Authorizes(a, svc) {
+		return releaseNone, nil
+	}
+	holds, anyIngress := false, false
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if got, err := names.ParseAddress(in.IP); err == nil {
+			anyIngress = true
+			holds = holds || got.String() == ip
+		}
+	}
+	release := binding.ReleasePinValue(svc)
+	switch {
+	case holds && pin != release:
+		return releasePin, binding.ReleaseAnnotations(svc.Annotations, release)
+	case holds:
+		return releaseWait, nil
+	case binding.IsReleasePin(pin) && anyIngress:
+		return releaseWait, nil // MetalLB drops every address at once; not yet
+	case binding.IsReleasePin(pin):
+		return releaseWithdraw, binding.WithdrawnAnnotations(svc.Annotations)
+	case pinned:
+		ann, _ := withdrawPin(svc.Annotations, ip)
+		return releaseDropIP, ann
+	}
+	return releaseNone, nil
+}
+
 // Address states, the values of the "state" label of metallb_iad_addresses.
 const (
 	stateHeld       = "held"
@@ -455,8 +516,21 @@ func msgConflictResolved(phase iadv1alpha1.IPAddressPhase) string {
 	return fmt.Sprintf("No Service holds the address without authority any more; phase handed back to %s", phase)
 }
 
-func msgPinWithdrawn(address, ip string) string {
-	return fmt.Sprintf("IPAddress %s is being deleted: withdrew the MetalLB pin on %s that the driver had written", address, ip)
+func msgPinWithdrawn(a *iadv1alpha1.IPAddress, ip string) string {
+	return fmt.Sprintf("IPAddress %s (%s) was given up%s: address given up, Service detached (the driver's pin is removed)", a.Name, ip, byClaim(a))
+}
+
+func msgTeardownReleasing(a *iadv1alpha1.IPAddress, ip, release string) string {
+	return fmt.Sprintf("IPAddress %s (%s) is being given up%s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		a.Name, ip, byClaim(a), release)
+}
+
+// byClaim names the claim an address was bound to, for messages.
+func byClaim(a *iadv1alpha1.IPAddress) string {
+	if ref := a.Spec.ClaimRef; ref != nil && ref.Name != "" {
+		return fmt.Sprintf(" (claim %s/%s)", ref.Namespace, ref.Name)
+	}
+	return ""
 }
 
 func msgInvalidAddress(address string, err error) string {

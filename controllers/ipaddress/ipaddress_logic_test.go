@@ -443,6 +443,47 @@ func TestWithdrawPin(t *testing.T) {
 	}
 }
 
+func TestReleaseStep(t *testing.T) {
+	const ip = "192.0.2.7"
+	a := address("ip-192-0-2-7", ip)
+	a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: "t", Name: "c"}
+	svc := func(ann map[string]string, ingress ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: ann},
+			Spec: corev1.ServiceSpec{IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}}}
+		for _, in := range ingress {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in})
+		}
+		return s
+	}
+	pinned := map[string]string{names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c",
+		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c", "keep": "me"}
+	releasing := map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "c", "keep": "me"}
+	deleting := svc(pinned, ip)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name string
+		svc  *corev1.Service
+		want releaseAction
+		ann  map[string]string
+	}{
+		{"holds the IP: the release pin, the key goes, the marker stays", svc(pinned, ip), releasePin, releasing},
+		{"release pin written, MetalLB has not let go yet", svc(releasing, ip), releaseWait, nil},
+		{"release pin, ingress empty: pin and marker go", svc(releasing), releaseWithdraw, map[string]string{"keep": "me"}},
+		{"release pin, another address still shown", svc(releasing, "192.0.2.8"), releaseWait, nil},
+		{"pinned, not holding yet: the IP leaves the pin", svc(pinned), releaseDropIP, map[string]string{"keep": "me"}},
+		{"hand-written pin: never touched", svc(map[string]string{names.MetalLBLoadBalancerIPs: ip}, ip), releaseNone, nil},
+		{"marker of another claim, not pinned to the IP", svc(map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "x"}), releaseNone, nil},
+		{"being deleted: its deletion frees the IP", deleting, releaseNone, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ann := releaseStep(tt.svc, a, ip)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.ann, ann)
+		})
+	}
+}
+
 func TestAddressState(t *testing.T) {
 	withHeld := func(a *iadv1alpha1.IPAddress, status metav1.ConditionStatus, reason string) *iadv1alpha1.IPAddress {
 		conditions.Set(&a.Status.Conditions, conditions.Held, status, reason, "", 1)

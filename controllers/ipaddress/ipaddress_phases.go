@@ -348,8 +348,11 @@ func (r *Reconciler) livePlaceholders(ctx context.Context, address string) ([]co
 }
 
 // teardown runs the driver's finalizer: delete the address's placeholders
-// (which releases MetalLB's allocation), withdraw the pins the driver wrote
-// on Services for the address, then remove only the driver's finalizer.
+// (which releases MetalLB's allocation), take the address back from every
+// Service the driver pinned to it through the release sequence
+// (releaseServices), then remove only the driver's finalizer. The finalizer
+// stays until no such Service holds the address or carries a release pin
+// for it, so an address never leaves the ledger while a Service keeps it.
 func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(a, names.Finalizer) {
 		return ctrl.Result{}, nil
@@ -358,8 +361,9 @@ func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ct
 		return ctrl.Result{RequeueAfter: retryAfter}, err
 	}
 	if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
-		if err := r.withdrawPins(ctx, a, ip.String()); err != nil {
-			return ctrl.Result{}, err
+		pending, err := r.releaseServices(ctx, a, ip.String())
+		if err != nil || pending {
+			return ctrl.Result{RequeueAfter: retryAfter}, err
 		}
 	}
 	orig := a.DeepCopy()
@@ -414,37 +418,38 @@ func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	return false
 }
 
-// withdrawPins removes ip from the pin of the associated Service and of
-// every Service pinned to ip, but only where the driver's authorship marker
-// shows the driver wrote the pin. Hand-written pins are left alone.
-func (r *Reconciler) withdrawPins(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) error {
-	var pinned corev1.ServiceList
-	if err := r.List(ctx, &pinned, client.MatchingFields{index.ServiceByPinnedIP: ip}); err != nil {
-		return err
+// releaseServices runs the release sequence (see internal/binding) on each
+// Service outside the placeholder namespace that carries the driver's pin
+// for the address being torn down: the associated Service, and every
+// Service whose pin names the IP or whose ingress shows it, where the
+// driver's authorship marker shows the driver wrote the pin. Hand-written
+// pins are left alone. Each Service in turn:
+//
+//   - holds the IP: its pin becomes the release pin and the driver's key
+//     goes (one patch, optimistic lock); wait;
+//   - carries the release pin: once its ingress is empty, the pin and the
+//     markers go; wait until then;
+//   - is pinned to the IP without holding it yet (a handoff under way):
+//     the IP leaves the pin (the pin and markers go with the last IP).
+//
+// The Service controller runs the same sequence when it detaches the
+// Service, so whichever gets there first, the other finds the step done.
+// A Service being deleted needs none of this: its deletion frees the IP.
+// pending is true while a Service still has to let go.
+func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) (pending bool, err error) {
+	svcs, err := r.pinnedServices(ctx, a, ip)
+	if err != nil {
+		return false, err
 	}
-	svcs := pinned.Items
-	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
-		seen := false
-		for i := range svcs {
-			seen = seen || (svcs[i].Namespace == w.Namespace && svcs[i].Name == w.Name)
-		}
-		if !seen {
-			svc := &corev1.Service{}
-			switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
-			case err == nil:
-				svcs = append(svcs, *svc)
-			case !apierrors.IsNotFound(err):
-				return err
-			}
-		}
-	}
+	logger := log.FromContext(ctx)
 	for i := range svcs {
 		svc := &svcs[i]
-		if svc.Namespace == r.PlaceholderNamespace {
+		step, ann := releaseStep(svc, a, ip)
+		switch step {
+		case releaseNone:
 			continue
-		}
-		ann, ok := withdrawPin(svc.Annotations, ip)
-		if !ok {
+		case releaseWait:
+			pending = true
 			continue
 		}
 		orig := svc.DeepCopy()
@@ -453,10 +458,57 @@ func (r *Reconciler) withdrawPins(ctx context.Context, a *iadv1alpha1.IPAddress,
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return err
+			return false, err
 		}
-		log.FromContext(ctx).Info("teardown: withdrew a pin", "service", client.ObjectKeyFromObject(svc))
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a.Name, ip))
+		key := client.ObjectKeyFromObject(svc)
+		switch step {
+		case releasePin:
+			pending = true
+			logger.Info("teardown: releasing the address from a Service", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgTeardownReleasing(a, ip, ann[names.MetalLBLoadBalancerIPs]))
+		case releaseWithdraw:
+			logger.Info("teardown: withdrew the driver's pin", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a, ip))
+		case releaseDropIP:
+			logger.Info("teardown: removed the address from a pin", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a, ip))
+		}
 	}
-	return nil
+	return pending, nil
+}
+
+// pinnedServices returns, from the cache, the Services outside the
+// placeholder namespace that may carry the driver's pin for the address:
+// those whose pin names ip, those whose ingress shows it, and the
+// associated Service.
+func (r *Reconciler) pinnedServices(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) ([]corev1.Service, error) {
+	seen := map[types.NamespacedName]bool{}
+	var out []corev1.Service
+	add := func(svcs ...corev1.Service) {
+		for _, svc := range svcs {
+			key := client.ObjectKeyFromObject(&svc)
+			if svc.Namespace == r.PlaceholderNamespace || seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, svc)
+		}
+	}
+	for _, field := range []string{index.ServiceByPinnedIP, index.ServiceByIngressIP} {
+		var list corev1.ServiceList
+		if err := r.List(ctx, &list, client.MatchingFields{field: ip}); err != nil {
+			return nil, err
+		}
+		add(list.Items...)
+	}
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+		svc := &corev1.Service{}
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+		case err == nil:
+			add(*svc)
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	return out, nil
 }
