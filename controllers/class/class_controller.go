@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -69,6 +70,9 @@ const (
 	ReasonOverlappingRanges = "OverlappingRanges"
 	// ReasonPoolNameTaken (Warning): iad-<class> exists and is controlled by something else.
 	ReasonPoolNameTaken = "PoolNameTaken"
+	// ReasonAddressesInUse (Warning): the new addresses leave out addresses
+	// of the rendered pool that IPAddresses of the class still hold.
+	ReasonAddressesInUse = "AddressesInUse"
 )
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
@@ -101,6 +105,7 @@ func CacheByObject(metallbNamespace string) map[client.Object]cache.ByObject {
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -146,6 +151,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource)
 	}
+	if err := index.Register(context.Background(), mgr, index.AddressByClass); err != nil {
+		return err
+	}
 	rendered := builder.WithPredicates(predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		predicate.LabelChangedPredicate{},
@@ -159,5 +167,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClasses), rendered).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(addressToClass), builder.WithPredicates(ledgerChanged)).
 		Complete(r)
 }

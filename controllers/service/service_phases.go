@@ -599,7 +599,11 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 		}
 		for i := range hits.Items {
 			a := &hits.Items[i]
-			if Authorized(svc, a) {
+			if Authorized(svc, a) || a.Status.Phase == iadv1alpha1.AddressLost {
+				// A Lost address is outside its class's pool: whoever holds
+				// the IP got it from another pool, and the IPAddress
+				// controller, which owns Lost, reports it until the range
+				// returns.
 				continue
 			}
 			ours, err := r.servedClass(ctx, a.Spec.ClassName)
