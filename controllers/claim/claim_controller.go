@@ -14,6 +14,7 @@ package claim
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,26 @@ type Reconciler struct {
 	// reported remembers what was last said on each claim, so Events (and
 	// the pool_exhausted counter) follow changes, not passes.
 	reported changes.Memo
+
+	// told remembers, per claim and family, the last waiting Event recorded,
+	// so a claim that waits through many passes is told once per change;
+	// decisions never read it.
+	told sync.Map
+}
+
+// tell records a waiting Event on the claim unless the same one was the
+// last recorded for that family.
+func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, eventType, reason, msg string) {
+	key := string(c.UID) + "/" + string(f)
+	if last, ok := r.told.Swap(key, reason+"\x00"+msg); ok && last == reason+"\x00"+msg {
+		return
+	}
+	r.Recorder.Event(c, eventType, reason, msg)
+}
+
+// untell forgets the last waiting Event of a family that stopped waiting.
+func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) {
+	r.told.Delete(string(c.UID) + "/" + string(f))
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller
@@ -150,8 +171,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// look again then.
 		res.RequeueAfter = coreWait
 	}
+	if err == nil && s.waitForLedger && (res.RequeueAfter == 0 || res.RequeueAfter > ledgerWait) {
+		// The address watch brings the claim back when the unheld address
+		// changes; this is the fallback.
+		res.RequeueAfter = ledgerWait
+	}
 	return res, err
 }
+
+// ledgerWait is how long a claim waiting for an address of the ledger to be
+// held again waits at most before the driver looks again.
+const ledgerWait = 5 * time.Second
 
 // coreWait is how long a claim left to the core (an Available address could
 // serve it) waits before the driver looks again.
@@ -183,7 +213,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByClass, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
+		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
 		index.ClaimByClass, index.EventByInvolvedUID,
 	); err != nil {
 		return err
@@ -240,14 +270,19 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
-// addressToClaims maps an IPAddress to the claim its claimRef names and to
-// the claims of the placeholders labelled with its name (a claim stopped by
-// a LedgerMismatch resumes when the conflicting address goes away).
+// addressToClaims maps an IPAddress to the claim its claimRef names, to the
+// claims of the placeholders labelled with its name (a claim stopped by a
+// LedgerMismatch resumes when the conflicting address goes away), and to
+// the pending claims of its class (a claim waiting for the address to be
+// held again, or to go, resumes when it is).
 func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	a := o.(*iadv1alpha1.IPAddress)
 	seen := map[types.NamespacedName]bool{}
 	if ref := a.Spec.ClaimRef; ref != nil {
 		seen[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
+	}
+	for _, c := range r.pending.of(a.Spec.ClassName) {
+		seen[c] = true
 	}
 	var phs corev1.ServiceList
 	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace),

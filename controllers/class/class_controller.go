@@ -73,6 +73,9 @@ const (
 	// ReasonWaitingForGrant (Normal): the pool, rendered without the grant
 	// selector, gains it once every address of the class is Granted.
 	ReasonWaitingForGrant = "WaitingForGrant"
+	// ReasonAddressesInUse (Warning): the new addresses leave out addresses
+	// of the rendered pool that IPAddresses of the class still hold.
+	ReasonAddressesInUse = "AddressesInUse"
 )
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
@@ -171,5 +174,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClass)).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(addressToClass), builder.WithPredicates(ledgerChanged)).
 		Complete(r)
 }

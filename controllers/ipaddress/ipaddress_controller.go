@@ -12,18 +12,23 @@ package ipaddress
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -56,6 +61,10 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+	// MetalLBNamespace is where the class controller renders the pools; an
+	// address its class's pool does not contain is Lost. Defaults to
+	// DefaultMetalLBNamespace.
+	MetalLBNamespace string
 	// Options tune the controller; the zero value suits production
 	// (MaxConcurrentReconciles then defaults to 4). A second manager in one
 	// process, as in tests, needs SkipNameValidation.
@@ -76,6 +85,18 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 	_ = placeholderNamespace
 	return map[client.Object]cache.ByObject{
 		&corev1.Service{}: {Transform: slimService},
+	}
+}
+
+// DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
+// when none is set.
+const DefaultMetalLBNamespace = "metallb-system"
+
+// PoolCacheOptions restricts the cache of MetalLB's IPAddressPools to the
+// MetalLB namespace, the only place the controller reads them.
+func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
 }
 
@@ -108,6 +129,7 @@ func slimService(obj any) (any, error) {
 // renders the Role in the configured namespace.
 // +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
 // the cluster on every pass: fetch, teardown when deleted, finalizer, then
@@ -143,9 +165,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || s == nil {
 		return ctrl.Result{}, err
 	}
+	s.class = class
 	var res ctrl.Result
 	for _, step := range []func(context.Context, *scope) (ctrl.Result, error){
 		r.clearStaleAssociation,
+		r.detectLost,
 		r.recoverConflict,
 		r.enforceHold,
 	} {
@@ -191,6 +215,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
+	if r.MetalLBNamespace == "" {
+		r.MetalLBNamespace = DefaultMetalLBNamespace
+	}
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByIP, index.AddressByAssociation, index.AddressByClass,
 		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,
@@ -206,6 +233,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&iadv1alpha1.IPAddress{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.addressesForService)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.addressesForClass)).
+		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.addressesForPool),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -256,6 +285,17 @@ func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []r
 		want[list.Items[i].Name] = true
 	}
 	return requests(want)
+}
+
+// addressesForPool maps a pool in the MetalLB namespace named iad-<class>
+// (created, deleted, or its addresses edited) to the addresses of that
+// class, which may be Lost or recovered by the change.
+func (r *Reconciler) addressesForPool(ctx context.Context, o client.Object) []reconcile.Request {
+	class, ok := strings.CutPrefix(o.GetName(), names.PoolName(""))
+	if o.GetNamespace() != r.MetalLBNamespace || !ok || class == "" {
+		return nil
+	}
+	return r.addressesForClass(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
 }
 
 func requests(set map[string]bool) []reconcile.Request {

@@ -216,13 +216,15 @@ func TestPlanHold(t *testing.T) {
 					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
 		},
 		{
-			name:         "another placeholder (of another address) holding it is elsewhere too",
+			// Only a pending claim's unpinned allocation placeholder can get
+			// the address (during a gap); its claim controller gives it back.
+			name:         "another claim's placeholder holding it: waiting for it to be given back",
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
 			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-other", "", ip)},
-			want: want{takenBy: phNS + "/alloc-ipv4-other", held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
-				"Service iad-system/alloc-ipv4-other holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
-					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Placeholder Service iad-system/alloc-ipv4-other of another claim got 192.0.2.7 while it was unheld; " +
+					"waiting for the claim controller to give it back"}},
 		},
 		{
 			name:         "the claim's own workload still holds it while detaching: waiting, no warning",

@@ -810,7 +810,10 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 			recorded = true
 			// An address being deleted is leaving the ledger: its
 			// teardown takes it back from whoever holds it.
-			if a.DeletionTimestamp != nil || Authorized(svc, a) {
+			// A Lost address is outside its class's pool: whoever holds the
+			// IP got it from another pool, and the IPAddress controller,
+			// which owns Lost, reports it until the range returns.
+			if a.DeletionTimestamp != nil || Authorized(svc, a) || a.Status.Phase == iadv1alpha1.AddressLost {
 				continue
 			}
 			grabs = append(grabs, grab{Class: a.Spec.ClassName, IP: ip, Address: a.Name})
