@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/netip"
 	"os"
 	"strings"
@@ -505,6 +506,12 @@ func TestPoolNotReady(t *testing.T) {
 	ns := namespace(t)
 	pool(t, "decoy-"+rand.String(4), "10.10.12.0/30") // MetalLB reports unknown pools only once it has some
 	cl := class(t, names.Provisioner, "")
+	// Valid parameters: the class is not refused, its pool is merely not
+	// rendered yet (no class controller runs in this suite).
+	obj := &iadv1alpha1.IPAddressClass{}
+	require.NoError(t, k.Get(ctx, client.ObjectKey{Name: cl}, obj))
+	obj.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.7.0/30"]}`)}
+	require.NoError(t, k.Update(ctx, obj))
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 
 	ev := eventually(t, c, ReasonPoolNotReady)

@@ -358,6 +358,7 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     tt.name,
+				names.LabelGrant:       a.Spec.ClassName,
 			}, s.Labels)
 			assert.Equal(t, map[string]string{
 				names.MetalLBAddressPool:     "iad-gold",
