@@ -345,6 +345,7 @@ controllers:
 		"--health-probe-bind-address=:8081",
 		"--placeholder-namespace=" + releaseNS,
 		"--metallb-namespace=metallb-system",
+		"--sharing-key-file=/etc/metallb-iad/sharing-key/key",
 		"--zap-log-level=debug",
 		"--zap-devel",
 	}, ct["args"])
