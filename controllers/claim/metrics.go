@@ -15,6 +15,7 @@ const (
 	resultPoolExhausted  = "pool_exhausted"
 	resultLedgerMismatch = "ledger_mismatch"
 	resultWarm           = "warm"
+	resultReturned       = "returned"
 )
 
 var (
@@ -22,7 +23,8 @@ var (
 		Name: "metallb_iad_claim_allocations_total",
 		Help: "Allocation outcomes observed by the claim controller, by class, family and result " +
 			"(recorded: an IPAddress was recorded for a claim; warm: an Available IPAddress was recorded as a warm reservation; pool_exhausted: MetalLB had no free address; " +
-			"ledger_mismatch: MetalLB assigned an address the ledger gives to someone else).",
+			"ledger_mismatch: the IPAddress name of an assigned address is taken by another entry; " +
+			"returned: MetalLB assigned an address the ledger records for someone else, and the driver gave it back).",
 	}, []string{"class", "family", "result"})
 
 	claimsPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -69,36 +71,14 @@ func (p *pendingClaims) set(claim types.NamespacedName, class string, pending bo
 // forget drops a claim that is gone or no longer served.
 func (p *pendingClaims) forget(claim types.NamespacedName) { p.set(claim, "", false) }
 
-// blockedClaims remembers which claims wait because their class is full,
-// by class, so that freeing an address of the class brings exactly them
-// back. It only decides what to look at again, never what to do.
-type blockedClaims struct {
-	mu      sync.Mutex
-	classOf map[types.NamespacedName]string
-}
-
-// set records whether the claim waits for room in class.
-func (b *blockedClaims) set(claim types.NamespacedName, class string, blocked bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.classOf == nil {
-		b.classOf = map[types.NamespacedName]string{}
-	}
-	if blocked {
-		b.classOf[claim] = class
-	} else {
-		delete(b.classOf, claim)
-	}
-}
-
-// of lists the claims waiting for room in class.
-func (b *blockedClaims) of(class string) []types.NamespacedName {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// of lists the claims recorded as pending under class.
+func (p *pendingClaims) of(class string) []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var out []types.NamespacedName
-	for k, c := range b.classOf {
-		if c == class {
-			out = append(out, k)
+	for c, cl := range p.classOf {
+		if cl == class {
+			out = append(out, c)
 		}
 	}
 	return out

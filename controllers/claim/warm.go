@@ -244,6 +244,17 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 		w.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonWarmPoolFull,
 			"The class's %s ranges have no room for the %d warm addresses asked for; the driver keeps what fits and asks MetalLB for no more", f, target)
 	}
+	if p.create > 0 {
+		// While an address of the ledger is unheld in MetalLB (a handoff
+		// or a hold being re-armed), MetalLB would hand it to a new warm
+		// placeholder, only for it to be given back: wait until it is held
+		// again (an IPAddress or placeholder change brings the class back).
+		if a := unsettledAddress(addrs, f, heldByPlaceholder(ctx, w.Client, w.PlaceholderNamespace)); a != nil {
+			log.FromContext(ctx).V(1).Info("an address of the ledger is not held in MetalLB right now; not warming yet",
+				"class", className, "family", f, "ipaddress", a.Name)
+			return nil
+		}
+	}
 	for range p.create {
 		ph := renderWarmPlaceholder(w.PlaceholderNamespace, className, f)
 		if err := w.Create(ctx, ph); err != nil {
@@ -372,6 +383,7 @@ func (w *warmer) giveBack(ctx context.Context, c *iadv1alpha1.IPAddressClass, f 
 	w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmReturned,
 		"MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
 		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))
+	allocationsTotal.WithLabelValues(c.Name, string(f), resultReturned).Inc()
 	return nil
 }
 
