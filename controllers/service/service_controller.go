@@ -62,22 +62,26 @@ type Reconciler struct {
 	PlaceholderNamespace string
 
 	handoffs *handoffs
+	imports  importOutcomes
 }
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile runs one pass for one Service: conflict detection, then the
-// association decision and its idempotent steps.
+// Reconcile runs one pass for one Service: the import of an address MetalLB
+// assigned it before the driver managed it (classes with adoptExisting),
+// conflict detection, then the association decision and its idempotent
+// steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.imports.forget(req.NamespacedName)
 			return quiet(r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
@@ -85,6 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s, err := r.observe(ctx, svc)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if goOn, err := r.importFirst(ctx, s); err != nil || !goOn {
+		return quiet(err)
 	}
 	if err := r.detectConflicts(ctx, s); err != nil {
 		return quiet(err)
@@ -138,6 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
+		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClass)).
 		Complete(r)
 }
 
