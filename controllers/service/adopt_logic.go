@@ -181,8 +181,12 @@ func PlanImport(s ImportSituation) ImportPlan {
 			"a claim serves one Service, so the address is left as it is", p.IP, cls.Name, strings.Join(others, ", "))
 		return p
 	}
-	if a := s.Ledger[p.IP]; a != nil && !ImportedFor(a, svc, p.ClaimName) {
-		return ImportPlan{} // already in the ledger: conflict detection's business
+	if a := s.Ledger[p.IP]; a != nil && !(resuming && ImportedFor(a, svc, p.ClaimName)) {
+		// Already in the ledger, and not half-way through this import (the
+		// Service is annotated before the address is created): conflict
+		// detection's business. This is also what keeps an import undone by
+		// the owner (claim annotation removed) from being run again.
+		return ImportPlan{}
 	}
 	if c := s.Claim; c != nil {
 		if !OwnImportClaim(c, svc, p) {
