@@ -4,11 +4,13 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -211,6 +213,11 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 			return err
 		}
 		logger.Info("import: annotated the Service")
+		// A later pass must see the import under way, or it would take the
+		// address about to be created for a conflict.
+		r.waitForCache(ctx, &corev1.Service{}, client.ObjectKeyFromObject(svc), func(o client.Object) bool {
+			return o.GetAnnotations()[names.AnnotationImportedInto] == p.ClaimName
+		})
 	}
 
 	a := sit.Ledger[p.IP]
@@ -220,6 +227,7 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 			return err
 		}
 		logger.Info("import: created the IPAddress", "address", a.Name)
+		r.waitForCache(ctx, &iadv1alpha1.IPAddress{}, client.ObjectKeyFromObject(a), func(client.Object) bool { return true })
 	}
 
 	if AssociatedWith(a, svc.Namespace, svc.Name) {
@@ -268,4 +276,16 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 		}
 	}
 	return reqs
+}
+
+// waitForCache waits, briefly, until the cache shows the object written
+// and seen accepts it, so the next pass does not act on a stale read. On
+// timeout the next pass re-reads; the steps check before they write.
+func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object, key client.ObjectKey, seen func(client.Object) bool) {
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := r.Get(ctx, key, obj); err != nil {
+			return false, nil
+		}
+		return seen(obj), nil
+	})
 }
