@@ -246,11 +246,11 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	return nil
 }
 
-// servicesForClass maps a class with adoptExisting to the Services holding
+// servicesToImportForClass maps a class with adoptExisting to the Services holding
 // an address in its ranges, so that turning the parameter on (or widening
 // the ranges) imports what MetalLB already assigned. Class changes are
 // rare, so this one walks the Service cache.
-func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) servicesToImportForClass(ctx context.Context, o client.Object) []reconcile.Request {
 	c, ok := o.(*iadv1alpha1.IPAddressClass)
 	if !ok || c.Spec.Provisioner != names.Provisioner {
 		return nil
