@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
@@ -182,7 +181,8 @@ func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
 //     imported address);
 //  2. one patch of the Service: the claim annotation, the imported-into
 //     marker and the driver's pin and markers (or, for a hand-written pin,
-//     the owner-pin record), with an optimistic lock;
+//     the owner-pin record), and the class's grant label, with an
+//     optimistic lock;
 //  3. the IPAddress, pre-bound to the claim with its uid;
 //  4. status.associatedTo naming the Service on the IPAddress; then the
 //     Imported Events.
@@ -206,9 +206,13 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	if p.HandPin != "" || ShareProblem(svc, key) != "" {
 		key = ""
 	}
-	if want := ImportAnnotations(svc.Annotations, p, key); !maps.Equal(want, svc.Annotations) {
+	// The grant label goes in the same patch: once MetalLB serves the
+	// address from the class pool, which admits only granted Services, the
+	// Service keeps it.
+	want, labels := ImportAnnotations(svc.Annotations, p, key), GrantLabels(svc.Labels, p.Class.Name)
+	if !maps.Equal(want, svc.Annotations) || !maps.Equal(labels, svc.Labels) {
 		orig := svc.DeepCopy()
-		svc.Annotations = want
+		svc.Annotations, svc.Labels = want, labels
 		if err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
@@ -244,38 +248,6 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonImported, msgImportedAddress(p, svc.Namespace, svc.Name))
 	importsTotal.WithLabelValues(p.Class.Name, importImported).Inc()
 	return nil
-}
-
-// servicesToImportForClass maps a class with adoptExisting to the Services holding
-// an address in its ranges, so that turning the parameter on (or widening
-// the ranges) imports what MetalLB already assigned. Class changes are
-// rare, so this one walks the Service cache.
-func (r *Reconciler) servicesToImportForClass(ctx context.Context, o client.Object) []reconcile.Request {
-	c, ok := o.(*iadv1alpha1.IPAddressClass)
-	if !ok || c.Spec.Provisioner != names.Provisioner {
-		return nil
-	}
-	p, err := classparams.ParseParameters(c.Spec.Parameters)
-	if err != nil || !p.AdoptExisting {
-		return nil
-	}
-	classes := []AdoptClass{{Name: c.Name, Params: p}}
-	var list corev1.ServiceList
-	if err := r.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "cannot list Services for an importing class", "class", c.Name)
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		svc := &list.Items[i]
-		for _, ip := range index.IngressIPs(svc) {
-			if coveringClass(classes, ip) != nil {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(svc)})
-				break
-			}
-		}
-	}
-	return reqs
 }
 
 // waitForCache waits, briefly, until the cache shows the object written

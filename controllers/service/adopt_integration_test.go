@@ -89,7 +89,8 @@ func TestImportExistingServices(t *testing.T) {
 	createClass(t, off, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.80/28"]}`)
 	goldPool := &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/28"}, AutoAssign: ptr.To(false)},
+		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/28"}, AutoAssign: ptr.To(false),
+			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
 	}
 	require.NoError(t, c.Client.Create(ctx, goldPool))
 
@@ -214,6 +215,7 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 		assert.Equal(t, claimName, s.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 		assert.Equal(t, claimName, s.Annotations[names.AnnotationImportedInto])
 		assert.Equal(t, []string{ip}, ingress(s))
+		assert.True(t, names.Granted(s.Labels, a.Spec.ClassName), "granted the class pool")
 		assertEvent(t, "Service", ns, svcName, corev1.EventTypeNormal, ReasonImported, ip, ns+"/"+claimName)
 		assertEvent(t, "IPAddressClaim", ns, claimName, corev1.EventTypeNormal, ReasonImported, ip, "Service "+ns+"/"+svcName)
 		assertEvent(t, "IPAddress", "", addr, corev1.EventTypeNormal, ReasonImported, "Service "+ns+"/"+svcName)
