@@ -38,6 +38,9 @@ type Parameters struct {
 	BGP *BGPParameters
 	// L2 holds the L2Advertisement options; nil for BGP or when none are given.
 	L2 *L2Parameters
+	// AdoptExisting imports the addresses MetalLB already assigned, from
+	// the class's ranges, to plain Services (see the service controller).
+	AdoptExisting bool
 }
 
 // BGPParameters are passed through to the class's BGPAdvertisement.
@@ -71,6 +74,7 @@ type wireParameters struct {
 	Advertisement *string        `json:"advertisement"`
 	BGP           *BGPParameters `json:"bgp"`
 	L2            *L2Parameters  `json:"l2"`
+	AdoptExisting bool           `json:"adoptExisting"`
 }
 
 const paramsPath = "spec.parameters"
@@ -97,7 +101,7 @@ func ParseParameters(raw *apiextensionsv1.JSON) (Parameters, error) {
 		problems = append(problems, strictProblem(e))
 	}
 
-	p := Parameters{AvoidBuggyIPs: w.AvoidBuggyIPs, Advertisement: AdvertisementL2, BGP: w.BGP, L2: w.L2}
+	p := Parameters{AvoidBuggyIPs: w.AvoidBuggyIPs, Advertisement: AdvertisementL2, BGP: w.BGP, L2: w.L2, AdoptExisting: w.AdoptExisting}
 	problems = append(problems, p.parseAddresses(w.Addresses)...)
 
 	if w.Advertisement != nil {
