@@ -75,7 +75,7 @@ func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
 
 // Start brings the control plane up. Call Stop when done; an interrupt of
 // the process stops it too.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	bin := BinDir()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "metallb-controller"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
@@ -84,7 +84,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
+	// c is not the named result: every failed return sets that to nil, and
+	// the deferred Stop must still see what was started.
+	c := &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
 			return nil, err
