@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +49,12 @@ type Options struct {
 	NoCRDs bool
 	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
 	Dir string
+	// APIServer, when set, adjusts the API server before it starts (serving
+	// address, certificates, flags): a one-node cluster needs pods to reach it.
+	APIServer func(*envtest.APIServer) error
+	// Controllers replaces the controllers kube-controller-manager runs
+	// (garbagecollector and namespace when empty).
+	Controllers []string
 }
 
 // Cluster is a running local control plane.
@@ -119,6 +126,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
 	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
+	if opts.APIServer != nil {
+		if err := opts.APIServer(c.env.ControlPlane.GetAPIServer()); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := c.env.Start(); err != nil {
 		return nil, fmt.Errorf("start the API server: %w", err)
 	}
@@ -142,7 +154,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	if !opts.NoControllerManager {
-		if err := c.startControllerManager(ctx); err != nil {
+		if err := c.startControllerManager(ctx, opts.Controllers); err != nil {
 			return nil, err
 		}
 	}
@@ -157,13 +169,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context) error {
+func (c *Cluster) startControllerManager(ctx context.Context, controllers []string) error {
+	if len(controllers) == 0 {
+		controllers = []string{"garbagecollector", "namespace"}
+	}
 	var err error
 	c.kcm, err = StartProcess(c.Dir, "kube-controller-manager", filepath.Join(BinDir(), "kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig,
 		"--authentication-kubeconfig", c.Kubeconfig,
 		"--authorization-kubeconfig", c.Kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 	)
