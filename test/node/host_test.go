@@ -3,6 +3,7 @@ package node
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,9 +65,12 @@ func TestRecoverDeadRun(t *testing.T) {
 	}
 	mnt := filepath.Join(Base, "kubelet", "pods", "x")
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"))
-	fwd, err := readSysctl("net.ipv4.ip_forward")
+	// A sysctl the kubelet raises, and harmless to change for a moment.
+	keys, err := readSysctl("kernel.keys.root_maxkeys")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(sysctlPath("net.ipv4.ip_forward"), []byte(map[string]string{"0": "1", "1": "0"}[fwd]), 0o644))
+	n0, err := strconv.Atoi(keys)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(sysctlPath("kernel.keys.root_maxkeys"), []byte(strconv.Itoa(n0+1)), 0o644))
 	n := &Node{procs: map[string]*cluster.Process{}}
 	require.NoError(t, n.startContainerd())
 
