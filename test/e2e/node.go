@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/rest"
@@ -94,6 +96,14 @@ func (p *NodeProvider) helmConfig(ns string) (*action.Configuration, error) {
 	if err := cfg.Init(kube.GetConfig(p.n.Cluster.Kubeconfig, "", ns), ns, "secret", func(string, ...any) {}); err != nil {
 		return nil, err
 	}
+	// The API server is built without version stamps and reports
+	// v0.0.0-master, which charts' kubeVersion constraints refuse: tell
+	// Helm the version it was built from.
+	caps := chartutil.DefaultCapabilities.Copy()
+	major, minor, _ := strings.Cut(strings.TrimPrefix(p.n.KubeVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	caps.KubeVersion = chartutil.KubeVersion{Version: p.n.KubeVersion, Major: major, Minor: minor}
+	cfg.Capabilities = caps
 	return cfg, nil
 }
 
@@ -115,10 +125,14 @@ func (p *NodeProvider) installMetalLB(ctx context.Context) error {
 	in.Wait, in.Timeout = true, 5*time.Minute
 	_, err = in.RunWithContext(ctx, ch, map[string]any{
 		"speaker": map[string]any{"enabled": false},
-		// The local control plane installed MetalLB's CRDs already.
-		"crds": map[string]any{"enabled": false},
-		"controller": map[string]any{"image": map[string]any{
-			"repository": node.MetalLBImage, "tag": p.n.MetalLBVersion, "pullPolicy": "IfNotPresent"}},
+		// The local control plane installed MetalLB's CRDs already, without
+		// the conversion webhook MetalLB's certificate rotation insists on
+		// patching: run without its webhooks, as the local provider does.
+		"crds": map[string]any{"enabled": false, "validationFailurePolicy": "Ignore"},
+		"controller": map[string]any{
+			"webhookMode": "disabled",
+			"image": map[string]any{
+				"repository": node.MetalLBImage, "tag": p.n.MetalLBVersion, "pullPolicy": "IfNotPresent"}},
 	})
 	if err != nil {
 		return fmt.Errorf("helm install MetalLB: %w", err)

@@ -57,6 +57,9 @@ type Node struct {
 	Cluster *cluster.Cluster
 	// MetalLBVersion is the MetalLB controller's version (its image tag).
 	MetalLBVersion string
+	// KubeVersion is the Kubernetes version the node binaries were built
+	// from (the API server reports none).
+	KubeVersion string
 
 	log      io.Writer
 	lockf    *os.File
@@ -116,6 +119,12 @@ func Start(ctx context.Context, log io.Writer) (n *Node, err error) {
 	if err := n.ensureBinaries(); err != nil {
 		return nil, err
 	}
+	// The cache folders are named <binary>-<version>.
+	kubelet, err := filepath.EvalSymlinks(filepath.Join(n.binDir, "kubelet"))
+	if err != nil {
+		return nil, err
+	}
+	n.KubeVersion = strings.TrimPrefix(filepath.Base(filepath.Dir(kubelet)), "kubelet-")
 	if n.lockf, err = lock(10 * time.Minute); err != nil {
 		return nil, err
 	}
@@ -342,7 +351,6 @@ func (n *Node) importImages() error {
 	if err != nil {
 		return err
 	}
-	// The cache folder is named <binary>-<version>.
 	n.MetalLBVersion = strings.TrimPrefix(filepath.Base(filepath.Dir(mlb)), "metallb-controller-")
 	images := []Image{
 		{Ref: DriverImageRepo + ":" + DriverImageTag, Files: files, User: "65532:65532"},
