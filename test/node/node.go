@@ -174,12 +174,15 @@ func Start(ctx context.Context, log io.Writer) (n *Node, err error) {
 	if err := step("images built and imported", n.importImages); err != nil {
 		return nil, err
 	}
-	// kube-proxy before the kubelet: a pod's first packet to the
-	// `kubernetes` Service must already be translated.
-	if err := step("kube-proxy", func() error { return n.startKubeProxy(ctx) }); err != nil {
+	// The kubelet registers the Node before kube-proxy starts: kube-proxy
+	// exits when the node's IPs change, and they change from none to the
+	// node IP at registration. No pod can start before the scheduler runs,
+	// so kube-proxy still translates a pod's first packet to the
+	// `kubernetes` Service.
+	if err := step("kubelet, node Ready", func() error { return n.startKubelet(ctx) }); err != nil {
 		return nil, err
 	}
-	if err := step("kubelet, node Ready", func() error { return n.startKubelet(ctx) }); err != nil {
+	if err := step("kube-proxy", func() error { return n.startKubeProxy(ctx) }); err != nil {
 		return nil, err
 	}
 	if err := step("kube-scheduler", n.startScheduler); err != nil {
