@@ -61,6 +61,14 @@ test-unit: ## Unit tests of the shared packages (no control plane needed).
 test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.
 	E2E_REPEAT=5 go test -count=1 -v -timeout 60m ./test/e2e/
 
+.PHONY: node-tools
+node-tools: ## Build kubelet, kube-proxy and kube-scheduler into bin/node (cached like tools).
+	bash hack/build-node-tools.sh
+
+.PHONY: test-node
+test-node: tools node-tools ## The e2e suite on a one-node cluster on this machine, the chart's pods for real (root; installs containerd from Debian).
+	E2E_PROVIDER=node go test -count=1 -v -timeout 45m ./test/node/ ./test/e2e/
+
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
 	go test -v -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/

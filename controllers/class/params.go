@@ -43,6 +43,9 @@ type Parameters struct {
 	// so a burst of claims binds without waiting for MetalLB. 0 (the
 	// default) keeps none.
 	WarmAddresses int32
+	// AdoptExisting imports the addresses MetalLB already assigned, from
+	// the class's ranges, to plain Services (see the service controller).
+	AdoptExisting bool
 }
 
 // MaxWarmAddresses bounds warmAddresses: every warm address is a held
@@ -82,6 +85,7 @@ type wireParameters struct {
 	BGP           *BGPParameters `json:"bgp"`
 	L2            *L2Parameters  `json:"l2"`
 	WarmAddresses *int32         `json:"warmAddresses"`
+	AdoptExisting bool           `json:"adoptExisting"`
 }
 
 const paramsPath = "spec.parameters"
@@ -108,7 +112,7 @@ func ParseParameters(raw *apiextensionsv1.JSON) (Parameters, error) {
 		problems = append(problems, strictProblem(e))
 	}
 
-	p := Parameters{AvoidBuggyIPs: w.AvoidBuggyIPs, Advertisement: AdvertisementL2, BGP: w.BGP, L2: w.L2}
+	p := Parameters{AvoidBuggyIPs: w.AvoidBuggyIPs, Advertisement: AdvertisementL2, BGP: w.BGP, L2: w.L2, AdoptExisting: w.AdoptExisting}
 	problems = append(problems, p.parseAddresses(w.Addresses)...)
 
 	if w.Advertisement != nil {

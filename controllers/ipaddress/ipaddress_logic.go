@@ -315,6 +315,10 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 
 	if len(placeholders) == 0 {
+		if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
+			p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}
+			return p
+		}
 		p.Create = true
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 			msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name))}

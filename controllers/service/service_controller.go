@@ -72,23 +72,27 @@ type Reconciler struct {
 	// holding class addresses the ledger does not authorize.
 	holders  *unauthorized
 	verdicts verdicts
+	imports  importOutcomes
 }
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
-// Reconcile runs one pass for one Service: conflict detection, then the
-// association decision and its idempotent steps.
+// Reconcile runs one pass for one Service: the import of an address MetalLB
+// assigned it before the driver managed it (classes with adoptExisting),
+// conflict detection, then the association decision and its idempotent
+// steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.verdicts.forget(req.NamespacedName)
+			r.imports.forget(req.NamespacedName)
 			return quiet(r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
@@ -103,6 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s, err := r.observe(ctx, svc)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if goOn, err := r.importFirst(ctx, s); err != nil || !goOn {
+		return quiet(err)
 	}
 	if err := r.detectConflicts(ctx, s); err != nil {
 		return quiet(err)

@@ -51,6 +51,9 @@ const (
 	ReasonWaitingForMetalLB   = "WaitingForMetalLB"
 	ReasonReleasedForWorkload = "ReleasedForWorkload"
 	ReasonTakenElsewhere      = "TakenElsewhere"
+	// ReasonImporting: the Service the address is being imported from
+	// holds it; no placeholder is created, the Service keeps it.
+	ReasonImporting = "Importing"
 )
 
 // Reasons of Conflict.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +57,12 @@ type Options struct {
 	// METALLB_IAD_METALLB_LOG_LEVEL, else "warn". The benchmarks use
 	// "info": MetalLB logs each full pass over every Service only there.
 	MetalLBLogLevel string
+	// APIServer, when set, adjusts the API server before it starts (serving
+	// address, certificates, flags): a one-node cluster needs pods to reach it.
+	APIServer func(*envtest.APIServer) error
+	// Controllers replaces the controllers kube-controller-manager runs
+	// (garbagecollector and namespace when empty).
+	Controllers []string
 }
 
 // Cluster is a running local control plane.
@@ -88,7 +95,7 @@ func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
 
 // Start brings the control plane up. Call Stop when done; an interrupt of
 // the process stops it too (unless Options.NoSignalHandler).
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	bin := BinDir()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "metallb-controller"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
@@ -97,7 +104,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), MetalLBLogLevel: os.Getenv("METALLB_IAD_METALLB_LOG_LEVEL")}
+	// c is not the named result: every failed return sets that to nil, and
+	// the deferred Stop must still see what was started.
+	c := &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), MetalLBLogLevel: os.Getenv("METALLB_IAD_METALLB_LOG_LEVEL")}
 	if opts.MetalLBLogLevel != "" {
 		c.MetalLBLogLevel = opts.MetalLBLogLevel
 	}
@@ -133,6 +142,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
 	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
+	if opts.APIServer != nil {
+		if err := opts.APIServer(c.env.ControlPlane.GetAPIServer()); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := c.env.Start(); err != nil {
 		return nil, fmt.Errorf("start the API server: %w", err)
 	}
@@ -158,7 +172,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	if !opts.NoControllerManager {
-		if err := c.startControllerManager(ctx); err != nil {
+		if err := c.startControllerManager(ctx, opts.Controllers); err != nil {
 			return nil, err
 		}
 	}
@@ -173,13 +187,16 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context) error {
+func (c *Cluster) startControllerManager(ctx context.Context, controllers []string) error {
+	if len(controllers) == 0 {
+		controllers = []string{"garbagecollector", "namespace"}
+	}
 	var err error
 	c.kcm, err = StartProcess(c.Dir, "kube-controller-manager", filepath.Join(BinDir(), "kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig,
 		"--authentication-kubeconfig", c.Kubeconfig,
 		"--authorization-kubeconfig", c.Kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 	)

@@ -4,11 +4,16 @@
 // processes, two replicas each with leader election, as the chart deploys
 // them. E2E_PROVIDER=kind runs the portable features on a kind cluster with
 // the chart installed instead (for CI machines with a container engine).
+// E2E_PROVIDER=node runs them on a one-node cluster on this machine
+// (test/node: root, Debian's containerd), with MetalLB's controller and the
+// chart installed as pods, plus the features only real Deployments show.
 //
 // E2E_REPEAT (default 1) repeats the restart and failover features.
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -17,12 +22,17 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+
+	"github.com/cozystack/metallb-iad/test/node"
 )
 
 var (
 	testenv env.Environment
 	local   *LocalProvider
+	onNode  *NodeProvider
 	repeat  = 1
+	// teardownErr is the node provider's teardown verdict.
+	teardownErr error
 )
 
 func TestMain(m *testing.M) {
@@ -39,9 +49,33 @@ func TestMain(m *testing.M) {
 	case "kind":
 		testenv.Setup(kindSetup()...)
 		testenv.Finish(kindFinish()...)
+	case "node":
+		if err := node.Check(); err != nil {
+			if errors.Is(err, node.ErrSkip) {
+				fmt.Fprintf(os.Stderr, "SKIP: E2E_PROVIDER=node: %v\n", err)
+				os.Exit(0)
+			}
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		onNode = &NodeProvider{}
+		testenv.Setup(envfuncs.CreateCluster(onNode, clusterName))
+		// The framework only logs a failed finish step: keep the teardown's
+		// verdict (the machine as the node found it) for the exit code.
+		testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+			teardownErr = onNode.Destroy(ctx)
+			return ctx, teardownErr
+		})
 	default:
-		fmt.Fprintf(os.Stderr, "E2E_PROVIDER=%q: use local or kind\n", os.Getenv("E2E_PROVIDER"))
+		fmt.Fprintf(os.Stderr, "E2E_PROVIDER=%q: use local, kind or node\n", os.Getenv("E2E_PROVIDER"))
 		os.Exit(2)
 	}
-	os.Exit(testenv.Run(m))
+	code := testenv.Run(m)
+	if teardownErr != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: teardown: %v\n", teardownErr)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

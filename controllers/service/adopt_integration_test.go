@@ -1,0 +1,234 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// TestImportExistingServices runs the import end to end, with the reference
+// core, the claim and IPAddress controllers and the real MetalLB
+// controller. Before the class exists, MetalLB assigns addresses from a
+// plain pool to plain Services: one auto-assigned, one pinned by hand, and
+// the skip cases. Then the class (adoptExisting) and its pool appear (MetalLB
+// refuses the overlapping pool and keeps its configuration), the Services
+// are imported with their addresses unchanged and never unheld, the plain
+// pool goes (MetalLB now serves the addresses from the class's pool), and
+// the imported addresses survive their Services' deletion, Bound and held,
+// to come back to new Services attached to the generated claims.
+func TestImportExistingServices(t *testing.T) {
+	ctx := context.Background()
+	startDriver(t)
+	const ns, offNS = "adopt", "adopt-off"
+	const gold, off = "adopt-gold", "adopt-off"
+
+	legacy := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "legacy"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/27", "2001:db8:77::/124"}},
+	}
+	require.NoError(t, c.Client.Create(ctx, legacy))
+
+	// Plain Services, as MetalLB users have them today.
+	pinned := lb(ns, "pinned", "")
+	pinned.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.70"
+	create(t, pinned)
+	shareA, shareB := sharedLB(ns, "share-a", ""), sharedLB(ns, "share-b", "")
+	shareB.Spec.Ports[0].Port, shareB.Spec.Ports[0].TargetPort = 443, intstr.FromInt32(8443)
+	for _, s := range []*corev1.Service{shareA, shareB} {
+		s.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.75"
+		s.Annotations[names.MetalLBAllowSharedIP] = "team-key"
+		create(t, s)
+	}
+	offSvc := lb(offNS, "plain", "")
+	offSvc.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.85"
+	create(t, offSvc)
+	create(t, sharedLB(ns, "auto", ""))
+	create(t, sharedLB(ns, "taken", ""))
+	create(t, lb(ns, "mixed", "", corev1.IPv4Protocol, corev1.IPv6Protocol))
+
+	held := map[string]string{}
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, n := range []string{"pinned", "share-a", "share-b", "auto", "taken"} {
+			require.Len(t, ingress(getSvc(t, ns, n)), 1, n)
+		}
+		require.Len(t, ingress(getSvc(t, ns, "mixed")), 2)
+		require.Len(t, ingress(getSvc(t, offNS, "plain")), 1)
+	}, timeout, tick, "MetalLB assigned every plain Service its addresses")
+	autoIP := ingress(getSvc(t, ns, "auto"))[0]
+	require.NotEqual(t, "192.0.2.70", autoIP)
+	held[autoIP], held["192.0.2.70"] = "ip-"+dashed(autoIP), "ip-192-0-2-70"
+
+	// A tenant's claim already has the name the import would generate for "taken".
+	taken := getSvc(t, ns, "taken")
+	takenClaim := createClaim(t, ns, names.ImportedClaimName(taken.Name, taken.UID), "no-such-class", iadv1alpha1.FamilyIPv4)
+
+	before := map[string]float64{}
+	for _, r := range []string{importImported, importSkipped} {
+		before[r] = testutil.ToFloat64(importsTotal.WithLabelValues(gold, r))
+	}
+	w := watchHeld(t, held, client.ObjectKey{Namespace: ns, Name: "auto"}, client.ObjectKey{Namespace: ns, Name: "pinned"})
+
+	// The classes, and their pools as the class controller renders them.
+	createClass(t, gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.64/28"], "adoptExisting": true}`)
+	createClass(t, off, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.80/28"]}`)
+	goldPool := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
+		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/28"}, AutoAssign: ptr.To(false),
+			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
+	}
+	require.NoError(t, c.Client.Create(ctx, goldPool))
+
+	autoClaim := names.ImportedClaimName("auto", getSvc(t, ns, "auto").UID)
+	pinnedClaim := names.ImportedClaimName("pinned", getSvc(t, ns, "pinned").UID)
+	assertImported(t, ns, "auto", autoClaim, autoIP, iadv1alpha1.ReclaimRetain)
+	assertImported(t, ns, "pinned", pinnedClaim, "192.0.2.70", iadv1alpha1.ReclaimRetain)
+
+	auto := getSvc(t, ns, "auto")
+	assert.Equal(t, autoIP, auto.Annotations[names.MetalLBLoadBalancerIPs], "the driver pinned the auto-assigned Service to its address")
+	assert.Equal(t, autoClaim, auto.Annotations[names.AnnotationPinnedBy])
+	assert.NotContains(t, auto.Annotations, names.AnnotationOwnerPin)
+	p := getSvc(t, ns, "pinned")
+	assert.Equal(t, "192.0.2.70", p.Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
+	assert.Equal(t, "192.0.2.70", p.Annotations[names.AnnotationOwnerPin], "recorded as the owner's")
+	assert.NotContains(t, p.Annotations, names.AnnotationPinnedBy, "the driver does not claim authorship of the owner's pin")
+
+	// Every skip case says why, naming both sides.
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "Service", ns, "share-a", corev1.EventTypeWarning, ReasonImportSkippedSharedIP, "192.0.2.75", "Service "+ns+"/share-b")
+		assertEvent(t, "Service", ns, "share-b", corev1.EventTypeWarning, ReasonImportSkippedSharedIP, "192.0.2.75", "Service "+ns+"/share-a")
+		assertEvent(t, "Service", ns, "mixed", corev1.EventTypeWarning, ReasonImportSkippedPartlyInRange, "IPAddressClass "+gold, "2001:db8:77::")
+		assertEvent(t, "Service", ns, "taken", corev1.EventTypeWarning, ReasonImportSkippedClaimNameTaken, ns+"/"+takenClaim.Name)
+		assertEvent(t, "IPAddressClaim", ns, takenClaim.Name, corev1.EventTypeWarning, ReasonImportSkippedClaimNameTaken, "Service "+ns+"/taken")
+		assert.Equal(t, before[importImported]+2, testutil.ToFloat64(importsTotal.WithLabelValues(gold, importImported)))
+		assert.Equal(t, before[importSkipped]+4, testutil.ToFloat64(importsTotal.WithLabelValues(gold, importSkipped)))
+	}, timeout, tick)
+	for _, n := range []string{"share-a", "share-b", "mixed", "taken"} {
+		s := getSvc(t, ns, n)
+		assert.NotContains(t, s.Annotations, iadv1alpha1.ServiceClaimAnnotation, n)
+		assert.NotContains(t, s.Annotations, names.AnnotationImportedInto, n)
+	}
+	got := &iadv1alpha1.IPAddressClaim{}
+	require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(takenClaim), got))
+	assert.Empty(t, got.Labels[names.LabelImported], "the tenant's claim is left alone")
+	for _, n := range []string{"share-a", "mixed", "taken"} {
+		for _, ip := range ingress(getSvc(t, ns, n)) {
+			err := c.Client.Get(ctx, client.ObjectKey{Name: "ip-" + dashed(ip)}, &iadv1alpha1.IPAddress{})
+			assert.True(t, apierrors.IsNotFound(err), "no IPAddress for %s of skipped Service %s: %v", ip, n, err)
+		}
+	}
+
+	// The class without the parameter imports nothing.
+	assert.Never(t, func() bool {
+		var claims iadv1alpha1.IPAddressClaimList
+		err := c.Client.List(ctx, &claims, client.InNamespace(offNS))
+		a := &iadv1alpha1.IPAddress{}
+		return err != nil || len(claims.Items) > 0 || !apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "ip-192-0-2-85"}, a))
+	}, 2*time.Second, tick, "nothing imported for a class without adoptExisting")
+	assert.Empty(t, getSvc(t, offNS, "plain").Annotations[iadv1alpha1.ServiceClaimAnnotation])
+
+	// Hand the addresses from the plain pool to the class's pool: the skip
+	// cases go first (their addresses are not the driver's), then the plain
+	// pool. MetalLB keeps every assignment that the class's pool covers.
+	for _, key := range []client.ObjectKey{{Namespace: ns, Name: "share-a"}, {Namespace: ns, Name: "share-b"},
+		{Namespace: ns, Name: "mixed"}, {Namespace: ns, Name: "taken"}, {Namespace: offNS, Name: "plain"}} {
+		require.NoError(t, c.Client.Delete(ctx, getSvc(t, key.Namespace, key.Name)))
+	}
+	require.NoError(t, c.Client.Delete(ctx, legacy))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, n := range []string{"auto", "pinned"} {
+			s := getSvc(t, ns, n)
+			assert.Equal(t, names.PoolName(gold), s.Annotations["metallb.io/ip-allocated-from-pool"], n)
+		}
+	}, timeout, tick, "MetalLB serves the imported addresses from the class's pool")
+	assert.Equal(t, []string{autoIP}, ingress(getSvc(t, ns, "auto")), "IP unchanged")
+	assert.Equal(t, []string{"192.0.2.70"}, ingress(getSvc(t, ns, "pinned")), "IP unchanged")
+	w.assertNeverUnheld(t, 0)
+
+	// Deleting the Services leaves the addresses Bound and held.
+	for _, n := range []string{"auto", "pinned"} {
+		require.NoError(t, c.Client.Delete(ctx, getSvc(t, ns, n)))
+	}
+	for ip, addr := range held {
+		assertHeld(t, addr, ip)
+		assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, addr).Status.Phase)
+	}
+
+	// New Services attached to the generated claims get the same addresses.
+	create(t, sharedLB(ns, "auto-again", autoClaim))
+	assertAssociated(t, ns, "auto-again", autoClaim, autoIP, getAddr(t, held[autoIP]))
+	create(t, lb(ns, "pinned-again", pinnedClaim))
+	assertAssociated(t, ns, "pinned-again", pinnedClaim, "192.0.2.70", getAddr(t, "ip-192-0-2-70"))
+}
+
+// createClass creates a class served by the driver with the parameters.
+func createClass(t *testing.T, name string, reclaim iadv1alpha1.ReclaimPolicy, params string) {
+	t.Helper()
+	require.NoError(t, c.Client.Create(context.Background(), &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: reclaim,
+			Parameters: &apiextensionsv1.JSON{Raw: []byte(params)}},
+	}))
+}
+
+// assertImported waits until the Service's address is imported: the
+// generated claim Bound to exactly it, labelled, with Events; the IPAddress
+// pre-bound (source fromClass, the class's reclaim policy), Bound and
+// attached to the Service; the Service annotated with the claim; and
+// MetalLB still giving the Service the same address.
+func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iadv1alpha1.ReclaimPolicy) {
+	t.Helper()
+	addr := "ip-" + dashed(ip)
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		cl := &iadv1alpha1.IPAddressClaim{}
+		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claimName}, cl))
+		assert.Equal(t, "true", cl.Labels[names.LabelImported])
+		assert.Equal(t, addr, cl.Spec.AddressName)
+		assert.Equal(t, iadv1alpha1.ClaimBound, cl.Status.Phase)
+		assert.Equal(t, []iadv1alpha1.ClaimedAddress{{Name: addr, Address: ip}}, cl.Status.Addresses)
+		a := getAddr(t, addr)
+		assert.Equal(t, "true", a.Labels[names.LabelImported])
+		assert.Equal(t, reclaim, a.Spec.ReclaimPolicy)
+		assert.NotNil(t, a.Spec.Source.FromClass)
+		if assert.NotNil(t, a.Spec.ClaimRef) {
+			assert.Equal(t, iadv1alpha1.ClaimReference{Namespace: ns, Name: claimName, UID: string(cl.UID)}, *a.Spec.ClaimRef)
+		}
+		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)
+		assert.Equal(t, &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: svcName}, a.Status.AssociatedTo)
+		assert.Empty(t, placeholdersOf(t, addr), "no placeholder: the Service holds the address")
+		s := getSvc(t, ns, svcName)
+		assert.Equal(t, claimName, s.Annotations[iadv1alpha1.ServiceClaimAnnotation])
+		assert.Equal(t, claimName, s.Annotations[names.AnnotationImportedInto])
+		assert.Equal(t, []string{ip}, ingress(s))
+		assert.True(t, names.Granted(s.Labels, a.Spec.ClassName), "granted the class pool")
+		assertEvent(t, "Service", ns, svcName, corev1.EventTypeNormal, ReasonImported, ip, ns+"/"+claimName)
+		assertEvent(t, "IPAddressClaim", ns, claimName, corev1.EventTypeNormal, ReasonImported, ip, "Service "+ns+"/"+svcName)
+		assertEvent(t, "IPAddress", "", addr, corev1.EventTypeNormal, ReasonImported, "Service "+ns+"/"+svcName)
+	}, timeout, tick, "%s/%s imported", ns, svcName)
+}
+
+// dashed is an IPv4 address with dashes for dots.
+func dashed(ip string) string {
+	out := []byte(ip)
+	for i, b := range out {
+		if b == '.' {
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
