@@ -179,6 +179,11 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 	}
 	require.NoError(t, k.Create(ctx, static))
 	t.Cleanup(func() { deleteAddress(static) })
+	// The plain Service holds it, not a placeholder or a Service attached
+	// through its claim: the IPAddress controller (not running here) puts
+	// it in Conflict. Unsettled, the driver would ask MetalLB for nothing.
+	static.Status.Phase = iadv1alpha1.AddressConflict
+	require.NoError(t, k.Status().Update(ctx, static))
 	orig := cl.DeepCopy()
 	cl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.31.0/30"],"warmAddresses":4}`)}
 	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
