@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"testing"
 	"time"
@@ -483,19 +484,24 @@ func TestCoreRemovesClaimFinalizerOnDeletion(t *testing.T) {
 	}, timeout, tick)
 
 	// A finalizer of someone else is left alone.
-	got := getClaim(t, ns, "web")
-	patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	got.Finalizers = append(got.Finalizers, "example.com/other")
-	require.NoError(t, k8s.Patch(context.Background(), got, patch))
+	// The core may write the claim at the same moment: re-read on conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := getClaim(t, ns, "web")
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		got.Finalizers = append(got.Finalizers, "example.com/other")
+		return k8s.Patch(context.Background(), got, patch)
+	}))
 
 	require.NoError(t, k8s.Delete(context.Background(), claim))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, []string{"example.com/other"}, getClaim(c, ns, "web").Finalizers)
 	}, timeout, tick)
-	got = getClaim(t, ns, "web")
-	patch = client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	got.Finalizers = nil
-	require.NoError(t, k8s.Patch(context.Background(), got, patch))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := getClaim(t, ns, "web")
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		got.Finalizers = nil
+		return k8s.Patch(context.Background(), got, patch)
+	}))
 	waitGone(t, claim)
 }
 
