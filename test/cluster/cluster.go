@@ -66,6 +66,13 @@ type Cluster struct {
 	metallb *Process
 	ownDir  bool
 
+	// apiserver is kube-apiserver once RestartAPIServer replaced envtest's
+	// process with one of ours, started with apiArgs.
+	apiMu       sync.Mutex
+	apiserver   *Process
+	apiArgs     []string
+	apiRestarts int
+
 	stopOnce sync.Once
 	stopSig  chan struct{}
 }
@@ -267,6 +274,9 @@ func (c *Cluster) Stop() {
 		close(c.stopSig)
 		c.metallb.Stop(5 * time.Second)
 		c.kcm.Stop(5 * time.Second)
+		c.apiMu.Lock()
+		c.apiserver.Stop(10 * time.Second)
+		c.apiMu.Unlock()
 		if c.env != nil {
 			_ = c.env.Stop()
 		}

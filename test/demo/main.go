@@ -33,11 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
 )
 
 const tenant = "tenant-a"
@@ -60,43 +58,18 @@ func run(keep bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller)")
+	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller),")
+	say("the reference core and the four driver binaries, each as its own ServiceAccount")
 	t0 := time.Now()
-	c, err := cluster.Start(ctx, cluster.Options{})
+	s, err := cluster.StartStack(ctx, cluster.StackOptions{})
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
+	defer s.Stop()
+	c := s.Cluster
 	say("up in %s; admin kubeconfig: %s", time.Since(t0).Round(time.Millisecond), c.Kubeconfig)
-
-	step("Starting the reference core and the four driver binaries, each as its own ServiceAccount")
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return err
-	}
-	binDir, err := os.MkdirTemp("", "metallb-iad-demo-bin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(binDir)
-	if err := cluster.BuildDriver(binDir); err != nil {
-		return err
-	}
-	if err := startCore(ctx, c); err != nil {
-		return err
-	}
 	for _, name := range cluster.Controllers {
-		d, err := c.StartDriver(ctx, binDir, name)
-		if err != nil {
-			return err
-		}
-		defer d.Stop(10 * time.Second)
-		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-		err = d.WaitReady(rctx)
-		rcancel()
-		if err != nil {
-			return err
-		}
-		say("%-9s ready, lease %s, logs %s", name, names.LeaseID(name), d.LogPath)
+		say("%-9s ready, lease %s, logs %s", name, names.LeaseID(name), s.Replicas(name)[0].LogPath)
 	}
 
 	k := c.Client
@@ -270,24 +243,6 @@ func waitFor(ctx context.Context, what string, cond func() (bool, error)) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func startCore(ctx context.Context, c *cluster.Cluster) error {
-	mgr, err := bootstrap.NewManager(c.Config, &bootstrap.Options{
-		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
-	if err != nil {
-		return err
-	}
-	if err := core.Setup(ctx, mgr); err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "reference core:", err)
-		}
-	}()
-	return nil
 }
 
 // tables prints what a person would look at with kubectl: claims, addresses
