@@ -61,6 +61,10 @@ test-unit: ## Unit tests of the shared packages (no control plane needed).
 test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.
 	E2E_REPEAT=5 go test -count=1 -v -timeout 60m ./test/e2e/
 
+.PHONY: soak
+soak: tools ## The long chaos soak (SOAK_OPS, SOAK_KILLS, SOAK_API_RESTARTS, SOAK_SEED, SOAK_DURATION, SOAK_CONVERGE override).
+	SOAK_LONG=1 go test -count=1 -v -run '^TestSoak$$' -timeout 120m ./test/soak/
+
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
 	go test -v -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
