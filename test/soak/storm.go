@@ -192,6 +192,9 @@ func (st *storm) run(ctx context.Context) {
 		}
 		time.Sleep(time.Duration(st.rng.Int63n(int64(2*pace) + 1)))
 	}
+	if apiPending {
+		st.faults <- fault{target: "apiserver"}
+	}
 	close(st.faults)
 	st.fwg.Wait()
 }

@@ -91,6 +91,7 @@ type Watcher struct {
 	warned    map[string]bool
 	suspects  map[string]*suspect
 	retain    map[string]string // Retain address name -> uid, every one seen
+	losses    []loss
 }
 
 // NewWatcher starts informers on the cluster and returns once they synced.
@@ -276,21 +277,52 @@ func (w *Watcher) onClaim(old, cur *iadv1alpha1.IPAddressClaim) {
 	if old.Status.Phase != iadv1alpha1.ClaimBound || cur.DeletionTimestamp != nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.tally.check(CheckClaimKeeps)
-	throughLost := false
-	for _, a := range old.Status.Addresses {
-		throughLost = throughLost || w.lostSeen[a.Name]
+	if len(lost) == 0 && !left {
+		return
 	}
-	for _, name := range lost {
+	var all []string
+	for _, a := range old.Status.Addresses {
+		all = append(all, a.Name)
+	}
+	// The address's own update (phase Lost) may reach the watcher after
+	// the claim's, on another stream: the tick judges this within the
+	// grace period.
+	w.mu.Lock()
+	w.losses = append(w.losses, loss{claim: cur.Namespace + "/" + cur.Name, phase: string(cur.Status.Phase),
+		lost: lost, left: left, addresses: all, at: time.Now()})
+	w.mu.Unlock()
+}
+
+// loss is a Bound claim seen losing addresses or leaving Bound, waiting to
+// be judged: allowed only through phase Lost of the address.
+type loss struct {
+	claim, phase string
+	lost         []string
+	left         bool
+	addresses    []string
+	at           time.Time
+}
+
+// judgeLoss returns whether the loss is explained by Lost phases, and what
+// is wrong otherwise.
+func (w *Watcher) judgeLoss(l loss) (bool, []string) {
+	var wrong []string
+	for _, name := range l.lost {
 		if !w.lostSeen[name] {
-			w.tally.violate(CheckClaimKeeps, "Bound claim %s/%s lost address %s without it going Lost", cur.Namespace, cur.Name, name)
+			wrong = append(wrong, fmt.Sprintf("Bound claim %s lost address %s without it going Lost", l.claim, name))
 		}
 	}
-	if left && !throughLost {
-		w.tally.violate(CheckClaimKeeps, "Bound claim %s/%s went %q without an address going Lost", cur.Namespace, cur.Name, cur.Status.Phase)
+	if l.left {
+		through := false
+		for _, name := range l.addresses {
+			through = through || w.lostSeen[name]
+		}
+		if !through {
+			wrong = append(wrong, fmt.Sprintf("Bound claim %s went %q without an address going Lost", l.claim, l.phase))
+		}
 	}
+	return len(wrong) == 0, wrong
 }
 
 func (w *Watcher) onEvent(e *corev1.Event) {
@@ -352,6 +384,20 @@ func (w *Watcher) judge(final bool) {
 		}
 		w.tally.violate(CheckDoubleHold, "IP %s held by %s for over %s (%s)", ip, s.holders, w.grace, phase)
 	}
+	var keep []loss
+	for _, l := range w.losses {
+		ok, wrong := w.judgeLoss(l)
+		switch {
+		case ok:
+		case !final && now.Sub(l.at) < w.grace:
+			keep = append(keep, l)
+		default:
+			for _, msg := range wrong {
+				w.tally.violate(CheckClaimKeeps, "%s", msg)
+			}
+		}
+	}
+	w.losses = keep
 	for name, at := range w.lostAt {
 		if w.warned[name] {
 			w.tally.check(CheckLostWarned)
