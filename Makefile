@@ -77,7 +77,8 @@ build: ## Build the four controller binaries into bin/.
 
 .PHONY: demo
 demo: tools build ## Start a local control plane with MetalLB, the reference core and the four controllers, and show the story.
-	go run ./test/demo $(DEMO_ARGS)
+	@go build -o $(BIN)/demo ./test/demo
+	$(BIN)/demo $(DEMO_ARGS)
 
 ##@ Release
 

@@ -48,6 +48,10 @@ type Options struct {
 	NoCRDs bool
 	// Dir holds kubeconfigs and process logs; a temporary folder if empty.
 	Dir string
+	// NoSignalHandler leaves SIGINT and SIGTERM to the caller, which must
+	// then call Stop itself (the demo does, to end a user's Ctrl-C with
+	// status 0). By default an interrupt stops the cluster and exits 130.
+	NoSignalHandler bool
 }
 
 // Cluster is a running local control plane.
@@ -81,7 +85,7 @@ type Cluster struct {
 func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
 
 // Start brings the control plane up. Call Stop when done; an interrupt of
-// the process stops it too.
+// the process stops it too (unless Options.NoSignalHandler).
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	bin := BinDir()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "metallb-controller"} {
@@ -127,7 +131,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if _, err := c.env.Start(); err != nil {
 		return nil, fmt.Errorf("start the API server: %w", err)
 	}
-	c.watchInterrupt()
+	if !opts.NoSignalHandler {
+		c.watchInterrupt()
+	}
 
 	admin, err := c.env.AddUser(envtest.User{Name: "iad-admin", Groups: []string{"system:masters"}}, fastClient())
 	if err != nil {

@@ -115,7 +115,7 @@ func (s *Stack) startCore() error {
 	s.coreDone = make(chan struct{})
 	go func() {
 		defer close(s.coreDone)
-		if err := mgr.Start(cctx); err != nil {
+		if err := mgr.Start(cctx); err != nil && cctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "reference core:", err)
 		}
 	}()

@@ -7,10 +7,14 @@
 //
 //	make demo                           # the story, then keep the cluster until Ctrl-C
 //	make demo DEMO_ARGS=--no-wait       # the story, then stop
+//
+// Stopped by the user (Ctrl-C, SIGTERM), it stops and removes everything it
+// started and exits 0; a failure exits 1.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,28 +44,60 @@ import (
 
 const tenant = "tenant-a"
 
+// classAddresses are the demo class's ranges. The IPv4 range starts at a
+// host address: from a CIDR such as 198.51.100.0/29, MetalLB hands out the
+// network address .0 first unless avoidBuggyIPs is set.
+var classAddresses = []string{"198.51.100.10-198.51.100.17", "2001:db8:100::10-2001:db8:100::1f"}
+
+// stoppedMessage is what a user sees after stopping the demo.
+const stoppedMessage = "Stopped: the four controllers, the reference core, MetalLB, kube-controller-manager, " +
+	"kube-apiserver and etcd are stopped and their temporary files removed."
+
 func main() {
 	noWait := flag.Bool("no-wait", false, "stop after the story instead of keeping the control plane running until interrupted")
 	flag.Parse()
-	keep := !*noWait
 	log.SetLogger(logr.Discard()) // quiet: the story prints what matters
-	if err := run(keep); err != nil {
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	giveBack := foreground()
+	err := run(ctx, !*noWait)
+	interrupted := ctx.Err() != nil
+	stop()
+	switch {
+	case interrupted:
+		fmt.Println("\n" + stoppedMessage)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
-		os.Exit(1)
 	}
+	giveBack()
+	os.Exit(exitCode(err, interrupted))
+}
+
+// exitCode is the demo's exit status: 0 when the story ran through or the
+// user stopped it (everything is cleaned up by then, whatever step the
+// interrupt cut short), 1 when something failed.
+func exitCode(err error, interrupted bool) int {
+	if err != nil && !interrupted {
+		return 1
+	}
+	return 0
 }
 
 func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 func say(format string, args ...any)  { fmt.Printf("    "+format+"\n", args...) }
 
-func run(keep bool) error {
-	ctx, cancel := context.WithCancel(context.Background())
+// run tells the story; with keep, it then leaves a few objects to explore and
+// waits until ctx ends (the user's Ctrl-C). Everything it started is stopped
+// and removed when it returns.
+func run(ctx context.Context, keep bool) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller),")
 	say("the reference core and the four driver binaries, each as its own ServiceAccount")
 	t0 := time.Now()
-	s, err := cluster.StartStack(ctx, cluster.StackOptions{})
+	// The demo handles SIGINT and SIGTERM itself, to stop cleanly with status 0.
+	s, err := cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{NoSignalHandler: true}})
 	if err != nil {
 		return err
 	}
@@ -74,12 +110,17 @@ func run(keep bool) error {
 
 	k := c.Client
 	step("An admin creates the class 'public' served by %s", names.Provisioner)
+	params, err := json.Marshal(map[string]any{"addresses": classAddresses})
+	if err != nil {
+		return err
+	}
+	say("ranges %s", strings.Join(classAddresses, ", "))
 	class := &iadv1alpha1.IPAddressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "public", Annotations: map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}},
 		Spec: iadv1alpha1.IPAddressClassSpec{
 			Provisioner:   names.Provisioner,
 			ReclaimPolicy: iadv1alpha1.ReclaimRetain,
-			Parameters:    &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["198.51.100.0/29","2001:db8:100::10-2001:db8:100::1f"]}`)},
+			Parameters:    &apiextensionsv1.JSON{Raw: params},
 		},
 	}
 	if err := k.Create(ctx, class); err != nil {
@@ -181,14 +222,84 @@ func run(keep bool) error {
 	tables(ctx, k)
 
 	step("Done: the whole story ran on a real API server with the real MetalLB controller")
-	if keep {
-		say("the control plane keeps running; explore it with:\n\n    export KUBECONFIG=%s\n    kubectl get ipaddressclasses; kubectl get ipaddressclaims -A\n    kubectl get ipaddresses.local.sdn.cozystack.io   # plain \"ipaddresses\" is networking.k8s.io's kind\n    kubectl describe ipaddresses.local.sdn.cozystack.io %s\n\n    Ctrl-C stops everything.", c.Kubeconfig, addrName)
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		step("Stopping")
+	if !keep {
+		return nil
 	}
+
+	step("Left running for you to explore: web-ip attached to Service web again, and db-ip Pending")
+	pending, err := explore(ctx, k)
+	if err != nil {
+		return err
+	}
+	tables(ctx, k)
+	fmt.Printf("\n    The control plane keeps running. In another terminal:\n\n    export KUBECONFIG=%s\n", c.Kubeconfig)
+	hints := [][2]string{
+		{fmt.Sprintf("kubectl describe ipaddressclaim -n %s %s", tenant, pending), "why a claim is Pending: its conditions and Events"},
+		{"kubectl get ipaddresses.local.sdn.cozystack.io", "every address, its claim and the Service it is attached to"},
+		{fmt.Sprintf("curl -s http://%s/metrics | grep '^metallb_iad_'", s.Replicas("ipaddress")[0].MetricsAddr), "the ipaddress controller's metrics"},
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, h := range hints {
+		fmt.Fprintf(w, "    %s\t# %s\n", h[0], h[1])
+	}
+	_ = w.Flush()
+	fmt.Print("\n    (plain \"ipaddresses\" is networking.k8s.io's kind: use the full name)\n    Ctrl-C stops everything and cleans up.\n")
+	<-ctx.Done()
+	step("Stopping everything")
 	return nil
+}
+
+// explore leaves something to look at while the demo waits: the claim web-ip
+// again, attached to Service web, and a claim that stays Pending because it
+// names a class that does not exist. It returns the Pending claim's name.
+func explore(ctx context.Context, k client.Client) (string, error) {
+	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web-ip"}}
+	if err := waitFor(ctx, "the deleted claim web-ip is gone", func() (bool, error) {
+		err := k.Get(ctx, client.ObjectKeyFromObject(claim), &iadv1alpha1.IPAddressClaim{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}); err != nil {
+		return "", err
+	}
+	if err := k.Create(ctx, claim); err != nil {
+		return "", err
+	}
+	var ip string
+	if err := waitFor(ctx, "the claim web-ip is Bound again", func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return false, err
+		}
+		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
+			ip = claim.Status.Addresses[0].Address
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		return "", err
+	}
+	if err := attach(ctx, k, "web", ip); err != nil {
+		return "", err
+	}
+	pending := &iadv1alpha1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "db-ip"},
+		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: "private"},
+	}
+	if err := k.Create(ctx, pending); err != nil {
+		return "", err
+	}
+	if err := waitFor(ctx, "the claim db-ip reports its missing class", func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(pending), pending); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(pending.Status.Conditions, iadv1alpha1.ClaimConditionClassResolved)
+		return c != nil && c.Reason == iadv1alpha1.ReasonClassNotFound, nil
+	}); err != nil {
+		return "", err
+	}
+	say("claim %s/%s stays Pending: it names the class 'private', which does not exist", tenant, pending.Name)
+	return pending.Name, nil
 }
 
 func attach(ctx context.Context, k client.Client, name, ip string) error {
