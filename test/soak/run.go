@@ -84,6 +84,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		FaultErrors: st.fErrs, Storm: time.Since(t1)}
 	say("storm done: %d operations and %d faults in %s", rep.Ops, sum(st.kills), rep.Storm.Round(time.Millisecond))
 
+	for _, e := range st.fErrs {
+		say("fault error: %s", e)
+	}
 	if err := st.restore(ctx, Replicas); err != nil {
 		return nil, fmt.Errorf("bring the processes back: %w", err)
 	}

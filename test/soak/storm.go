@@ -227,7 +227,7 @@ func (st *storm) inject(ctx context.Context, f fault) error {
 		return st.s.RestartAPIServer(ctx)
 	case "metallb":
 		st.s.KillMetalLB()
-		return st.s.StartMetalLB(ctx)
+		return st.startMetalLB(ctx)
 	}
 	reps := st.s.Replicas(f.target)
 	var victim *cluster.Driver
@@ -248,7 +248,7 @@ func (st *storm) inject(ctx context.Context, f fault) error {
 // controller and a running MetalLB controller.
 func (st *storm) restore(ctx context.Context, replicas int) error {
 	if st.s.MetalLB() == nil || st.s.MetalLB().Exited() {
-		if err := st.s.StartMetalLB(ctx); err != nil {
+		if err := st.startMetalLB(ctx); err != nil {
 			return err
 		}
 	}
@@ -260,6 +260,18 @@ func (st *storm) restore(ctx context.Context, replicas int) error {
 		}
 	}
 	return nil
+}
+
+// startMetalLB starts the MetalLB controller, trying again if it exits at
+// start (it does when the API server is not answering yet).
+func (st *storm) startMetalLB(ctx context.Context) error {
+	var err error
+	for range 5 {
+		if err = st.s.StartMetalLB(ctx); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func (st *storm) name(prefix string) string {
