@@ -106,13 +106,15 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 		if a.Status.AssociatedTo == nil {
 			checks[FinalHeld]++
 			n := 0
+			var who []string
 			for _, h := range holders[ip] {
+				who = append(who, h.Namespace+"/"+h.Name)
 				if h.Namespace == placeholderNS {
 					n++
 				}
 			}
-			if n != 1 {
-				fail(FinalHeld, "unattached address %s (%s) is held by %d placeholders", a.Name, ip, n)
+			if n != 1 || len(who) != 1 {
+				fail(FinalHeld, "unattached address %s (%s) is held by %d placeholders (holders: %v)", a.Name, ip, n, who)
 			}
 			continue
 		}
