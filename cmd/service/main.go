@@ -15,13 +15,16 @@ import (
 func main() {
 	os.Exit(bootstrap.Main("service",
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
-		func(*bootstrap.Options) map[client.Object]cache.ByObject { return service.CacheOptions() },
+		func(o *bootstrap.Options) map[client.Object]cache.ByObject {
+			return service.CacheOptions(o.MetalLBNamespace)
+		},
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
 			return (&service.Reconciler{
 				Client:               mgr.GetClient(),
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorderFor(service.RecorderName), //nolint:staticcheck // core/v1 Events
 				PlaceholderNamespace: o.PlaceholderNamespace,
+				MetalLBNamespace:     o.MetalLBNamespace,
 			}).SetupWithManager(mgr)
 		}))
 }

@@ -149,6 +149,7 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderAllocation,
 				names.LabelClaimUID:    string(c.UID),
+				names.LabelGrant:       class,
 			},
 			Annotations: map[string]string{
 				names.MetalLBAddressPool:       names.PoolName(class),

@@ -154,13 +154,19 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 // up or pools change; the placeholder's status change then brings the claim
 // back here.
 func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) error {
-	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool {
+	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool || !names.Granted(ph.Labels, s.class.Name) {
 		orig := ph.DeepCopy()
 		if ph.Annotations == nil {
 			ph.Annotations = map[string]string{}
 		}
+		if ph.Labels == nil {
+			ph.Labels = map[string]string{}
+		}
 		ph.Annotations[names.MetalLBAddressPool] = pool
 		ph.Annotations[names.AnnotationClass] = s.class.Name
+		// The class pool admits only placeholders carrying the grant label
+		// (a placeholder created by an older driver gains it here).
+		ph.Labels[names.LabelGrant] = s.class.Name
 		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("point placeholder %s at pool %s: %w", ph.Name, pool, err)
 		}
@@ -239,12 +245,13 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	}
 	key := names.ClaimSharingKey(s.claim.Namespace, s.claim.Name, s.claim.UID)
 	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
-		ph.Annotations[names.MetalLBAllowSharedIP] != key {
+		ph.Annotations[names.MetalLBAllowSharedIP] != key || !names.Granted(ph.Labels, s.class.Name) {
 		orig := ph.DeepCopy()
 		if ph.Annotations == nil {
 			ph.Annotations = map[string]string{}
 		}
 		ph.Labels[names.LabelAddress] = addrName
+		ph.Labels[names.LabelGrant] = s.class.Name
 		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
 		ph.Annotations[names.MetalLBAllowSharedIP] = key
 		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -69,6 +70,9 @@ const (
 	ReasonOverlappingRanges = "OverlappingRanges"
 	// ReasonPoolNameTaken (Warning): iad-<class> exists and is controlled by something else.
 	ReasonPoolNameTaken = "PoolNameTaken"
+	// ReasonWaitingForGrant (Normal): the pool, rendered without the grant
+	// selector, gains it once every address of the class is Granted.
+	ReasonWaitingForGrant = "WaitingForGrant"
 )
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
@@ -87,6 +91,8 @@ type Reconciler struct {
 	// so that the many passes a refused class goes through (every class and
 	// pool change re-queues it) repeat no Event; decisions never read it.
 	reported sync.Map
+	// grantReported remembers, per class, the last WaitingForGrant message.
+	grantReported sync.Map
 }
 
 // CacheByObject restricts the manager's cache for MetalLB's kinds to the
@@ -101,6 +107,7 @@ func CacheByObject(metallbNamespace string) map[client.Object]cache.ByObject {
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -113,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// The garbage collector removes what was rendered for it.
 			forget(req.Name)
 			r.reported.Delete(req.Name)
+			r.grantReported.Delete(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -146,6 +154,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource)
 	}
+	if err := index.Register(context.Background(), mgr, index.AddressByClass); err != nil {
+		return err
+	}
 	rendered := builder.WithPredicates(predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		predicate.LabelChangedPredicate{},
@@ -157,6 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.otherClasses),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClasses), rendered).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClass)).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Complete(r)

@@ -219,7 +219,10 @@ func loadBalancer(t *testing.T, name, pool string, family corev1.IPFamily) netip
 	t.Helper()
 	ctx := context.Background()
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: serviceNS, Name: name, Annotations: map[string]string{names.MetalLBAddressPool: pool}},
+		// The grant label, as the driver sets it: the class pools admit
+		// only Services carrying it.
+		ObjectMeta: metav1.ObjectMeta{Namespace: serviceNS, Name: name, Annotations: map[string]string{names.MetalLBAddressPool: pool},
+			Labels: map[string]string{names.LabelGrant: strings.TrimPrefix(pool, names.PoolName(""))}},
 		Spec: corev1.ServiceSpec{
 			Type:                          corev1.ServiceTypeLoadBalancer,
 			AllocateLoadBalancerNodePorts: ptr.To(false),
@@ -279,7 +282,9 @@ func TestRenderL2(t *testing.T) {
 
 	pool := waitPool(t, cl.Name, "192.0.2.0/28")
 	wantMeta(t, pool, cl)
-	assert.Equal(t, metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.0/28"}, AutoAssign: ptr.To(false), AvoidBuggyIPs: true}, pool.Spec)
+	assert.Equal(t, metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.0/28"}, AutoAssign: ptr.To(false), AvoidBuggyIPs: true,
+		AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(cl.Name)}}}, pool.Spec,
+		"a new class's pool admits only Services the driver granted")
 
 	adv := waitL2(t, cl.Name)
 	wantMeta(t, adv, cl)

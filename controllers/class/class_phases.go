@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -135,6 +136,13 @@ func (e errControlledElsewhere) Error() string { return e.msg }
 // anything else rendered for the class (an advertisement of the other kind).
 func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (ctrl.Result, error) {
 	pool, adv := Render(class, params, r.MetalLBNamespace)
+	grant, err := r.decideGrant(ctx, class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if grant {
+		WithGrant(pool, class.Name)
+	}
 	// Check both names before writing either, so that nothing is rendered
 	// half-way.
 	for _, obj := range []client.Object{pool, adv} {
@@ -186,6 +194,50 @@ func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", changes)
 	r.Recorder.Event(class, corev1.EventTypeNormal, ReasonRendered, msg)
 	return ctrl.Result{}, nil
+}
+
+// decideGrant reads the class's pool and addresses from the cache and
+// decides whether the pool requires the grant label (GrantDecision). While
+// it waits for addresses to be granted it says so once per change, in a
+// Normal Event WaitingForGrant on the class.
+func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddressClass) (bool, error) {
+	existing := &metallbv1beta1.IPAddressPool{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class.Name)}, existing); {
+	case kerrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return false, err
+	}
+	var addrs iadv1alpha1.IPAddressList
+	if existing != nil && !RequiresGrant(existing, class.Name) {
+		if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
+			return false, err
+		}
+	}
+	grant, waiting := GrantDecision(existing, class.Name, addrs.Items)
+	if grant {
+		r.grantReported.Delete(class.Name)
+		return true, nil
+	}
+	msg := msgWaitingForGrant(r.MetalLBNamespace, names.PoolName(class.Name), waiting)
+	if last, ok := r.grantReported.Swap(class.Name, msg); !ok || last != msg {
+		log.FromContext(ctx).Info("the pool does not require the grant label yet", "waiting", len(waiting))
+		r.Recorder.Event(class, corev1.EventTypeNormal, ReasonWaitingForGrant, msg)
+	}
+	return false, nil
+}
+
+func msgWaitingForGrant(namespace, pool string, waiting []string) string {
+	shown := waiting
+	if len(shown) > 3 {
+		shown = shown[:3]
+	}
+	more := ""
+	if n := len(waiting) - len(shown); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("IPAddressPool %s/%s does not require the grant label %s yet: %d address(es) of the class (%s%s) are held by Services the driver has not labelled yet; it will once they are, so that no address in use is dropped",
+		namespace, pool, names.LabelGrant, len(waiting), strings.Join(shown, ", "), more)
 }
 
 // controlledElsewhere returns why desired cannot be rendered when an object
@@ -391,6 +443,21 @@ func (r *Reconciler) poolToClasses(ctx context.Context, o client.Object) []recon
 		return nil
 	}
 	return append(r.renderedToClass(ctx, o), r.ourClasses(ctx, "")...)
+}
+
+// addressToClass maps an address to its class while the class's pool does
+// not require the grant label yet: its Granted condition may be the last
+// one the class waits for.
+func (r *Reconciler) addressToClass(ctx context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*iadv1alpha1.IPAddress)
+	if !ok || a.Spec.ClassName == "" {
+		return nil
+	}
+	pool := &metallbv1beta1.IPAddressPool{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && RequiresGrant(pool, a.Spec.ClassName) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}
 }
 
 // otherClasses maps a class event to every other class of the driver.

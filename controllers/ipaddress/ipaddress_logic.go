@@ -78,6 +78,7 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *core
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     a.Name,
+				names.LabelGrant:       a.Spec.ClassName,
 			},
 			Annotations: map[string]string{
 				names.MetalLBAddressPool:     names.PoolName(a.Spec.ClassName),
@@ -119,6 +120,33 @@ func repairedAnnotations(in map[string]string, ip, key string) map[string]string
 	out[names.MetalLBAllowSharedIP] = key
 	delete(out, names.MetalLBLegacyAllowSharedIP)
 	return out
+}
+
+// grantState is the Granted condition of an address whose holders (the
+// Services MetalLB assigned its IP to) are given: True when every holder
+// the driver answers for (its placeholders in the placeholder namespace,
+// and the Services the binding authorizes) carries the grant label of the
+// address's class, so MetalLB keeps their assignments when the class pool
+// admits only granted Services. Holders without authority are not waited
+// for: taking the address from them is the point of the grant.
+func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
+	var missing []string
+	for i := range holders {
+		s := &holders[i]
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && !authorized(a, s)) {
+			continue
+		}
+		if !names.Granted(s.Labels, a.Spec.ClassName) {
+			missing = append(missing, s.Namespace+"/"+s.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return heldState{metav1.ConditionTrue, conditions.ReasonHoldersGranted,
+			fmt.Sprintf("every Service holding the address for the driver carries %s=%s", names.LabelGrant, a.Spec.ClassName)}
+	}
+	slices.Sort(missing)
+	return heldState{metav1.ConditionFalse, conditions.ReasonHolderNotGranted,
+		fmt.Sprintf("Service %s holds the address without %s=%s yet; the driver labels it", strings.Join(missing, ", "), names.LabelGrant, a.Spec.ClassName)}
 }
 
 // holds reports whether MetalLB assigned ip to the Service.
@@ -239,7 +267,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	var holder *corev1.Service
 	key := binding.SharingKey(a)
 	for _, s := range live {
-		if !pinnedExactly(s, ip) || !keyedExactly(s, key) {
+		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
 			p.Repair = append(p.Repair, s)
 		}
 		if holder == nil && holds(s, ip) {
@@ -433,4 +461,15 @@ func msgPinWithdrawn(address, ip string) string {
 
 func msgInvalidAddress(address string, err error) string {
 	return fmt.Sprintf("spec.address %q is not an IP address (%v); nothing can hold it", address, err)
+}
+
+// grantedLabels is a placeholder's labels with the class's grant label.
+// The input is not modified.
+func grantedLabels(in map[string]string, class string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	out[names.LabelGrant] = class
+	return out
 }

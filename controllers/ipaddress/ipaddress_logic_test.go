@@ -86,7 +86,9 @@ func TestPlanHold(t *testing.T) {
 		// keepKeys leaves the placeholders' sharing keys as written;
 		// otherwise each placeholder without one gets the binding's.
 		keepKeys bool
-		want     want
+		// ungranted leaves the placeholders without the grant label.
+		ungranted bool
+		want      want
 	}{
 		{
 			name: "fresh address: create the hold, wait for MetalLB",
@@ -158,6 +160,15 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.MetalLBLegacyAllowSharedIP, "x")},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
+			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "holding placeholder without the grant label (an older driver's) gets it and is still held",
+			addr:         address("ip-192-0-2-7", ip),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			ungranted:    true,
 			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
 				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
 		},
@@ -252,6 +263,11 @@ func TestPlanHold(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if !tt.ungranted {
+				for i := range tt.placeholders {
+					tt.placeholders[i].Labels = grantedLabels(tt.placeholders[i].Labels, tt.addr.Spec.ClassName)
+				}
+			}
 			if !tt.keepKeys {
 				for i := range tt.placeholders {
 					if _, ok := tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP]; !ok {
@@ -505,4 +521,42 @@ func TestRepairedAnnotations(t *testing.T) {
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k", "keep": "me"}, out)
 	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k"))
+}
+
+func TestGrantState(t *testing.T) {
+	a := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: "192.0.2.1", ClassName: "public",
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip"}},
+		Status: iadv1alpha1.IPAddressStatus{AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}},
+	}
+	svc := func(ns, name string, granted string) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if granted != "" {
+			s.Labels = map[string]string{names.LabelGrant: granted}
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		holders []corev1.Service
+		want    metav1.ConditionStatus
+		missing string
+	}{
+		{"nobody holds it", nil, metav1.ConditionTrue, ""},
+		{"granted placeholder and workload", []corev1.Service{svc("iad", "hold", "public"), svc("shop", "web", "public")}, metav1.ConditionTrue, ""},
+		{"ungranted placeholder", []corev1.Service{svc("iad", "hold", "")}, metav1.ConditionFalse, "iad/hold"},
+		{"workload granted another class", []corev1.Service{svc("shop", "web", "private")}, metav1.ConditionFalse, "shop/web"},
+		{"a holder without authority is not waited for", []corev1.Service{svc("rogue", "grab", "")}, metav1.ConditionTrue, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := grantState(a, tt.holders, "iad")
+			assert.Equal(t, tt.want, got.Status)
+			if tt.missing != "" {
+				assert.Contains(t, got.Message, tt.missing)
+				assert.Equal(t, conditions.ReasonHolderNotGranted, got.Reason)
+			}
+		})
+	}
 }

@@ -252,6 +252,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
 		orig := ph.DeepCopy()
 		ph.Annotations = repairedAnnotations(ph.Annotations, ip, binding.SharingKey(a))
+		ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
 		if err := r.Patch(ctx, ph, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -280,6 +281,8 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	if w := a.Status.AssociatedTo; w != nil && deleted > 0 {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
 	}
+	g := grantState(a, holders, r.PlaceholderNamespace)
+	conditions.Set(&a.Status.Conditions, conditions.Granted, g.Status, g.Reason, g.Message, a.Generation)
 	if h := plan.Held; h != nil {
 		changed := conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation)
 		if changed && plan.TakenBy != nil {

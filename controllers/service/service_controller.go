@@ -23,6 +23,7 @@ import (
 	"context"
 	"time"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,8 +61,15 @@ type Reconciler struct {
 	// PlaceholderNamespace holds the driver's placeholder Services, the only
 	// Services exempt from conflict detection.
 	PlaceholderNamespace string
+	// MetalLBNamespace is where the class pools live: a detach takes an
+	// address back by withdrawing the grant label where the class pool
+	// requires it.
+	MetalLBNamespace string
 
 	handoffs *handoffs
+	// holders tracks, for the metric and the class Events, the Services
+	// holding class addresses the ledger does not authorize.
+	holders *unauthorized
 }
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
@@ -71,6 +79,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile runs one pass for one Service: conflict detection, then the
 // association decision and its idempotent steps.
@@ -128,6 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.handoffs = newHandoffs()
+	r.holders = newUnauthorized()
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation,
 		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
@@ -138,6 +148,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
+		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClass),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 
@@ -200,9 +212,11 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 
 // CacheOptions narrows what the controller's cache keeps of each Service to
 // the fields it reads (see TrimService). Pass it to bootstrap.NewManager.
-func CacheOptions() map[client.Object]cache.ByObject {
+// The class pools are read only in the MetalLB namespace.
+func CacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Service{}: {Transform: TrimService},
+		&corev1.Service{}:               {Transform: TrimService},
+		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
 }
 

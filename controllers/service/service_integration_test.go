@@ -97,11 +97,11 @@ func run(m *testing.M) (int, error) {
 	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
 		Controller: "service", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		PlaceholderNamespace: placeholderNS, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, CacheOptions())
+	}, CacheOptions(cluster.MetalLBNamespace))
 	if err != nil {
 		return 0, err
 	}
-	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS}).SetupWithManager(mgr); err != nil {
+	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS, MetalLBNamespace: cluster.MetalLBNamespace}).SetupWithManager(mgr); err != nil {
 		return 0, err
 	}
 	go heldPartner(ctx)

@@ -303,11 +303,64 @@ func PinAnnotations(in map[string]string, claim, pin, key string) map[string]str
 // (ReleasePinValue) and the sharing key the driver wrote goes. The
 // pinned-by marker stays, so the Service remains authorized until MetalLB
 // has let go. The input is not modified.
+//
+// With release empty (the class pool requires the grant label, which the
+// same patch withdraws: UngrantedLabels) the pin is removed instead: the
+// pool's selector, not an impossible pin, is what makes MetalLB let go.
 func ReleaseAnnotations(in map[string]string, release string) map[string]string {
 	out := cloneAnnotations(in)
-	out[names.MetalLBLoadBalancerIPs] = release
+	if release == "" {
+		delete(out, names.MetalLBLoadBalancerIPs)
+	} else {
+		out[names.MetalLBLoadBalancerIPs] = release
+	}
 	withdrawKey(out)
 	return out
+}
+
+// ReleaseStarted reports whether the release of a Service's addresses has
+// been written: with a release pin, the pin is that value; with the grant
+// (release empty), neither the pin nor the grant label is left.
+func ReleaseStarted(svc *corev1.Service, release string) bool {
+	if release != "" {
+		return svc.Annotations[names.MetalLBLoadBalancerIPs] == release
+	}
+	_, pinned := svc.Annotations[names.MetalLBLoadBalancerIPs]
+	_, granted := svc.Labels[names.LabelGrant]
+	return !pinned && !granted
+}
+
+// GrantLabels is a Service's labels with the grant label of class (none
+// when class is empty). The input is not modified.
+func GrantLabels(in map[string]string, class string) map[string]string {
+	if class == "" {
+		return in
+	}
+	out := cloneAnnotations(in)
+	out[names.LabelGrant] = class
+	return out
+}
+
+// UngrantedLabels is a Service's labels without the grant label. The input
+// is not modified; a Service without the label keeps its map as it is.
+func UngrantedLabels(in map[string]string) map[string]string {
+	if _, ok := in[names.LabelGrant]; !ok {
+		return in
+	}
+	out := cloneAnnotations(in)
+	delete(out, names.LabelGrant)
+	return out
+}
+
+// ClassOf is the class of addrs (the class of a claim's addresses); "" when
+// there are none.
+func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
+	for _, a := range addrs {
+		if a.Spec.ClassName != "" {
+			return a.Spec.ClassName
+		}
+	}
+	return ""
 }
 
 // WithdrawnAnnotations is a Service's annotations without anything the
@@ -379,6 +432,14 @@ func msgAssociatedAddress(namespace, name, claim, mode string) string {
 
 // msgReleasing is the Releasing Event's message on the Service.
 func msgReleasing(ips []string, release, mode string) string {
+	if release == "" {
+		how := ""
+		if mode == ModeShared {
+			how = " (shared handoff: a placeholder holds the address again)"
+		}
+		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and the grant label %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
+			strings.Join(ips, ","), how, names.LabelGrant)
+	}
 	if mode == ModeShared {
 		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address again, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
 			strings.Join(ips, ","), release)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -399,20 +400,25 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 // reports whether it wrote anything.
 func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
-	if HandPin(svc) != "" {
-		return false, nil
+	want := svc.Annotations
+	if HandPin(svc) == "" {
+		want = PinAnnotations(svc.Annotations, s.claimName, value, key)
 	}
-	want := PinAnnotations(svc.Annotations, s.claimName, value, key)
-	if maps.Equal(want, svc.Annotations) {
+	// The grant label lets MetalLB give the Service an address of the
+	// class pool; it goes with the pin (and on a Service an administrator
+	// pinned by hand, which the driver attached all the same).
+	labels := GrantLabels(svc.Labels, ClassOf(s.addrs))
+	pinning := !maps.Equal(want, svc.Annotations)
+	if !pinning && maps.Equal(labels, svc.Labels) {
 		return false, nil
 	}
 	orig := svc.DeepCopy()
-	svc.Annotations = want
+	svc.Annotations, svc.Labels = want, labels
 	if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 		return false, err
 	}
-	if svc.ResourceVersion == orig.ResourceVersion {
-		return false, nil // the cache lagged: the pin was already there
+	if svc.ResourceVersion == orig.ResourceVersion || !pinning {
+		return false, nil // the cache lagged, or only the grant label was missing (an attachment made by an older driver)
 	}
 	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", value, "claim", s.claimName, "shared", key != "")
 	return true, nil
@@ -454,8 +460,15 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 	}
 
 	if ours && !deleting && len(addrs) > 0 {
+		byGrant, err := r.poolsRequireGrant(ctx, addrs)
+		if err != nil {
+			return false, err
+		}
 		release := ReleasePinValue(svc)
-		if svc.Annotations[names.MetalLBLoadBalancerIPs] != release {
+		if byGrant {
+			release = ""
+		}
+		if !ReleaseStarted(svc, release) {
 			mode := ModeGap
 			key := SharingKeyOf(addrs)
 			if Holds(svc, ips) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
@@ -474,10 +487,11 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 			}
 			orig := svc.DeepCopy()
 			svc.Annotations = ReleaseAnnotations(svc.Annotations, release)
+			svc.Labels = UngrantedLabels(svc.Labels)
 			if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 				return false, err
 			}
-			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode)
+			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode, "byGrant", byGrant)
 			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(ips, release, mode))
 			if Holds(svc, ips) {
 				handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
@@ -496,15 +510,42 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		return true, nil
 	}
 
-	if ours && !deleting {
+	if (ours || len(addrs) > 0) && !deleting {
 		orig := svc.DeepCopy()
-		svc.Annotations = WithdrawnAnnotations(svc.Annotations)
-		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
-			return false, err
+		if ours {
+			svc.Annotations = WithdrawnAnnotations(svc.Annotations)
 		}
-		log.FromContext(ctx).Info("withdrew the pin")
+		svc.Labels = UngrantedLabels(svc.Labels)
+		if !maps.Equal(orig.Annotations, svc.Annotations) || !maps.Equal(orig.Labels, svc.Labels) {
+			if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+				return false, err
+			}
+			log.FromContext(ctx).Info("withdrew the pin and the grant")
+		}
 	}
 	return true, r.removeFinalizer(ctx, svc)
+}
+
+// poolsRequireGrant reports whether the pool of every one of addrs' classes
+// admits only Services carrying the grant label (read from the cache): a
+// detach then takes the addresses back by withdrawing the label. A pool
+// rendered by an older driver that does not require it yet is released
+// with the release pin instead.
+func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+	for _, a := range addrs {
+		pool := &metallbv1beta1.IPAddressPool{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !names.PoolRequiresGrant(pool, a.Spec.ClassName) {
+			return false, nil
+		}
+	}
+	return len(addrs) > 0, nil
 }
 
 // clearAssociations clears status.associatedTo on those of addrs that are
@@ -554,6 +595,7 @@ func (r *Reconciler) handedBack(ctx context.Context, s *scope, addrs []*iadv1alp
 // safety net for a finalizer removed by hand).
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
 	r.handoffs.forget(key)
+	r.holders.set(key, nil)
 	var mine iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &mine, client.MatchingFields{index.AddressByAssociation: index.Key(key.Namespace, key.Name)}); err != nil {
 		return err
@@ -585,23 +627,29 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 // detectConflicts looks every IP of the Service's load-balancer ingress up
 // in the ledger. An address of one of our classes whose binding does not
 // authorize the Service goes to phase Conflict, with condition Conflict and
-// Events on both objects naming each other. Placeholders in the placeholder
-// namespace are exempt; IPs outside the ledger are not our business.
+// Events on both objects naming each other. An IP of one of our classes'
+// ranges that no IPAddress records was taken from the class pool without a
+// claim. Both are unauthorized holdings of the class: counted in
+// metallb_iad_unauthorized_holders and reported once each with an
+// UnclaimedAddress Warning on the Service and on the class. Placeholders in
+// the placeholder namespace are exempt; IPs outside our classes' ranges are
+// not our business.
 func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 	svc := s.svc
 	if svc.DeletionTimestamp != nil || Exempt(svc, r.PlaceholderNamespace) {
+		r.holders.set(s.key, nil)
 		return nil
 	}
+	var grabs []grab
+	var classes []classRanges
 	for _, ip := range index.IngressIPs(svc) {
 		var hits iadv1alpha1.IPAddressList
 		if err := r.List(ctx, &hits, client.MatchingFields{index.AddressByIP: ip}); err != nil {
 			return err
 		}
+		recorded := false
 		for i := range hits.Items {
 			a := &hits.Items[i]
-			if Authorized(svc, a) {
-				continue
-			}
 			ours, err := r.servedClass(ctx, a.Spec.ClassName)
 			if err != nil {
 				return err
@@ -609,11 +657,29 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 			if !ours {
 				continue
 			}
+			recorded = true
+			if Authorized(svc, a) {
+				continue
+			}
+			grabs = append(grabs, grab{Class: a.Spec.ClassName, IP: ip, Address: a.Name})
 			if err := r.markConflict(ctx, svc, a, ip); err != nil {
 				return err
 			}
 		}
+		if recorded {
+			continue
+		}
+		if classes == nil {
+			var err error
+			if classes, err = r.servedClassRanges(ctx); err != nil {
+				return err
+			}
+		}
+		if c := classOfIP(classes, ip); c != "" {
+			grabs = append(grabs, grab{Class: c, IP: ip})
+		}
 	}
+	r.reportUnauthorized(ctx, svc, grabs)
 	return nil
 }
 

@@ -6,6 +6,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,6 +55,9 @@ type Options struct {
 	HealthProbeBindAddress string
 	PlaceholderNamespace   string
 	MetalLBNamespace       string
+	// SharingKeyFile holds the secret the MetalLB sharing keys are derived
+	// from (names.SetSharingSecret).
+	SharingKeyFile string
 
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -91,6 +95,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
 	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", "metallb-system", "Namespace MetalLB watches for IPAddressPools and advertisements.")
+	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")
 	o.Zap.BindFlags(fs)
 }
 
@@ -246,6 +251,13 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
+	if err := o.LoadSharingSecret(); err != nil {
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
+		return 1
+	}
+	if o.SharingKeyFile == "" {
+		log.Info("no --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
+	}
 	var bo map[client.Object]cache.ByObject
 	if byObject != nil {
 		bo = byObject(o)
@@ -266,6 +278,24 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 		return 1
 	}
 	return 0
+}
+
+// LoadSharingSecret reads --sharing-key-file, when set, into
+// names.SetSharingSecret.
+func (o *Options) LoadSharingSecret() error {
+	if o.SharingKeyFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(o.SharingKeyFile)
+	if err != nil {
+		return fmt.Errorf("cannot read the sharing key file: %w", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 16 {
+		return fmt.Errorf("the sharing key file %s holds %d bytes; it needs at least 16", o.SharingKeyFile, len(b))
+	}
+	names.SetSharingSecret(b)
+	return nil
 }
 
 func durationOrNil(d time.Duration) *time.Duration {

@@ -21,6 +21,21 @@ const (
 	// the IPAddress controller when it recovers) is True while a Service
 	// holds the address without its binding's authority.
 	Conflict = "Conflict"
+
+	// Granted (written by the IPAddress controller) is True while every
+	// Service holding the address for the driver (its placeholders, the
+	// Service it is attached to or being handed to) carries the class's
+	// grant label, so MetalLB keeps their assignments once the class pool
+	// admits only granted Services. The class controller adds that
+	// requirement to a pool rendered without it only once every address of
+	// the class is Granted.
+	Granted = "Granted"
+)
+
+// Reasons of Granted.
+const (
+	ReasonHoldersGranted   = "HoldersGranted"
+	ReasonHolderNotGranted = "HolderNotGranted"
 )
 
 // Reasons of Held.

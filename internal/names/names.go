@@ -44,6 +44,14 @@ const (
 	// driver withdraws only such keys. Its value is the claim the key came
 	// from.
 	AnnotationSharedBy = Domain + "shared-by"
+
+	// LabelGrant is the grant label. Its value is the name of the class
+	// whose pool MetalLB may give the Service an address from: each class
+	// pool admits only Services carrying it (GrantSelector), even for an
+	// address a Service asks for by pin. The driver sets it on its
+	// placeholders and on the Service it attaches, and removes it on detach;
+	// the chart's admission policy reserves it to the driver.
+	LabelGrant = Domain + "grant"
 )
 
 // Placeholder roles, the values of LabelPlaceholder.

@@ -132,3 +132,19 @@ func TestSharingKeys(t *testing.T) {
 		assert.Regexp(t, `^metallb-iad-[0-9a-f]{32}$`, s)
 	}
 }
+
+func TestSharingKeysKeyedBySecret(t *testing.T) {
+	t.Cleanup(func() { SetSharingSecret(nil) })
+	SetSharingSecret(nil)
+	unkeyed := AddressSharingKey("ip-203-0-113-7")
+	claim := ClaimSharingKey("shop", "web-ip", "uid-1")
+	SetSharingSecret([]byte("0123456789abcdef0123"))
+	assert.True(t, SharingSecretSet())
+	keyed := AddressSharingKey("ip-203-0-113-7")
+	assert.NotEqual(t, unkeyed, keyed, "with a secret the key cannot be computed from the name")
+	assert.NotEqual(t, claim, ClaimSharingKey("shop", "web-ip", "uid-1"))
+	assert.Equal(t, keyed, AddressSharingKey("ip-203-0-113-7"), "stable")
+	assert.Regexp(t, `^metallb-iad-[0-9a-f]{32}$`, keyed)
+	SetSharingSecret([]byte("another secret, 20b"))
+	assert.NotEqual(t, keyed, AddressSharingKey("ip-203-0-113-7"), "another secret, another key")
+}

@@ -124,8 +124,9 @@ func TestAdmissionPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// The policy and its binding, as the chart renders them.
-	r, err := Render(Release{Name: "metallb-iad", Namespace: releaseNS}, "admissionPolicy: {enabled: true, validationActions: [Deny]}")
+	// The policy and its binding, as the chart renders them with its
+	// default values.
+	r, err := Render(Release{Name: "metallb-iad", Namespace: releaseNS}, "")
 	require.NoError(t, err)
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		objs := r.Find(kind)
@@ -177,6 +178,30 @@ func TestAdmissionPolicy(t *testing.T) {
 	t.Run("tenant cannot set the authorship marker", func(t *testing.T) {
 		err := tenant.Create(ctx, lbService("marker", map[string]string{names.AnnotationPinnedBy: "tenant-a/claim"}))
 		requireDenied(t, err, "annotation "+names.AnnotationPinnedBy)
+	})
+
+	t.Run("tenant cannot grant itself a class pool", func(t *testing.T) {
+		svc := lbService("granted", nil)
+		svc.Labels = map[string]string{names.LabelGrant: "public"}
+		requireDenied(t, tenant.Create(ctx, svc), "label "+names.LabelGrant)
+
+		// Nor add it later, nor remove it from a Service the driver granted.
+		plain := lbService("to-grant", nil)
+		require.NoError(t, tenant.Create(ctx, plain))
+		patch := client.MergeFrom(plain.DeepCopy())
+		plain.Labels = map[string]string{names.LabelGrant: "public"}
+		requireDenied(t, tenant.Patch(ctx, plain, patch), "label "+names.LabelGrant)
+
+		granted := lbService("driver-granted", nil)
+		granted.Labels = map[string]string{names.LabelGrant: "public"}
+		require.NoError(t, c.Client.Create(ctx, granted), "system:masters is allowlisted")
+		mine := &corev1.Service{}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(granted), mine))
+		mine.Labels["tier"] = "front"
+		require.NoError(t, tenant.Update(ctx, mine), "an edit keeping the grant is admitted")
+		patch = client.MergeFrom(mine.DeepCopy())
+		delete(mine.Labels, names.LabelGrant)
+		requireDenied(t, tenant.Patch(ctx, mine, patch), "label "+names.LabelGrant)
 	})
 
 	t.Run("tenant cannot set spec.loadBalancerIP", func(t *testing.T) {
@@ -251,6 +276,7 @@ func TestAdmissionPolicy(t *testing.T) {
 				names.MetalLBLoadBalancerIPs: "203.0.113.20",
 				names.AnnotationPinnedBy:     "tenant-a/web",
 			})
+			svc.Labels = map[string]string{names.LabelGrant: "public"}
 			require.NoError(t, driver.Create(ctx, svc), ctl)
 
 			patch := client.MergeFrom(svc.DeepCopy())
@@ -261,7 +287,8 @@ func TestAdmissionPolicy(t *testing.T) {
 			patch = client.MergeFrom(svc.DeepCopy())
 			delete(svc.Annotations, names.MetalLBLoadBalancerIPs)
 			delete(svc.Annotations, names.AnnotationPinnedBy)
-			require.NoError(t, driver.Patch(ctx, svc, patch), "%s withdraws its pin", ctl)
+			delete(svc.Labels, names.LabelGrant)
+			require.NoError(t, driver.Patch(ctx, svc, patch), "%s withdraws its pin and grant", ctl)
 		}
 	})
 

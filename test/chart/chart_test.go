@@ -78,15 +78,19 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	assert.ElementsMatch(t, leaseNames, names4(r, "Role"))
 	assert.ElementsMatch(t, leaseNames, names4(r, "RoleBinding"))
 
-	// Nothing optional is rendered by default.
-	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "ValidatingAdmissionPolicy",
-		"ValidatingAdmissionPolicyBinding", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
+	// Nothing optional is rendered by default; the admission policy is on.
+	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
 		assert.Empty(t, r.Find(kind), kind)
 	}
+	must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
+	must(t, r, "ValidatingAdmissionPolicyBinding", "metallb-iad-reserved-service-fields")
+	key := must(t, r, "Secret", "metallb-iad-sharing-key")
+	data, _, _ := unstructured.NestedString(key.Object, "data", "key")
+	assert.GreaterOrEqual(t, len(data), 48, "a random sharing secret")
 	// Every namespaced object is in the release namespace.
 	for _, o := range r.Objects {
 		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			assert.Empty(t, o.GetNamespace(), o.GetName())
 		default:
 			assert.Equal(t, releaseNS, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
@@ -131,14 +135,24 @@ func TestDefaultDeployments(t *testing.T) {
 			assert.Equal(t, "ghcr.io/cozystack/metallb-iad:main", ct["image"])
 			assert.Equal(t, "IfNotPresent", ct["imagePullPolicy"])
 			assert.Equal(t, []any{"/" + c}, ct["command"])
-			assert.Equal(t, []any{
+			args := []any{
 				"--leader-elect=true",
 				"--leader-election-namespace=" + releaseNS,
 				"--metrics-bind-address=:8080",
 				"--health-probe-bind-address=:8081",
 				"--placeholder-namespace=" + releaseNS,
 				"--metallb-namespace=metallb-system",
-			}, ct["args"])
+			}
+			// The controllers that write sharing keys read their secret.
+			if c != "class" {
+				args = append(args, "--sharing-key-file=/etc/metallb-iad/sharing-key/key")
+				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "mountPath": "/etc/metallb-iad/sharing-key", "readOnly": true}}, ct["volumeMounts"])
+				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "secret": map[string]any{"secretName": "metallb-iad-sharing-key"}}}, ps["volumes"])
+			} else {
+				assert.NotContains(t, ct, "volumeMounts")
+				assert.NotContains(t, ps, "volumes")
+			}
+			assert.Equal(t, args, ct["args"])
 			assert.Equal(t, []any{map[string]any{
 				"name": "POD_NAMESPACE",
 				"valueFrom": map[string]any{
@@ -524,6 +538,7 @@ var reservedAnnotations = []string{
 	"metallb.universe.tf/address-pool",
 	"metallb.universe.tf/allow-shared-ip",
 	names.AnnotationPinnedBy,
+	names.AnnotationSharedBy,
 }
 
 func TestAdmissionPolicyRender(t *testing.T) {
@@ -553,14 +568,17 @@ admissionPolicy:
 	assert.Contains(t, conds, `["ops"]`)
 
 	validations := spec["validations"].([]any)
-	require.Len(t, validations, len(reservedAnnotations)+1)
+	require.Len(t, validations, len(reservedAnnotations)+2)
 	for i, key := range reservedAnnotations {
 		v := validations[i].(map[string]any)
 		assert.Contains(t, v["expression"], `"`+key+`"`)
 		assert.Contains(t, v["message"], "annotation "+key+" is reserved")
 		assert.NotContains(t, v["message"], "\n")
 	}
-	last := validations[len(reservedAnnotations)].(map[string]any)
+	grant := validations[len(reservedAnnotations)].(map[string]any)
+	assert.Contains(t, grant["expression"], `"`+names.LabelGrant+`"`)
+	assert.Contains(t, grant["message"], "label "+names.LabelGrant+" is reserved")
+	last := validations[len(reservedAnnotations)+1].(map[string]any)
 	assert.Contains(t, last["expression"], "object.spec.loadBalancerIP")
 	assert.Contains(t, last["message"], "spec.loadBalancerIP is reserved")
 
@@ -580,4 +598,27 @@ admissionPolicy:
 	assert.Empty(t, nsSel)
 	vap = must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
 	assert.Contains(t, fmt.Sprint(vap.Object["spec"]), `["system:masters","kubeadm:cluster-admins"]`)
+}
+
+// TestAdmissionPolicyDefault: on by default where the API server serves
+// ValidatingAdmissionPolicy, left out where it does not, and off on request.
+func TestAdmissionPolicyDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		rel    Release
+		values string
+		want   bool
+	}{
+		{"default values", Release{}, "", true},
+		{"API server without ValidatingAdmissionPolicy", Release{WithoutAdmissionPolicyAPI: true}, "", false},
+		{"turned off", Release{}, "admissionPolicy: {enabled: false}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Render(tt.rel, tt.values)
+			require.NoError(t, err)
+			for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+				assert.Equal(t, tt.want, len(r.Find(kind)) == 1, kind)
+			}
+		})
+	}
 }

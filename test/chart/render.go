@@ -32,6 +32,9 @@ type Release struct {
 	Name string
 	// Namespace is the release namespace; "metallb-iad-system" if empty.
 	Namespace string
+	// WithoutAdmissionPolicyAPI renders as for an API server that does not
+	// serve ValidatingAdmissionPolicy (Kubernetes 1.29).
+	WithoutAdmissionPolicyAPI bool
 }
 
 // Rendered is the result of one render.
@@ -59,12 +62,31 @@ func Render(rel Release, values string) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Helm's built-in default Kubernetes version is 1.20 when its packages
+	// are used as a library (its CLI stamps its own client version); render
+	// as for the Kubernetes version of our client libraries instead.
+	caps := &chartutil.Capabilities{
+		KubeVersion: chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"},
+		APIVersions: chartutil.DefaultCapabilities.APIVersions,
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}
+	if rel.WithoutAdmissionPolicyAPI {
+		c := *caps
+		c.KubeVersion = chartutil.KubeVersion{Version: "v1.29.0", Major: "1", Minor: "29"}
+		c.APIVersions = nil
+		for _, v := range caps.APIVersions {
+			if !strings.HasPrefix(v, "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") {
+				c.APIVersions = append(c.APIVersions, v)
+			}
+		}
+		caps = &c
+	}
 	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
 		Name:      rel.Name,
 		Namespace: rel.Namespace,
 		Revision:  1,
 		IsInstall: true,
-	}, chartutil.DefaultCapabilities)
+	}, caps)
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,11 @@ type Cluster struct {
 	apiArgs     []string
 	apiRestarts int
 
+	// MetalLBLogLevel is the log level StartMetalLB gives the MetalLB
+	// controller: $METALLB_IAD_METALLB_LOG_LEVEL, "warn" when empty. At
+	// "info" it logs each full pass over every Service ("reprocessAll").
+	MetalLBLogLevel string
+
 	stopOnce sync.Once
 	stopSig  chan struct{}
 }
@@ -95,7 +100,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	reapOrphans()
-	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{})}
+	c = &Cluster{Dir: opts.Dir, stopSig: make(chan struct{}), MetalLBLogLevel: os.Getenv("METALLB_IAD_METALLB_LOG_LEVEL")}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "metallb-iad-cluster-"); err != nil {
 			return nil, err
@@ -206,7 +211,7 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		"-webhook-mode", "disabled",
 		"-disable-cert-rotation",
 		"-port", fmt.Sprint(port),
-		"-log-level", "warn",
+		"-log-level", metallbLogLevel(c.MetalLBLogLevel),
 	)
 	if err != nil {
 		return err
@@ -220,6 +225,13 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 }
 
 // StopMetalLB stops the MetalLB controller (to simulate its outage).
+func metallbLogLevel(l string) string {
+	if l == "" {
+		return "warn"
+	}
+	return l
+}
+
 func (c *Cluster) StopMetalLB() { c.metallb.Stop(5 * time.Second) }
 
 // MetalLB is the running MetalLB controller process.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -82,8 +84,13 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 	}
 	d := &Driver{Controller: controller,
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp)}
+	keyFile, err := c.sharingKeyFile()
+	if err != nil {
+		return nil, err
+	}
 	args := append([]string{
 		"--kubeconfig", kc,
+		"--sharing-key-file", keyFile,
 		"--leader-elect=true",
 		"--leader-election-namespace", DriverNamespace,
 		"--placeholder-namespace", DriverNamespace,
@@ -100,6 +107,20 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		return nil, err
 	}
 	return d, nil
+}
+
+// sharingKeyFile is the cluster's sharing secret, created on first use and
+// given to every driver binary, as the chart mounts one Secret into them.
+func (c *Cluster) sharingKeyFile() (string, error) {
+	p := filepath.Join(c.Dir, "sharing-key")
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, []byte(hex.EncodeToString(b)), 0o600)
 }
 
 // WaitReady waits until the binary's /readyz answers 200.

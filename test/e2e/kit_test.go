@@ -199,12 +199,14 @@ func (k *kit) deleteClaim(name string) {
 	}, wait, tick, "claim %s/%s is gone", k.ns, name)
 }
 
-// takes checks that a plain Service pinned by hand to ip in the class's pool
-// gets it (free) or not (reserved) from MetalLB.
+// pinnedService creates a plain Service an administrator pinned by hand to
+// ip in the class's pool, with the class's grant label (which the admission
+// policy reserves to the driver and administrators): the pool admits it,
+// so whether it gets the address depends on who holds it.
 func (k *kit) pinnedService(name, class, ip string) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Annotations: map[string]string{
-			names.MetalLBLoadBalancerIPs: ip, names.MetalLBAddressPool: names.PoolName(class)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Labels: map[string]string{names.LabelGrant: class},
+			Annotations: map[string]string{names.MetalLBLoadBalancerIPs: ip, names.MetalLBAddressPool: names.PoolName(class)}},
 		Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},

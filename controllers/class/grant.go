@@ -1,0 +1,58 @@
+package class
+
+import (
+	"slices"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// WithGrant makes a rendered pool admit only the Services the driver
+// granted it to: serviceAllocation.serviceSelectors holds the grant
+// selector of the class alone. MetalLB checks it for every assignment,
+// also of an address a Service asks for by pin, and for every assignment
+// it already made when it processes the Service again.
+func WithGrant(pool *metallbv1beta1.IPAddressPool, class string) {
+	pool.Spec.AllocateTo = &metallbv1beta1.ServiceAllocation{
+		ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(class)},
+	}
+}
+
+// RequiresGrant reports whether a pool admits only Services carrying the
+// class's grant label.
+func RequiresGrant(pool *metallbv1beta1.IPAddressPool, class string) bool {
+	return names.PoolRequiresGrant(pool, class)
+}
+
+// GrantDecision decides whether the class pool is rendered with the grant
+// selector. Once a pool requires the grant it keeps requiring it. A pool
+// rendered without it (by an older driver, or for a class whose addresses
+// predate the selector) gains it only once every address of the class
+// reports condition Granted True: the IPAddress controller sets it when
+// every Service holding the address for the driver (its placeholders, the
+// Service it is attached to) carries the grant label. Adding the selector
+// earlier would make MetalLB take the address from a holder still without
+// the label. waiting lists the addresses not granted yet, by name.
+func GrantDecision(existing *metallbv1beta1.IPAddressPool, class string, addrs []iadv1alpha1.IPAddress) (grant bool, waiting []string) {
+	if existing == nil || RequiresGrant(existing, class) {
+		// A new pool has no holders to lose.
+		return true, nil
+	}
+	for i := range addrs {
+		a := &addrs[i]
+		if a.DeletionTimestamp != nil {
+			continue // its teardown releases its holders
+		}
+		c := meta.FindStatusCondition(a.Status.Conditions, conditions.Granted)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			waiting = append(waiting, a.Name)
+		}
+	}
+	slices.Sort(waiting)
+	return len(waiting) == 0, waiting
+}

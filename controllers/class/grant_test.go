@@ -1,0 +1,70 @@
+package class
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func TestGrantDecision(t *testing.T) {
+	addr := func(name string, granted *bool, deleting bool) iadv1alpha1.IPAddress {
+		a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if deleting {
+			a.DeletionTimestamp = &metav1.Time{}
+		}
+		if granted != nil {
+			st := metav1.ConditionFalse
+			if *granted {
+				st = metav1.ConditionTrue
+			}
+			a.Status.Conditions = []metav1.Condition{{Type: conditions.Granted, Status: st}}
+		}
+		return a
+	}
+	yes, no := true, false
+	plain := &metallbv1beta1.IPAddressPool{}
+	granted := &metallbv1beta1.IPAddressPool{}
+	WithGrant(granted, "public")
+	otherClass := &metallbv1beta1.IPAddressPool{}
+	WithGrant(otherClass, "private")
+
+	tests := []struct {
+		name     string
+		existing *metallbv1beta1.IPAddressPool
+		addrs    []iadv1alpha1.IPAddress
+		want     bool
+		waiting  []string
+	}{
+		{"a new pool has no holders to lose", nil, []iadv1alpha1.IPAddress{addr("a", nil, false)}, true, nil},
+		{"a pool that requires the grant keeps requiring it", granted, []iadv1alpha1.IPAddress{addr("a", &no, false)}, true, nil},
+		{"an older pool without addresses", plain, nil, true, nil},
+		{"an older pool whose addresses are all granted", plain, []iadv1alpha1.IPAddress{addr("a", &yes, false), addr("b", &yes, false)}, true, nil},
+		{"an older pool waits for ungranted and unevaluated addresses", plain,
+			[]iadv1alpha1.IPAddress{addr("c", nil, false), addr("a", &yes, false), addr("b", &no, false)}, false, []string{"b", "c"}},
+		{"an address being torn down is not waited for", plain, []iadv1alpha1.IPAddress{addr("a", &no, true)}, true, nil},
+		{"another class's selector is not ours", otherClass, []iadv1alpha1.IPAddress{addr("a", &no, false)}, false, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, waiting := GrantDecision(tt.existing, "public", tt.addrs)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.waiting, waiting)
+		})
+	}
+}
+
+func TestWithGrant(t *testing.T) {
+	pool := &metallbv1beta1.IPAddressPool{}
+	assert.False(t, RequiresGrant(pool, "public"))
+	WithGrant(pool, "public")
+	assert.True(t, RequiresGrant(pool, "public"))
+	assert.False(t, RequiresGrant(pool, "private"))
+	assert.Equal(t, []metav1.LabelSelector{{MatchLabels: map[string]string{names.LabelGrant: "public"}}}, pool.Spec.AllocateTo.ServiceSelectors)
+	assert.Empty(t, pool.Spec.AllocateTo.Namespaces, "no namespace restriction")
+}

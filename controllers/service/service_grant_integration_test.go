@@ -1,0 +1,292 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classctl "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// startClassController runs the class controller for the rest of the test,
+// as its own ServiceAccount.
+func startClassController(t *testing.T) {
+	t.Helper()
+	startManager(t, "class", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class"),
+		classctl.CacheByObject(cluster.MetalLBNamespace), func(mgr ctrl.Manager) error {
+			return (&classctl.Reconciler{Client: mgr.GetClient(), MetalLBNamespace: cluster.MetalLBNamespace,
+				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
+		})
+}
+
+// servedClass creates a class of the driver with the given addresses.
+func servedClass(t *testing.T, name string, addresses ...string) {
+	t.Helper()
+	raw := `{"addresses": [`
+	for i, a := range addresses {
+		if i > 0 {
+			raw += ","
+		}
+		raw += `"` + a + `"`
+	}
+	raw += `]}`
+	require.NoError(t, c.Client.Create(context.Background(), &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
+			Parameters: &apiextensionsv1.JSON{Raw: []byte(raw)}},
+	}))
+}
+
+func getPool(t require.TestingT, cls string) *metallbv1beta1.IPAddressPool {
+	p := &metallbv1beta1.IPAddressPool{}
+	require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(cls)}, p))
+	return p
+}
+
+// tenantClient is a client acting as a user who may write Services in ns
+// and nothing else of the driver's.
+func tenantClient(t *testing.T, ns, user string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.EnsureNamespace(ctx, ns))
+	require.NoError(t, c.Client.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "service-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+	}))
+	require.NoError(t, c.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "service-writer-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "service-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}))
+	cfg, err := c.AddUser(user)
+	require.NoError(t, err)
+	cl, err := client.New(cfg, client.Options{Scheme: bootstrap.Scheme()})
+	require.NoError(t, err)
+	return cl
+}
+
+// metallbRefused waits until MetalLB reports AllocationFailed on the
+// Service and asserts it holds no address.
+func metallbRefused(t *testing.T, ns, name string) {
+	t.Helper()
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "Service", ns, name, corev1.EventTypeWarning, "AllocationFailed", "not compatible")
+	}, timeout, tick, "MetalLB refuses %s/%s", ns, name)
+	assert.Empty(t, ingress(getSvc(t, ns, name)), "%s/%s holds no address", ns, name)
+}
+
+// TestClassRangeBelongsToItsLedger: a fresh class's pool admits only
+// Services the driver granted. As a tenant, a Service naming the pool or
+// pinning one of its addresses gets nothing from MetalLB; with the grant
+// label (which only the admission policy keeps tenants from setting) it
+// gets an address, and the grab is reported on the Service, on the class
+// and in the metric. Attach and detach, in both handoffs, keep working: the
+// attached Service carries the grant label, and a detach withdraws it
+// instead of writing a release pin.
+func TestClassRangeBelongsToItsLedger(t *testing.T) {
+	ctx := context.Background()
+	startDriver(t)
+	startClassController(t)
+	const cls, ns = "grant", "grant-tenant"
+	servedClass(t, cls, "192.0.2.0/28")
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		p := getPool(t, cls)
+		assert.True(t, names.PoolRequiresGrant(p, cls), "the pool admits only granted Services: %+v", p.Spec.AllocateTo)
+	}, timeout, tick)
+	tenant := tenantClient(t, ns, "grant-tenant-user")
+
+	byPool := sharedLB(ns, "by-pool", "")
+	byPool.Annotations[names.MetalLBAddressPool] = names.PoolName(cls)
+	require.NoError(t, tenant.Create(ctx, byPool))
+	byPin := sharedLB(ns, "by-pin", "")
+	byPin.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.5"
+	require.NoError(t, tenant.Create(ctx, byPin))
+	metallbRefused(t, ns, "by-pool")
+	metallbRefused(t, ns, "by-pin")
+
+	// The grant label, which the admission policy reserves, gets through
+	// without it: reported on the Service and the class, and counted.
+	grabber := sharedLB(ns, "grab", "")
+	grabber.Annotations[names.MetalLBAddressPool] = names.PoolName(cls)
+	grabber.Labels = map[string]string{names.LabelGrant: cls}
+	require.NoError(t, tenant.Create(ctx, grabber))
+	var grabbed string
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		in := ingress(getSvc(t, ns, "grab"))
+		require.Len(t, in, 1)
+		grabbed = in[0]
+		assertEvent(t, "Service", ns, "grab", corev1.EventTypeWarning, ReasonUnclaimedAddress,
+			grabbed, "IPAddressClass "+cls, iadv1alpha1.ServiceClaimAnnotation)
+		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeWarning, ReasonUnclaimedAddress, ns+"/grab", grabbed)
+		assert.Equal(t, 1.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)))
+	}, timeout, tick, "the grab is reported")
+	require.NoError(t, tenant.Delete(ctx, grabber))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, 0.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)))
+	}, timeout, tick, "the holder is gone from the metric")
+
+	// Attach and detach through a claim, shared handoff first.
+	addrs := provisioned(t, ns, "ip", cls, iadv1alpha1.FamilyIPv4)
+	a, ip := addrs[0], addrs[0].Spec.Address
+	for _, ph := range placeholdersOf(t, a.Name) {
+		assert.Equal(t, cls, ph.Labels[names.LabelGrant], "placeholder %s is granted", ph.Name)
+	}
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.True(t, conditions.IsTrue(getAddr(t, a.Name).Status.Conditions, conditions.Granted))
+	}, timeout, tick)
+	require.NoError(t, tenant.Create(ctx, sharedLB(ns, "web", "ip")))
+	assertAssociated(t, ns, "web", "ip", ip, a)
+	assert.Equal(t, cls, getSvc(t, ns, "web").Labels[names.LabelGrant], "the attached Service is granted")
+	detachAndCheck(t, tenant, ns, "web", a)
+
+	// The gap handoff (the Service uses the placeholder's port).
+	require.NoError(t, tenant.Create(ctx, lb(ns, "api", "ip")))
+	assertAssociated(t, ns, "api", "ip", ip, a)
+	assert.Equal(t, cls, getSvc(t, ns, "api").Labels[names.LabelGrant])
+	detachAndCheck(t, tenant, ns, "api", a)
+	assert.Equal(t, 0.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)), "no handoff step was reported as a grab")
+}
+
+// detachAndCheck removes the claim annotation as the tenant and waits until
+// the address is held again and the Service keeps nothing of the driver's:
+// no pin (never a release pin), no marker, no grant label, no address.
+func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv1alpha1.IPAddress) {
+	t.Helper()
+	s := getSvc(t, ns, name)
+	orig := s.DeepCopy()
+	delete(s.Annotations, iadv1alpha1.ServiceClaimAnnotation)
+	require.NoError(t, tenant.Patch(context.Background(), s, client.MergeFrom(orig)))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		s := getSvc(t, ns, name)
+		assert.Empty(t, ingress(s))
+		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
+		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+		assert.NotContains(t, s.Labels, names.LabelGrant)
+		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonReleasing, names.LabelGrant)
+	}, timeout, tick)
+	assertHeld(t, a.Name, a.Spec.Address)
+	for _, e := range events(t, "Service", ns, name) {
+		assert.False(t, releasePinFailure(e), "no impossible pin during the detach: %s", e.Message)
+	}
+	require.NoError(t, tenant.Delete(context.Background(), getSvc(t, ns, name)))
+}
+
+// TestUpgradeToGrantKeepsEveryAddress starts from what an older driver
+// left: a class pool without the grant selector, an address held by a
+// placeholder without the grant label, and another attached to a Service
+// without it. The class controller, started first, leaves the pool as it
+// is and says why until the IPAddress controller has labelled the
+// placeholder (the service controller labels the attached Service); then
+// the pool gains the selector, and MetalLB drops nothing.
+func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
+	ctx := context.Background()
+	pausePartner(t)
+	const cls, ns = "upgrade", "upgrade-tenant"
+	servedClass(t, cls, "192.0.2.16/28")
+	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(cls),
+			Labels: classctl.RenderedLabels(cls)},
+		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.16/28"}, AutoAssign: ptr.To(false)},
+	}))
+
+	// The older driver's state: a held address and an attached one.
+	_, held := boundClaim(t, ns, "kept", cls, iadv1alpha1.FamilyIPv4, "192.0.2.17")
+	_, att := boundClaim(t, ns, "used", cls, iadv1alpha1.FamilyIPv4, "192.0.2.18")
+	hold := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: placeholderNS, Name: names.HoldPlaceholderName(held[0].Name),
+			Labels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: held[0].Name},
+			Annotations: map[string]string{names.MetalLBAddressPool: names.PoolName(cls), names.MetalLBLoadBalancerIPs: "192.0.2.17",
+				names.MetalLBAllowSharedIP: "older-driver-key", names.AnnotationClass: cls}},
+		Spec: sharedLB(ns, "x", "").Spec,
+	}
+	hold.Spec.Selector = nil
+	hold.Spec.Ports[0].Port = 9
+	create(t, hold)
+	require.NoError(t, retryStatus(ctx, att[0], func(a *iadv1alpha1.IPAddress) {
+		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
+		meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: conditions.Held, Status: metav1.ConditionFalse,
+			Reason: conditions.ReasonReleasedForWorkload, Message: "older driver"})
+	}))
+	web := lb(ns, "web", "used")
+	web.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.18"
+	web.Annotations[names.AnnotationPinnedBy] = "used"
+	create(t, web)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, []string{"192.0.2.17"}, ingress(getSvc(t, placeholderNS, hold.Name)))
+		assert.Equal(t, []string{"192.0.2.18"}, ingress(getSvc(t, ns, "web")))
+	}, timeout, tick, "MetalLB holds both addresses for the older driver")
+
+	// The class controller comes first: the placeholder is not labelled.
+	startClassController(t)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeNormal, classctl.ReasonWaitingForGrant, held[0].Name)
+	}, timeout, tick, "the class waits for the addresses to be granted")
+	assert.False(t, names.PoolRequiresGrant(getPool(t, cls), cls), "the pool does not require the grant yet")
+
+	// The rest of the new driver: the placeholder is labelled, then the pool requires the grant.
+	startDriver(t)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.True(t, names.PoolRequiresGrant(getPool(t, cls), cls))
+	}, timeout, tick, "the pool requires the grant once every holder carries it")
+	// MetalLB has processed every Service against the new pool once the
+	// pool's status reflects it; both keep their addresses.
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, []string{"192.0.2.17"}, ingress(getSvc(t, placeholderNS, hold.Name)))
+		assert.Equal(t, []string{"192.0.2.18"}, ingress(getSvc(t, ns, "web")))
+		assert.Equal(t, cls, getSvc(t, ns, "web").Labels[names.LabelGrant])
+	}, timeout, tick)
+	for _, k := range []client.ObjectKey{{Namespace: placeholderNS, Name: hold.Name}, {Namespace: ns, Name: "web"}} {
+		for _, e := range events(t, "Service", k.Namespace, k.Name) {
+			assert.NotEqual(t, "ClearAssignment", e.Reason, "%s lost its address: %s", k, e.Message)
+		}
+	}
+	assert.Empty(t, apierrorsIgnore(c.Client.Delete(ctx, getSvc(t, ns, "web"))))
+}
+
+func apierrorsIgnore(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// retryStatus applies change to the address's status, retrying on conflicts.
+func retryStatus(ctx context.Context, a *iadv1alpha1.IPAddress, change func(*iadv1alpha1.IPAddress)) error {
+	for {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+			return err
+		}
+		change(a)
+		err := c.Client.Status().Update(ctx, a)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// releasePinFailure reports whether an Event is MetalLB failing to satisfy
+// a release pin (the unspecified address of either family).
+func releasePinFailure(e corev1.Event) bool {
+	return e.Reason == "AllocationFailed" && (strings.Contains(e.Message, "0.0.0.0") || strings.Contains(e.Message, `"::"`))
+}

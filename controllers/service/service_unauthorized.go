@@ -1,0 +1,213 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classctl "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// ReasonUnclaimedAddress (Warning, on the Service and on the class): the
+// Service holds an address of a class's ranges that the ledger does not
+// authorize it to hold: no IPAddress records it (it was taken from the pool
+// without a claim), or the IPAddress's binding does not name the Service
+// (that case also puts the address in phase Conflict).
+const ReasonUnclaimedAddress = "UnclaimedAddress"
+
+// unauthorizedHolders is the number of Services holding an address of the
+// class's ranges that the ledger does not authorize.
+var unauthorizedHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "metallb_iad_unauthorized_holders",
+	Help: "Services holding an address of a class's ranges (status.loadBalancer.ingress) that the ledger does not authorize: no IPAddress records it, or the IPAddress's binding does not name the Service.",
+}, []string{"class"})
+
+func init() { metrics.Registry.MustRegister(unauthorizedHolders) }
+
+// grab is one unauthorized holding: an IP of a class held by a Service.
+type grab struct {
+	Class string
+	IP    string
+	// Address is the IPAddress recording the IP, "" when none does.
+	Address string
+}
+
+// unauthorized remembers, in memory, the unauthorized holdings this process
+// has seen, per Service: the metric counts them, and each new one is
+// reported once. Decisions never read it.
+type unauthorized struct {
+	mu    sync.Mutex
+	bySvc map[types.NamespacedName]map[grab]bool
+}
+
+func newUnauthorized() *unauthorized {
+	return &unauthorized{bySvc: map[types.NamespacedName]map[grab]bool{}}
+}
+
+// set records the Service's current unauthorized holdings and returns the
+// ones not seen before.
+func (u *unauthorized) set(key types.NamespacedName, now []grab) []grab {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old := u.bySvc[key]
+	var fresh []grab
+	cur := map[grab]bool{}
+	for _, g := range now {
+		cur[g] = true
+		if !old[g] {
+			fresh = append(fresh, g)
+		}
+	}
+	if len(cur) == 0 {
+		delete(u.bySvc, key)
+	} else {
+		u.bySvc[key] = cur
+	}
+	u.refresh(old, cur)
+	return fresh
+}
+
+// refresh recomputes the gauge of every class whose holders changed.
+func (u *unauthorized) refresh(old, cur map[grab]bool) {
+	classes := map[string]bool{}
+	for g := range old {
+		classes[g.Class] = true
+	}
+	for g := range cur {
+		classes[g.Class] = true
+	}
+	for c := range classes {
+		n := 0
+		for _, gs := range u.bySvc {
+			for g := range gs {
+				if g.Class == c {
+					n++
+					break
+				}
+			}
+		}
+		unauthorizedHolders.WithLabelValues(c).Set(float64(n))
+	}
+}
+
+// classRanges is a served class's name and parsed ranges.
+type classRanges struct {
+	name   string
+	ranges []classctl.AddressRange
+}
+
+// servedClassRanges parses, from the cache, the ranges of every class this
+// driver serves whose parameters are valid. Classes are few.
+func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, error) {
+	var list iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []classRanges
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
+			continue
+		}
+		p, err := classctl.ParseParameters(c.Spec.Parameters)
+		if err != nil {
+			continue
+		}
+		out = append(out, classRanges{name: c.Name, ranges: p.Addresses})
+	}
+	slices.SortFunc(out, func(a, b classRanges) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// ClassOfIP is the class among classes whose ranges contain ip; "" when none.
+func classOfIP(classes []classRanges, ip string) string {
+	addr, err := names.ParseAddress(ip)
+	if err != nil {
+		return ""
+	}
+	for _, c := range classes {
+		for _, rg := range c.ranges {
+			if rg.Start.Is4() == addr.Is4() && rg.Start.Compare(addr) <= 0 && addr.Compare(rg.End) <= 0 {
+				return c.name
+			}
+		}
+	}
+	return ""
+}
+
+// reportUnauthorized records the Service's unauthorized holdings (found by
+// detectConflicts) for the metric and reports each new one: a Warning Event
+// on the Service naming the class and how to claim an address properly, and
+// one on the class naming the Service.
+func (r *Reconciler) reportUnauthorized(ctx context.Context, svc *corev1.Service, grabs []grab) {
+	for _, g := range r.holders.set(client.ObjectKeyFromObject(svc), grabs) {
+		log.FromContext(ctx).Info("a Service holds a class address the ledger does not authorize", "class", g.Class, "ip", g.IP, "ipaddress", g.Address)
+		r.Recorder.Event(svc, corev1.EventTypeWarning, ReasonUnclaimedAddress, msgUnclaimedService(g))
+		cls := &iadv1alpha1.IPAddressClass{}
+		cls.Name = g.Class
+		if err := r.Get(ctx, types.NamespacedName{Name: g.Class}, cls); err == nil {
+			r.Recorder.Event(cls, corev1.EventTypeWarning, ReasonUnclaimedAddress, msgUnclaimedClass(svc, g))
+		}
+	}
+}
+
+func msgUnclaimedService(g grab) string {
+	how := fmt.Sprintf("create an IPAddressClaim with className %s in this namespace and set the annotation %s: <claim name> on this Service (drop metallb.io/address-pool and metallb.io/loadBalancerIPs)",
+		g.Class, iadv1alpha1.ServiceClaimAnnotation)
+	if g.Address == "" {
+		return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s, without a claim: addresses of this class are given out only through claims. To hold one, %s", g.IP, g.Class, how)
+	}
+	return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s recorded as IPAddress %s, which does not authorize this Service. To hold an address of this class, %s", g.IP, g.Class, g.Address, how)
+}
+
+func msgUnclaimedClass(svc *corev1.Service, g grab) string {
+	if g.Address == "" {
+		return fmt.Sprintf("Service %s/%s holds %s of this class without a claim (no IPAddress records it): the class's capacity shrinks and claims are bypassed", svc.Namespace, svc.Name, g.IP)
+	}
+	return fmt.Sprintf("Service %s/%s holds %s of this class (IPAddress %s) without its binding's authority", svc.Namespace, svc.Name, g.IP, g.Address)
+}
+
+// servicesForClass maps a class to the Services holding an address of its
+// ranges, so a class created or widened after a Service took one of its
+// addresses reports it. It lists the Services of the cache: class changes
+// are rare.
+func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*iadv1alpha1.IPAddressClass)
+	if !ok || c.Spec.Provisioner != names.Provisioner {
+		return nil
+	}
+	p, err := classctl.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return nil
+	}
+	classes := []classRanges{{name: c.Name, ranges: p.Addresses}}
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list Services")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		s := &list.Items[i]
+		for _, ip := range index.IngressIPs(s) {
+			if classOfIP(classes, ip) != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+				break
+			}
+		}
+	}
+	return reqs
+}
