@@ -16,7 +16,11 @@ func main() {
 	os.Exit(bootstrap.Main(ipaddress.ControllerName,
 		[]bootstrap.Requirement{bootstrap.CoreAPI, bootstrap.MetalLBAPI},
 		func(o *bootstrap.Options) map[client.Object]cache.ByObject {
-			return ipaddress.CacheOptions(o.PlaceholderNamespace)
+			opts := ipaddress.CacheOptions(o.PlaceholderNamespace)
+			for k, v := range ipaddress.PoolCacheOptions(o.MetalLBNamespace) {
+				opts[k] = v
+			}
+			return opts
 		},
 		func(mgr ctrl.Manager, o *bootstrap.Options) error {
 			return (&ipaddress.Reconciler{
@@ -24,6 +28,7 @@ func main() {
 				APIReader:            mgr.GetAPIReader(),
 				Recorder:             mgr.GetEventRecorderFor(ipaddress.EventSource), //nolint:staticcheck // core/v1 Events, as the project uses
 				PlaceholderNamespace: o.PlaceholderNamespace,
+				MetalLBNamespace:     o.MetalLBNamespace,
 			}).SetupWithManager(mgr)
 		}))
 }

@@ -14,6 +14,7 @@ package claim
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -70,6 +72,29 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
+	// reported remembers what was last said on each claim, so Events (and
+	// the pool_exhausted counter) follow changes, not passes.
+	reported changes.Memo
+
+	// told remembers, per claim and family, the last waiting Event recorded,
+	// so a claim that waits through many passes is told once per change;
+	// decisions never read it.
+	told sync.Map
+}
+
+// tell records a waiting Event on the claim unless the same one was the
+// last recorded for that family.
+func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, eventType, reason, msg string) {
+	key := string(c.UID) + "/" + string(f)
+	if last, ok := r.told.Swap(key, reason+"\x00"+msg); ok && last == reason+"\x00"+msg {
+		return
+	}
+	r.Recorder.Event(c, eventType, reason, msg)
+}
+
+// untell forgets the last waiting Event of a family that stopped waiting.
+func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) {
+	r.told.Delete(string(c.UID) + "/" + string(f))
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller
@@ -97,8 +122,14 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// Placeholders and MetalLB's Events about them live in the placeholder
+// namespace, and the cache (CacheOptions) watches Services and Events only
+// there: a Role in that namespace grants it. The namespace below is the
+// default one; the chart renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=events,verbs=list;watch
 
 // Reconcile provisions the families a claim still misses. Each pass
 // re-derives what to do from the cluster: the claim, its class, the
@@ -108,6 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pending.forget(req.NamespacedName)
+			r.reported.ForgetPrefix(reportKey(req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -139,8 +171,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// look again then.
 		res.RequeueAfter = coreWait
 	}
+	if err == nil && s.waitForLedger && (res.RequeueAfter == 0 || res.RequeueAfter > ledgerWait) {
+		// The address watch brings the claim back when the unheld address
+		// changes; this is the fallback.
+		res.RequeueAfter = ledgerWait
+	}
 	return res, err
 }
+
+// ledgerWait is how long a claim waiting for an address of the ledger to be
+// held again waits at most before the driver looks again.
+const ledgerWait = 5 * time.Second
 
 // coreWait is how long a claim left to the core (an Available address could
 // serve it) waits before the driver looks again.
@@ -172,7 +213,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByClass, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
+		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID,
 		index.ClaimByClass, index.EventByInvolvedUID,
 	); err != nil {
 		return err
@@ -229,14 +270,19 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
-// addressToClaims maps an IPAddress to the claim its claimRef names and to
-// the claims of the placeholders labelled with its name (a claim stopped by
-// a LedgerMismatch resumes when the conflicting address goes away).
+// addressToClaims maps an IPAddress to the claim its claimRef names, to the
+// claims of the placeholders labelled with its name (a claim stopped by a
+// LedgerMismatch resumes when the conflicting address goes away), and to
+// the pending claims of its class (a claim waiting for the address to be
+// held again, or to go, resumes when it is).
 func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	a := o.(*iadv1alpha1.IPAddress)
 	seen := map[types.NamespacedName]bool{}
 	if ref := a.Spec.ClaimRef; ref != nil {
 		seen[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
+	}
+	for _, c := range r.pending.of(a.Spec.ClassName) {
+		seen[c] = true
 	}
 	var phs corev1.ServiceList
 	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace),

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/netip"
 	"os"
 	"strings"
@@ -45,7 +46,9 @@ const (
 var (
 	ctx context.Context
 	k   client.Client // the admin, acting as the tenant, the core or an operator
-	clu *cluster.Cluster
+	// cached is the suite manager's client: its cache, the controller's view.
+	cached client.Client
+	clu    *cluster.Cluster
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -77,6 +80,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "create the manager:", err)
 		return 1
 	}
+	cached = mgr.GetClient()
 	r := &Reconciler{
 		Client:               mgr.GetClient(),
 		APIReader:            mgr.GetAPIReader(),
@@ -412,10 +416,13 @@ func TestCrashAfterAddress(t *testing.T) {
 	assert.Equal(t, "Recorded IPv4 address 10.10.4.2 as IPAddress ip-10-10-4-2", eventually(t, c, ReasonRecorded).Message)
 }
 
-// TestLedgerMismatch: MetalLB assigns an address whose IPAddress is bound to
-// another claim. The driver reports it and does not fight; once an
-// administrator removes the stale entry, it records the address.
-func TestLedgerMismatch(t *testing.T) {
+// TestLedgerAddressGivenBack: MetalLB assigns an address whose IPAddress is
+// bound to another claim (nothing holds it in MetalLB: no IPAddress
+// controller runs in this suite). The driver gives it back instead of
+// writing on the placeholder or recording it, and does not draw again while
+// that entry is unheld; once an administrator removes the stale entry, it
+// records the address.
+func TestLedgerAddressGivenBack(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, "", "10.10.5.9/32")
 	stale := &iadv1alpha1.IPAddress{
@@ -429,26 +436,30 @@ func TestLedgerMismatch(t *testing.T) {
 	require.NoError(t, k.Create(ctx, stale))
 	t.Cleanup(func() { deleteAddress(stale) })
 
+	// The claim's first placeholder is created before the entry is in the
+	// claim controller's cache at the latest; either MetalLB hands it the
+	// address and the driver gives it back, or the claim waits at once.
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	ev := eventually(t, c, ReasonLedgerMismatch)
-	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
-	assert.Equal(t, "MetalLB assigned IPv4 address 10.10.5.9 to this claim, but IPAddress ip-10-10-5-9 already exists and "+
-		"is bound to claim team-b/db (uid 0d4b0c7e-0000-4000-8000-000000000001); MetalLB and the ledger disagree, "+
-		"so the driver leaves both alone for an administrator to resolve", ev.Message)
+	ev := eventually(t, c, ReasonWaitingForLedger)
+	assert.Equal(t, corev1.EventTypeNormal, ev.Type)
+	assert.Equal(t, "IPAddress ip-10-10-5-9 (10.10.5.9) of class "+cl+" is in the ledger but not held in MetalLB right now "+
+		"(a handoff is under way); the claim asks pool iad-"+cl+" for an IPv4 address once it is held again, so that "+
+		"MetalLB cannot hand it that address", ev.Message)
+	for _, r := range events(t, c, ReasonLedgerAddressReturned) {
+		assert.Equal(t, "MetalLB assigned IPv4 address 10.10.5.9 to this claim's placeholder, but IPAddress ip-10-10-5-9 records it and "+
+			"is bound to claim team-b/db (uid 0d4b0c7e-0000-4000-8000-000000000001); the driver gave it back (deleted the placeholder) "+
+			"instead of recording it, and draws again once every address of the ledger is held", r.Message)
+	}
 
-	// No fight: the existing entry is untouched, the placeholder is pinned
-	// but not handed over, and nothing is recorded for the claim.
+	// No fight, and no drawing the same address again: the entry is
+	// untouched, no placeholder of the claim stays, nothing is recorded.
+	assert.Never(t, func() bool { return len(placeholdersOf(t, c)) > 0 }, 2*time.Second, tick, "no placeholder while the entry is unheld")
 	cur := &iadv1alpha1.IPAddress{}
 	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(stale), cur))
 	assert.Equal(t, stale.Spec, cur.Spec)
 	assert.Empty(t, cur.Finalizers)
-	ph := &corev1.Service{}
-	require.NoError(t, k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), ph))
-	assert.Equal(t, names.PlaceholderAllocation, ph.Labels[names.LabelPlaceholder])
-	assert.Equal(t, "ip-10-10-5-9", ph.Labels[names.LabelAddress])
-	assert.Equal(t, "10.10.5.9", ph.Annotations[names.MetalLBLoadBalancerIPs])
-	assert.Empty(t, ph.OwnerReferences)
 	assert.Empty(t, addressesOf(t, c))
+	assert.LessOrEqual(t, len(events(t, c, ReasonLedgerAddressReturned)), 1, "given back at most once")
 
 	// The administrator deletes the stale entry: the claim proceeds.
 	require.NoError(t, k.Delete(ctx, stale))
@@ -495,6 +506,12 @@ func TestPoolNotReady(t *testing.T) {
 	ns := namespace(t)
 	pool(t, "decoy-"+rand.String(4), "10.10.12.0/30") // MetalLB reports unknown pools only once it has some
 	cl := class(t, names.Provisioner, "")
+	// Valid parameters: the class is not refused, its pool is merely not
+	// rendered yet (no class controller runs in this suite).
+	obj := &iadv1alpha1.IPAddressClass{}
+	require.NoError(t, k.Get(ctx, client.ObjectKey{Name: cl}, obj))
+	obj.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.7.0/30"]}`)}
+	require.NoError(t, k.Update(ctx, obj))
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 
 	ev := eventually(t, c, ReasonPoolNotReady)

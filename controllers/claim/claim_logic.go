@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -30,9 +31,23 @@ const (
 	// ReasonRecorded (Normal): an address was recorded as an IPAddress bound
 	// to the claim.
 	ReasonRecorded = "Recorded"
-	// ReasonLedgerMismatch (Warning): MetalLB assigned an address whose
-	// IPAddress already exists bound to something else.
+	// ReasonLedgerMismatch (Warning): the IPAddress name of the address
+	// MetalLB assigned is taken by an entry for another address or binding.
 	ReasonLedgerMismatch = "LedgerMismatch"
+	// ReasonWaitingForName (Normal): the name of the family's allocation
+	// placeholder is still taken by the hold placeholder of an address that
+	// is not the claim's; the claim proceeds once it goes.
+	ReasonWaitingForName = "WaitingForName"
+	// ReasonLedgerAddressReturned (Normal): MetalLB assigned the claim's
+	// placeholder an address the ledger already records (it was unheld for
+	// a moment, during a handoff); the driver gave it back by deleting the
+	// placeholder instead of recording it.
+	ReasonLedgerAddressReturned = "LedgerAddressReturned"
+	// ReasonWaitingForLedger (Normal): an address of the class is in the
+	// ledger but not held in MetalLB right now, or MetalLB assigned an
+	// address whose IPAddress is being deleted; the claim waits so that
+	// MetalLB cannot hand it that address.
+	ReasonWaitingForLedger = "WaitingForLedger"
 )
 
 // MetalLBAllocationFailed is the reason of the Warning Event MetalLB's
@@ -311,6 +326,19 @@ func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
 		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
 }
 
+// msgClassRefused is the PoolNotReady message when the class controller
+// refuses to render the class: the pool will not appear until the class is
+// fixed.
+func msgClassRefused(f iadv1alpha1.IPFamily, class, refusal string) string {
+	return fmt.Sprintf("IPAddressClass %s is refused, so pool %s is not rendered and MetalLB cannot assign an %s address; "+
+		"the claim proceeds once the class is fixed (see the class's Events). The refusal: %s", class, names.PoolName(class), f, refusal)
+}
+
+func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) string {
+	return fmt.Sprintf("The %s allocation placeholder's name %s is still taken by the hold placeholder of IPAddress %s, "+
+		"which is not this claim's; the claim proceeds once that placeholder is gone", f, placeholder, address)
+}
+
 func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
 	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
 }
@@ -343,4 +371,97 @@ func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string 
 		}
 	}
 	return ""
+}
+
+// ledgerAnswer is what the ledger says about an address MetalLB assigned to
+// a claim's allocation placeholder.
+type ledgerAnswer int
+
+const (
+	// ledgerFree: no IPAddress records the address: record it.
+	ledgerFree ledgerAnswer = iota
+	// ledgerOurs: an IPAddress records it bound to this claim (a pass that
+	// crashed after creating it): finish recording.
+	ledgerOurs
+	// ledgerGoing: only IPAddresses being deleted record it: wait until
+	// they are gone, then record it.
+	ledgerGoing
+	// ledgerTaken: a live IPAddress records it for someone else: give it
+	// back.
+	ledgerTaken
+)
+
+// ledgerVerdict decides, from the IPAddresses recording an IP (the ledger
+// looked up by address), whether the claim may record it. It returns the
+// deciding entry too (nil for ledgerFree).
+func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (ledgerAnswer, *iadv1alpha1.IPAddress) {
+	var going *iadv1alpha1.IPAddress
+	var taken *iadv1alpha1.IPAddress
+	for i := range entries {
+		a := &entries[i]
+		switch {
+		case bindsClaim(a, c.Namespace, c.Name, c.UID):
+			return ledgerOurs, a
+		case a.DeletionTimestamp != nil:
+			if going == nil {
+				going = a
+			}
+		case taken == nil:
+			taken = a
+		}
+	}
+	switch {
+	case taken != nil:
+		return ledgerTaken, taken
+	case going != nil:
+		return ledgerGoing, going
+	}
+	return ledgerFree, nil
+}
+
+// unsettledAddress names an IPAddress among a class's addresses, of family
+// f, that the ledger holds but MetalLB might hand out right now: not being
+// deleted, not Lost (outside the pool) or in Conflict (someone holds it),
+// not attached to a workload, not reported Held, and not held by one of
+// its placeholders (heldByPlaceholder, asked only for the addresses still
+// in question). A claim does not ask MetalLB for a new address while one
+// is: MetalLB would hand it that address, only for the driver to give it
+// back. It returns nil when every address is settled.
+func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
+	for i := range addrs {
+		a := &addrs[i]
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if err != nil || addressFamily(ip.String()) != f || a.DeletionTimestamp != nil {
+			continue
+		}
+		switch a.Status.Phase {
+		case iadv1alpha1.AddressLost, iadv1alpha1.AddressConflict:
+			continue
+		}
+		if a.Status.AssociatedTo != nil || conditions.IsTrue(a.Status.Conditions, conditions.Held) {
+			continue
+		}
+		if heldByPlaceholder(a, ip.String()) {
+			continue
+		}
+		return a
+	}
+	return nil
+}
+
+func msgLedgerAddressReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim's placeholder, but IPAddress %s records it and %s; "+
+		"the driver gave it back (deleted the placeholder) instead of recording it, and draws again once every address "+
+		"of the ledger is held", f, ip, entry.Name, describeBinding(entry))
+}
+
+func msgLedgerEntryGoing(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, and IPAddress %s, which records it, is being deleted; "+
+		"the driver records the address for this claim once that entry is gone", f, ip, entry.Name)
+}
+
+func msgWaitingForLedger(f iadv1alpha1.IPFamily, class string, a *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("IPAddress %s (%s) of class %s is in the ledger but not held in MetalLB right now (a handoff is under way); "+
+		"the claim asks pool %s for an %s address once it is held again, so that MetalLB cannot hand it that address",
+		a.Name, a.Spec.Address, class, names.PoolName(class), f)
 }

@@ -147,6 +147,7 @@ func TestRenderPlaceholder(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderAllocation,
 				names.LabelClaimUID:    string(testUID),
+				names.LabelGrant:       "public",
 			}, svc.Labels)
 			assert.Equal(t, map[string]string{
 				"metallb.io/address-pool":                                "iad-public",

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classctl "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -33,6 +34,9 @@ type scope struct {
 	// waitForCore is set when a family was not provisioned because an
 	// Available address could serve it: the core binds those first.
 	waitForCore bool
+	// waitForLedger is set when a family was not provisioned because an
+	// address of the ledger is unheld in MetalLB for the moment.
+	waitForLedger bool
 }
 
 // newScope fetches the claim's class and the addresses bound to it. It
@@ -52,9 +56,10 @@ func (r *Reconciler) newScope(ctx context.Context, claim *iadv1alpha1.IPAddressC
 		class = nil
 	}
 	if problem := classProblem(name, class); problem != "" {
-		r.Recorder.Event(claim, corev1.EventTypeWarning, ReasonClassNotServed, problem)
+		r.report(claim, "class", corev1.EventTypeWarning, ReasonClassNotServed, problem)
 		return nil, nil
 	}
+	r.report(claim, "class", "", "", "")
 
 	var addrs iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
@@ -72,6 +77,9 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	}
 	st := planFamily(f, s.bound[f], ph)
 	log.FromContext(ctx).V(1).Info("family", "family", f, "step", st.String())
+	if st != stepWaitForMetalLB && st != stepWaitForName {
+		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
+	}
 	switch st {
 	case stepCreatePlaceholder:
 		return false, r.createPlaceholder(ctx, s, f)
@@ -91,6 +99,7 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	case stepWaitForName:
 		log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
 			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[names.LabelAddress])
+		r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[names.LabelAddress]))
 		return false, nil
 	default:
 		return true, nil
@@ -136,6 +145,16 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		return nil
 	}
 
+	// While an address of the ledger is unheld in MetalLB (a handoff or a
+	// hold being re-armed), MetalLB would hand it to a new placeholder, and
+	// the driver would have to give it back: wait until it is held again.
+	if a := unsettledAddress(addrs.Items, f, r.heldByPlaceholder(ctx)); a != nil {
+		log.FromContext(ctx).V(1).Info("an address of the ledger is not held in MetalLB right now; waiting", "family", f, "ipaddress", a.Name)
+		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgWaitingForLedger(f, s.class.Name, a))
+		s.waitForLedger = true
+		return nil
+	}
+
 	ph := renderPlaceholder(r.PlaceholderNamespace, s.claim, s.class.Name, f)
 	if err := r.Create(ctx, ph); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -144,6 +163,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		return fmt.Errorf("create placeholder %s: %w", ph.Name, err)
 	}
 	log.FromContext(ctx).Info("created allocation placeholder", "family", f, "placeholder", ph.Name, "pool", names.PoolName(s.class.Name))
+	r.untell(s.claim, f)
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
 	return r.waitForCache(ctx, ph)
 }
@@ -183,8 +203,18 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 		return nil
 	}
 	reason, msg := allocationFailure(f, s.class.Name, failure.Message)
-	r.Recorder.Event(s.claim, corev1.EventTypeWarning, reason, msg)
-	if reason == ReasonPoolExhausted {
+	if reason == ReasonPoolNotReady {
+		refusal, err := r.classRefusal(ctx, s.class)
+		if err != nil {
+			return err
+		}
+		if refusal != "" {
+			msg = msgClassRefused(f, s.class.Name, refusal)
+		}
+	}
+	// Once per change: MetalLB says the same on every pass while nothing
+	// changes, and each pass must not count another exhaustion.
+	if r.report(s.claim, string(f), corev1.EventTypeWarning, reason, msg) && reason == ReasonPoolExhausted {
 		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
 	}
 	return nil
@@ -234,6 +264,26 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		return false, err
 	}
 
+	// Ask the ledger before anything is written on the placeholder: an
+	// address another IPAddress records is given back, never labelled,
+	// pinned or keyed (which the IPAddress controller would take for the
+	// other address's placeholder).
+	verdict, entry, err := r.ledger(ctx, s.claim, ip, addrName)
+	if err != nil {
+		return false, err
+	}
+	switch verdict {
+	case ledgerTaken:
+		return false, r.giveBack(ctx, s, f, ph, ip, entry)
+	case ledgerGoing:
+		log.FromContext(ctx).Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",
+			"family", f, "ip", ip, "ipaddress", entry.Name)
+		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, ip, entry))
+		return false, nil
+	case ledgerOurs:
+		addrName = entry.Name
+	}
+
 	// (a) Label with the future IPAddress name, pin to the observed
 	// address, so a MetalLB restart cannot hand the placeholder another one,
 	// and set the sharing key of the claim the address will be bound to, so
@@ -261,7 +311,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 
 	// (b) Create the IPAddress, pre-bound to the claim.
 	a, err := r.ensureAddress(ctx, s, ip, addrName)
-	if err != nil {
+	if err != nil || a == nil {
 		return false, err
 	}
 	if !bindsClaim(a, s.claim.Namespace, s.claim.Name, s.claim.UID) {
@@ -276,8 +326,78 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	return true, r.handOver(ctx, s, f, ph, a)
 }
 
+// ledger looks the IP up in the ledger (the cache's index of IPAddresses by
+// address) and decides whether the claim may record it. When the cache
+// knows no entry, the API server is asked for the entry the IP's name
+// would have, so that a cache lagging behind a new IPAddress does not let
+// the claim write on the placeholder.
+func (r *Reconciler) ledger(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, ip, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	var entries iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &entries, client.MatchingFields{index.AddressByIP: ip}); err != nil {
+		return ledgerFree, nil, err
+	}
+	if verdict, entry := ledgerVerdict(entries.Items, claim); verdict != ledgerFree {
+		return verdict, entry, nil
+	}
+	live := &iadv1alpha1.IPAddress{}
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, live); {
+	case apierrors.IsNotFound(err):
+		return ledgerFree, nil, nil
+	case err != nil:
+		return ledgerFree, nil, err
+	}
+	if got, err := names.ParseAddress(live.Spec.Address); err != nil || got.String() != ip {
+		// The name is taken by an entry for another address: recording
+		// runs into it and reports a LedgerMismatch.
+		return ledgerFree, nil, nil
+	}
+	verdict, entry := ledgerVerdict([]iadv1alpha1.IPAddress{*live}, claim)
+	return verdict, entry, nil
+}
+
+// giveBack deletes an allocation placeholder MetalLB assigned an address
+// the ledger records for someone else, which frees the address in MetalLB
+// for its owner. The preconditions make sure it is exactly the placeholder
+// this pass looked at. The claim draws again once every address of the
+// ledger is held (createPlaceholder).
+func (r *Reconciler) giveBack(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) error {
+	err := r.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("give back %s: delete placeholder %s: %w", ip, ph.Name, err)
+	}
+	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", f, "ip", ip,
+		"ipaddress", entry.Name, "placeholder", ph.Name)
+	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, ip, entry))
+	allocationsTotal.WithLabelValues(s.class.Name, string(f), resultReturned).Inc()
+	return nil
+}
+
+// heldByPlaceholder returns a function reporting whether one of the
+// placeholders labelled with an address holds its IP in MetalLB (from the
+// cache).
+func (r *Reconciler) heldByPlaceholder(ctx context.Context) func(a *iadv1alpha1.IPAddress, ip string) bool {
+	return func(a *iadv1alpha1.IPAddress, ip string) bool {
+		var phs corev1.ServiceList
+		if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace),
+			client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
+			return false
+		}
+		for i := range phs.Items {
+			if phs.Items[i].DeletionTimestamp == nil && assignedIP(&phs.Items[i], addressFamily(ip)) == ip {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // ensureAddress returns the IPAddress named addrName, creating it bound to
-// the claim when it does not exist. The caller checks whose it is.
+// the claim when it does not exist. The caller checks whose it is. It
+// returns nil, creating nothing, when the API server shows the claim gone,
+// replaced or no longer naming the scope's class.
 func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName string) (*iadv1alpha1.IPAddress, error) {
 	existing := &iadv1alpha1.IPAddress{}
 	err := r.Get(ctx, types.NamespacedName{Name: addrName}, existing)
@@ -286,6 +406,22 @@ func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName s
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+
+	// Creating records the address for the claim: make sure the claim is
+	// still there and still names this class, not just in a cache that may
+	// lag behind its deletion or a change of class.
+	live := &iadv1alpha1.IPAddressClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if live.UID != s.claim.UID || !served(live) || className(live) != s.class.Name {
+		log.FromContext(ctx).Info("the claim is gone or no longer names the class; not recording the address",
+			"ip", ip, "class", s.class.Name)
+		return nil, nil
 	}
 
 	a := renderAddress(s.claim, s.class, ip, addrName)
@@ -342,6 +478,7 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 		return fmt.Errorf("hand placeholder %s over to IPAddress %s: %w", ph.Name, a.Name, err)
 	}
 	log.FromContext(ctx).Info("recorded address", "family", f, "ip", a.Spec.Address, "ipaddress", a.Name, "placeholder", ph.Name)
+	r.untell(s.claim, f)
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonRecorded, msgRecorded(f, a.Spec.Address, a.Name))
 	allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
 	return nil
@@ -384,4 +521,35 @@ func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object) error 
 		return fmt.Errorf("wait for the cache to show %s: %w", key, err)
 	}
 	return nil
+}
+
+// report records an Event on the claim once per change of what is said
+// about one of its concerns (key: a family, or "class"), not on every
+// pass. An empty reason says there is nothing to report about it now, so
+// the next report is a change again. It reports whether it recorded.
+func (r *Reconciler) report(claim *iadv1alpha1.IPAddressClaim, key, eventType, reason, msg string) bool {
+	value := ""
+	if reason != "" {
+		value = string(claim.UID) + "\x00" + reason + "\x00" + msg
+	}
+	if !r.reported.Changed(reportKey(claim.Namespace, claim.Name)+key, value) || reason == "" {
+		return false
+	}
+	r.Recorder.Event(claim, eventType, reason, msg)
+	return true
+}
+
+// reportKey is the prefix of a claim's keys in the report memo.
+func reportKey(namespace, name string) string { return namespace + "/" + name + "/" }
+
+// classRefusal says why the class controller refuses to render the class,
+// judged by the same pure functions from the cached classes: its name, its
+// parameters, or ranges overlapping an older class of this driver. ""
+// when none of these refuses it.
+func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddressClass) (string, error) {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return "", err
+	}
+	return classctl.Refusal(class, classes.Items), nil
 }

@@ -14,6 +14,7 @@ const (
 	resultRecorded       = "recorded"
 	resultPoolExhausted  = "pool_exhausted"
 	resultLedgerMismatch = "ledger_mismatch"
+	resultReturned       = "returned"
 )
 
 var (
@@ -21,7 +22,8 @@ var (
 		Name: "metallb_iad_claim_allocations_total",
 		Help: "Allocation outcomes observed by the claim controller, by class, family and result " +
 			"(recorded: an IPAddress was recorded for a claim; pool_exhausted: MetalLB had no free address; " +
-			"ledger_mismatch: MetalLB assigned an address the ledger gives to someone else).",
+			"ledger_mismatch: the IPAddress name of an assigned address is taken by another entry; " +
+			"returned: MetalLB assigned an address the ledger records for someone else, and the driver gave it back).",
 	}, []string{"class", "family", "result"})
 
 	claimsPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -67,3 +69,16 @@ func (p *pendingClaims) set(claim types.NamespacedName, class string, pending bo
 
 // forget drops a claim that is gone or no longer served.
 func (p *pendingClaims) forget(claim types.NamespacedName) { p.set(claim, "", false) }
+
+// of lists the claims recorded as pending under class.
+func (p *pendingClaims) of(class string) []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []types.NamespacedName
+	for c, cl := range p.classOf {
+		if cl == class {
+			out = append(out, c)
+		}
+	}
+	return out
+}

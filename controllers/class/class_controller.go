@@ -73,6 +73,9 @@ const (
 	// ReasonWaitingForGrant (Normal): the pool, rendered without the grant
 	// selector, gains it once every address of the class is Granted.
 	ReasonWaitingForGrant = "WaitingForGrant"
+	// ReasonAddressesInUse (Warning): the new addresses leave out addresses
+	// of the rendered pool that IPAddresses of the class still hold.
+	ReasonAddressesInUse = "AddressesInUse"
 )
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
@@ -108,7 +111,7 @@ func CacheByObject(metallbNamespace string) map[client.Object]cache.ByObject {
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile renders one class, or withdraws what was rendered for a class
@@ -171,5 +174,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClass)).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(addressToClass), builder.WithPredicates(ledgerChanged)).
 		Complete(r)
 }

@@ -57,7 +57,60 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	if o := FindOverlap(params.Addresses, occupants); o != nil {
 		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
 	}
+	dropped, err := r.dropped(ctx, class, params)
+	if err != nil {
+		return Parameters{}, nil, err
+	}
+	if len(dropped) > 0 {
+		return Parameters{}, &refusal{reason: ReasonAddressesInUse,
+			message: DroppedMessage(r.MetalLBNamespace+"/"+names.PoolName(class.Name), dropped), params: &params}, nil
+	}
 	return params, nil, nil
+}
+
+// dropped lists the live addresses of the class that the pool rendered for
+// it (from the cache) contains and the new parameters do not. No pool
+// rendered for the class, nothing is dropped.
+func (r *Reconciler) dropped(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) ([]*iadv1alpha1.IPAddress, error) {
+	pool := &metallbv1beta1.IPAddressPool{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class.Name)}, pool)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !controlledByClass(pool, class.Name) {
+		return nil, nil
+	}
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
+		return nil, err
+	}
+	return Dropped(addrs.Items, PoolRanges(pool.Spec.Addresses), params.Addresses), nil
+}
+
+// addressToClass maps an IPAddress to its class: a class refused because
+// it would drop addresses in use is rendered once they are gone.
+func addressToClass(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*iadv1alpha1.IPAddress)
+	if !ok || a.Spec.ClassName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}
+}
+
+// ledgerChanged passes the IPAddress events that can change what a class
+// change drops: an address created or deleted, starting to be deleted, or
+// moved to another class.
+var ledgerChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return true },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*iadv1alpha1.IPAddress), e.ObjectNew.(*iadv1alpha1.IPAddress)
+		return (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || o.Spec.ClassName != n.Spec.ClassName
+	},
 }
 
 // occupants lists what the class's addresses must not overlap: the
@@ -69,29 +122,7 @@ func (r *Reconciler) occupants(ctx context.Context, class *iadv1alpha1.IPAddress
 	if err := r.List(ctx, &classes); err != nil {
 		return nil, err
 	}
-	older := make([]*iadv1alpha1.IPAddressClass, 0, len(classes.Items))
-	for i := range classes.Items {
-		c := &classes.Items[i]
-		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !Older(c, class) {
-			continue
-		}
-		older = append(older, c)
-	}
-	slices.SortFunc(older, func(a, b *iadv1alpha1.IPAddressClass) int {
-		if Older(a, b) {
-			return -1
-		}
-		return 1
-	})
-	var out []Occupant
-	for _, c := range older {
-		if CheckName(c.Name) != nil {
-			continue
-		}
-		if p, err := ParseParameters(c.Spec.Parameters); err == nil {
-			out = append(out, Occupant{Class: c.Name, Ranges: p.Addresses})
-		}
-	}
+	out := OlderClasses(class, classes.Items)
 
 	var pools metallbv1beta1.IPAddressPoolList
 	if err := r.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {

@@ -3,6 +3,7 @@ package class
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -121,4 +122,54 @@ func hostCIDR(s string) (AddressRange, bool) {
 	}
 	p = p.Masked()
 	return AddressRange{Start: p.Addr(), End: lastOf(p), Text: p.String()}, true
+}
+
+// OlderClasses are the occupants a class's addresses must not overlap among
+// the driver's classes: the parameters of every older class of this driver
+// that is not being deleted, has a valid name and parses, oldest first.
+func OlderClasses(class *iadv1alpha1.IPAddressClass, classes []iadv1alpha1.IPAddressClass) []Occupant {
+	older := make([]*iadv1alpha1.IPAddressClass, 0, len(classes))
+	for i := range classes {
+		c := &classes[i]
+		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !Older(c, class) {
+			continue
+		}
+		older = append(older, c)
+	}
+	slices.SortFunc(older, func(a, b *iadv1alpha1.IPAddressClass) int {
+		if Older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	var out []Occupant
+	for _, c := range older {
+		if CheckName(c.Name) != nil {
+			continue
+		}
+		if p, err := ParseParameters(c.Spec.Parameters); err == nil {
+			out = append(out, Occupant{Class: c.Name, Ranges: p.Addresses})
+		}
+	}
+	return out
+}
+
+// Refusal says why the class controller refuses to render a class, judged
+// from the driver's classes alone: its name, its parameters, or ranges
+// overlapping an older class of this driver; "" when none of these refuses
+// it. (An overlap with a MetalLB pool the driver did not render needs the
+// pools, which only the class controller reads.) The claim controller uses
+// it to tell a claim why its class's pool will not appear.
+func Refusal(class *iadv1alpha1.IPAddressClass, classes []iadv1alpha1.IPAddressClass) string {
+	if err := CheckName(class.Name); err != nil {
+		return err.Error()
+	}
+	params, err := ParseParameters(class.Spec.Parameters)
+	if err != nil {
+		return err.Error()
+	}
+	if o := FindOverlap(params.Addresses, OlderClasses(class, classes)); o != nil {
+		return o.Error()
+	}
+	return ""
 }

@@ -12,18 +12,23 @@ package ipaddress
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -56,6 +61,10 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
+	// MetalLBNamespace is where the class controller renders the pools; an
+	// address its class's pool does not contain is Lost. Defaults to
+	// DefaultMetalLBNamespace.
+	MetalLBNamespace string
 	// Options tune the controller; the zero value suits production
 	// (MaxConcurrentReconciles then defaults to 4). A second manager in one
 	// process, as in tests, needs SkipNameValidation.
@@ -69,7 +78,7 @@ type Reconciler struct {
 // workload named by associatedTo, and any Service holding or pinned to an
 // address), so Services are not narrowed by namespace; instead the cache
 // keeps of each Service only what the controller reads: metadata (without
-// managedFields), spec.type and status. Code reading Services from this
+// managedFields), spec.type, the IP families and status. Code reading Services from this
 // cache must therefore never write a whole Service back; it only patches.
 // placeholderNamespace is accepted for symmetry with the other controllers.
 func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
@@ -79,8 +88,20 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 	}
 }
 
+// DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
+// when none is set.
+const DefaultMetalLBNamespace = "metallb-system"
+
+// PoolCacheOptions restricts the cache of MetalLB's IPAddressPools to the
+// MetalLB namespace, the only place the controller reads them.
+func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
+	}
+}
+
 // slimService is the cache transform for Services: it drops managedFields
-// and everything of the spec but its type.
+// and everything of the spec but its type and IP families.
 func slimService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)
 	if !ok {
@@ -89,6 +110,10 @@ func slimService(obj any) (any, error) {
 	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, Status: s.Status}
 	out.ManagedFields = nil
 	out.Spec.Type = s.Spec.Type
+	// The families decide the release pin (binding.ReleasePinValue), which
+	// must be the same value the Service controller computes.
+	out.Spec.IPFamilies = s.Spec.IPFamilies
+	out.Spec.ClusterIPs = s.Spec.ClusterIPs
 	return out, nil
 }
 
@@ -97,8 +122,14 @@ func slimService(obj any) (any, error) {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
+//
+// Placeholders are created and deleted only in the placeholder namespace: a
+// Role there grants it. The namespace below is the default one; the chart
+// renders the Role in the configured namespace.
+// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
 // the cluster on every pass: fetch, teardown when deleted, finalizer, then
@@ -134,9 +165,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || s == nil {
 		return ctrl.Result{}, err
 	}
+	s.class = class
 	var res ctrl.Result
 	for _, step := range []func(context.Context, *scope) (ctrl.Result, error){
 		r.clearStaleAssociation,
+		r.detectLost,
 		r.recoverConflict,
 		r.enforceHold,
 	} {
@@ -182,6 +215,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
+	if r.MetalLBNamespace == "" {
+		r.MetalLBNamespace = DefaultMetalLBNamespace
+	}
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByIP, index.AddressByAssociation, index.AddressByClass,
 		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,
@@ -197,6 +233,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&iadv1alpha1.IPAddress{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.addressesForService)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.addressesForClass)).
+		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.addressesForPool),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -247,6 +285,17 @@ func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []r
 		want[list.Items[i].Name] = true
 	}
 	return requests(want)
+}
+
+// addressesForPool maps a pool in the MetalLB namespace named iad-<class>
+// (created, deleted, or its addresses edited) to the addresses of that
+// class, which may be Lost or recovered by the change.
+func (r *Reconciler) addressesForPool(ctx context.Context, o client.Object) []reconcile.Request {
+	class, ok := strings.CutPrefix(o.GetName(), names.PoolName(""))
+	if o.GetNamespace() != r.MetalLBNamespace || !ok || class == "" {
+		return nil
+	}
+	return r.addressesForClass(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
 }
 
 func requests(set map[string]bool) []reconcile.Request {

@@ -71,6 +71,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := c.InstallPlaceholderRBAC(ctx, testPlaceholderNamespace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
 	mgr, err := bootstrap.NewManager(sa, &bootstrap.Options{
 		Controller: ControllerName, LeaderElect: false,
@@ -415,8 +419,10 @@ func TestTeardown(t *testing.T) {
 	assert.NotContains(t, got.Annotations, names.AnnotationPinnedBy, "the marker goes with it")
 	assert.Equal(t, "yes", got.Annotations["example.com/keep"])
 	assert.Equal(t, "c1", got.Annotations[iadv1alpha1.ServiceClaimAnnotation])
-	assert.Equal(t, fmt.Sprintf("IPAddress %s is being deleted: withdrew the MetalLB pin on %s that the driver had written", attached.Name, attachedIP),
+	assert.Empty(t, ingressIPs(got), "MetalLB took the address back before it left the ledger")
+	assert.Equal(t, fmt.Sprintf("IPAddress %s (%s) was given up (claim tenant-d/c1): address given up, Service detached (the driver's pin is removed)", attached.Name, attachedIP),
 		requireEvent(t, "tenant-d", "web", ReasonPinWithdrawn))
+	assert.Contains(t, requireEvent(t, "tenant-d", "web", ReasonReleasing), `the pin is set to "::"`)
 
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(manual), got))
 	assert.Equal(t, attachedIP, got.Annotations[names.MetalLBLoadBalancerIPs], "a hand-written pin is never touched")

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,13 +38,73 @@ const (
 	// ReasonConflictResolved (Normal, on the IPAddress): no Service holds the
 	// address without authority any more; the phase was handed back.
 	ReasonConflictResolved = "ConflictResolved"
-	// ReasonPinWithdrawn (Normal, on the Service): the address was deleted and
-	// the pin the driver had written on the Service was withdrawn.
+	// ReasonPinWithdrawn (Normal, on the Service): the address was deleted,
+	// MetalLB took it back from the Service, and the pin the driver had
+	// written on the Service was withdrawn: the Service is detached.
 	ReasonPinWithdrawn = "PinWithdrawn"
+	// ReasonReleasing (Normal, on the Service): the address is being
+	// deleted while the Service holds it; the driver's pin is set to a
+	// release pin until MetalLB takes the address back. The same reason as
+	// the Service controller's when it detaches.
+	ReasonReleasing = "Releasing"
 	// ReasonInvalidAddress (Warning, on the IPAddress): spec.address is not an
 	// IP, so nothing can hold it.
 	ReasonInvalidAddress = "InvalidAddress"
+	// ReasonAddressLost (Warning, on the IPAddress, its claim and the Service
+	// it is attached to): MetalLB's configuration no longer contains the
+	// address, so MetalLB took it away; the phase is Lost.
+	ReasonAddressLost = "AddressLost"
+	// ReasonAddressRecovered (Normal, on the same objects): the class's pool
+	// contains the address again; the phase is handed back and the address
+	// is held (or attached) again with the same IP.
+	ReasonAddressRecovered = "AddressRecovered"
 )
+
+// lostCause says why MetalLB's configuration does not contain the address
+// ip of an address of class className: its class is gone or being deleted
+// (class nil or deleting), the class's pool is missing (pool nil or
+// deleting), or the pool's addresses do not cover ip. It returns the Lost
+// condition's reason and message, or "" when the pool contains ip.
+func lostCause(className string, class *iadv1alpha1.IPAddressClass, pool *metallbv1beta1.IPAddressPool, metallbNamespace string, ip netip.Addr) (reason, message string) {
+	poolName := names.PoolName(className)
+	switch {
+	case class == nil || class.DeletionTimestamp != nil:
+		return conditions.ReasonClassDeleted, fmt.Sprintf("IPAddressClass %s was deleted, and with it IPAddressPool %s/%s: MetalLB no longer has %s "+
+			"and took it from whoever held it. The address comes back with the same IP when a class of that name serves a range containing it again",
+			className, metallbNamespace, poolName, ip)
+	case pool == nil || pool.DeletionTimestamp != nil:
+		return conditions.ReasonPoolMissing, fmt.Sprintf("IPAddressPool %s/%s does not exist: MetalLB no longer has %s and took it from whoever held it. "+
+			"The address comes back with the same IP when the pool is rendered again", metallbNamespace, poolName, ip)
+	case !poolContains(pool.Spec.Addresses, ip):
+		return conditions.ReasonOutsidePool, fmt.Sprintf("IPAddressPool %s/%s (%s) does not contain %s: MetalLB took it from whoever held it. "+
+			"The address comes back with the same IP when the pool contains it again", metallbNamespace, poolName,
+			strings.Join(pool.Spec.Addresses, ", "), ip)
+	}
+	return "", ""
+}
+
+// poolContains reports whether one of a MetalLB pool's address entries
+// (CIDRs, or ranges "first-last") contains ip. Entries that do not parse
+// contain nothing.
+func poolContains(entries []string, ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if first, last, ok := strings.Cut(e, "-"); ok {
+			lo, err1 := netip.ParseAddr(strings.TrimSpace(first))
+			hi, err2 := netip.ParseAddr(strings.TrimSpace(last))
+			if err1 == nil && err2 == nil && lo.Unmap().Compare(ip) <= 0 && ip.Compare(hi.Unmap()) <= 0 &&
+				lo.Unmap().Is4() == ip.Is4() {
+				return true
+			}
+			continue
+		}
+		if p, err := netip.ParsePrefix(e); err == nil && p.Masked().Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
 
 // served reports whether the controller serves an address: its class names
 // this driver, or its class is gone and the address still carries the
@@ -288,10 +349,18 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	for i := range placeholders {
 		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
 	}
-	var waitingFor *corev1.Service
+	var waitingFor, otherPlaceholder *corev1.Service
 	for i := range holders {
 		s := &holders[i]
 		if ours[s.Namespace+"/"+s.Name] {
+			continue
+		}
+		if s.Namespace == placeholderNamespace {
+			// Another claim's allocation placeholder got the address while
+			// it was unheld; its claim controller gives it back.
+			if otherPlaceholder == nil {
+				otherPlaceholder = s
+			}
 			continue
 		}
 		if !authorized(a, s) {
@@ -311,8 +380,48 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
 		return p
 	}
+	if otherPlaceholder != nil {
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgHeldByOtherPlaceholder(ip, otherPlaceholder)}
+		return p
+	}
 	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
 	return p
+}
+
+// ownPlaceholder reports whether a placeholder labelled with the address's
+// name is the address's own, the only kind the controller repairs, counts
+// as holding and deletes: a hold placeholder owner-referenced to the
+// address, or an allocation placeholder of the claim the address is bound
+// to (the claim controller between labelling it and handing it over). A
+// placeholder of another claim that carries the label is left to its
+// claim controller: adopting it would rewrite it back and forth.
+func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
+	switch ph.Labels[names.LabelPlaceholder] {
+	case names.PlaceholderHold:
+		return ownedBy(ph, a)
+	case names.PlaceholderAllocation:
+		ref := a.Spec.ClaimRef
+		switch {
+		case ref == nil:
+			return false
+		case ref.UID != "":
+			return ph.Labels[names.LabelClaimUID] == ref.UID
+		default:
+			return ph.Annotations[names.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[names.AnnotationClaimName] == ref.Name
+		}
+	}
+	return false
+}
+
+// ownPlaceholders keeps the address's own placeholders of a list.
+func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Service {
+	out := phs[:0:0]
+	for i := range phs {
+		if ownPlaceholder(a, &phs[i]) {
+			out = append(out, phs[i])
+		}
+	}
+	return out
 }
 
 // withoutIP removes ip from a metallb.io/loadBalancerIPs value. It returns
@@ -363,6 +472,61 @@ func withdrawPin(annotations map[string]string, ip string) (out map[string]strin
 		out[names.MetalLBLoadBalancerIPs] = rest
 	}
 	return out, true
+}
+
+// releaseAction is what the teardown does next to a Service in the release
+// sequence (releaseStep).
+type releaseAction int
+
+const (
+	// releaseNone: nothing to do (not the driver's pin for the address, or
+	// the Service is being deleted).
+	releaseNone releaseAction = iota
+	// releasePin: write the release pin and withdraw the driver's key.
+	releasePin
+	// releaseWait: wait for MetalLB to take the address back.
+	releaseWait
+	// releaseWithdraw: withdraw the release pin and the markers.
+	releaseWithdraw
+	// releaseDropIP: remove the IP from a pin the Service does not hold yet.
+	releaseDropIP
+)
+
+// releaseStep decides the teardown's next step for one Service and the
+// annotations to write for it (see releaseServices). Only a Service whose
+// pin the driver wrote (pinned-by marker) and which the address's binding
+// authorizes or whose pin names the IP is the teardown's to release.
+func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (releaseAction, map[string]string) {
+	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; !ours || svc.DeletionTimestamp != nil {
+		return releaseNone, nil
+	}
+	pin := svc.Annotations[names.MetalLBLoadBalancerIPs]
+	_, pinned := withoutIP(pin, ip)
+	if !pinned && !binding.Authorizes(a, svc) {
+		return releaseNone, nil
+	}
+	holds, anyIngress := false, false
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if got, err := names.ParseAddress(in.IP); err == nil {
+			anyIngress = true
+			holds = holds || got.String() == ip
+		}
+	}
+	release := binding.ReleasePinValue(svc)
+	switch {
+	case holds && pin != release:
+		return releasePin, binding.ReleaseAnnotations(svc.Annotations, release)
+	case holds:
+		return releaseWait, nil
+	case binding.IsReleasePin(pin) && anyIngress:
+		return releaseWait, nil // MetalLB drops every address at once; not yet
+	case binding.IsReleasePin(pin):
+		return releaseWithdraw, binding.WithdrawnAnnotations(svc.Annotations)
+	case pinned:
+		ann, _ := withdrawPin(svc.Annotations, ip)
+		return releaseDropIP, ann
+	}
+	return releaseNone, nil
 }
 
 // Address states, the values of the "state" label of metallb_iad_addresses.
@@ -434,6 +598,11 @@ func msgWaitingToShare(ip string, ph, s *corev1.Service) string {
 		ph.Namespace, ph.Name, ip, s.Namespace, s.Name)
 }
 
+func msgHeldByOtherPlaceholder(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Placeholder Service %s/%s of another claim got %s while it was unheld; waiting for the claim controller to give it back",
+		s.Namespace, s.Name, ip)
+}
+
 func msgHoldCreated(ip, namespace, name string) string {
 	return fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached", namespace, name, ip)
 }
@@ -455,8 +624,21 @@ func msgConflictResolved(phase iadv1alpha1.IPAddressPhase) string {
 	return fmt.Sprintf("No Service holds the address without authority any more; phase handed back to %s", phase)
 }
 
-func msgPinWithdrawn(address, ip string) string {
-	return fmt.Sprintf("IPAddress %s is being deleted: withdrew the MetalLB pin on %s that the driver had written", address, ip)
+func msgPinWithdrawn(a *iadv1alpha1.IPAddress, ip string) string {
+	return fmt.Sprintf("IPAddress %s (%s) was given up%s: address given up, Service detached (the driver's pin is removed)", a.Name, ip, byClaim(a))
+}
+
+func msgTeardownReleasing(a *iadv1alpha1.IPAddress, ip, release string) string {
+	return fmt.Sprintf("IPAddress %s (%s) is being given up%s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		a.Name, ip, byClaim(a), release)
+}
+
+// byClaim names the claim an address was bound to, for messages.
+func byClaim(a *iadv1alpha1.IPAddress) string {
+	if ref := a.Spec.ClaimRef; ref != nil && ref.Name != "" {
+		return fmt.Sprintf(" (claim %s/%s)", ref.Namespace, ref.Name)
+	}
+	return ""
 }
 
 func msgInvalidAddress(address string, err error) string {
@@ -472,4 +654,13 @@ func grantedLabels(in map[string]string, class string) map[string]string {
 	}
 	out[names.LabelGrant] = class
 	return out
+}
+
+func msgAddressLostOn(a *iadv1alpha1.IPAddress, message string) string {
+	return fmt.Sprintf("IPAddress %s (%s) is Lost: %s", a.Name, a.Spec.Address, message)
+}
+
+func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phase iadv1alpha1.IPAddressPhase) string {
+	return fmt.Sprintf("IPAddressPool %s/%s contains %s again: IPAddress %s is %s again and keeps the same IP",
+		metallbNamespace, names.PoolName(a.Spec.ClassName), a.Spec.Address, a.Name, phase)
 }

@@ -216,13 +216,15 @@ func TestPlanHold(t *testing.T) {
 					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
 		},
 		{
-			name:         "another placeholder (of another address) holding it is elsewhere too",
+			// Only a pending claim's unpinned allocation placeholder can get
+			// the address (during a gap); its claim controller gives it back.
+			name:         "another claim's placeholder holding it: waiting for it to be given back",
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
 			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-other", "", ip)},
-			want: want{takenBy: phNS + "/alloc-ipv4-other", held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
-				"Service iad-system/alloc-ipv4-other holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
-					"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}},
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Placeholder Service iad-system/alloc-ipv4-other of another claim got 192.0.2.7 while it was unheld; " +
+					"waiting for the claim controller to give it back"}},
 		},
 		{
 			name:         "the claim's own workload still holds it while detaching: waiting, no warning",
@@ -356,6 +358,7 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     tt.name,
+				names.LabelGrant:       a.Spec.ClassName,
 			}, s.Labels)
 			assert.Equal(t, map[string]string{
 				names.MetalLBAddressPool:     "iad-gold",
@@ -439,6 +442,47 @@ func TestWithdrawPin(t *testing.T) {
 			got, ok := withdrawPin(tt.in, ip)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestReleaseStep(t *testing.T) {
+	const ip = "192.0.2.7"
+	a := address("ip-192-0-2-7", ip)
+	a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: "t", Name: "c"}
+	svc := func(ann map[string]string, ingress ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: ann},
+			Spec: corev1.ServiceSpec{IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}}}
+		for _, in := range ingress {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in})
+		}
+		return s
+	}
+	pinned := map[string]string{names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c",
+		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c", "keep": "me"}
+	releasing := map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "c", "keep": "me"}
+	deleting := svc(pinned, ip)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name string
+		svc  *corev1.Service
+		want releaseAction
+		ann  map[string]string
+	}{
+		{"holds the IP: the release pin, the key goes, the marker stays", svc(pinned, ip), releasePin, releasing},
+		{"release pin written, MetalLB has not let go yet", svc(releasing, ip), releaseWait, nil},
+		{"release pin, ingress empty: pin and marker go", svc(releasing), releaseWithdraw, map[string]string{"keep": "me"}},
+		{"release pin, another address still shown", svc(releasing, "192.0.2.8"), releaseWait, nil},
+		{"pinned, not holding yet: the IP leaves the pin", svc(pinned), releaseDropIP, map[string]string{"keep": "me"}},
+		{"hand-written pin: never touched", svc(map[string]string{names.MetalLBLoadBalancerIPs: ip}, ip), releaseNone, nil},
+		{"marker of another claim, not pinned to the IP", svc(map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "x"}), releaseNone, nil},
+		{"being deleted: its deletion frees the IP", deleting, releaseNone, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ann := releaseStep(tt.svc, a, ip)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.ann, ann)
 		})
 	}
 }

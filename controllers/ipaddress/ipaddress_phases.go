@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,8 @@ type scope struct {
 	orig *iadv1alpha1.IPAddress
 	// ip is the parsed address.
 	ip netip.Addr
+	// class is the address's class, nil when it does not exist.
+	class *iadv1alpha1.IPAddressClass
 
 	holders       []corev1.Service
 	holdersLoaded bool
@@ -131,6 +134,89 @@ func (r *Reconciler) serviceGone(ctx context.Context, namespace, name string) (b
 	return false, err
 }
 
+// detectLost puts the address in phase Lost when MetalLB's configuration
+// no longer contains it (its class deleted, the class's pool deleted or
+// edited by hand), with the Lost condition and Warning Events on the
+// address, its claim and the Service it is attached to; and hands it back
+// (Bound while its binding stands, Available otherwise) once the pool
+// contains it again. Nothing else changes meanwhile: the hold placeholder
+// stays pinned to the address and an attached Service keeps its pin, so
+// MetalLB gives the same IP back to them when the range returns.
+func (r *Reconciler) detectLost(ctx context.Context, s *scope) (ctrl.Result, error) {
+	a := s.addr
+	pool, err := r.pool(ctx, a.Spec.ClassName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	reason, msg := lostCause(a.Spec.ClassName, s.class, pool, r.MetalLBNamespace, s.ip)
+	if reason != "" {
+		conditions.Set(&a.Status.Conditions, conditions.Lost, metav1.ConditionTrue, reason, msg, a.Generation)
+		if a.Status.Phase == iadv1alpha1.AddressLost {
+			return ctrl.Result{}, nil
+		}
+		log.FromContext(ctx).Info("address lost: MetalLB's configuration no longer contains it", "reason", reason, "was", a.Status.Phase)
+		a.Status.Phase = iadv1alpha1.AddressLost
+		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressLost, msg})
+		for _, o := range r.related(ctx, a) {
+			s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeWarning, ReasonAddressLost, msgAddressLostOn(a, msg)})
+		}
+		return ctrl.Result{}, nil
+	}
+	if a.Status.Phase != iadv1alpha1.AddressLost {
+		return ctrl.Result{}, nil
+	}
+	b, err := r.binding(ctx, a)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	phase := handBackPhase(b)
+	log.FromContext(ctx).Info("address recovered: the pool contains it again", "phase", phase)
+	a.Status.Phase = phase
+	msg = msgAddressRecovered(a, r.MetalLBNamespace, phase)
+	conditions.Set(&a.Status.Conditions, conditions.Lost, metav1.ConditionFalse, conditions.ReasonRangeReturned, msg, a.Generation)
+	s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
+	for _, o := range r.related(ctx, a) {
+		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
+	}
+	return ctrl.Result{}, nil
+}
+
+// pool returns the class's rendered IPAddressPool from the cache, nil when
+// it does not exist.
+func (r *Reconciler) pool(ctx context.Context, className string) (*metallbv1beta1.IPAddressPool, error) {
+	p := &metallbv1beta1.IPAddressPool{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(className)}, p)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// related returns the objects besides the address whose owners hear about
+// its loss and recovery: the claim it is bound to (read from the API server;
+// omitted when it is gone or another claim of that name) and the Service it
+// is attached to (from the cache).
+func (r *Reconciler) related(ctx context.Context, a *iadv1alpha1.IPAddress) []runtime.Object {
+	var out []runtime.Object
+	if ref := a.Spec.ClaimRef; ref != nil {
+		c := &iadv1alpha1.IPAddressClaim{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, c)
+		if err == nil && (ref.UID == "" || ref.UID == string(c.UID)) {
+			out = append(out, c)
+		}
+	}
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+		svc := &corev1.Service{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); err == nil {
+			out = append(out, svc)
+		}
+	}
+	return out
+}
+
 // recoverConflict hands an address in phase Conflict back once no Service
 // outside the placeholder namespace holds it without authority: Bound while
 // its binding stands, Available otherwise, with Conflict=False/Resolved.
@@ -200,7 +286,7 @@ func (r *Reconciler) binding(ctx context.Context, a *iadv1alpha1.IPAddress) (cla
 // the Held condition in memory.
 func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, error) {
 	a, ip := s.addr, s.ip.String()
-	phs, err := r.cachedPlaceholders(ctx, a.Name)
+	phs, err := r.cachedPlaceholders(ctx, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -214,7 +300,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	// Service controller pins the workload on that signal), make sure the
 	// cache did not miss a placeholder.
 	if plan.Create || (plan.Held != nil && plan.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a)) {
-		live, err := r.livePlaceholders(ctx, a.Name)
+		live, err := r.livePlaceholders(ctx, a)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -330,26 +416,30 @@ func (r *Reconciler) holders(ctx context.Context, s *scope) ([]corev1.Service, e
 	return s.holders, nil
 }
 
-// cachedPlaceholders lists, from the cache, the placeholders labelled with
-// the address name in the placeholder namespace.
-func (r *Reconciler) cachedPlaceholders(ctx context.Context, address string) ([]corev1.Service, error) {
+// cachedPlaceholders lists, from the cache, the address's own placeholders
+// (ownPlaceholder) among those labelled with its name in the placeholder
+// namespace.
+func (r *Reconciler) cachedPlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
 	var list corev1.ServiceList
 	err := r.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingFields{index.PlaceholderByAddress: address})
-	return list.Items, err
+		client.MatchingFields{index.PlaceholderByAddress: a.Name})
+	return ownPlaceholders(a, list.Items), err
 }
 
 // livePlaceholders lists the same from the API server.
-func (r *Reconciler) livePlaceholders(ctx context.Context, address string) ([]corev1.Service, error) {
+func (r *Reconciler) livePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
 	var list corev1.ServiceList
 	err := r.APIReader.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingLabels{names.LabelAddress: address})
-	return list.Items, err
+		client.MatchingLabels{names.LabelAddress: a.Name})
+	return ownPlaceholders(a, list.Items), err
 }
 
 // teardown runs the driver's finalizer: delete the address's placeholders
-// (which releases MetalLB's allocation), withdraw the pins the driver wrote
-// on Services for the address, then remove only the driver's finalizer.
+// (which releases MetalLB's allocation), take the address back from every
+// Service the driver pinned to it through the release sequence
+// (releaseServices), then remove only the driver's finalizer. The finalizer
+// stays until no such Service holds the address or carries a release pin
+// for it, so an address never leaves the ledger while a Service keeps it.
 func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(a, names.Finalizer) {
 		return ctrl.Result{}, nil
@@ -358,8 +448,9 @@ func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ct
 		return ctrl.Result{RequeueAfter: retryAfter}, err
 	}
 	if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
-		if err := r.withdrawPins(ctx, a, ip.String()); err != nil {
-			return ctrl.Result{}, err
+		pending, err := r.releaseServices(ctx, a, ip.String())
+		if err != nil || pending {
+			return ctrl.Result{RequeueAfter: retryAfter}, err
 		}
 	}
 	orig := a.DeepCopy()
@@ -375,7 +466,7 @@ func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ct
 // labelled with the address and the hold placeholder owned by it. pending
 // is true while one of them is still there (it has finalizers).
 func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) (pending bool, err error) {
-	phs, err := r.livePlaceholders(ctx, a.Name)
+	phs, err := r.livePlaceholders(ctx, a)
 	if err != nil {
 		return false, err
 	}
@@ -414,37 +505,38 @@ func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	return false
 }
 
-// withdrawPins removes ip from the pin of the associated Service and of
-// every Service pinned to ip, but only where the driver's authorship marker
-// shows the driver wrote the pin. Hand-written pins are left alone.
-func (r *Reconciler) withdrawPins(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) error {
-	var pinned corev1.ServiceList
-	if err := r.List(ctx, &pinned, client.MatchingFields{index.ServiceByPinnedIP: ip}); err != nil {
-		return err
+// releaseServices runs the release sequence (see internal/binding) on each
+// Service outside the placeholder namespace that carries the driver's pin
+// for the address being torn down: the associated Service, and every
+// Service whose pin names the IP or whose ingress shows it, where the
+// driver's authorship marker shows the driver wrote the pin. Hand-written
+// pins are left alone. Each Service in turn:
+//
+//   - holds the IP: its pin becomes the release pin and the driver's key
+//     goes (one patch, optimistic lock); wait;
+//   - carries the release pin: once its ingress is empty, the pin and the
+//     markers go; wait until then;
+//   - is pinned to the IP without holding it yet (a handoff under way):
+//     the IP leaves the pin (the pin and markers go with the last IP).
+//
+// The Service controller runs the same sequence when it detaches the
+// Service, so whichever gets there first, the other finds the step done.
+// A Service being deleted needs none of this: its deletion frees the IP.
+// pending is true while a Service still has to let go.
+func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) (pending bool, err error) {
+	svcs, err := r.pinnedServices(ctx, a, ip)
+	if err != nil {
+		return false, err
 	}
-	svcs := pinned.Items
-	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
-		seen := false
-		for i := range svcs {
-			seen = seen || (svcs[i].Namespace == w.Namespace && svcs[i].Name == w.Name)
-		}
-		if !seen {
-			svc := &corev1.Service{}
-			switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
-			case err == nil:
-				svcs = append(svcs, *svc)
-			case !apierrors.IsNotFound(err):
-				return err
-			}
-		}
-	}
+	logger := log.FromContext(ctx)
 	for i := range svcs {
 		svc := &svcs[i]
-		if svc.Namespace == r.PlaceholderNamespace {
+		step, ann := releaseStep(svc, a, ip)
+		switch step {
+		case releaseNone:
 			continue
-		}
-		ann, ok := withdrawPin(svc.Annotations, ip)
-		if !ok {
+		case releaseWait:
+			pending = true
 			continue
 		}
 		orig := svc.DeepCopy()
@@ -453,10 +545,57 @@ func (r *Reconciler) withdrawPins(ctx context.Context, a *iadv1alpha1.IPAddress,
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return err
+			return false, err
 		}
-		log.FromContext(ctx).Info("teardown: withdrew a pin", "service", client.ObjectKeyFromObject(svc))
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a.Name, ip))
+		key := client.ObjectKeyFromObject(svc)
+		switch step {
+		case releasePin:
+			pending = true
+			logger.Info("teardown: releasing the address from a Service", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgTeardownReleasing(a, ip, ann[names.MetalLBLoadBalancerIPs]))
+		case releaseWithdraw:
+			logger.Info("teardown: withdrew the driver's pin", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a, ip))
+		case releaseDropIP:
+			logger.Info("teardown: removed the address from a pin", "service", key)
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a, ip))
+		}
 	}
-	return nil
+	return pending, nil
+}
+
+// pinnedServices returns, from the cache, the Services outside the
+// placeholder namespace that may carry the driver's pin for the address:
+// those whose pin names ip, those whose ingress shows it, and the
+// associated Service.
+func (r *Reconciler) pinnedServices(ctx context.Context, a *iadv1alpha1.IPAddress, ip string) ([]corev1.Service, error) {
+	seen := map[types.NamespacedName]bool{}
+	var out []corev1.Service
+	add := func(svcs ...corev1.Service) {
+		for _, svc := range svcs {
+			key := client.ObjectKeyFromObject(&svc)
+			if svc.Namespace == r.PlaceholderNamespace || seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, svc)
+		}
+	}
+	for _, field := range []string{index.ServiceByPinnedIP, index.ServiceByIngressIP} {
+		var list corev1.ServiceList
+		if err := r.List(ctx, &list, client.MatchingFields{field: ip}); err != nil {
+			return nil, err
+		}
+		add(list.Items...)
+	}
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+		svc := &corev1.Service{}
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+		case err == nil:
+			add(*svc)
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"os"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func BenchmarkDetachRelease(b *testing.B) {
 			for _, s := range svcs {
 				patchSvc(b, s, func(s *corev1.Service) {
 					if mech == "pin" {
-						s.Annotations[names.MetalLBLoadBalancerIPs] = ReleasePinValue(s)
+						s.Annotations[names.MetalLBLoadBalancerIPs] = binding.ReleasePinValue(s)
 					} else {
 						delete(s.Annotations, names.MetalLBLoadBalancerIPs)
 						delete(s.Labels, names.LabelGrant)

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 )
 
@@ -69,14 +70,14 @@ type Reconciler struct {
 	handoffs *handoffs
 	// holders tracks, for the metric and the class Events, the Services
 	// holding class addresses the ledger does not authorize.
-	holders *unauthorized
+	holders  *unauthorized
+	verdicts verdicts
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups="",resources=services/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
@@ -87,9 +88,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.verdicts.forget(req.NamespacedName)
 			return quiet(r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
+	}
+	// Earlier versions put a finalizer on the Services they attached. A
+	// tenant's Service must never wait for a driver controller to be
+	// deleted, so it is removed wherever it is found (an upgrade clears
+	// every Service on the controller's first pass over it).
+	if gone, err := r.removeFinalizer(ctx, svc); err != nil || gone {
+		return quiet(err)
 	}
 	s, err := r.observe(ctx, svc)
 	if err != nil {
@@ -101,11 +110,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	v := Decide(s.situation())
 	log.FromContext(ctx).V(1).Info("decided", "action", v.Action, "reason", v.Reason)
-	if v.EventType != "" {
+	// A verdict's Event is recorded once per change, not on every pass.
+	if r.verdicts.changed(req.NamespacedName, svc.UID, v.Reason, v.Message) && v.EventType != "" {
 		r.Recorder.Event(svc, v.EventType, v.Reason, v.Message)
-	}
-	if v.Reason == ReasonClaimAlreadyAssociated {
-		r.reportOtherHolder(s)
+		if v.Reason == ReasonClaimAlreadyAssociated {
+			r.reportOtherHolder(s)
+		}
 	}
 	switch v.Action {
 	case Associate:
@@ -279,3 +289,19 @@ func TrimService(o any) (any, error) {
 		Status: corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer},
 	}, nil
 }
+
+// verdicts remembers, per Service, the last verdict Event recorded, so each
+// is recorded once per change.
+type verdicts struct{ memo changes.Memo }
+
+// changed records the verdict for the Service and reports whether it
+// differs from the last one recorded for it.
+func (v *verdicts) changed(key types.NamespacedName, uid types.UID, reason, message string) bool {
+	value := ""
+	if reason != "" {
+		value = string(uid) + "\x00" + reason + "\x00" + message
+	}
+	return v.memo.Changed(key.String(), value)
+}
+
+func (v *verdicts) forget(key types.NamespacedName) { v.memo.Forget(key.String()) }

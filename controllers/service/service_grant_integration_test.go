@@ -222,6 +222,9 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	}
 	hold.Spec.Selector = nil
 	hold.Spec.Ports[0].Port = 9
+	// An older driver owner-referenced a recorded placeholder to its address.
+	hold.OwnerReferences = []metav1.OwnerReference{{APIVersion: iadv1alpha1.GroupVersion.String(), Kind: "IPAddress",
+		Name: held[0].Name, UID: held[0].UID, Controller: ptr.To(true)}}
 	create(t, hold)
 	require.NoError(t, retryStatus(ctx, att[0], func(a *iadv1alpha1.IPAddress) {
 		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}

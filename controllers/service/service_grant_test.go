@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -21,11 +22,11 @@ func TestReleaseByGrant(t *testing.T) {
 		names.AnnotationSharedBy:     "web-ip",
 		"team":                       "web",
 	}
-	out := ReleaseAnnotations(in, "")
+	out := binding.ReleaseAnnotations(in, "")
 	assert.Equal(t, map[string]string{names.AnnotationPinnedBy: "web-ip", "team": "web"}, out,
 		"pin and key withdrawn, the marker stays until MetalLB lets go")
 	assert.Equal(t, "192.0.2.1", in[names.MetalLBLoadBalancerIPs], "input untouched")
-	assert.Equal(t, "::", ReleaseAnnotations(in, "::")[names.MetalLBLoadBalancerIPs])
+	assert.Equal(t, "::", binding.ReleaseAnnotations(in, "::")[names.MetalLBLoadBalancerIPs])
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in, Labels: map[string]string{names.LabelGrant: "public", "app": "web"}}}
 	assert.False(t, ReleaseStarted(svc, ""))
@@ -33,7 +34,7 @@ func TestReleaseByGrant(t *testing.T) {
 	assert.Equal(t, map[string]string{"app": "web"}, svc.Labels)
 	assert.True(t, ReleaseStarted(svc, ""))
 	assert.False(t, ReleaseStarted(svc, "::"))
-	svc.Annotations = ReleaseAnnotations(in, "::")
+	svc.Annotations = binding.ReleaseAnnotations(in, "::")
 	assert.True(t, ReleaseStarted(svc, "::"))
 
 	assert.Equal(t, map[string]string{"app": "web", names.LabelGrant: "public"}, GrantLabels(map[string]string{"app": "web"}, "public"))

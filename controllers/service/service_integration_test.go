@@ -343,7 +343,7 @@ func assertEvent(t *assert.CollectT, kind, ns, name, typ, reason string, parts .
 }
 
 // assertAssociated waits for the whole forward handoff: associatedTo on
-// every address, the pin and marker on the Service, the finalizer, and
+// every address, the pin and marker on the Service (and no finalizer), and
 // MetalLB giving the Service exactly the pinned addresses.
 func assertAssociated(t *testing.T, ns, svcName, claim, pin string, addrs ...*iadv1alpha1.IPAddress) {
 	t.Helper()
@@ -355,7 +355,7 @@ func assertAssociated(t *testing.T, ns, svcName, claim, pin string, addrs ...*ia
 		s := getSvc(t, ns, svcName)
 		assert.Equal(t, pin, s.Annotations[names.MetalLBLoadBalancerIPs])
 		assert.Equal(t, claim, s.Annotations[names.AnnotationPinnedBy])
-		assert.Contains(t, s.Finalizers, AssociationFinalizer)
+		assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant's Service")
 		// MetalLB may list them in another order (it sorts them as text).
 		assert.ElementsMatch(t, strings.Split(pin, ","), ingress(s), "MetalLB gives the Service exactly the pinned addresses")
 	}, timeout, tick)
@@ -576,7 +576,7 @@ func TestServiceDeletionDetaches(t *testing.T) {
 	require.NoError(t, c.Client.Delete(ctx, getSvc(t, "delete", "web")))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "delete", Name: "web"}, &corev1.Service{})
-		assert.True(t, apierrors.IsNotFound(err), "the finalizer is released: %v", err)
+		assert.True(t, apierrors.IsNotFound(err), "the Service is gone: %v", err)
 		a := getAddr(t, addrs[0].Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)

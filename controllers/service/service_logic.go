@@ -17,9 +17,12 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// AssociationFinalizer is the service controller's finalizer on Services it
-// associated with a claim: it lets the controller see the deletion and clear
-// status.associatedTo before the Service goes.
+// AssociationFinalizer is the finalizer earlier versions of the service
+// controller put on Services they attached. A tenant's Service must never
+// wait for a driver controller to be deleted, so the controller no longer
+// adds it and removes it wherever it finds it; the associations of a
+// deleted Service are cleared after the fact (by this controller and by
+// the IPAddress controller).
 const AssociationFinalizer = names.Domain + "association"
 
 // Event reasons the service controller records, on Services and on
@@ -40,6 +43,9 @@ const (
 	// ReasonClaimNotFound (Warning): the annotation names a claim that does
 	// not exist in the Service's namespace, or that is being deleted.
 	ReasonClaimNotFound = "ClaimNotFound"
+	// ReasonClaimDeleted (Normal): the claim the Service names is being
+	// deleted; its addresses are given up and the Service is detached.
+	ReasonClaimDeleted = "ClaimDeleted"
 	// ReasonClaimNotBound (Normal): the claim exists but has no addresses yet.
 	ReasonClaimNotBound = "ClaimNotBound"
 	// ReasonClaimNotServed (Warning): the claim's addresses belong to a
@@ -158,8 +164,8 @@ func Decide(s Situation) Verdict {
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
 			Message: fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", s.Claim)}
 	case s.ClaimDeleting:
-		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
-			Message: fmt.Sprintf("IPAddressClaim %q is being deleted; its addresses are being given up", s.Claim)}
+		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonClaimDeleted,
+			Message: fmt.Sprintf("IPAddressClaim %q is being deleted: its addresses are given up (to its reclaim policy) and the Service is detached", s.Claim)}
 	case s.FamilyProblem != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonFamilyMismatch, Message: s.FamilyProblem}
 	case s.ClaimPhase != iadv1alpha1.ClaimBound && s.AssociatedHere > 0:
@@ -286,35 +292,15 @@ func SharesOurKey(svc *corev1.Service) bool {
 // Without a key (the gap handoff) a sharing key the driver wrote earlier is
 // withdrawn. The input is not modified.
 func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
-	out := cloneAnnotations(in)
+	out := binding.CloneAnnotations(in)
 	out[names.MetalLBLoadBalancerIPs] = pin
 	out[names.AnnotationPinnedBy] = claim
 	if key != "" {
 		out[names.MetalLBAllowSharedIP] = key
 		out[names.AnnotationSharedBy] = claim
 	} else {
-		withdrawKey(out)
+		binding.WithdrawKey(out)
 	}
-	return out
-}
-
-// ReleaseAnnotations is what the driver makes of a Service's annotations to
-// have MetalLB take the addresses back: the pin becomes the release pin
-// (ReleasePinValue) and the sharing key the driver wrote goes. The
-// pinned-by marker stays, so the Service remains authorized until MetalLB
-// has let go. The input is not modified.
-//
-// With release empty (the class pool requires the grant label, which the
-// same patch withdraws: UngrantedLabels) the pin is removed instead: the
-// pool's selector, not an impossible pin, is what makes MetalLB let go.
-func ReleaseAnnotations(in map[string]string, release string) map[string]string {
-	out := cloneAnnotations(in)
-	if release == "" {
-		delete(out, names.MetalLBLoadBalancerIPs)
-	} else {
-		out[names.MetalLBLoadBalancerIPs] = release
-	}
-	withdrawKey(out)
 	return out
 }
 
@@ -336,7 +322,7 @@ func GrantLabels(in map[string]string, class string) map[string]string {
 	if class == "" {
 		return in
 	}
-	out := cloneAnnotations(in)
+	out := binding.CloneAnnotations(in)
 	out[names.LabelGrant] = class
 	return out
 }
@@ -347,7 +333,7 @@ func UngrantedLabels(in map[string]string) map[string]string {
 	if _, ok := in[names.LabelGrant]; !ok {
 		return in
 	}
-	out := cloneAnnotations(in)
+	out := binding.CloneAnnotations(in)
 	delete(out, names.LabelGrant)
 	return out
 }
@@ -361,35 +347,6 @@ func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
 		}
 	}
 	return ""
-}
-
-// WithdrawnAnnotations is a Service's annotations without anything the
-// driver wrote: the pin and its marker, and the sharing key and its marker
-// if the driver wrote the key. Call it only on a Service whose pin the
-// driver wrote. The input is not modified.
-func WithdrawnAnnotations(in map[string]string) map[string]string {
-	out := cloneAnnotations(in)
-	delete(out, names.MetalLBLoadBalancerIPs)
-	delete(out, names.AnnotationPinnedBy)
-	withdrawKey(out)
-	return out
-}
-
-// withdrawKey removes the sharing key and its marker, if the marker shows
-// the driver wrote the key.
-func withdrawKey(ann map[string]string) {
-	if _, ours := ann[names.AnnotationSharedBy]; ours {
-		delete(ann, names.MetalLBAllowSharedIP)
-		delete(ann, names.AnnotationSharedBy)
-	}
-}
-
-func cloneAnnotations(in map[string]string) map[string]string {
-	out := make(map[string]string, len(in)+4)
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 // HandedBack reports whether a Service being detached may let MetalLB take
@@ -448,6 +405,25 @@ func msgReleasing(ips []string, release, mode string) string {
 		strings.Join(ips, ","), release)
 }
 
+// msgGivingUp is the Releasing Event's message on a Service whose addresses
+// are given up (their claim or the addresses themselves are being deleted).
+func msgGivingUp(claim string, ips []string, release string) string {
+	return fmt.Sprintf("Claim %q gave up %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		claim, strings.Join(ips, ","), release)
+}
+
+// msgGivenUp is the Detached Event's message on a Service whose addresses
+// were given up, once MetalLB took them back and the pin is withdrawn.
+func msgGivenUp(claim string, ips []string) string {
+	return fmt.Sprintf("Claim %q gave up %s: address given up, Service detached (the driver's pin is removed)", claim, strings.Join(ips, ","))
+}
+
+// msgGivenUpAddress is the Detached Event's message on an address given up
+// while attached.
+func msgGivenUpAddress(namespace, name string) string {
+	return fmt.Sprintf("Detached from Service %s/%s: the address is given up", namespace, name)
+}
+
 // msgHandingBack is the HandingBack Event's message on the Service.
 func msgHandingBack(ips []string) string {
 	return fmt.Sprintf("Detaching %s (shared handoff): the Service keeps the address, shared with a placeholder, until a placeholder holds it again; then MetalLB takes it back from the Service",
@@ -476,40 +452,6 @@ func PinValue(ips []string) string {
 	return strings.Join(out, ",")
 }
 
-// ReleasePinValue is the pin the driver writes on a Service it detaches
-// while MetalLB still gives it the claim's addresses. MetalLB keeps an
-// address on a Service even after its pin is removed; a pin MetalLB cannot
-// satisfy makes it drop the current address at once and assign nothing.
-// The value is the unspecified address of a family the Service does not
-// have (for a dual-stack Service, a single address), which no pool can
-// ever satisfy.
-func ReleasePinValue(svc *corev1.Service) string {
-	fams := serviceFamilies(svc)
-	if len(fams) == 1 && fams[0] == corev1.IPv4Protocol {
-		return "::"
-	}
-	return "0.0.0.0"
-}
-
-// serviceFamilies returns the Service's IP families: spec.ipFamilies, else
-// the families of its cluster IPs.
-func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
-	if len(svc.Spec.IPFamilies) > 0 {
-		return svc.Spec.IPFamilies
-	}
-	var out []corev1.IPFamily
-	for _, s := range svc.Spec.ClusterIPs {
-		if ip, err := netip.ParseAddr(s); err == nil {
-			if ip.Unmap().Is4() {
-				out = append(out, corev1.IPv4Protocol)
-			} else {
-				out = append(out, corev1.IPv6Protocol)
-			}
-		}
-	}
-	return out
-}
-
 // FamilyMismatch explains why a claim of family f cannot serve the Service,
 // or returns "" when it can. MetalLB wants exactly one address per family of
 // the Service: a single-stack Service takes one address of its own family, a
@@ -518,7 +460,7 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	if f == "" {
 		f = iadv1alpha1.FamilyIPv4
 	}
-	fams := serviceFamilies(svc)
+	fams := binding.ServiceFamilies(svc)
 	policy := corev1.IPFamilyPolicySingleStack
 	if svc.Spec.IPFamilyPolicy != nil {
 		policy = *svc.Spec.IPFamilyPolicy

@@ -49,22 +49,6 @@ func svcWith(policy *corev1.IPFamilyPolicy, fams ...corev1.IPFamily) *corev1.Ser
 	}
 }
 
-func TestReleasePinValue(t *testing.T) {
-	dual := svcWith(ptr.To(corev1.IPFamilyPolicyRequireDualStack), corev1.IPv4Protocol, corev1.IPv6Protocol)
-	assert.Equal(t, "::", ReleasePinValue(svcWith(nil, corev1.IPv4Protocol)), "a v4 Service gets an address of the other family")
-	assert.Equal(t, "0.0.0.0", ReleasePinValue(svcWith(nil, corev1.IPv6Protocol)))
-	assert.Equal(t, "0.0.0.0", ReleasePinValue(dual), "a dual-stack Service gets a single address")
-	fromClusterIP := svcWith(nil)
-	fromClusterIP.Spec.ClusterIPs = []string{"10.96.0.10"}
-	assert.Equal(t, "::", ReleasePinValue(fromClusterIP), "families fall back to the cluster IPs")
-	// The release pin never asks for a real address and never equals a pin.
-	for _, s := range []*corev1.Service{svcWith(nil, corev1.IPv4Protocol), svcWith(nil, corev1.IPv6Protocol), dual} {
-		ip, err := names.ParseAddress(ReleasePinValue(s))
-		require.NoError(t, err)
-		assert.True(t, ip.IsUnspecified())
-	}
-}
-
 func TestFamilyMismatch(t *testing.T) {
 	single := ptr.To(corev1.IPFamilyPolicySingleStack)
 	prefer := ptr.To(corev1.IPFamilyPolicyPreferDualStack)
@@ -209,7 +193,7 @@ func TestDecide(t *testing.T) {
 		{"deletion detaches quietly", with(func(s *Situation) { s.Deleting = true }), Detach, "", "", ""},
 		{"not a LoadBalancer", with(func(s *Situation) { s.LoadBalancer = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, "not of type LoadBalancer"},
 		{"claim missing", with(func(s *Situation) { s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonClaimNotFound, `IPAddressClaim "web-ip" does not exist`},
-		{"claim being deleted", with(func(s *Situation) { s.ClaimDeleting = true }), Detach, corev1.EventTypeWarning, ReasonClaimNotFound, "being deleted"},
+		{"claim being deleted", with(func(s *Situation) { s.ClaimDeleting = true }), Detach, corev1.EventTypeNormal, ReasonClaimDeleted, "given up"},
 		{"family mismatch", with(func(s *Situation) { s.FamilyProblem = "Dual on single" }), Detach, corev1.EventTypeWarning, ReasonFamilyMismatch, "Dual on single"},
 		{"claim pending", with(func(s *Situation) { s.ClaimPhase = iadv1alpha1.ClaimPending; s.Ours = 0 }), Detach, corev1.EventTypeNormal, ReasonClaimNotBound, "is Pending, not Bound yet"},
 		{"claim without phase", with(func(s *Situation) { s.ClaimPhase = ""; s.Ours = 0 }), Detach, corev1.EventTypeNormal, ReasonClaimNotBound, "is Pending"},

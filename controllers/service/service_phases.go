@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -39,10 +40,11 @@ type scope struct {
 	mine []*iadv1alpha1.IPAddress
 	// pinnedFor are the addresses the driver's pin on the Service is for:
 	// addresses of the claim its pinned-by marker names (in its namespace),
-	// of classes this driver serves, not being deleted, whose IP the pin
-	// names or the Service holds. While a Service is detached in a shared
-	// handoff they are no longer associated with it but it still holds
-	// them; nil when the Service carries no marker.
+	// of classes this driver serves, whose IP the pin
+	// names or the Service holds, including addresses being deleted. While
+	// a Service is detached in a shared handoff they are no longer
+	// associated with it but it still holds them; nil when the Service
+	// carries no marker.
 	pinnedFor []*iadv1alpha1.IPAddress
 	// otherHolder is another live Service one of addrs is associated with.
 	otherHolder string
@@ -124,7 +126,64 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 		}
 		// Associated with a Service that is gone: stale, ours to take over.
 	}
+	if s.otherHolder == "" {
+		return s, r.observeAttachGrant(ctx, s)
+	}
 	return s, nil
+}
+
+// observeAttachGrant fills otherHolder from the attach grant
+// (names.AnnotationAttaching) on the claim's addresses, when none of them
+// is associated elsewhere: another Service holds the grant while it still
+// asks for the claim, and is on its way out while it no longer asks for it
+// but still carries the driver's pin for it. A grant naming a Service that
+// is gone, or that neither asks for the claim nor carries its pin, is free
+// to take over.
+func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
+	svc := s.svc
+	me := index.Key(svc.Namespace, svc.Name)
+	for _, a := range s.addrs {
+		holder := a.Annotations[names.AnnotationAttaching]
+		if holder == "" || holder == me || AssociatedWith(a, svc.Namespace, svc.Name) {
+			continue
+		}
+		ns, name, ok := strings.Cut(holder, "/")
+		if !ok || ns != svc.Namespace {
+			continue // a grant can only name a Service in the claim's namespace
+		}
+		other, err := r.liveService(ctx, types.NamespacedName{Namespace: ns, Name: name})
+		if err != nil {
+			return err
+		}
+		if other == nil {
+			continue
+		}
+		asks := other.DeletionTimestamp == nil && strings.TrimSpace(other.Annotations[iadv1alpha1.ServiceClaimAnnotation]) == s.claimName
+		pinned := other.Annotations[names.AnnotationPinnedBy] == s.claimName
+		if asks || pinned {
+			s.otherHolder, s.otherAddress, s.otherDetaching = holder, a, !asks
+			return nil
+		}
+	}
+	return nil
+}
+
+// liveService reads a Service from the cache and, when the cache does not
+// have it, from the API server (a Service created a moment ago may not be
+// in the cache yet); nil when it does not exist.
+func (r *Reconciler) liveService(ctx context.Context, key types.NamespacedName) (*corev1.Service, error) {
+	svc := &corev1.Service{}
+	err := r.Get(ctx, key, svc)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, svc)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return svc, nil
 }
 
 // observePinnedFor fills s.pinnedFor.
@@ -148,7 +207,9 @@ func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
 	for i := range list.Items {
 		a := &list.Items[i]
 		ip, err := names.ParseAddress(a.Spec.Address)
-		if a.DeletionTimestamp != nil || err != nil || !want[ip.String()] {
+		// An address being deleted stays in: its teardown takes it back
+		// from the Service through the same release sequence.
+		if err != nil || !want[ip.String()] {
 			continue
 		}
 		ours, err := r.servedClass(ctx, a.Spec.ClassName)
@@ -211,9 +272,9 @@ func (r *Reconciler) reportOtherHolder(s *scope) {
 		s.svc.Namespace, s.svc.Name, s.claimName, s.otherHolder)
 }
 
-// associate runs the forward handoff. It first ensures the association
-// finalizer on the Service and detaches the addresses of a previous claim
-// (the annotation changed), then runs the shared handoff where MetalLB lets
+// associate runs the forward handoff. It first detaches the addresses of a
+// previous claim (the annotation changed) and takes the attach grant on the
+// claim's addresses (grantAttach), then runs the shared handoff where MetalLB lets
 // the Service share the claim's addresses with their placeholders
 // (ShareProblem), and the gap handoff otherwise. Every step is idempotent
 // and checks the cluster's state first, so any prefix of either re-converges
@@ -225,9 +286,6 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		r.handoffs.start(s.key, svc.UID)
 	}
 
-	if err := r.ensureFinalizer(ctx, svc); err != nil {
-		return err
-	}
 	var stale []*iadv1alpha1.IPAddress
 	for _, a := range append(slices.Clone(s.mine), s.pinnedFor...) {
 		if !containsAddress(s.addrs, a) && !containsAddress(stale, a) {
@@ -238,6 +296,10 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		if done, err := r.detach(ctx, s, stale, false); err != nil || !done {
 			return err
 		}
+	}
+
+	if err := r.grantAttach(ctx, s); err != nil {
+		return err
 	}
 
 	// The Service carries the claim's sharing key whenever it can share,
@@ -347,29 +409,50 @@ func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bo
 	return slices.ContainsFunc(list, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID })
 }
 
-// ensureFinalizer adds the association finalizer, so the controller sees the
-// Service's deletion before it goes.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, svc *corev1.Service) error {
-	if controllerutil.ContainsFinalizer(svc, AssociationFinalizer) {
-		return nil
-	}
-	orig := svc.DeepCopy()
-	controllerutil.AddFinalizer(svc, AssociationFinalizer)
-	return r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// removeFinalizer lets the Service go.
-func (r *Reconciler) removeFinalizer(ctx context.Context, svc *corev1.Service) error {
+// removeFinalizer removes the association finalizer earlier versions put
+// on Services they attached, with an optimistic lock (a merge patch
+// replaces the whole finalizer list). It reports whether the Service is
+// gone with it (it was being deleted and held only by that finalizer).
+func (r *Reconciler) removeFinalizer(ctx context.Context, svc *corev1.Service) (bool, error) {
 	if !controllerutil.ContainsFinalizer(svc, AssociationFinalizer) {
-		return nil
+		return false, nil
 	}
 	orig := svc.DeepCopy()
 	controllerutil.RemoveFinalizer(svc, AssociationFinalizer)
 	err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
-		return nil
+		return true, nil
 	}
-	return err
+	if err != nil {
+		return false, err
+	}
+	log.FromContext(ctx).Info("removed the association finalizer of an earlier version")
+	return svc.DeletionTimestamp != nil && len(svc.Finalizers) == 0, nil
+}
+
+// grantAttach takes the attach grant for the Service on each of the
+// claim's addresses, in name order, before anything is pinned or
+// recorded: one metadata patch per address with an optimistic lock, so of
+// two Services naming the claim at the same instant exactly one gets it
+// and the other, on its next pass, sees the grant (observeAttachGrant) and
+// is rejected without ever being pinned.
+func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
+	me := index.Key(s.svc.Namespace, s.svc.Name)
+	for _, a := range s.addrs {
+		if a.Annotations[names.AnnotationAttaching] == me {
+			continue
+		}
+		orig := a.DeepCopy()
+		if a.Annotations == nil {
+			a.Annotations = map[string]string{}
+		}
+		a.Annotations[names.AnnotationAttaching] = me
+		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)
+	}
+	return nil
 }
 
 // recordAssociation is step 1: status.associatedTo naming the Service on
@@ -414,7 +497,7 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 	}
 	orig := svc.DeepCopy()
 	svc.Annotations, svc.Labels = want, labels
-	if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+	if err := r.patchAnnotations(ctx, svc, orig); err != nil {
 		return false, err
 	}
 	if svc.ResourceVersion == orig.ResourceVersion || !pinning {
@@ -430,49 +513,65 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 // deleted:
 //
 //   - shared handoff, when the Service holds the addresses and carries the
-//     driver's sharing key (it can share them with placeholders): clear
-//     status.associatedTo first (the IPAddress controller re-arms the hold;
-//     the new placeholder shares the address with the Service), and wait
-//     until each address is handed back (HandedBack);
-//   - then, in both modes, replace the pin with the release pin
-//     (ReleasePinValue) and withdraw the sharing key, so MetalLB takes the
-//     addresses back, and wait until the Service's ingress no longer shows
-//     them. The pinned-by marker keeps the Service authorized meanwhile.
+//     driver's sharing key (it can share them with placeholders), and the
+//     addresses are kept (not given up): clear status.associatedTo first
+//     (the IPAddress controller re-arms the hold; the new placeholder
+//     shares the address with the Service), and wait until each address is
+//     handed back (HandedBack);
+//   - then, in both modes, the release sequence (binding.ReleaseAnnotations):
+//     replace the pin with the release pin and withdraw the sharing key, so
+//     MetalLB takes the addresses back, and wait until the Service's
+//     ingress no longer shows them. The pinned-by marker keeps the Service
+//     authorized meanwhile.
+//
+// Addresses are given up when one of them is being deleted or the claim
+// the pin is for is gone or being deleted: no hold comes back for them, so
+// the release runs at once, and the Events say so. The IPAddress
+// controller runs the same release sequence when it tears an address down,
+// so whichever of the two gets there first, the Service is left with no
+// address that left the ledger and no release pin.
 //
 // A Service being deleted skips this: its deletion frees the addresses.
 // Then status.associatedTo is cleared on addrs (in the gap handoff this
 // re-arms the hold) and, when full is set (nothing stays associated), the
 // driver's pin, key and markers are withdrawn (never a pin or key without
-// its marker) and the association finalizer removed. It reports whether it
-// finished.
+// its marker). Every annotation patch carries an optimistic lock. It
+// reports whether it finished.
 func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, full bool) (bool, error) {
 	svc := s.svc
 	_, ours := svc.Annotations[names.AnnotationPinnedBy]
 	deleting := svc.DeletionTimestamp != nil
-	ips := addressIPs(addrs)
 	if full {
 		for _, a := range s.pinnedFor {
 			if !containsAddress(addrs, a) {
 				addrs = append(addrs, a)
 			}
 		}
-		ips = addressIPs(addrs)
 	}
+	ips := addressIPs(addrs)
+	givingUp := s.givingUp(addrs)
 
 	if ours && !deleting && len(addrs) > 0 {
-		byGrant, err := r.poolsRequireGrant(ctx, addrs)
-		if err != nil {
-			return false, err
-		}
-		release := ReleasePinValue(svc)
-		if byGrant {
-			release = ""
+		// An address being given up is released with the release pin, as
+		// the IPAddress controller's teardown does, so the two agree;
+		// otherwise a pool that requires the grant lets the Service go by
+		// withdrawing the grant label.
+		release := binding.ReleasePinValue(svc)
+		byGrant := false
+		if !givingUp {
+			var err error
+			if byGrant, err = r.poolsRequireGrant(ctx, addrs); err != nil {
+				return false, err
+			}
+			if byGrant {
+				release = ""
+			}
 		}
 		if !ReleaseStarted(svc, release) {
 			mode := ModeGap
 			key := SharingKeyOf(addrs)
-			if Holds(svc, ips) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
-				cleared, err := r.clearAssociations(ctx, s, addrs)
+			if !givingUp && Holds(svc, ips) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+				cleared, err := r.clearAssociations(ctx, s, addrs, false)
 				if err != nil {
 					return false, err
 				}
@@ -485,15 +584,20 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 				}
 				mode = ModeShared
 			}
+			holds := Holds(svc, ips)
 			orig := svc.DeepCopy()
-			svc.Annotations = ReleaseAnnotations(svc.Annotations, release)
+			svc.Annotations = binding.ReleaseAnnotations(svc.Annotations, release)
 			svc.Labels = UngrantedLabels(svc.Labels)
-			if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+			if err := r.patchAnnotations(ctx, svc, orig); err != nil {
 				return false, err
 			}
-			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode, "byGrant", byGrant)
-			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(ips, release, mode))
-			if Holds(svc, ips) {
+			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode, "byGrant", byGrant, "givingUp", givingUp)
+			if givingUp {
+				r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgGivingUp(s.pinClaim(), ips, release))
+			} else {
+				r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(ips, release, mode))
+			}
+			if holds && !givingUp {
 				handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
 			}
 			return false, nil
@@ -503,7 +607,7 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		}
 	}
 
-	if _, err := r.clearAssociations(ctx, s, addrs); err != nil {
+	if _, err := r.clearAssociations(ctx, s, addrs, givingUp); err != nil {
 		return false, err
 	}
 	if !full {
@@ -513,17 +617,56 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 	if (ours || len(addrs) > 0) && !deleting {
 		orig := svc.DeepCopy()
 		if ours {
-			svc.Annotations = WithdrawnAnnotations(svc.Annotations)
+			svc.Annotations = binding.WithdrawnAnnotations(svc.Annotations)
 		}
 		svc.Labels = UngrantedLabels(svc.Labels)
 		if !maps.Equal(orig.Annotations, svc.Annotations) || !maps.Equal(orig.Labels, svc.Labels) {
-			if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+			if err := r.patchAnnotations(ctx, svc, orig); err != nil {
 				return false, err
 			}
 			log.FromContext(ctx).Info("withdrew the pin and the grant")
+			if givingUp && len(addrs) > 0 {
+				r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached, msgGivenUp(s.pinClaim(), ips))
+			}
 		}
 	}
-	return true, r.removeFinalizer(ctx, svc)
+	return true, nil
+}
+
+// patchAnnotations writes the annotations of svc that differ from orig, in
+// one merge patch with an optimistic lock: MetalLB writes the Service's
+// status at any moment, and the IPAddress controller may run the release
+// sequence on the same Service, so no write may rest on a stale read.
+func (r *Reconciler) patchAnnotations(ctx context.Context, svc, orig *corev1.Service) error {
+	return r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// pinClaim is the claim the Service's pin is for: its pinned-by marker, or
+// else the claim its annotation names.
+func (s *scope) pinClaim() string {
+	if by := s.svc.Annotations[names.AnnotationPinnedBy]; by != "" {
+		return by
+	}
+	return s.claimName
+}
+
+// givingUp reports whether addrs are being given up rather than kept: one
+// of them is being deleted, or the claim the Service's pin is for is gone
+// or being deleted and one of them goes with it (reclaimPolicy Delete).
+// Under Retain the addresses stay held (Released), so they are detached
+// as usual.
+func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
+	deletes := false
+	for _, a := range addrs {
+		if a.DeletionTimestamp != nil {
+			return true
+		}
+		deletes = deletes || a.Spec.ReclaimPolicy == iadv1alpha1.ReclaimDelete
+	}
+	if !deletes || s.pinClaim() != s.claimName {
+		return false
+	}
+	return s.claim == nil || s.claim.DeletionTimestamp != nil
 }
 
 // poolsRequireGrant reports whether the pool of every one of addrs' classes
@@ -549,9 +692,9 @@ func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1
 }
 
 // clearAssociations clears status.associatedTo on those of addrs that are
-// associated with the Service, with Events on both. It reports whether it
-// cleared any.
-func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+// associated with the Service, with Events on both (saying the addresses
+// were given up when givingUp is set). It reports whether it cleared any.
+func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, givingUp bool) (bool, error) {
 	svc := s.svc
 	cleared := false
 	for _, a := range addrs {
@@ -561,10 +704,17 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 		orig := a.DeepCopy()
 		a.Status.AssociatedTo = nil
 		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // torn down meanwhile
+			}
 			return cleared, err
 		}
 		cleared = true
-		log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address)
+		log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address, "givingUp", givingUp)
+		if givingUp {
+			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgGivenUpAddress(svc.Namespace, svc.Name))
+			continue
+		}
 		r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonDetached,
 			"Detached %s (IPAddress %s); it stays reserved for its claim", a.Spec.Address, a.Name)
 		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
@@ -658,7 +808,12 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 				continue
 			}
 			recorded = true
-			if Authorized(svc, a) {
+			// An address being deleted is leaving the ledger: its
+			// teardown takes it back from whoever holds it.
+			// A Lost address is outside its class's pool: whoever holds the
+			// IP got it from another pool, and the IPAddress controller,
+			// which owns Lost, reports it until the range returns.
+			if a.DeletionTimestamp != nil || Authorized(svc, a) || a.Status.Phase == iadv1alpha1.AddressLost {
 				continue
 			}
 			grabs = append(grabs, grab{Class: a.Spec.ClassName, IP: ip, Address: a.Name})

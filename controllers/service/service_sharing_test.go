@@ -117,24 +117,6 @@ func TestPinAnnotations(t *testing.T) {
 		PinAnnotations(nil, "ip", "203.0.113.7", ""))
 }
 
-func TestReleaseAndWithdrawnAnnotations(t *testing.T) {
-	shared := map[string]string{
-		"keep": "me", names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
-		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "ip",
-	}
-	released := ReleaseAnnotations(shared, "::")
-	assert.Equal(t, map[string]string{"keep": "me", names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip"}, released,
-		"the release pin replaces the pin, the key goes, the pinned-by marker stays")
-	assert.Equal(t, "203.0.113.7", shared[names.MetalLBLoadBalancerIPs], "the input is not modified")
-	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(released))
-	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(shared))
-
-	hand := map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"}
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"},
-		ReleaseAnnotations(hand, "::"), "a key without the shared-by marker is not the driver's")
-	assert.Equal(t, map[string]string{names.MetalLBAllowSharedIP: "team-a"}, WithdrawnAnnotations(hand))
-}
-
 func TestHandedBack(t *testing.T) {
 	const phNS = "iad-system"
 	web := workload(nil)

@@ -30,6 +30,13 @@ const (
 	// requirement to a pool rendered without it only once every address of
 	// the class is Granted.
 	Granted = "Granted"
+
+	// Lost (written by the IPAddress controller) is True while MetalLB's
+	// configuration no longer contains the address (its class was deleted,
+	// or the class's pool was deleted or no longer covers it), so MetalLB
+	// took it from whoever held it; the phase is Lost meanwhile. It turns
+	// False once the pool contains the address again.
+	Lost = "Lost"
 )
 
 // Reasons of Granted.
@@ -50,6 +57,18 @@ const (
 const (
 	ReasonUnauthorizedHolder = "UnauthorizedHolder"
 	ReasonResolved           = "Resolved"
+)
+
+// Reasons of Lost.
+const (
+	// ReasonClassDeleted: the address's IPAddressClass is gone or being deleted.
+	ReasonClassDeleted = "ClassDeleted"
+	// ReasonPoolMissing: the class's IPAddressPool does not exist.
+	ReasonPoolMissing = "PoolMissing"
+	// ReasonOutsidePool: the class's IPAddressPool does not contain the address.
+	ReasonOutsidePool = "OutsidePool"
+	// ReasonRangeReturned: the class's IPAddressPool contains the address again.
+	ReasonRangeReturned = "RangeReturned"
 )
 
 // Set sets a condition on a list, keeping lastTransitionTime when the status

@@ -52,6 +52,13 @@ const (
 	// placeholders and on the Service it attaches, and removes it on detach;
 	// the chart's admission policy reserves it to the driver.
 	LabelGrant = Domain + "grant"
+
+	// AnnotationAttaching, on an IPAddress, names the Service
+	// ("<namespace>/<name>") the Service controller granted the right to
+	// attach the address. It is written with an optimistic lock before any
+	// pin, so of two Services naming one claim at the same instant exactly
+	// one gets it; status.associatedTo follows later in the handoff.
+	AnnotationAttaching = Domain + "attaching"
 )
 
 // Placeholder roles, the values of LabelPlaceholder.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,8 +76,11 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	for _, n := range want {
 		leaseNames = append(leaseNames, n+"-leader-election")
 	}
-	assert.ElementsMatch(t, leaseNames, names4(r, "Role"))
-	assert.ElementsMatch(t, leaseNames, names4(r, "RoleBinding"))
+	// The claim and IPAddress controllers create and delete placeholders
+	// only in the placeholder namespace (the release namespace by default).
+	placeholderRoles := append(slices.Clone(leaseNames), "metallb-iad-claim", "metallb-iad-ipaddress")
+	assert.ElementsMatch(t, placeholderRoles, names4(r, "Role"))
+	assert.ElementsMatch(t, placeholderRoles, names4(r, "RoleBinding"))
 
 	// Nothing optional is rendered by default; the admission policy is on.
 	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
@@ -244,6 +248,28 @@ func TestClusterRolesAreTheMarkers(t *testing.T) {
 
 			role := must(t, r, "ClusterRole", "metallb-iad-"+c)
 			assert.Equal(t, generated["rules"], role.Object["rules"])
+
+			// The namespaced markers' Role, if any, is rendered as is.
+			var nsRole map[string]any
+			for _, doc := range strings.Split(string(genBytes), "\n---\n") {
+				m := map[string]any{}
+				require.NoError(t, utilyaml.Unmarshal([]byte(doc), &m))
+				if m["kind"] == "Role" {
+					nsRole = m
+				}
+			}
+			if nsRole == nil {
+				assert.Nil(t, r.Get("Role", "metallb-iad-"+c))
+				return
+			}
+			rendered := must(t, r, "Role", "metallb-iad-"+c)
+			assert.Equal(t, nsRole["rules"], rendered.Object["rules"])
+
+			// In the placeholder namespace, wherever it is.
+			other := render(t, "placeholderNamespace: iad-placeholders")
+			for _, kind := range []string{"Role", "RoleBinding"} {
+				assert.Equal(t, "iad-placeholders", must(t, other, kind, "metallb-iad-"+c).GetNamespace(), kind)
+			}
 		})
 	}
 }
@@ -319,6 +345,7 @@ controllers:
 		"--health-probe-bind-address=:8081",
 		"--placeholder-namespace=" + releaseNS,
 		"--metallb-namespace=metallb-system",
+		"--sharing-key-file=/etc/metallb-iad/sharing-key/key",
 		"--zap-log-level=debug",
 		"--zap-devel",
 	}, ct["args"])

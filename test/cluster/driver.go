@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,35 @@ func (c *Cluster) InstallDriverRBAC(ctx context.Context) error {
 		}
 		if err := c.Client.Patch(ctx, o, client.Apply, client.FieldOwner("metallb-iad-test"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// InstallPlaceholderRBAC grants the controllers their rights in another
+// placeholder namespace than DriverNamespace, as the chart does for its
+// placeholderNamespace value: the Roles generated from the controllers'
+// namespaced RBAC markers and their RoleBindings, copied into namespace.
+func (c *Cluster) InstallPlaceholderRBAC(ctx context.Context, namespace string) error {
+	if err := c.EnsureNamespace(ctx, namespace); err != nil {
+		return err
+	}
+	objs, err := manifests.Build("config/default")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Role", "RoleBinding":
+		default:
+			continue
+		}
+		if strings.HasSuffix(o.GetName(), "-leader-election") {
+			continue // the lease stays in DriverNamespace
+		}
+		o.SetNamespace(namespace)
+		if err := c.Client.Patch(ctx, o, client.Apply, client.FieldOwner("metallb-iad-test"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s in %s: %w", o.GetKind(), o.GetName(), namespace, err)
 		}
 	}
 	return nil

@@ -1,0 +1,173 @@
+package claim
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// TestPoolNotReadyNamesClassRefusal: a claim of a class the class
+// controller refuses (its ranges overlap an older class) is told so, not
+// that the pool will come.
+func TestPoolNotReadyNamesClassRefusal(t *testing.T) {
+	ns := namespace(t)
+	pool(t, "decoy-"+rand.String(4), "10.10.21.0/30") // MetalLB reports unknown pools only once it has some
+	suffix := rand.String(5)
+	for _, name := range []string{"c-a-" + suffix, "c-b-" + suffix} { // the same second: the name decides which is older
+		cl := &iadv1alpha1.IPAddressClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner,
+				Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.20.0/30"]}`)}},
+		}
+		require.NoError(t, k.Create(ctx, cl))
+		t.Cleanup(func() { _ = k.Delete(ctx, cl) })
+	}
+	pool(t, "c-a-"+suffix, "10.10.20.0/30")
+	refused := "c-b-" + suffix
+	c := claim(t, ns, refused, iadv1alpha1.FamilyIPv4, names.Provisioner)
+
+	ev := eventually(t, c, ReasonPoolNotReady)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Contains(t, ev.Message, "IPAddressClass "+refused+" is refused")
+	assert.Contains(t, ev.Message, "overlap")
+	assert.Contains(t, ev.Message, "c-a-"+suffix, "it names the class it overlaps")
+	assert.NotContains(t, ev.Message, "yet")
+}
+
+// reconciles is how many passes the suite's claim controller has run.
+func reconciles(t require.TestingT) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == ControllerName {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// TestEventsOncePerChange: a claim waiting on an exhausted pool is told
+// once, and counted once, however many passes run over it meanwhile.
+func TestEventsOncePerChange(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.22.5/32")
+	first := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	recorded(t, first, iadv1alpha1.FamilyIPv4)
+	second := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	eventually(t, second, ReasonPoolExhausted)
+
+	// Make the controller look at the claim again and again.
+	before := reconciles(t)
+	for i := range 5 {
+		cur := &iadv1alpha1.IPAddressClaim{}
+		require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(second), cur))
+		orig := cur.DeepCopy()
+		cur.Annotations["test.metallb-iad/touch"] = string(rune('a' + i))
+		require.NoError(t, k.Patch(ctx, cur, client.MergeFrom(orig)))
+	}
+	require.Eventually(t, func() bool { return reconciles(t) >= before+5 }, timeout, tick, "the controller ran its passes")
+	require.Eventually(t, func() bool { // and the last touch is among them
+		cur := &iadv1alpha1.IPAddressClaim{}
+		return cached.Get(ctx, client.ObjectKeyFromObject(second), cur) == nil && cur.Annotations["test.metallb-iad/touch"] == "e"
+	}, timeout, tick)
+
+	var count int32
+	for _, e := range events(t, second, ReasonPoolExhausted) {
+		count += max(e.Count, 1)
+	}
+	assert.Equal(t, int32(1), count, "one PoolExhausted Event for one exhaustion")
+	assert.Equal(t, 1.0, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)), "counted once")
+}
+
+// staleClaims serves one claim as it was, the way a cache lagging behind a
+// change of the claim would.
+type staleClaims struct {
+	client.Client
+	claim *iadv1alpha1.IPAddressClaim
+}
+
+func (s staleClaims) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c, ok := obj.(*iadv1alpha1.IPAddressClaim); ok && key == client.ObjectKeyFromObject(s.claim) {
+		s.claim.DeepCopyInto(c)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestRecordRechecksTheClaim: a pass working from a stale view of a claim
+// (it still names the class whose pool assigned the placeholder an address,
+// but the claim was retargeted meanwhile) does not record the address.
+func TestRecordRechecksTheClaim(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.23.7/32")
+	// The live claim names a class that does not exist: the suite's
+	// controller leaves it alone.
+	live := claim(t, ns, "missing-"+rand.String(4), iadv1alpha1.FamilyIPv4, names.Provisioner)
+	stale := live.DeepCopy()
+	stale.Spec.ClassName = cl
+
+	ph := renderPlaceholder(phNS, stale, cl, iadv1alpha1.FamilyIPv4)
+	require.NoError(t, k.Create(ctx, ph))
+	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
+	require.Eventually(t, func() bool {
+		got := &corev1.Service{}
+		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
+	}, timeout, tick, "MetalLB assigns the placeholder its address, and the cache shows it")
+
+	r := &Reconciler{Client: staleClaims{Client: cached, claim: stale}, APIReader: k,
+		Recorder: record.NewFakeRecorder(100), PlaceholderNamespace: phNS}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(live)})
+	require.NoError(t, err)
+
+	got := &corev1.Service{}
+	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(ph), got))
+	assert.Equal(t, "ip-10-10-23-7", got.Labels[names.LabelAddress], "the pass reached the record step")
+	err = k.Get(ctx, types.NamespacedName{Name: "ip-10-10-23-7"}, &iadv1alpha1.IPAddress{})
+	assert.True(t, apierrors.IsNotFound(err), "no IPAddress for a claim that no longer names the class: %v", err)
+	assert.False(t, strings.Contains(strings.Join(drain(r.Recorder.(*record.FakeRecorder)), "\n"), ReasonRecorded))
+}
+
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package ipaddress
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+func TestPoolContains(t *testing.T) {
+	tests := []struct {
+		entries []string
+		ip      string
+		want    bool
+	}{
+		{[]string{"192.0.2.0/30"}, "192.0.2.3", true},
+		{[]string{"192.0.2.0/30"}, "192.0.2.4", false},
+		{[]string{"192.0.2.1/30"}, "192.0.2.0", true}, // host bits, read as the network
+		{[]string{"192.0.2.10-192.0.2.20"}, "192.0.2.20", true},
+		{[]string{"192.0.2.10 - 192.0.2.20"}, "192.0.2.9", false},
+		{[]string{"2001:db8::/126"}, "2001:db8::3", true},
+		{[]string{"2001:db8::1-2001:db8::5"}, "2001:db8::5", true},
+		{[]string{"192.0.2.0/24"}, "2001:db8::1", false},
+		{[]string{"::ffff:192.0.2.0-::ffff:192.0.2.9"}, "192.0.2.1", true},
+		{[]string{"nonsense", "198.51.100.7/32"}, "198.51.100.7", true},
+		{nil, "192.0.2.1", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, poolContains(tt.entries, netip.MustParseAddr(tt.ip)), "%v contains %s", tt.entries, tt.ip)
+	}
+}
+
+func TestLostCause(t *testing.T) {
+	ip := netip.MustParseAddr("192.0.2.1")
+	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner}}
+	deletingClass := class.DeepCopy()
+	deletingClass.DeletionTimestamp = ptr.To(metav1.Now())
+	pool := func(addrs ...string) *metallbv1beta1.IPAddressPool {
+		return &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-system", Name: "iad-gold"},
+			Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: addrs}}
+	}
+	deletingPool := pool("192.0.2.0/30")
+	deletingPool.DeletionTimestamp = ptr.To(metav1.Now())
+
+	tests := []struct {
+		name   string
+		class  *iadv1alpha1.IPAddressClass
+		pool   *metallbv1beta1.IPAddressPool
+		reason string
+		msg    string
+	}{
+		{"in the pool", class, pool("192.0.2.0/30"), "", ""},
+		{"class gone", nil, pool("192.0.2.0/30"), conditions.ReasonClassDeleted,
+			"IPAddressClass gold was deleted, and with it IPAddressPool metallb-system/iad-gold: MetalLB no longer has 192.0.2.1 and took it from whoever held it. " +
+				"The address comes back with the same IP when a class of that name serves a range containing it again"},
+		{"class being deleted", deletingClass, pool("192.0.2.0/30"), conditions.ReasonClassDeleted, ""},
+		{"pool gone", class, nil, conditions.ReasonPoolMissing,
+			"IPAddressPool metallb-system/iad-gold does not exist: MetalLB no longer has 192.0.2.1 and took it from whoever held it. " +
+				"The address comes back with the same IP when the pool is rendered again"},
+		{"pool being deleted", class, deletingPool, conditions.ReasonPoolMissing, ""},
+		{"pool edited", class, pool("192.0.2.8/30", "192.0.2.20-192.0.2.21"), conditions.ReasonOutsidePool,
+			"IPAddressPool metallb-system/iad-gold (192.0.2.8/30, 192.0.2.20-192.0.2.21) does not contain 192.0.2.1: MetalLB took it from whoever held it. " +
+				"The address comes back with the same IP when the pool contains it again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, msg := lostCause("gold", tt.class, tt.pool, "metallb-system", ip)
+			assert.Equal(t, tt.reason, reason)
+			if tt.msg != "" || tt.reason == "" {
+				assert.Equal(t, tt.msg, msg)
+			}
+		})
+	}
+}
+
+func TestOwnPlaceholder(t *testing.T) {
+	a := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
+	ph := func(role string, mut func(s *corev1.Service)) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: phNS, Name: "p",
+			Labels:      map[string]string{names.LabelPlaceholder: role, names.LabelAddress: a.Name},
+			Annotations: map[string]string{}}}
+		mut(s)
+		return s
+	}
+	owned := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(a)} }
+	claimUID := func(uid string) func(s *corev1.Service) {
+		return func(s *corev1.Service) { s.Labels[names.LabelClaimUID] = uid }
+	}
+	other := address("ip-192-0-2-1", "192.0.2.1")
+	other.UID = "an-earlier-address"
+	ownedByOther := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(other)} }
+	noUID := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
+	noUID.Spec.ClaimRef.UID = ""
+	byName := func(s *corev1.Service) {
+		s.Annotations[names.AnnotationClaimNamespace] = "tenant"
+		s.Annotations[names.AnnotationClaimName] = "a"
+	}
+
+	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderHold, owned)), "a hold placeholder owned by the address")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, func(*corev1.Service) {})), "a hold placeholder owned by nothing")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, ownedByOther)), "a hold placeholder of an earlier address of that name")
+	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "an allocation placeholder of the bound claim")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("another-claim"))), "an allocation placeholder of another claim")
+	assert.False(t, ownPlaceholder(address("ip-192-0-2-1", "192.0.2.1"), ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "unbound address")
+	assert.True(t, ownPlaceholder(noUID, ph(names.PlaceholderAllocation, byName)), "claimRef without uid: by claim name")
+	assert.False(t, ownPlaceholder(a, ph("something-else", owned)), "unknown role")
+}

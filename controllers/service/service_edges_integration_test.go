@@ -1,0 +1,240 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// deleteClass creates an IPAddressClass with reclaimPolicy Delete and its
+// MetalLB pool (what the class controller renders), autoAssign off.
+func deleteClass(t *testing.T, name string, cidrs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Client.Create(ctx, &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete},
+	}))
+	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: cidrs, AutoAssign: ptr.To(false)},
+	}))
+}
+
+// pinWatch records, from a watch on the Services of a namespace, every
+// Service that ever carried a MetalLB pin.
+type pinWatch struct {
+	mu     sync.Mutex
+	pinned map[string]bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchPins(t *testing.T, ns string) *pinWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &pinWatch{pinned: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	watcher, err := wc.Watch(ctx, &corev1.ServiceList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	go func() {
+		defer close(w.done)
+		defer watcher.Stop()
+		for ev := range watcher.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			s := ev.Object.(*corev1.Service)
+			if s.Annotations[names.MetalLBLoadBalancerIPs] != "" {
+				w.mu.Lock()
+				w.pinned[s.Name] = true
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-w.done })
+	return w
+}
+
+func (w *pinWatch) wasPinned(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pinned[name]
+}
+
+// assertNoEvent asserts that no Event of the reason about the object
+// contains every one of parts.
+func assertNoEvent(t *testing.T, kind, ns, name, reason string, parts ...string) {
+	t.Helper()
+	for _, e := range events(t, kind, ns, name) {
+		if e.Reason != reason {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(e.Message, p)
+		}
+		assert.False(t, all, "unexpected %s Event on %s %s/%s: %s", reason, kind, ns, name, e.Message)
+	}
+}
+
+// TestClaimDeletedWhileAttachedGivesUpAddress deletes the claim of an
+// attached address under reclaimPolicy Delete. The address is torn down
+// through the release sequence: MetalLB takes the IPs back from the
+// Service, which is left with no pin, no release pin and no marker; the
+// Events say the address was given up (no AddressConflict, no "stays
+// reserved"); and a new claim gets the very same IPs, so nothing leaked.
+func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
+	tests := []struct {
+		name   string
+		family iadv1alpha1.IPFamily
+		cidrs  []string
+		svc    func(ns string) *corev1.Service
+	}{
+		{"dual-stack, shared handoff", iadv1alpha1.FamilyDual, []string{"203.0.113.200/32", "2001:db8:300::7/128"},
+			func(ns string) *corev1.Service {
+				return sharedLB(ns, "web", "web-ip", corev1.IPv4Protocol, corev1.IPv6Protocol)
+			}},
+		{"ipv4, gap handoff", iadv1alpha1.FamilyIPv4, []string{"203.0.113.201/32"},
+			func(ns string) *corev1.Service { return lb(ns, "web", "web-ip") }},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			startDriver(t)
+			ns := []string{"giveup-dual", "giveup-v4"}[i]
+			deleteClass(t, ns, tt.cidrs...)
+			addrs := provisioned(t, ns, "web-ip", ns, tt.family)
+			var ips []string
+			for _, a := range addrs {
+				ips = append(ips, a.Spec.Address)
+			}
+			pin := PinValue(ips)
+			create(t, tt.svc(ns))
+			assertAssociated(t, ns, "web", "web-ip", pin, addrs...)
+
+			cl := &iadv1alpha1.IPAddressClaim{}
+			require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-ip"}, cl))
+			require.NoError(t, c.Client.Delete(ctx, cl))
+
+			assert.EventuallyWithT(t, func(t *assert.CollectT) {
+				for _, a := range addrs {
+					err := c.Client.Get(ctx, client.ObjectKeyFromObject(a), &iadv1alpha1.IPAddress{})
+					assert.True(t, apierrors.IsNotFound(err), "%s is deleted: %v", a.Name, err)
+				}
+				s := getSvc(t, ns, "web")
+				assert.Empty(t, ingress(s), "MetalLB took the addresses back")
+				for _, k := range []string{names.MetalLBLoadBalancerIPs, names.AnnotationPinnedBy, names.MetalLBAllowSharedIP, names.AnnotationSharedBy} {
+					assert.NotContains(t, s.Annotations, k, "nothing the driver wrote is left, least of all a release pin")
+				}
+			}, timeout, tick)
+			assert.EventuallyWithT(t, func(t *assert.CollectT) {
+				var found bool
+				for _, e := range events(t, "Service", ns, "web") {
+					found = found || (e.Type == corev1.EventTypeNormal && strings.Contains(e.Message, "given up") && strings.Contains(e.Message, "detached"))
+				}
+				assert.True(t, found, "an Event says the address was given up and the Service detached")
+			}, timeout, tick)
+			assertNoEvent(t, "Service", ns, "web", ReasonAddressConflict)
+			assertNoEvent(t, "Service", ns, "web", ReasonDetached, "stays reserved")
+
+			// The IPs went back to MetalLB: the next claim gets them.
+			again := provisioned(t, ns, "again", ns, tt.family)
+			var got []string
+			for _, a := range again {
+				got = append(got, a.Spec.Address)
+			}
+			assert.ElementsMatch(t, ips, got, "the pool holds only these IPs: they were freed")
+		})
+	}
+}
+
+// TestTwoServicesNamingOneClaimAtOnce creates two Services that name one
+// claim at the same instant, both able to take the shared handoff (their
+// ports differ, so MetalLB would let both share the address). Exactly one
+// gets the claim; the other gets the rejection Event and is never pinned.
+func TestTwoServicesNamingOneClaimAtOnce(t *testing.T) {
+	startDriver(t)
+	const ns = "race"
+	class(t, ns, "203.0.113.208/30")
+	addrs := provisioned(t, ns, "web-ip", ns, iadv1alpha1.FamilyIPv4)
+	a := addrs[0]
+	w := watchPins(t, ns)
+
+	web := sharedLB(ns, "web", "web-ip")
+	api := sharedLB(ns, "api", "web-ip")
+	api.Spec.Ports[0].Port = 81
+	var wg sync.WaitGroup
+	for _, s := range []*corev1.Service{web, api} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, c.Client.Create(context.Background(), s))
+		}()
+	}
+	wg.Wait()
+
+	var winner, loser string
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		at := getAddr(t, a.Name).Status.AssociatedTo
+		require.NotNil(t, at)
+		winner, loser = at.Name, map[string]string{"web": "api", "api": "web"}[at.Name]
+	}, timeout, tick)
+	assertAssociated(t, ns, winner, "web-ip", a.Spec.Address, a)
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "Service", ns, loser, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, "already attached to Service "+ns+"/"+winner)
+	}, timeout, tick)
+	s := getSvc(t, ns, loser)
+	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
+	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	assert.Empty(t, ingress(s))
+	assert.False(t, w.wasPinned(loser), "the losing Service was never pinned")
+	assert.True(t, w.wasPinned(winner))
+	assertNoEvent(t, "Service", ns, loser, ReasonAssociated)
+	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a.Name).Status.Phase, "no Conflict")
+}
+
+// TestNoFinalizerOnTenantServices: an attached Service carries no driver
+// finalizer, so its deletion never waits for the service controller; the
+// finalizer an earlier version put on a Service is removed; deleting the
+// namespace of an attached Service completes and the address is detached.
+func TestNoFinalizerOnTenantServices(t *testing.T) {
+	ctx := context.Background()
+	class(t, "sim-nofin", "198.51.100.224/28")
+	_, addrs := boundClaim(t, "nofin", "ip", "sim-nofin", iadv1alpha1.FamilyIPv4, "198.51.100.225")
+	create(t, lb("nofin", "web", "ip"))
+	assertAssociated(t, "nofin", "web", "ip", "198.51.100.225", addrs...) // asserts no finalizer
+
+	// An upgrade: the finalizer an earlier version added is removed.
+	s := getSvc(t, "nofin", "web")
+	orig := s.DeepCopy()
+	s.Finalizers = append(s.Finalizers, AssociationFinalizer)
+	require.NoError(t, c.Client.Patch(ctx, s, client.MergeFrom(orig)))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.NotContains(t, getSvc(t, "nofin", "web").Finalizers, AssociationFinalizer)
+	}, timeout, tick)
+
+	// Deleting the namespace completes; the association is cleared.
+	require.NoError(t, c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nofin"}}))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: "nofin"}, &corev1.Namespace{})
+		assert.True(t, apierrors.IsNotFound(err), "the namespace is gone: %v", err)
+		assert.Nil(t, getAddr(t, addrs[0].Name).Status.AssociatedTo)
+	}, timeout, tick)
+}

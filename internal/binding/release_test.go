@@ -1,0 +1,60 @@
+package binding
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func svcWith(policy *corev1.IPFamilyPolicy, fams ...corev1.IPFamily) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilyPolicy: policy, IPFamilies: fams},
+	}
+}
+
+func TestReleasePinValue(t *testing.T) {
+	dual := svcWith(ptr.To(corev1.IPFamilyPolicyRequireDualStack), corev1.IPv4Protocol, corev1.IPv6Protocol)
+	assert.Equal(t, "::", ReleasePinValue(svcWith(nil, corev1.IPv4Protocol)), "a v4 Service gets an address of the other family")
+	assert.Equal(t, "0.0.0.0", ReleasePinValue(svcWith(nil, corev1.IPv6Protocol)))
+	assert.Equal(t, "0.0.0.0", ReleasePinValue(dual), "a dual-stack Service gets a single address")
+	fromClusterIP := svcWith(nil)
+	fromClusterIP.Spec.ClusterIPs = []string{"10.96.0.10"}
+	assert.Equal(t, "::", ReleasePinValue(fromClusterIP), "families fall back to the cluster IPs")
+	// The release pin never asks for a real address and never equals a pin.
+	for _, s := range []*corev1.Service{svcWith(nil, corev1.IPv4Protocol), svcWith(nil, corev1.IPv6Protocol), dual} {
+		ip, err := names.ParseAddress(ReleasePinValue(s))
+		require.NoError(t, err)
+		assert.True(t, ip.IsUnspecified())
+	}
+}
+
+func TestIsReleasePin(t *testing.T) {
+	for v, want := range map[string]bool{"0.0.0.0": true, "::": true, "203.0.113.7": false, "": false, "203.0.113.7,::": false} {
+		assert.Equal(t, want, IsReleasePin(v), v)
+	}
+}
+
+func TestReleaseAndWithdrawnAnnotations(t *testing.T) {
+	shared := map[string]string{
+		"keep": "me", names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
+		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "ip",
+	}
+	released := ReleaseAnnotations(shared, "::")
+	assert.Equal(t, map[string]string{"keep": "me", names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip"}, released,
+		"the release pin replaces the pin, the key goes, the pinned-by marker stays")
+	assert.Equal(t, "203.0.113.7", shared[names.MetalLBLoadBalancerIPs], "the input is not modified")
+	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(released))
+	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(shared))
+
+	hand := map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"}
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"},
+		ReleaseAnnotations(hand, "::"), "a key without the shared-by marker is not the driver's")
+	assert.Equal(t, map[string]string{names.MetalLBAllowSharedIP: "team-a"}, WithdrawnAnnotations(hand))
+}

@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// TestClassEditInUseIsRefused: an edit of a class whose new range leaves out
+// an address attached to a Service is refused, with a Warning naming the
+// address and its claim; the pool keeps its range and the Service its IP.
+func TestClassEditInUseIsRefused(t *testing.T) {
+	f := features.New("class-edit-refused").
+		Assess("a class edit that would drop an address in use is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := newKit(ctx, t, cfg, "edit")
+			k.class("e2e-edit", iadv1alpha1.ReclaimRetain, "198.51.100.64/30")
+			k.claim("ip", "e2e-edit", iadv1alpha1.FamilyIPv4)
+			a := k.bound("ip")[0]
+			k.service("web", "ip")
+			k.attached("web", a)
+
+			k.setClassAddresses("e2e-edit", "198.51.100.68/30")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				msgs := strings.Join(k.events(c, "IPAddressClass", "e2e-edit", "AddressesInUse"), "\n")
+				assert.Contains(c, msgs, a.Name, "the Warning names the address")
+				assert.Contains(c, msgs, "claim edit/ip", "the Warning names the claim")
+				assert.Contains(c, msgs, "Service edit/web", "the Warning names the Service")
+			}, wait, tick, "the class gets a Warning AddressesInUse")
+			assert.Equal(t, []string{"198.51.100.64/30"}, k.poolAddresses("e2e-edit"), "the previous rendering stays")
+			k.attached("web", a)
+			assert.Equal(t, iadv1alpha1.AddressBound, k.address(a.Name).Status.Phase)
+
+			// A change that keeps the address in the range is rendered.
+			k.setClassAddresses("e2e-edit", "198.51.100.64/30", "198.51.100.68/30")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Equal(c, []string{"198.51.100.64/30", "198.51.100.68/30"}, k.poolAddresses("e2e-edit"))
+			}, wait, tick, "a change keeping the address is rendered")
+			k.attached("web", a)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestRevokedAddressIsLostAndComesBack: when MetalLB's configuration loses
+// addresses behind the driver's back (the pool edited, then deleted, by hand
+// while the class controller is down), the held address and the attached
+// one go Lost with Warnings on the address, the claim and the Service; when
+// the class controller repairs the pool they come back Bound, held and
+// attached, with the same IPs.
+func TestRevokedAddressIsLostAndComesBack(t *testing.T) {
+	f := features.New("revoked-lost").
+		Assess("a hand-edited and a hand-deleted pool make addresses Lost until the range returns", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := newKit(ctx, t, cfg, "lost")
+			k.class("e2e-lost", iadv1alpha1.ReclaimRetain, "198.51.100.72/30")
+			k.claim("held", "e2e-lost", iadv1alpha1.FamilyIPv4)
+			held := k.bound("held")[0]
+			k.held(held, iadv1alpha1.AddressBound)
+			k.claim("used", "e2e-lost", iadv1alpha1.FamilyIPv4)
+			used := k.bound("used")[0]
+			k.service("web", "used")
+			k.attached("web", used)
+
+			restart, err := k.fleet.stopAll(ctx, "class")
+			require.NoError(t, err)
+			restarted := false
+			t.Cleanup(func() {
+				if !restarted {
+					_ = restart()
+				}
+			})
+
+			// Edited by hand: the range no longer contains the addresses.
+			pool := &metallbv1beta1.IPAddressPool{}
+			require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e-lost")}, pool))
+			patch := client.MergeFrom(pool.DeepCopy())
+			pool.Spec.Addresses = []string{"198.51.100.120/30"}
+			require.NoError(t, k.k.Patch(ctx, pool, patch))
+			k.lost(held, "held", "")
+			k.lost(used, "used", "web")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Empty(c, k.ingressOf("web"), "MetalLB took the address from the Service")
+			}, wait, tick)
+
+			// Deleted by hand: still Lost, for another reason.
+			require.NoError(t, k.k.Delete(ctx, pool))
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				a := k.address(held.Name)
+				assert.Equal(c, iadv1alpha1.AddressLost, a.Status.Phase)
+				assert.Contains(c, conditionReason(a, "Lost"), "PoolMissing")
+			}, wait, tick, "the address is Lost because the pool is missing")
+
+			// The class controller comes back and re-renders the pool: both
+			// addresses recover with the same IPs.
+			restarted = true
+			require.NoError(t, restart())
+			k.held(held, iadv1alpha1.AddressBound)
+			k.attached("web", used)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.NotEmpty(c, k.events(c, "IPAddress", held.Name, "AddressRecovered"))
+				assert.NotEmpty(c, k.events(c, "IPAddressClaim", "used", "AddressRecovered"))
+				assert.NotEmpty(c, k.events(c, "Service", "web", "AddressRecovered"))
+			}, wait, tick, "the recovery is told on the address, the claim and the Service")
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestDeletedClassLosesAddresses: deleting a class that still has a live
+// address makes it Lost (reason ClassDeleted), told on the address and the
+// claim; recreating the class with the range brings it back, held, with the
+// same IP.
+func TestDeletedClassLosesAddresses(t *testing.T) {
+	f := features.New("class-deleted").
+		Assess("deleting a class with live addresses makes them Lost until it returns", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := newKit(ctx, t, cfg, "gone")
+			k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
+			k.claim("ip", "e2e-gone", iadv1alpha1.FamilyIPv4)
+			a := k.bound("ip")[0]
+			k.held(a, iadv1alpha1.AddressBound)
+
+			require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gone"}}))
+			k.lost(a, "ip", "")
+			assert.Contains(t, conditionReason(k.address(a.Name), "Lost"), "ClassDeleted")
+
+			k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
+			k.held(a, iadv1alpha1.AddressBound)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestPendingClaimDuringGap: a one-address class; claim A attached to a
+// Service that takes the gap handoff (externalTrafficPolicy Local); claim B
+// waits with PoolExhausted. Detaching A leaves the IP unheld for a moment,
+// and MetalLB hands it to B's placeholder: the driver gives it back instead
+// of fighting over it. A ends held again with its IP, B stays Pending with
+// PoolExhausted, and nothing is rewritten afterwards.
+func TestPendingClaimDuringGap(t *testing.T) {
+	f := features.New("pending-claim-gap").
+		Assess("a pending claim never takes a ledger address during a gap", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			k := newKit(ctx, t, cfg, "gap")
+			k.class("e2e-gap", iadv1alpha1.ReclaimRetain, "198.51.100.90/32")
+			k.claim("a", "e2e-gap", iadv1alpha1.FamilyIPv4)
+			a := k.bound("a")[0]
+			k.held(a, iadv1alpha1.AddressBound)
+			k.localService("web", "a")
+			k.attached("web", a)
+
+			k.claim("b", "e2e-gap", iadv1alpha1.FamilyIPv4)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.NotEmpty(c, k.events(c, "IPAddressClaim", "b", "PoolExhausted"))
+			}, wait, tick, "claim b waits with PoolExhausted")
+
+			k.unannotate("web")
+			k.held(a, iadv1alpha1.AddressBound)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				b := &iadv1alpha1.IPAddressClaim{}
+				require.NoError(c, k.k.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: "b"}, b))
+				assert.Equal(c, iadv1alpha1.ClaimPending, b.Status.Phase)
+				addr := k.address(a.Name)
+				assert.Equal(c, "gap", addr.Spec.ClaimRef.Namespace)
+				assert.Equal(c, "a", addr.Spec.ClaimRef.Name)
+				assert.Equal(c, []string{a.Address}, k.placeholderIngress(a.Name), "A's own placeholder holds its IP")
+			}, wait, tick, "A is held again and B stays Pending")
+			t.Logf("claim b: %v", k.events(t, "IPAddressClaim", "b", "LedgerAddressReturned"))
+			k.quiet(cfg, "e2e-gap", 4*time.Second)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// setClassAddresses replaces a class's addresses.
+func (k *kit) setClassAddresses(name string, addresses ...string) {
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		c := &iadv1alpha1.IPAddressClass{}
+		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Name: name}, c))
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(`{"addresses":["%s"]}`, strings.Join(addresses, `","`)))}
+		require.NoError(t, k.k.Update(k.ctx, c))
+	}, wait, tick)
+}
+
+func (k *kit) poolAddresses(class string) []string {
+	p := &metallbv1beta1.IPAddressPool{}
+	require.NoError(k.t, k.k.Get(k.ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)}, p))
+	return p.Spec.Addresses
+}
+
+// lost waits until the address is Lost with Warning AddressLost Events on
+// it, on its claim and, when svc is set, on the Service.
+func (k *kit) lost(a iadv1alpha1.ClaimedAddress, claim, svc string) {
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		assert.Equal(t, iadv1alpha1.AddressLost, k.address(a.Name).Status.Phase)
+		assert.NotEmpty(t, k.events(t, "IPAddress", a.Name, "AddressLost"), "on the address")
+		assert.NotEmpty(t, k.events(t, "IPAddressClaim", claim, "AddressLost"), "on the claim")
+		if svc != "" {
+			assert.NotEmpty(t, k.events(t, "Service", svc, "AddressLost"), "on the Service")
+		}
+	}, wait, tick, "%s (%s) goes Lost, told on the address, the claim and the Service", a.Name, a.Address)
+}
+
+func conditionReason(a *iadv1alpha1.IPAddress, typ string) string {
+	for _, c := range a.Status.Conditions {
+		if c.Type == typ {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// localService creates a LoadBalancer Service with externalTrafficPolicy
+// Local (it cannot share an IP with a placeholder: the gap handoff)
+// annotated with a claim.
+func (k *kit) localService(name, claim string) {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Annotations: map[string]string{iadv1alpha1.ServiceClaimAnnotation: claim}},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Selector:              map[string]string{"app": name},
+			Ports:                 []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	require.NoError(k.t, k.k.Create(k.ctx, s))
+}
+
+// placeholderIngress is what MetalLB assigned to the placeholders labelled
+// with the address.
+func (k *kit) placeholderIngress(address string) []string {
+	list := &corev1.ServiceList{}
+	require.NoError(k.t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
+		client.MatchingLabels{names.LabelAddress: address}))
+	var out []string
+	for i := range list.Items {
+		out = append(out, ingress(&list.Items[i])...)
+	}
+	return out
+}
+
+// quiet watches, for d, the IPAddresses and placeholders of a class and the
+// claims and Services of the kit's namespace, and fails on any change: once
+// the story has converged, no controller rewrites anything.
+func (k *kit) quiet(cfg *envconf.Config, class string, d time.Duration) {
+	k.t.Helper()
+	wc, err := client.NewWithWatch(cfg.Client().RESTConfig(), client.Options{Scheme: bootstrap.Scheme()})
+	require.NoError(k.t, err)
+	type target struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}
+	targets := []target{
+		{&iadv1alpha1.IPAddressList{}, nil},
+		{&iadv1alpha1.IPAddressClaimList{}, []client.ListOption{client.InNamespace(k.ns)}},
+		{&corev1.ServiceList{}, []client.ListOption{client.InNamespace(k.ns)}},
+		{&corev1.ServiceList{}, []client.ListOption{client.InNamespace(k.fleet.placeholderNamespace())}},
+	}
+	ctx, cancel := context.WithTimeout(k.ctx, d)
+	defer cancel()
+	var mu sync.Mutex
+	var seen []string
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		require.NoError(k.t, wc.List(ctx, tg.list, tg.opts...))
+		rv := tg.list.(metav1.ListInterface).GetResourceVersion()
+		w, err := wc.Watch(ctx, tg.list, append(tg.opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
+		require.NoError(k.t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					if o, ok := ev.Object.(client.Object); ok && ev.Type != watch.Bookmark && ev.Type != watch.Error && ofClass(o, k.ns, class) {
+						mu.Lock()
+						seen = append(seen, fmt.Sprintf("%s %T %s/%s rv %s", ev.Type, o, o.GetNamespace(), o.GetName(), o.GetResourceVersion()))
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	assert.Empty(k.t, seen, "nothing is rewritten once the story has converged")
+}
+
+// ofClass reports whether a watched object belongs to the story of a class:
+// its IPAddresses, the placeholders drawing from its pool, and anything in
+// the story's namespace.
+func ofClass(o client.Object, ns, class string) bool {
+	switch v := o.(type) {
+	case *iadv1alpha1.IPAddress:
+		return v.Spec.ClassName == class
+	case *corev1.Service:
+		return v.Namespace == ns || v.Annotations[names.AnnotationClass] == class
+	}
+	return true
+}
