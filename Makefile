@@ -63,7 +63,11 @@ test-e2e: tools ## The full local e2e suite: restart and failover features repea
 
 .PHONY: soak
 soak: tools ## The long chaos soak (SOAK_OPS, SOAK_KILLS, SOAK_API_RESTARTS, SOAK_SEED, SOAK_DURATION, SOAK_CONVERGE override).
-	SOAK_LONG=1 go test -count=1 -v -run '^TestSoak$$' -timeout 120m ./test/soak/
+	SOAK=1 SOAK_LONG=1 go test -count=1 -v -run '^TestSoak$$' -timeout 120m ./test/soak/
+
+.PHONY: soak-short
+soak-short: tools ## The short chaos soak (250 operations, 6 kills, 1 API server restart); not yet part of make test.
+	SOAK=1 go test -count=1 -v -run '^TestSoak$$' -timeout 30m ./test/soak/
 
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.

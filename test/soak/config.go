@@ -7,7 +7,8 @@
 // system has converged. Every check and every violation is counted and
 // printed.
 //
-// The short form runs in `make test`; `make soak` runs the long form. The
+// The soak runs only with SOAK=1: `make soak-short` runs the short form,
+// `make soak` the long form; `make test` runs neither yet. The
 // seed is printed first: SOAK_SEED replays the same mix of operations and
 // faults (the cluster's own timing is never replayed exactly).
 package soak
@@ -44,7 +45,7 @@ type Config struct {
 	Quiet time.Duration
 }
 
-// Short is the form `make test` runs: a few hundred operations.
+// Short is the form `make soak-short` runs: a few hundred operations.
 func Short() Config {
 	return Config{Seed: time.Now().UnixNano() % 1_000_000, Ops: 250, Kills: 6, APIRestarts: 1,
 		Duration: 75 * time.Second, Converge: 90 * time.Second, Grace: 10 * time.Second, Quiet: 10 * time.Second}
