@@ -45,21 +45,34 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	} else {
 		c.apiserver.Kill()
 	}
-	c.apiRestarts++
-	p, err := StartProcess(c.Dir, fmt.Sprintf("kube-apiserver-%d", c.apiRestarts), c.apiArgs[0], c.apiArgs[1:]...)
-	if err != nil {
-		return err
-	}
-	c.apiserver = p
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
+	var p *Process
+	start := func() (err error) {
+		c.apiRestarts++
+		if p, err = StartProcess(c.Dir, fmt.Sprintf("kube-apiserver-%d", c.apiRestarts), c.apiArgs[0], c.apiArgs[1:]...); err == nil {
+			c.apiserver = p
+		}
+		return err
+	}
+	if err := start(); err != nil {
+		return err
+	}
 	for {
 		err := c.Client.Get(wctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
 		if err == nil {
 			return nil
 		}
 		if p.Exited() {
-			return fmt.Errorf("kube-apiserver exited after a restart; see %s", p.LogPath)
+			// The port is free only while nothing else binds it: until then
+			// a socket still bound to it (an outgoing connection that drew
+			// it as its ephemeral port) makes the listen fail; try again.
+			if !portInUse(p.LogPath) {
+				return fmt.Errorf("kube-apiserver exited after a restart; see %s", p.LogPath)
+			}
+			if err := start(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-wctx.Done():
@@ -67,6 +80,12 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// portInUse reports whether a kube-apiserver log says its port was taken.
+func portInUse(logPath string) bool {
+	b, err := os.ReadFile(logPath)
+	return err == nil && bytes.Contains(b, []byte("address already in use"))
 }
 
 // childRunning returns the pid of this process's child running the binary path.
