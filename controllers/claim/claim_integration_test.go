@@ -524,6 +524,43 @@ func TestPoolNotReady(t *testing.T) {
 	assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
 }
 
+// TestMetalLBDownWhileClaimsArrive: claims that arrive while the MetalLB
+// controller is down wait, Pending, with an Event saying so and nothing
+// recorded; once MetalLB is back every family is recorded exactly once.
+func TestMetalLBDownWhileClaimsArrive(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, iadv1alpha1.ReclaimDelete, "10.10.13.0/30", "fd00:10:13::/126")
+	clu.StopMetalLB()
+	t.Cleanup(func() {
+		if clu.MetalLB().Exited() {
+			_ = clu.StartMetalLB(ctx)
+		}
+	})
+	v4 := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	dual := claim(t, ns, cl, iadv1alpha1.FamilyDual, names.Provisioner)
+	for _, c := range []*iadv1alpha1.IPAddressClaim{v4, dual} {
+		ev := eventually(t, c, ReasonWaitingForMetalLB)
+		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
+		assert.Contains(t, ev.Message, "Waiting for MetalLB to assign")
+	}
+	// Nothing can be assigned while MetalLB is down: placeholders wait
+	// without an address and nothing is recorded.
+	assert.Empty(t, addressesOf(t, v4))
+	assert.Empty(t, addressesOf(t, dual))
+	for _, ph := range append(placeholdersOf(t, v4), placeholdersOf(t, dual)...) {
+		assert.Empty(t, ph.Status.LoadBalancer.Ingress, "placeholder %s", ph.Name)
+	}
+
+	require.NoError(t, clu.StartMetalLB(ctx))
+	recorded(t, v4, iadv1alpha1.FamilyIPv4)
+	recorded(t, dual, iadv1alpha1.FamilyIPv4)
+	recorded(t, dual, iadv1alpha1.FamilyIPv6)
+	assert.Len(t, addressesOf(t, v4), 1)
+	assert.Len(t, placeholdersOf(t, v4), 1)
+	assert.Len(t, addressesOf(t, dual), 2)
+	assert.Len(t, placeholdersOf(t, dual), 2)
+}
+
 // TestOrphanedPlaceholders: allocation placeholders whose claim is gone go,
 // unless they back an IPAddress.
 func TestOrphanedPlaceholders(t *testing.T) {

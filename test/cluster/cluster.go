@@ -81,6 +81,13 @@ type Cluster struct {
 	metallb *Process
 	ownDir  bool
 
+	// apiserver is kube-apiserver once RestartAPIServer replaced envtest's
+	// process with one of ours, started with apiArgs.
+	apiMu       sync.Mutex
+	apiserver   *Process
+	apiArgs     []string
+	apiRestarts int
+
 	// MetalLBLogLevel is the log level StartMetalLB gives the MetalLB
 	// controller: $METALLB_IAD_METALLB_LOG_LEVEL, "warn" when empty. At
 	// "info" it logs each full pass over every Service ("reprocessAll").
@@ -309,6 +316,9 @@ func (c *Cluster) Stop() {
 		close(c.stopSig)
 		c.metallb.Stop(5 * time.Second)
 		c.kcm.Stop(5 * time.Second)
+		c.apiMu.Lock()
+		c.apiserver.Stop(10 * time.Second)
+		c.apiMu.Unlock()
 		if c.env != nil {
 			_ = c.env.Stop()
 		}

@@ -37,11 +37,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
 )
 
 const tenant = "tenant-a"
@@ -95,46 +93,19 @@ func run(ctx context.Context, keep bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller)")
+	step("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, MetalLB controller),")
+	say("the reference core and the four driver binaries, each as its own ServiceAccount")
 	t0 := time.Now()
 	// The demo handles SIGINT and SIGTERM itself, to stop cleanly with status 0.
-	c, err := cluster.Start(ctx, cluster.Options{NoSignalHandler: true})
+	s, err := cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{NoSignalHandler: true}})
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
+	defer s.Stop()
+	c := s.Cluster
 	say("up in %s; admin kubeconfig: %s", time.Since(t0).Round(time.Millisecond), c.Kubeconfig)
-
-	step("Starting the reference core and the four driver binaries, each as its own ServiceAccount")
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return err
-	}
-	binDir, err := os.MkdirTemp("", "metallb-iad-demo-bin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(binDir)
-	if err := cluster.BuildDriver(binDir); err != nil {
-		return err
-	}
-	if err := startCore(ctx, c); err != nil {
-		return err
-	}
-	drivers := map[string]*cluster.Driver{}
 	for _, name := range cluster.Controllers {
-		d, err := c.StartDriver(ctx, binDir, name)
-		if err != nil {
-			return err
-		}
-		defer d.Stop(10 * time.Second)
-		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-		err = d.WaitReady(rctx)
-		rcancel()
-		if err != nil {
-			return err
-		}
-		drivers[name] = d
-		say("%-9s ready, lease %s, logs %s", name, names.LeaseID(name), d.LogPath)
+		say("%-9s ready, lease %s, logs %s", name, names.LeaseID(name), s.Replicas(name)[0].LogPath)
 	}
 
 	k := c.Client
@@ -265,7 +236,7 @@ func run(ctx context.Context, keep bool) error {
 	hints := [][2]string{
 		{fmt.Sprintf("kubectl describe ipaddressclaim -n %s %s", tenant, pending), "why a claim is Pending: its conditions and Events"},
 		{"kubectl get ipaddresses.local.sdn.cozystack.io", "every address, its claim and the Service it is attached to"},
-		{fmt.Sprintf("curl -s http://%s/metrics | grep '^metallb_iad_'", drivers["ipaddress"].MetricsAddr), "the ipaddress controller's metrics"},
+		{fmt.Sprintf("curl -s http://%s/metrics | grep '^metallb_iad_'", s.Replicas("ipaddress")[0].MetricsAddr), "the ipaddress controller's metrics"},
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, h := range hints {
@@ -383,24 +354,6 @@ func waitFor(ctx context.Context, what string, cond func() (bool, error)) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func startCore(ctx context.Context, c *cluster.Cluster) error {
-	mgr, err := bootstrap.NewManager(c.Config, &bootstrap.Options{
-		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
-	if err != nil {
-		return err
-	}
-	if err := core.Setup(ctx, mgr); err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "reference core:", err)
-		}
-	}()
-	return nil
 }
 
 // tables prints what a person would look at with kubectl: claims, addresses

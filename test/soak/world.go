@@ -1,0 +1,89 @@
+package soak
+
+import (
+	"fmt"
+	"net/netip"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Namespaces the soak writes to: tenants' Services and claims, and the
+// admin's rogue Services.
+var (
+	Tenants = []string{"soak-a", "soak-b"}
+	Rogue   = "soak-rogue"
+)
+
+// class is one IPAddressClass of the soak. Its ranges are small so pools
+// run out and claims wait. Editable classes switch between a wide form and
+// a narrow one that would drop the top half of each range.
+type class struct {
+	Name     string
+	Reclaim  iadv1alpha1.ReclaimPolicy
+	V4, V6   string // first address of the wide ranges
+	Wide     int    // addresses per family in the wide form
+	Narrow   int    // addresses per family in the narrow form (0: not editable)
+	Editable bool
+}
+
+// Classes are the soak's classes; every one serves both families, so Dual
+// claims can be served by each.
+var Classes = []class{
+	{Name: "soak-retain", Reclaim: iadv1alpha1.ReclaimRetain, V4: "10.77.0.0", V6: "fd00:77::", Wide: 8},
+	{Name: "soak-delete", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.1.0", V6: "fd00:77:1::", Wide: 8},
+	{Name: "soak-edit", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.2.0", V6: "fd00:77:2::", Wide: 8, Narrow: 4, Editable: true},
+}
+
+// Ranges returns the class's MetalLB ranges holding n addresses per family.
+func (c class) Ranges(n int) []string {
+	var out []string
+	for _, first := range []string{c.V4, c.V6} {
+		a := netip.MustParseAddr(first)
+		last := a
+		for i := 1; i < n; i++ {
+			last = last.Next()
+		}
+		out = append(out, fmt.Sprintf("%s-%s", a, last))
+	}
+	return out
+}
+
+// Object is the class with n addresses per family.
+func (c class) Object(n int) *iadv1alpha1.IPAddressClass {
+	params := fmt.Sprintf(`{"addresses":[%q,%q]}`, c.Ranges(n)[0], c.Ranges(n)[1])
+	return &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name},
+		Spec: iadv1alpha1.IPAddressClassSpec{
+			Provisioner:   names.Provisioner,
+			ReclaimPolicy: c.Reclaim,
+			Parameters:    &apiextensionsv1.JSON{Raw: []byte(params)},
+		},
+	}
+}
+
+// Universe reports whether ip lies in a range any soak class ever has: the
+// IPs the invariants are about.
+func Universe(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, c := range Classes {
+		for _, first := range []string{c.V4, c.V6} {
+			lo := netip.MustParseAddr(first)
+			hi := lo
+			for i := 1; i < c.Wide; i++ {
+				hi = hi.Next()
+			}
+			if a.BitLen() == lo.BitLen() && a.Compare(lo) >= 0 && a.Compare(hi) <= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
