@@ -32,8 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // ControllerName is the IPAddress controller's name, in logs and metrics.
@@ -146,7 +148,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if a.DeletionTimestamp != nil {
 		r.states.forget(a.Name)
-		return retryOnConflict(r.teardown(ctx, a))
+		res, err := r.teardown(ctx, a)
+		return patch.OnConflict(ctx, retryAfter, res, err)
 	}
 
 	class, err := r.class(ctx, a.Spec.ClassName)
@@ -158,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if err := r.ensureFinalizer(ctx, a); err != nil {
-		return retryOnConflict(ctrl.Result{}, err)
+		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 	}
 
 	s, err := r.newScope(ctx, a)
@@ -175,24 +178,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} {
 		sr, err := step(ctx, s)
 		if err != nil {
-			return retryOnConflict(ctrl.Result{}, err)
+			return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 		}
 		res = earliest(res, sr)
 	}
 	if err := r.patchStatus(ctx, s); err != nil {
-		return retryOnConflict(ctrl.Result{}, err)
+		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 	}
 	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
 	return res, nil
-}
-
-// retryOnConflict turns an optimistic-lock conflict into a quiet retry: the
-// object changed under us and the next pass re-derives everything.
-func retryOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
-	}
-	return res, err
 }
 
 // earliest combines two results, keeping the sooner requeue.
@@ -256,7 +250,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		}
 	}
 	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
-	for _, ip := range index.IngressIPs(svc) {
+	for _, ip := range binding.IngressIPs(svc) {
 		lookups = append(lookups, client.MatchingFields{index.AddressByIP: ip})
 	}
 	for _, m := range lookups {

@@ -323,14 +323,24 @@ func TestAuthorized(t *testing.T) {
 func TestUnauthorizedHolders(t *testing.T) {
 	const ip = "192.0.2.7"
 	a := associated(bound(address("a", ip), "t", "c"), "t", "web")
+	placeholder := svc(phNS, "hold-a", "", ip)
+	placeholder.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+	forged := svc("intruder", "forged", "", ip)
+	forged.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
 	holders := []corev1.Service{
-		svc(phNS, "anything-in-the-placeholder-namespace", "", ip),
+		placeholder,
 		svc("t", "web", "", ip),
 		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c"),
 		svc("intruder", "web", ip, ip),
 		svc("t", "plain", "", ip),
+		// Not the driver's: the same rule as the Service controller's
+		// conflict detection (binding.Exempt), or the address would flip
+		// between Conflict and recovery.
+		svc(phNS, "unlabelled-in-the-placeholder-namespace", "", ip),
+		forged,
 	}
-	assert.Equal(t, []string{"intruder/web", "t/plain"}, svcNames(unauthorizedHolders(a, holders, phNS)))
+	assert.Equal(t, []string{"intruder/web", "t/plain", phNS + "/unlabelled-in-the-placeholder-namespace", "intruder/forged"},
+		svcNames(unauthorizedHolders(a, holders, phNS)))
 	assert.Empty(t, unauthorizedHolders(a, holders[:3], phNS))
 }
 

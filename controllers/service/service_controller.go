@@ -39,8 +39,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // RecorderName is the component name on the controller's Events.
@@ -93,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.verdicts.forget(req.NamespacedName)
 			r.imports.forget(req.NamespacedName)
-			return quiet(r.forget(ctx, req.NamespacedName))
+			return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
 	}
@@ -102,17 +104,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// deleted, so it is removed wherever it is found (an upgrade clears
 	// every Service on the controller's first pass over it).
 	if gone, err := r.removeFinalizer(ctx, svc); err != nil || gone {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	s, err := r.observe(ctx, svc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if goOn, err := r.importFirst(ctx, s); err != nil || !goOn {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	if err := r.detectConflicts(ctx, s); err != nil {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 
 	v := Decide(s.situation())
@@ -126,21 +128,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch v.Action {
 	case Associate:
-		return quiet(r.associate(ctx, s))
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.associate(ctx, s))
 	case Detach:
 		r.handoffs.forget(req.NamespacedName)
 		_, err := r.detach(ctx, s, s.mine, true)
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// quiet turns a lost optimistic-concurrency race into a quick, silent retry.
-func quiet(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
 }
 
 // SetupWithManager registers the indexes the controller reads and the
@@ -176,11 +170,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // addresses again. The handler calls it with the old and the new object.
 func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) []reconcile.Request {
 	ph, ok := o.(*corev1.Service)
-	if !ok || !Exempt(ph, r.PlaceholderNamespace) {
+	if !ok || !binding.Exempt(ph, r.PlaceholderNamespace) {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, ip := range index.IngressIPs(ph) {
+	for _, ip := range binding.IngressIPs(ph) {
 		for _, req := range r.servicesByIndex(ctx, index.ServiceByIngressIP, ip) {
 			if req.Namespace != r.PlaceholderNamespace {
 				reqs = append(reqs, req)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -96,7 +97,7 @@ var All = []Indexer{
 		return nil
 	}},
 	{&corev1.Service{}, ServiceByIngressIP, func(o client.Object) []string {
-		return IngressIPs(o.(*corev1.Service))
+		return binding.IngressIPs(o.(*corev1.Service))
 	}},
 	{&corev1.Service{}, ServiceByPinnedIP, func(o client.Object) []string {
 		return names.SplitIPs(o.GetAnnotations()[names.MetalLBLoadBalancerIPs])
@@ -134,17 +135,6 @@ var All = []Indexer{
 		}
 		return nil
 	}},
-}
-
-// IngressIPs returns the canonical IPs of a Service's load-balancer ingress.
-func IngressIPs(s *corev1.Service) []string {
-	var out []string
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		if ip, err := names.ParseAddress(in.IP); err == nil {
-			out = append(out, ip.String())
-		}
-	}
-	return out
 }
 
 // Register adds the named indexes to a manager's cache. Each controller
