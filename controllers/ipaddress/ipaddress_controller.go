@@ -36,6 +36,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
 // ControllerName is the IPAddress controller's name, in logs and metrics.
@@ -79,15 +80,13 @@ type Reconciler struct {
 // manager with. The controller must see Services in every namespace (a
 // workload named by associatedTo, and any Service holding or pinned to an
 // address), so Services are not narrowed by namespace; instead the cache
-// keeps of each Service only what the controller reads: metadata (without
-// managedFields), spec.type, the IP families and status. Code reading Services from this
-// cache must therefore never write a whole Service back; it only patches.
+// keeps of each Service only what the controllers read (servicecache.Trim).
+// Code reading Services from this cache must therefore never write a whole
+// Service back; it only patches.
 // placeholderNamespace is accepted for symmetry with the other controllers.
 func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
 	_ = placeholderNamespace
-	return map[client.Object]cache.ByObject{
-		&corev1.Service{}: {Transform: slimService},
-	}
+	return servicecache.Options()
 }
 
 // DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
@@ -100,23 +99,6 @@ func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject 
 	return map[client.Object]cache.ByObject{
 		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
-}
-
-// slimService is the cache transform for Services: it drops managedFields
-// and everything of the spec but its type and IP families.
-func slimService(obj any) (any, error) {
-	s, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, Status: s.Status}
-	out.ManagedFields = nil
-	out.Spec.Type = s.Spec.Type
-	// The families decide the release pin (binding.ReleasePinValue), which
-	// must be the same value the Service controller computes.
-	out.Spec.IPFamilies = s.Spec.IPFamilies
-	out.Spec.ClusterIPs = s.Spec.ClusterIPs
-	return out, nil
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch

@@ -526,28 +526,6 @@ func TestConflictSettling(t *testing.T) {
 	assert.Zero(t, conflictSettling(a, now), "condition False")
 }
 
-func TestSlimService(t *testing.T) {
-	in := svc("t", "web", "192.0.2.7", "192.0.2.7", iadv1alpha1.ServiceClaimAnnotation, "c")
-	in.Labels = map[string]string{"app": "web"}
-	in.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	in.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
-		Ports: []corev1.ServicePort{{Port: 80}}, ClusterIP: "10.96.0.10"}
-	out, err := slimService(&in)
-	require.NoError(t, err)
-	got := out.(*corev1.Service)
-	assert.Equal(t, in.Annotations, got.Annotations)
-	assert.Equal(t, in.Labels, got.Labels)
-	assert.Equal(t, in.Status, got.Status)
-	assert.Nil(t, got.ManagedFields)
-	assert.Equal(t, corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, got.Spec)
-	assert.NotNil(t, in.ManagedFields, "the input is not modified")
-
-	other := "not a service"
-	kept, err := slimService(other)
-	require.NoError(t, err)
-	assert.Equal(t, other, kept)
-}
-
 func TestAddressStatesGauge(t *testing.T) {
 	var st addressStates
 	g := func(class, state string) float64 {

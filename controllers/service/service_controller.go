@@ -26,7 +26,6 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +42,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
 // RecorderName is the component name on the controller's Events.
@@ -222,73 +222,13 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 }
 
 // CacheOptions narrows what the controller's cache keeps of each Service to
-// the fields it reads (see TrimService). Pass it to bootstrap.NewManager.
+// the fields it reads (see servicecache.Trim). Pass it to bootstrap.NewManager.
 // The class pools are read only in the MetalLB namespace.
 func CacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Service{}:               {Transform: TrimService},
+		&corev1.Service{}:               {Transform: servicecache.Trim},
 		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
-}
-
-// lastApplied is kubectl's copy of the applied manifest, often the largest
-// annotation on a Service; the controller never reads it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// TrimService is a cache transform that keeps only what the controller reads
-// of a Service: identity, labels, annotations (without kubectl's
-// last-applied copy), finalizers, deletion, type, IP families, cluster IPs,
-// spec.loadBalancerIP, the ports' names, protocols and numbers, the external
-// traffic policy (both decide whether the Service can share an address with
-// a placeholder) and the load-balancer status. The controller only ever
-// patches Services, so the fields dropped here are never written back.
-func TrimService(o any) (any, error) {
-	svc, ok := o.(*corev1.Service)
-	if !ok {
-		return o, nil
-	}
-	ann := svc.Annotations
-	if _, ok := ann[lastApplied]; ok {
-		ann = make(map[string]string, len(svc.Annotations))
-		for k, v := range svc.Annotations {
-			if k != lastApplied {
-				ann[k] = v
-			}
-		}
-	}
-	var ports []corev1.ServicePort
-	if len(svc.Spec.Ports) > 0 {
-		ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
-		for i, p := range svc.Spec.Ports {
-			ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
-		}
-	}
-	return &corev1.Service{
-		TypeMeta: svc.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              svc.Name,
-			Namespace:         svc.Namespace,
-			UID:               svc.UID,
-			ResourceVersion:   svc.ResourceVersion,
-			Generation:        svc.Generation,
-			CreationTimestamp: svc.CreationTimestamp,
-			DeletionTimestamp: svc.DeletionTimestamp,
-			Labels:            svc.Labels,
-			Annotations:       ann,
-			Finalizers:        svc.Finalizers,
-		},
-		Spec: corev1.ServiceSpec{
-			Type:                  svc.Spec.Type,
-			ClusterIP:             svc.Spec.ClusterIP,
-			ClusterIPs:            svc.Spec.ClusterIPs,
-			IPFamilies:            svc.Spec.IPFamilies,
-			IPFamilyPolicy:        svc.Spec.IPFamilyPolicy,
-			LoadBalancerIP:        svc.Spec.LoadBalancerIP,
-			Ports:                 ports,
-			ExternalTrafficPolicy: svc.Spec.ExternalTrafficPolicy,
-		},
-		Status: corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer},
-	}, nil
 }
 
 // verdicts remembers, per Service, the last verdict Event recorded, so each

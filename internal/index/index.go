@@ -5,6 +5,7 @@ package index
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -138,19 +139,39 @@ var All = []Indexer{
 }
 
 // Register adds the named indexes to a manager's cache. Each controller
-// registers only the ones it uses, so its cache holds no index it never reads.
+// registers only the ones it uses, so its cache holds no index it never
+// reads. It is idempotent per manager: an index that an earlier call
+// registered on the same manager (another controller, or the test core,
+// sharing it) is already there and is not registered again, since the
+// definitions here are the only ones.
 func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
+	indexer := mgr.GetFieldIndexer()
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	done := registered[indexer]
+	if done == nil {
+		done = map[string]bool{}
+		registered[indexer] = done
+	}
 	want := map[string]bool{}
 	for _, f := range fields {
 		want[f] = true
 	}
 	for _, ix := range All {
-		if !want[ix.Field] {
+		if !want[ix.Field] || done[ix.Field] {
 			continue
 		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
+		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
 			return err
 		}
+		done[ix.Field] = true
 	}
 	return nil
 }
+
+// registered records, per manager (its field indexer), the indexes
+// Register added to it.
+var (
+	registeredMu sync.Mutex
+	registered   = map[client.FieldIndexer]map[string]bool{}
+)
