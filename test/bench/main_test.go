@@ -119,11 +119,8 @@ func start() (e *env, err error) {
 	if err = cluster.BuildDriver(e.binDir); err != nil {
 		return e, err
 	}
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0"}, nil)
+	mgr, err := core.NewManager(cfg)
 	if err != nil {
-		return e, err
-	}
-	if err = core.Setup(ctx, mgr); err != nil {
 		return e, err
 	}
 	go func() { _ = mgr.Start(ctx) }()
