@@ -27,7 +27,7 @@ import (
 // controller and the IPAddress controller (the latter two as their own
 // ServiceAccounts), beside the suite's service controller; heldPartner
 // stays out of the way.
-func startDriver(t *testing.T) {
+func startDriver(t testing.TB) {
 	t.Helper()
 	pausePartner(t)
 	cluster.StartController(t, core.Controller, c.Config, placeholderNS)

@@ -46,7 +46,7 @@ var (
 )
 
 // pausePartner stops heldPartner for the rest of the test.
-func pausePartner(t *testing.T) {
+func pausePartner(t testing.TB) {
 	partnerPaused.Store(true)
 	t.Cleanup(func() { partnerPaused.Store(false) })
 }
@@ -170,7 +170,7 @@ func boundClaim(t *testing.T, ns, name, className string, family iadv1alpha1.IPF
 	return claim, bind(t, claim, nil, ips...)
 }
 
-func createClaim(t *testing.T, ns, name, className string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
+func createClaim(t testing.TB, ns, name, className string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
 	t.Helper()
 	require.NoError(t, c.EnsureNamespace(context.Background(), ns))
 	claim := &iadv1alpha1.IPAddressClaim{
