@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.associate(ctx, s))
 	case Detach:
 		r.handoffs.forget(req.NamespacedName)
-		_, err := r.detach(ctx, s, s.mine, true)
+		_, err := r.detachAll(ctx, s)
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	return ctrl.Result{}, nil

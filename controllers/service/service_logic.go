@@ -265,6 +265,21 @@ func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
 	return ModeShared, ""
 }
 
+// DetachMode chooses the handoff that detaches a Service from addresses
+// with the canonical ips and sharing key: the shared handoff (a placeholder
+// takes the addresses back beside the Service, which keeps them until it
+// is released) when the addresses are kept (not given up), the Service
+// holds them, carries the driver's sharing key, that key is the
+// addresses' key, and nothing else keeps it from sharing (ShareProblem);
+// the gap handoff otherwise.
+func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) string {
+	if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) &&
+		svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+		return ModeShared
+	}
+	return ModeGap
+}
+
 // SharingKeyOf is the sharing key common to addrs (binding.SharingKey);
 // "" when there are none or they disagree.
 func SharingKeyOf(addrs []*iadv1alpha1.IPAddress) string {

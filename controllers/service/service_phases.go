@@ -293,7 +293,7 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		}
 	}
 	if len(stale) > 0 {
-		if done, err := r.detach(ctx, s, stale, false); err != nil || !done {
+		if done, err := r.detachStale(ctx, s, stale); err != nil || !done {
 			return err
 		}
 	}
@@ -501,10 +501,10 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 	return true, nil
 }
 
-// detach reverses the handoff for addrs (the addresses the Service holds or
-// is associated with that it should not be). Each step re-converges after
-// a crash. While the driver's pin is on the Service and it is not being
-// deleted:
+// Detaching reverses the handoff for some addresses (the addresses the
+// Service holds or is associated with that it should not be). Each step
+// re-converges after a crash. While the driver's pin is on the Service and
+// it is not being deleted:
 //
 //   - shared handoff, when the Service holds the addresses and carries the
 //     driver's sharing key (it can share them with placeholders), and the
@@ -527,21 +527,41 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 //
 // A Service being deleted skips this: its deletion frees the addresses.
 // Then status.associatedTo is cleared on addrs (in the gap handoff this
-// re-arms the hold) and, when full is set (nothing stays associated), the
-// driver's pin, key and markers are withdrawn (never a pin or key without
-// its marker). Every annotation patch carries an optimistic lock. It
+// re-arms the hold). Every annotation patch carries an optimistic lock. It
 // reports whether it finished.
-func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, full bool) (bool, error) {
+//
+// detachStale detaches the addresses the Service holds or is associated
+// with but should not be (the claim lost them); the Service keeps its pin
+// for the others.
+func (r *Reconciler) detachStale(ctx context.Context, s *scope, stale []*iadv1alpha1.IPAddress) (bool, error) {
+	return r.release(ctx, s, stale)
+}
+
+// detachAll detaches every address the Service is associated with or
+// pinned for (nothing stays associated), then withdraws the driver's pin,
+// key and markers (never a pin or key without its marker) and the grant
+// label.
+func (r *Reconciler) detachAll(ctx context.Context, s *scope) (bool, error) {
+	addrs := slices.Clone(s.mine)
+	for _, a := range s.pinnedFor {
+		if !containsAddress(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	givingUp := s.givingUp(addrs) // as the addresses were before the release
+	if done, err := r.release(ctx, s, addrs); err != nil || !done {
+		return done, err
+	}
+	return true, r.withdraw(ctx, s, addrs, givingUp)
+}
+
+// release runs, for addrs, the handoff back and the release sequence
+// described at detachStale, then clears their associations. It reports
+// whether it finished.
+func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
 	svc := s.svc
 	_, ours := svc.Annotations[names.AnnotationPinnedBy]
 	deleting := svc.DeletionTimestamp != nil
-	if full {
-		for _, a := range s.pinnedFor {
-			if !containsAddress(addrs, a) {
-				addrs = append(addrs, a)
-			}
-		}
-	}
 	ips := addressIPs(addrs)
 	givingUp := s.givingUp(addrs)
 
@@ -562,9 +582,8 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 			}
 		}
 		if !ReleaseStarted(svc, release) {
-			mode := ModeGap
-			key := SharingKeyOf(addrs)
-			if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+			mode := DetachMode(svc, ips, SharingKeyOf(addrs), givingUp)
+			if mode == ModeShared {
 				cleared, err := r.clearAssociations(ctx, s, addrs, false)
 				if err != nil {
 					return false, err
@@ -576,7 +595,6 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 				if err != nil || !back {
 					return false, err // the address and placeholder watches bring the Service back
 				}
-				mode = ModeShared
 			}
 			holds := binding.Holds(svc, ips...)
 			if err := patch.Meta(ctx, r, svc, func() {
@@ -604,11 +622,17 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 	if _, err := r.clearAssociations(ctx, s, addrs, givingUp); err != nil {
 		return false, err
 	}
-	if !full {
-		return true, nil
-	}
+	return true, nil
+}
 
-	if (ours || len(addrs) > 0) && !deleting {
+// withdraw removes, once addrs are detached, the driver's pin, key and
+// markers (only when the driver wrote the pin) and the grant label from a
+// Service that is not being deleted, with an Event when the addresses were
+// given up.
+func (r *Reconciler) withdraw(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, givingUp bool) error {
+	svc := s.svc
+	_, ours := svc.Annotations[names.AnnotationPinnedBy]
+	if (ours || len(addrs) > 0) && svc.DeletionTimestamp == nil {
 		orig := svc.DeepCopy()
 		if ours {
 			svc.Annotations = binding.WithdrawnAnnotations(svc.Annotations)
@@ -616,15 +640,15 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		svc.Labels = UngrantedLabels(svc.Labels)
 		if !maps.Equal(orig.Annotations, svc.Annotations) || !maps.Equal(orig.Labels, svc.Labels) {
 			if err := patch.MetaSince(ctx, r, svc, orig); err != nil {
-				return false, err
+				return err
 			}
 			log.FromContext(ctx).Info("withdrew the pin and the grant")
 			if givingUp && len(addrs) > 0 {
-				r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached, msgGivenUp(s.pinClaim(), ips))
+				r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached, msgGivenUp(s.pinClaim(), addressIPs(addrs)))
 			}
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // pinClaim is the claim the Service's pin is for: its pinned-by marker, or
