@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // Everything the node touches on the machine is named here, so a run that
@@ -65,6 +67,35 @@ var machinePaths = []string{
 	"/var/lib/cni", "/var/log/containers", "/var/log/pods", "/run/netns", "/var/run/netns",
 	"/etc/cni", "/opt/cni", "/var/lib/kubelet", "/usr/libexec/kubernetes", "/run/containerd",
 	"/var/lib/containerd", "/etc/kubernetes", "/opt/containerd",
+}
+
+// ourRoutes lists the routes, in every table, through a link the node
+// could have made or to one of the node's ranges.
+func ourRoutes() []string {
+	ranges := map[string]bool{}
+	for _, r := range append(append(append([]string{}, guardedV4...), guardedV6...), serviceRanges()...) {
+		ranges[r] = true
+	}
+	var out []string
+	for _, fam := range []string{"-4", "-6"} {
+		o, _ := run("ip", fam, "-o", "route", "show", "table", "all")
+		for _, l := range strings.Split(o, "\n") {
+			f := strings.Fields(l)
+			if len(f) == 0 {
+				continue
+			}
+			ours := ranges[f[0]]
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "dev" && ourLink(f[i+1]) {
+					ours = true
+				}
+			}
+			if ours {
+				out = append(out, fam+" "+strings.Join(f, " "))
+			}
+		}
+	}
+	return out
 }
 
 // ourLink and ourMount tell whether a link or mount point is one the node could have
@@ -273,8 +304,30 @@ func addNodeAddress() error {
 			return err
 		}
 	}
+	// The Service ranges are routed to the node's link, not the default
+	// route. A connection from this machine to a Service IP takes its
+	// route, and its source address, before kube-proxy's DNAT picks a pod;
+	// the filter OUTPUT chain still sees that first route's interface. By
+	// the default route, the guard would reject every such connection to a
+	// pod, and without kube-proxy the packet would head for the default
+	// route. The routes go with the link.
+	for _, r := range serviceRanges() {
+		fam := "-4"
+		if strings.Contains(r, ":") {
+			fam = "-6"
+			if _, err := os.Stat("/proc/net/if_inet6"); err != nil {
+				continue // no IPv6 on this machine: nothing to route
+			}
+		}
+		if _, err := run("ip", fam, "route", "replace", r, "dev", vethNode); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// serviceRanges are the API server's Service ranges.
+func serviceRanges() []string { return strings.Split(cluster.ServiceCIDRs, ",") }
 
 func removeLinks() {
 	for _, l := range []string{bridge, vethNode} {
@@ -498,6 +551,7 @@ type Snapshot struct {
 	Mounts    []string
 	Cgroups   []string
 	Links     []string
+	Routes    []string
 	Rules     []string
 	Sysctls   []string
 	Paths     []string
@@ -522,6 +576,7 @@ func Take() Snapshot {
 			s.Links = append(s.Links, i.Name)
 		}
 	}
+	s.Routes = ourRoutes()
 	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
 		out, _ := run(cmd)
 		table := ""
@@ -583,6 +638,7 @@ func (before Snapshot) Diff(now Snapshot) []string {
 	cmp("mount", before.Mounts, now.Mounts)
 	cmp("cgroup", before.Cgroups, now.Cgroups)
 	cmp("link", before.Links, now.Links)
+	cmp("route", before.Routes, now.Routes)
 	cmp("iptables", before.Rules, now.Rules)
 	cmp("sysctl", before.Sysctls, now.Sysctls)
 	cmp("path", before.Paths, now.Paths)
