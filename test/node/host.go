@@ -144,19 +144,25 @@ func readSysctl(k string) (string, error) {
 
 // lock takes the machine-wide lock, waiting up to timeout. The kernel
 // releases it when the process dies, however it dies.
+//
+// unlock removes the file, so a waiter may hold the lock on a file no longer
+// at lockPath: it then lets go and locks the file now there.
 func lock(timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
+		f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, err
 		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			held, err1 := f.Stat()
+			there, err2 := os.Stat(lockPath)
+			if err1 == nil && err2 == nil && os.SameFile(held, there) {
+				return f, nil
+			}
+		}
+		f.Close()
 		if time.Now().After(deadline) {
-			f.Close()
 			return nil, fmt.Errorf("another node runs on this machine (%s is locked)", lockPath)
 		}
 		time.Sleep(time.Second)
@@ -282,6 +288,41 @@ func removeKubeChains() {
 			for _, c := range cs {
 				_, _ = run(cmd, "-w", "-t", t, "-X", c)
 			}
+		}
+	}
+}
+
+// iptablesTables are the nftables tables iptables-nft keeps; their rules
+// are compared through iptables-save.
+var iptablesTables = map[string]bool{"filter": true, "nat": true, "mangle": true, "raw": true, "security": true}
+
+// nftTables lists the nftables tables iptables does not manage, such as the
+// one kube-proxy's nftables mode makes ("family name"); none without nft.
+func nftTables() []string {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	out, _ := run("nft", "list", "tables")
+	var ts []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "table" {
+			continue
+		}
+		if (f[1] == "ip" || f[1] == "ip6") && iptablesTables[f[2]] {
+			continue
+		}
+		ts = append(ts, f[1]+" "+f[2])
+	}
+	return ts
+}
+
+// removeKubeProxyTables deletes the tables kube-proxy's nftables mode makes,
+// in case --cleanup could not.
+func removeKubeProxyTables() {
+	for _, t := range nftTables() {
+		if fam, name, _ := strings.Cut(t, " "); name == "kube-proxy" {
+			_, _ = run("nft", "delete", "table", fam, name)
 		}
 	}
 }
@@ -511,6 +552,7 @@ func cleanMachine(h Host, kubeProxy string) {
 		_, _ = run(kubeProxy, "--cleanup")
 	}
 	removeKubeChains()
+	removeKubeProxyTables()
 	removeGuard()
 	removeCgroups()
 	removeLinks()
@@ -553,6 +595,7 @@ type Snapshot struct {
 	Links     []string
 	Routes    []string
 	Rules     []string
+	NFTables  []string
 	Sysctls   []string
 	Paths     []string
 }
@@ -597,6 +640,7 @@ func Take() Snapshot {
 			}
 		}
 	}
+	s.NFTables = nftTables()
 	for _, k := range sysctls {
 		if v, err := readSysctl(k); err == nil {
 			s.Sysctls = append(s.Sysctls, k+"="+v)
@@ -640,6 +684,7 @@ func (before Snapshot) Diff(now Snapshot) []string {
 	cmp("link", before.Links, now.Links)
 	cmp("route", before.Routes, now.Routes)
 	cmp("iptables", before.Rules, now.Rules)
+	cmp("nftables table", before.NFTables, now.NFTables)
 	cmp("sysctl", before.Sysctls, now.Sysctls)
 	cmp("path", before.Paths, now.Paths)
 	sort.Strings(out)

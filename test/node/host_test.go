@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,6 +73,12 @@ func TestRecoverDeadRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = run("iptables", "-w", "-t", "nat", "-I", "PREROUTING", "-j", "KUBE-SERVICES")
 	require.NoError(t, err)
+	if _, err := exec.LookPath("nft"); err == nil {
+		// What kube-proxy's nftables mode leaves.
+		_, err := run("nft", "add", "table", "ip", "kube-proxy")
+		require.NoError(t, err)
+		assert.Contains(t, nftTables(), "ip kube-proxy")
+	}
 	cg := "/sys/fs/cgroup/memory/kubepods/besteffort/pod-dead"
 	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		require.NoError(t, os.MkdirAll(cg, 0o755))
