@@ -67,7 +67,7 @@ node-tools: ## Build kubelet, kube-proxy and kube-scheduler into bin/node (cache
 
 .PHONY: test-node
 test-node: tools node-tools ## The e2e suite on a one-node cluster on this machine, the chart's pods for real (root; installs containerd from Debian).
-	E2E_PROVIDER=node go test -count=1 -v -timeout 45m ./test/node/ ./test/e2e/
+	E2E_PROVIDER=node go test -p 1 -count=1 -v -timeout 45m ./test/node/ ./test/e2e/
 
 .PHONY: soak
 soak: tools ## The long chaos soak (SOAK_OPS, SOAK_KILLS, SOAK_API_RESTARTS, SOAK_SEED, SOAK_DURATION, SOAK_CONVERGE override).

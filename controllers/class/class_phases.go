@@ -120,16 +120,27 @@ func addressToClass(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // ledgerChanged passes the IPAddress events that can change what a class
-// change drops: an address created or deleted, starting to be deleted, or
-// moved to another class.
+// change drops, or what its refusal says about it: an address created or
+// deleted, starting to be deleted, moved to another class, given to
+// another claim, or attached or detached. A refusal decided from a cache
+// that had not yet seen an attachment is told again, naming the Service.
 var ledgerChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return true },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*iadv1alpha1.IPAddress), e.ObjectNew.(*iadv1alpha1.IPAddress)
-		return (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || o.Spec.ClassName != n.Spec.ClassName
+		return ledgerEntryChanged(o, n)
 	},
+}
+
+// ledgerEntryChanged tells whether an IPAddress changed in what a class
+// change drops or what DroppedMessage says about it.
+func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
+	return (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		o.Spec.ClassName != n.Spec.ClassName ||
+		!equality.Semantic.DeepEqual(o.Spec.ClaimRef, n.Spec.ClaimRef) ||
+		!equality.Semantic.DeepEqual(o.Status.AssociatedTo, n.Status.AssociatedTo)
 }
 
 // occupants lists what the class's addresses must not overlap: the

@@ -162,7 +162,7 @@ func TestRestartOneController(t *testing.T) {
 		for _, c := range cluster.Controllers {
 			name := "restart-" + c + "-" + string(rune('a'+i))
 			class := "e2e-" + name
-			cidr := []string{"192.0.2.0/29", "192.0.2.8/29", "192.0.2.16/29", "192.0.2.24/29"}[indexOf(c)]
+			cidr := []string{"203.0.113.96/29", "203.0.113.104/29", "203.0.113.112/29", "203.0.113.120/29"}[indexOf(c)]
 			fs = append(fs, features.New(name).
 				Assess("crash "+c+" mid-story", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 					k := newKit(ctx, t, cfg, name)
@@ -192,7 +192,7 @@ func TestLeaderFailover(t *testing.T) {
 	f := features.New("failover").
 		Assess("each controller's standby takes over and serves", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := newKit(ctx, t, cfg, "failover")
-			k.class("e2e-failover", iadv1alpha1.ReclaimDelete, "192.0.2.64/27")
+			k.class("e2e-failover", iadv1alpha1.ReclaimDelete, "203.0.113.128/27")
 			for i := 0; i < repeat; i++ {
 				for _, c := range cluster.Controllers {
 					took, err := k.fleet.killLeader(ctx, c)

@@ -158,5 +158,22 @@ func (f kindFleet) stopAll(ctx context.Context, controller string) (func() error
 	if err := scale(0); err != nil {
 		return nil, err
 	}
+	// A terminating pod still reconciles until its process exits: the
+	// controller is stopped only once no pod of it is left.
+	ctx2, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		pods := &corev1.PodList{}
+		err := f.k.List(ctx2, pods, client.InNamespace(kindNamespace), client.MatchingLabels{"app.kubernetes.io/component": controller})
+		if err == nil && len(pods.Items) == 0 {
+			break
+		}
+		select {
+		case <-ctx2.Done():
+			_ = scale(replicas)
+			return nil, fmt.Errorf("the %s pods did not go: %w", controller, ctx2.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	return func() error { return scale(replicas) }, nil
 }

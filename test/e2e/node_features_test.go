@@ -328,7 +328,9 @@ func TestMetricsService(t *testing.T) {
 			a := k.bound("ip")[0]
 			k.service("web", "ip")
 			k.attached("web", a)
-			hc := &http.Client{Timeout: 2 * time.Second}
+			// A new connection per request: kube-proxy picks a replica per
+			// connection, and a kept-alive one would stay on a standby.
+			hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 			for _, c := range cluster.Controllers {
 				svc := &corev1.Service{}
 				require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: kindNamespace, Name: deploymentName(c) + "-metrics"}, svc))

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // Everything the node touches on the machine is named here, so a run that
@@ -67,6 +69,35 @@ var machinePaths = []string{
 	"/var/lib/containerd", "/etc/kubernetes", "/opt/containerd",
 }
 
+// ourRoutes lists the routes, in every table, through a link the node
+// could have made or to one of the node's ranges.
+func ourRoutes() []string {
+	ranges := map[string]bool{}
+	for _, r := range append(append(append([]string{}, guardedV4...), guardedV6...), serviceRanges()...) {
+		ranges[r] = true
+	}
+	var out []string
+	for _, fam := range []string{"-4", "-6"} {
+		o, _ := run("ip", fam, "-o", "route", "show", "table", "all")
+		for _, l := range strings.Split(o, "\n") {
+			f := strings.Fields(l)
+			if len(f) == 0 {
+				continue
+			}
+			ours := ranges[f[0]]
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "dev" && ourLink(f[i+1]) {
+					ours = true
+				}
+			}
+			if ours {
+				out = append(out, fam+" "+strings.Join(f, " "))
+			}
+		}
+	}
+	return out
+}
+
 // ourLink and ourMount tell whether a link or mount point is one the node could have
 // made; the leftover check looks at these only, so other activity on the
 // machine does not count against the node.
@@ -113,19 +144,25 @@ func readSysctl(k string) (string, error) {
 
 // lock takes the machine-wide lock, waiting up to timeout. The kernel
 // releases it when the process dies, however it dies.
+//
+// unlock removes the file, so a waiter may hold the lock on a file no longer
+// at lockPath: it then lets go and locks the file now there.
 func lock(timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
+		f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, err
 		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			held, err1 := f.Stat()
+			there, err2 := os.Stat(lockPath)
+			if err1 == nil && err2 == nil && os.SameFile(held, there) {
+				return f, nil
+			}
+		}
+		f.Close()
 		if time.Now().After(deadline) {
-			f.Close()
 			return nil, fmt.Errorf("another node runs on this machine (%s is locked)", lockPath)
 		}
 		time.Sleep(time.Second)
@@ -255,6 +292,41 @@ func removeKubeChains() {
 	}
 }
 
+// iptablesTables are the nftables tables iptables-nft keeps; their rules
+// are compared through iptables-save.
+var iptablesTables = map[string]bool{"filter": true, "nat": true, "mangle": true, "raw": true, "security": true}
+
+// nftTables lists the nftables tables iptables does not manage, such as the
+// one kube-proxy's nftables mode makes ("family name"); none without nft.
+func nftTables() []string {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	out, _ := run("nft", "list", "tables")
+	var ts []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "table" {
+			continue
+		}
+		if (f[1] == "ip" || f[1] == "ip6") && iptablesTables[f[2]] {
+			continue
+		}
+		ts = append(ts, f[1]+" "+f[2])
+	}
+	return ts
+}
+
+// removeKubeProxyTables deletes the tables kube-proxy's nftables mode makes,
+// in case --cleanup could not.
+func removeKubeProxyTables() {
+	for _, t := range nftTables() {
+		if fam, name, _ := strings.Cut(t, " "); name == "kube-proxy" {
+			_, _ = run("nft", "delete", "table", fam, name)
+		}
+	}
+}
+
 func linkExists(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil
@@ -273,8 +345,30 @@ func addNodeAddress() error {
 			return err
 		}
 	}
+	// The Service ranges are routed to the node's link, not the default
+	// route. A connection from this machine to a Service IP takes its
+	// route, and its source address, before kube-proxy's DNAT picks a pod;
+	// the filter OUTPUT chain still sees that first route's interface. By
+	// the default route, the guard would reject every such connection to a
+	// pod, and without kube-proxy the packet would head for the default
+	// route. The routes go with the link.
+	for _, r := range serviceRanges() {
+		fam := "-4"
+		if strings.Contains(r, ":") {
+			fam = "-6"
+			if _, err := os.Stat("/proc/net/if_inet6"); err != nil {
+				continue // no IPv6 on this machine: nothing to route
+			}
+		}
+		if _, err := run("ip", fam, "route", "replace", r, "dev", vethNode); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// serviceRanges are the API server's Service ranges.
+func serviceRanges() []string { return strings.Split(cluster.ServiceCIDRs, ",") }
 
 func removeLinks() {
 	for _, l := range []string{bridge, vethNode} {
@@ -458,6 +552,7 @@ func cleanMachine(h Host, kubeProxy string) {
 		_, _ = run(kubeProxy, "--cleanup")
 	}
 	removeKubeChains()
+	removeKubeProxyTables()
 	removeGuard()
 	removeCgroups()
 	removeLinks()
@@ -498,7 +593,9 @@ type Snapshot struct {
 	Mounts    []string
 	Cgroups   []string
 	Links     []string
+	Routes    []string
 	Rules     []string
+	NFTables  []string
 	Sysctls   []string
 	Paths     []string
 }
@@ -522,6 +619,7 @@ func Take() Snapshot {
 			s.Links = append(s.Links, i.Name)
 		}
 	}
+	s.Routes = ourRoutes()
 	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
 		out, _ := run(cmd)
 		table := ""
@@ -542,6 +640,7 @@ func Take() Snapshot {
 			}
 		}
 	}
+	s.NFTables = nftTables()
 	for _, k := range sysctls {
 		if v, err := readSysctl(k); err == nil {
 			s.Sysctls = append(s.Sysctls, k+"="+v)
@@ -583,7 +682,9 @@ func (before Snapshot) Diff(now Snapshot) []string {
 	cmp("mount", before.Mounts, now.Mounts)
 	cmp("cgroup", before.Cgroups, now.Cgroups)
 	cmp("link", before.Links, now.Links)
+	cmp("route", before.Routes, now.Routes)
 	cmp("iptables", before.Rules, now.Rules)
+	cmp("nftables table", before.NFTables, now.NFTables)
 	cmp("sysctl", before.Sysctls, now.Sysctls)
 	cmp("path", before.Paths, now.Paths)
 	sort.Strings(out)

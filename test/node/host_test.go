@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,6 +56,16 @@ func TestRecoverDeadRun(t *testing.T) {
 		_, err := run("iptables", "-w", "-C", guardChain, "-o", ifc, "-d", "10.96.0.0/16", "-j", "REJECT", "--reject-with", "icmp-port-unreachable")
 		assert.NoError(t, err, "the guard rejects Service traffic on %s", ifc)
 	}
+	for _, ip := range []string{"10.96.0.10", "fd00:10:96::10"} {
+		if strings.Contains(ip, ":") {
+			if _, err := os.Stat("/proc/net/if_inet6"); err != nil {
+				continue
+			}
+		}
+		out, err := run("ip", "route", "get", ip)
+		require.NoError(t, err)
+		assert.Contains(t, out, " dev "+vethNode+" ", "the Service IP %s is routed to the node's link, not the default route", ip)
+	}
 	out, err := run("iptables", "-w", "-S", "OUTPUT")
 	require.NoError(t, err)
 	assert.Contains(t, out, "-A OUTPUT -j "+guardChain+"\n", "the guard is jumped to from OUTPUT")
@@ -62,6 +73,12 @@ func TestRecoverDeadRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = run("iptables", "-w", "-t", "nat", "-I", "PREROUTING", "-j", "KUBE-SERVICES")
 	require.NoError(t, err)
+	if _, err := exec.LookPath("nft"); err == nil {
+		// What kube-proxy's nftables mode leaves.
+		_, err := run("nft", "add", "table", "ip", "kube-proxy")
+		require.NoError(t, err)
+		assert.Contains(t, nftTables(), "ip kube-proxy")
+	}
 	cg := "/sys/fs/cgroup/memory/kubepods/besteffort/pod-dead"
 	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		require.NoError(t, os.MkdirAll(cg, 0o755))

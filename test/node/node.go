@@ -579,6 +579,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("kube-proxy --cleanup: %v: %s", err, out))
 	}
 	removeKubeChains()
+	removeKubeProxyTables()
 	removeGuard()
 	removeCgroups()
 	removeLinks()
