@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -53,6 +54,18 @@ const conflictRetry = time.Second
 
 // EventSource is the component name on the Events the claim controller records.
 const EventSource = "metallb-iad-claim"
+
+// Controller runs the claim controller: its binary (bootstrap.Main) and
+// the tests (Controller.NewManager) start it the same way.
+var Controller = bootstrap.Controller{
+	Name: ControllerName, Requires: bootstrap.DriverAPIs,
+	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject {
+		return CacheOptions(o.PlaceholderNamespace)
+	},
+	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
+		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace}).SetupWithManager(mgr)
+	},
+}
 
 // Reconciler is the claim controller.
 type Reconciler struct {

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
@@ -78,25 +77,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	mgr, err := bootstrap.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), &bootstrap.Options{
-		Controller: "claim", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: phNS, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, CacheOptions(phNS))
+	mgr, err := Controller.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), cluster.ControllerOptions(phNS))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "create the manager:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	cached = mgr.GetClient()
-	r := &Reconciler{
-		Client:               mgr.GetClient(),
-		APIReader:            mgr.GetAPIReader(),
-		Recorder:             mgr.GetEventRecorderFor(EventSource), //nolint:staticcheck // core/v1 Events
-		PlaceholderNamespace: phNS,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "set up the controller:", err)
-		return 1
-	}
 	return cluster.RunWithManager(ctx, mgr, m.Run)
 }
 
@@ -643,11 +629,8 @@ func TestWithCore(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, "", "10.10.10.0/29", "fd00:aa:10::/124")
 
-	mgr, err := bootstrap.NewManager(clu.Config, &bootstrap.Options{
-		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
+	mgr, err := core.NewManager(clu.Config)
 	require.NoError(t, err)
-	require.NoError(t, core.Setup(ctx, mgr))
 	coreCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(coreCtx) }()

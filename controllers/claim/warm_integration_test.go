@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/core"
 )
@@ -78,11 +77,8 @@ func warmOf(t require.TestingT, class string) []iadv1alpha1.IPAddress {
 // their own; the driver refills; lowering the target drops the surplus and
 // never a bound address.
 func TestWarmReservations(t *testing.T) {
-	mgr, err := bootstrap.NewManager(clu.Config, &bootstrap.Options{
-		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
+	mgr, err := core.NewManager(clu.Config)
 	require.NoError(t, err)
-	require.NoError(t, core.Setup(ctx, mgr))
 	coreCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(coreCtx) }()

@@ -53,6 +53,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -83,6 +84,16 @@ const (
 	// of the rendered pool that IPAddresses of the class still hold.
 	ReasonAddressesInUse = "AddressesInUse"
 )
+
+// Controller runs the class controller: its binary (bootstrap.Main) and
+// the tests (Controller.NewManager) start it the same way.
+var Controller = bootstrap.Controller{
+	Name: "class", Requires: bootstrap.DriverAPIs,
+	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return CacheByObject(o.MetalLBNamespace) },
+	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
+		return (&Reconciler{Client: mgr.GetClient(), MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
+	},
+}
 
 // Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
 type Reconciler struct {

@@ -22,10 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -91,20 +89,10 @@ func run(m *testing.M) (int, error) {
 // metallb-iad-class ServiceAccount, and returns a function that stops it.
 func startManager() (func(), error) {
 	cfg := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class")
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
-		Controller: "class", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: cluster.DriverNamespace, MetalLBNamespace: mlbNS,
-	}, CacheByObject(mlbNS))
+	// The restart test runs a second manager in this process
+	// (ControllerOptions allows it).
+	mgr, err := Controller.NewManager(cfg, cluster.ControllerOptions(cluster.DriverNamespace))
 	if err != nil {
-		return nil, err
-	}
-	r := &Reconciler{
-		Client:           mgr.GetClient(),
-		MetalLBNamespace: mlbNS,
-		// The restart test runs a second manager in this process.
-		Options: controller.Options{SkipNameValidation: ptr.To(true)},
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

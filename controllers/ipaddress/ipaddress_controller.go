@@ -12,6 +12,7 @@ package ipaddress
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -49,6 +51,16 @@ const EventSource = "metallb-iad-ipaddress"
 // waits for the cache to catch up with the API server, is retried. The
 // watches usually bring the object back sooner.
 const retryAfter = time.Second
+
+// Controller runs the ipaddress controller: its binary (bootstrap.Main) and
+// the tests (Controller.NewManager) start it the same way.
+var Controller = bootstrap.Controller{
+	Name: ControllerName, Requires: bootstrap.DriverAPIs,
+	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return cacheOptions(o) },
+	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
+		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
+	},
+}
 
 // Reconciler is the IPAddress controller.
 type Reconciler struct {
@@ -92,6 +104,14 @@ func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject 
 // DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
 // when none is set.
 const DefaultMetalLBNamespace = "metallb-system"
+
+// cacheOptions is the controller's cache: Services (CacheOptions) and
+// MetalLB's pools (PoolCacheOptions).
+func cacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
+	opts := CacheOptions(o.PlaceholderNamespace)
+	maps.Copy(opts, PoolCacheOptions(o.MetalLBNamespace))
+	return opts
+}
 
 // PoolCacheOptions restricts the cache of MetalLB's IPAddressPools to the
 // MetalLB namespace, the only place the controller reads them.

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -80,17 +79,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
-	mgr, err := bootstrap.NewManager(sa, &bootstrap.Options{
-		Controller: ControllerName, LeaderElect: false,
-		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: testPlaceholderNamespace, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, CacheOptions(testPlaceholderNamespace))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: testPlaceholderNamespace}).SetupWithManager(mgr); err != nil {
+	mgr, err := Controller.NewManager(sa, cluster.ControllerOptions(testPlaceholderNamespace))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -12,14 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
@@ -33,21 +30,6 @@ const metallbAllocationFailed = "AllocationFailed"
 // teardown, so the test can look at what the teardown left.
 const testFinalizer = "example.com/inspect-teardown"
 
-// startManager runs a manager until the test ends, after its cache synced.
-func startManager(t *testing.T, mgr ctrl.Manager) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, timeout)
-	defer syncCancel()
-	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache syncs")
-}
-
 // startClaimAndCore runs, until the test ends, the claim controller (as its
 // own ServiceAccount, with the same placeholder namespace as the controller
 // under test) and the reference core, so claims are stamped, provisioned,
@@ -55,25 +37,10 @@ func startManager(t *testing.T, mgr ctrl.Manager) {
 func startClaimAndCore(t *testing.T) {
 	t.Helper()
 	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+claim.ControllerName)
-	cm, err := bootstrap.NewManager(sa, &bootstrap.Options{
-		Controller: claim.ControllerName, LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: testPlaceholderNamespace, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, claim.CacheOptions(testPlaceholderNamespace))
-	require.NoError(t, err)
-	require.NoError(t, (&claim.Reconciler{
-		Client:               cm.GetClient(),
-		PlaceholderNamespace: testPlaceholderNamespace,
-		// Each test runs its own claim controller in this process.
-		Options: controller.Options{SkipNameValidation: ptr.To(true)},
-	}).SetupWithManager(cm))
-	startManager(t, cm)
-
-	km, err := bootstrap.NewManager(c.Config, &bootstrap.Options{
-		Controller: "core", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
-	require.NoError(t, err)
-	require.NoError(t, core.Setup(context.Background(), km))
-	startManager(t, km)
+	// Each test runs its own claim controller in this process
+	// (ControllerOptions allows it).
+	cluster.StartController(t, claim.Controller, sa, testPlaceholderNamespace)
+	cluster.StartController(t, core.Controller, c.Config, testPlaceholderNamespace)
 }
 
 // classWithPolicy creates the MetalLB pool iad-<name> (manual only) and an

@@ -38,6 +38,14 @@ func TestUndoImport(t *testing.T) {
 		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.129-203.0.113.142"}},
 	}
 	require.NoError(t, c.Client.Create(ctx, legacy))
+	// Both plain pools assign automatically: left behind, they would give
+	// the next test's unpinned Services an address.
+	t.Cleanup(func() {
+		for _, name := range []string{"undo-legacy", "undo-plain"} {
+			_ = client.IgnoreNotFound(c.Client.Delete(context.Background(), &metallbv1beta1.IPAddressPool{
+				ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: name}}))
+		}
+	})
 	hand := lb(ns, "hand", "")
 	hand.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.130"
 	create(t, hand)

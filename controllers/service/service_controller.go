@@ -39,6 +39,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -51,6 +52,16 @@ const RecorderName = "metallb-iad-service"
 // conflictRetry is how soon a pass that lost an optimistic-concurrency race
 // runs again, re-reading everything.
 const conflictRetry = 100 * time.Millisecond
+
+// Controller runs the service controller: its binary (bootstrap.Main) and
+// the tests (Controller.NewManager) start it the same way.
+var Controller = bootstrap.Controller{
+	Name: "service", Requires: bootstrap.DriverAPIs,
+	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return CacheOptions(o.MetalLBNamespace) },
+	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
+		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
+	},
+}
 
 // Reconciler is the service controller.
 type Reconciler struct {
@@ -131,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.associate(ctx, s))
 	case Detach:
 		r.handoffs.forget(req.NamespacedName)
-		_, err := r.detach(ctx, s, s.mine, true)
+		_, err := r.detachAll(ctx, s)
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	return ctrl.Result{}, nil

@@ -11,41 +11,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/controllers/ipaddress"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
 )
-
-// startManager runs one more manager for the rest of the test, as the
-// given identity, with the cache options of the controller it runs.
-func startManager(t testing.TB, controller string, cfg *rest.Config, byObject map[client.Object]cache.ByObject, setup func(ctrl.Manager) error) {
-	t.Helper()
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
-		Controller: controller, LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: placeholderNS, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, byObject)
-	require.NoError(t, err)
-	require.NoError(t, setup(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done, "%s manager", controller)
-	})
-}
 
 // startDriver runs, for the rest of the test, the reference core, the claim
 // controller and the IPAddress controller (the latter two as their own
@@ -54,17 +30,9 @@ func startManager(t testing.TB, controller string, cfg *rest.Config, byObject ma
 func startDriver(t testing.TB) {
 	t.Helper()
 	pausePartner(t)
-	startManager(t, "core", c.Config, nil, func(mgr ctrl.Manager) error { return core.Setup(context.Background(), mgr) })
-	startManager(t, "claim", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-claim"),
-		claim.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
-			return (&claim.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS,
-				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
-		})
-	startManager(t, "ipaddress", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-ipaddress"),
-		ipaddress.CacheOptions(placeholderNS), func(mgr ctrl.Manager) error {
-			return (&ipaddress.Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS,
-				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
-		})
+	cluster.StartController(t, core.Controller, c.Config, placeholderNS)
+	cluster.StartController(t, claim.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-claim"), placeholderNS)
+	cluster.StartController(t, ipaddress.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-ipaddress"), placeholderNS)
 }
 
 // TestEndToEndWithCoreClaimAndIPAddressControllers runs the whole story

@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
@@ -32,11 +30,7 @@ import (
 // as its own ServiceAccount.
 func startClassController(t *testing.T) {
 	t.Helper()
-	startManager(t, "class", c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class"),
-		classctl.CacheByObject(cluster.MetalLBNamespace), func(mgr ctrl.Manager) error {
-			return (&classctl.Reconciler{Client: mgr.GetClient(), MetalLBNamespace: cluster.MetalLBNamespace,
-				Options: controller.Options{SkipNameValidation: ptr.To(true)}}).SetupWithManager(mgr)
-		})
+	cluster.StartController(t, classctl.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class"), placeholderNS)
 }
 
 // servedClass creates a class of the driver with the given addresses.

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -98,14 +97,8 @@ func run(m *testing.M) (int, error) {
 	defer logFile.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 	cfg := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-service")
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
-		Controller: "service", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-		PlaceholderNamespace: placeholderNS, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, CacheOptions(cluster.MetalLBNamespace))
+	mgr, err := Controller.NewManager(cfg, cluster.ControllerOptions(placeholderNS))
 	if err != nil {
-		return 0, err
-	}
-	if err := (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: placeholderNS, MetalLBNamespace: cluster.MetalLBNamespace}).SetupWithManager(mgr); err != nil {
 		return 0, err
 	}
 	go heldPartner(ctx)

@@ -178,6 +178,38 @@ func TestHandoffMessages(t *testing.T) {
 	assert.Contains(t, msgHandingBack([]string{"203.0.113.7", "2001:db8::7"}), "Detaching 203.0.113.7,2001:db8::7 (shared handoff): the Service keeps the address")
 }
 
+func TestDetachMode(t *testing.T) {
+	const key = "metallb-iad-0123456789abcdef0123456789abcdef"
+	ips := []string{"203.0.113.7"}
+	http := []corev1.ServicePort{port(corev1.ProtocolTCP, 80)}
+	holding := func(s *corev1.Service) *corev1.Service {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+		return s
+	}
+	shared := func() *corev1.Service {
+		return holding(workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"))
+	}
+	for _, tt := range []struct {
+		name     string
+		svc      *corev1.Service
+		key      string
+		givingUp bool
+		want     string
+	}{
+		{"holds, shares our key", shared(), key, false, ModeShared},
+		{"given up", shared(), key, true, ModeGap},
+		{"does not hold the addresses", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"), key, false, ModeGap},
+		{"the key is not the driver's", holding(workload(http, names.MetalLBAllowSharedIP, key)), key, false, ModeGap},
+		{"another key than the addresses'", shared(), "metallb-iad-other", false, ModeGap},
+		{"cannot share (a port a placeholder uses)", holding(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)},
+			names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip")), key, false, ModeGap},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, DetachMode(tt.svc, ips, tt.key, tt.givingUp))
+		})
+	}
+}
+
 func TestAttachMode(t *testing.T) {
 	tests := []struct {
 		name               string

@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -67,6 +68,10 @@ type Options struct {
 	RetryPeriod   time.Duration
 
 	Zap zap.Options
+
+	// SkipNameValidation lets several managers in one process run
+	// controllers of the same name (tests that restart a controller).
+	SkipNameValidation bool
 
 	kubeconfigFlag *flag.Flag
 }
@@ -154,6 +159,9 @@ var MetalLBAPI = Requirement{
 	Hint:         "install MetalLB (its CRDs) first",
 }
 
+// DriverAPIs are what every controller of the driver needs served.
+var DriverAPIs = []Requirement{CoreAPI, MetalLBAPI}
+
 // ErrUnreachable wraps a failure to talk to the API server at all.
 var ErrUnreachable = errors.New("cannot reach the API server")
 
@@ -204,7 +212,12 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 			cacheOpts.ByObject[k] = v
 		}
 	}
+	var controllers config.Controller
+	if o.SkipNameValidation {
+		controllers.SkipNameValidation = &o.SkipNameValidation
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Controller:                    controllers,
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -234,10 +247,43 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	return mgr, nil
 }
 
-// Main runs one controller binary: parse flags, set up logging, pre-flight,
-// build the manager, let setup register the reconciler, run until signalled.
-// It returns the process exit code.
-func Main(controller string, reqs []Requirement, byObject func(*Options) map[client.Object]cache.ByObject, setup func(ctrl.Manager, *Options) error) int {
+// Controller is what it takes to run one of the driver's controllers: its
+// name (the binary's, the lease's), the APIs it needs, the cache options of
+// its manager and the setup of its reconcilers and indexes on the manager.
+// Each controller package exports one; cmd/<name> hands it to Main and the
+// tests to NewManager, so a test runs a controller as the binary does.
+type Controller struct {
+	Name     string
+	Requires []Requirement
+	// Cache returns the per-object cache options (nil: the defaults).
+	Cache func(*Options) map[client.Object]cache.ByObject
+	// Setup registers the controller's indexes and reconcilers on mgr.
+	Setup func(mgr ctrl.Manager, o *Options) error
+}
+
+// NewManager creates a manager for the controller with its cache options
+// and sets the controller up on it. o.Controller is set to its name.
+func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+	o.Controller = c.Name
+	var byObject map[client.Object]cache.ByObject
+	if c.Cache != nil {
+		byObject = c.Cache(o)
+	}
+	mgr, err := NewManager(cfg, o, byObject)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the manager: %w", err)
+	}
+	if err := c.Setup(mgr, o); err != nil {
+		return nil, fmt.Errorf("cannot set up the controller: %w", err)
+	}
+	return mgr, nil
+}
+
+// Main runs the controller as its binary: flags, logging, the client
+// configuration, the preflight check of the APIs it needs, the sharing
+// secret, then the manager until a signal. It returns the exit code.
+func Main(c Controller) int {
+	controller := c.Name
 	o := ParseFlags(controller)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	log := ctrl.Log.WithName(controller)
@@ -247,7 +293,7 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot load the client configuration: %v\n", controller, err)
 		return 1
 	}
-	if err := Preflight(cfg, reqs...); err != nil {
+	if err := Preflight(cfg, c.Requires...); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
@@ -258,17 +304,9 @@ func Main(controller string, reqs []Requirement, byObject func(*Options) map[cli
 	if o.SharingKeyFile == "" {
 		log.Info("no --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
 	}
-	var bo map[client.Object]cache.ByObject
-	if byObject != nil {
-		bo = byObject(o)
-	}
-	mgr, err := NewManager(cfg, o, bo)
+	mgr, err := c.NewManager(cfg, o)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot create the manager: %v\n", controller, err)
-		return 1
-	}
-	if err := setup(mgr, o); err != nil {
-		fmt.Fprintf(os.Stderr, "metallb-iad-%s: cannot set up the controller: %v\n", controller, err)
+		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
 	log.Info("starting", "lease", names.LeaseID(controller), "leaderElect", o.LeaderElect,

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -489,13 +488,8 @@ func (e *env) restartReport(b *testing.B, n int) {
 		s := e.snap(b)
 		e.drivers[ctl].Stop(10 * time.Second)
 		t0 := time.Now()
-		d, err := e.c.StartDriver(e.ctx, e.binDir, ctl)
+		d, err := e.startAgain(ctl)
 		require.NoError(b, err)
-		e.drivers[ctl] = d
-		wctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-		require.NoError(b, d.WaitReady(wctx))
-		require.NoError(b, waitLeader(wctx, d))
-		cancel()
 		at, reconciles := e.quiet(b, d, 2*time.Second)
 		e.settle(b)
 		c := e.since(b, s)

@@ -24,7 +24,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
 )
 
 // converge bounds every wait: the benchmarks fail when the system does not
@@ -34,12 +33,12 @@ const converge = 3 * time.Minute
 // env is the one control plane all benchmarks share, started by the first
 // benchmark that needs it (unit tests of the helpers need none).
 type env struct {
+	s       *cluster.Stack
 	c       *cluster.Cluster
 	k       client.Client
 	w       *watcher
 	cs      kubernetes.Interface
 	drivers map[string]*cluster.Driver
-	binDir  string
 	cancel  context.CancelFunc
 	ctx     context.Context
 }
@@ -80,9 +79,10 @@ func setup(b *testing.B) *env {
 	return theEnv
 }
 
-// start brings up the control plane with MetalLB, the reference core
-// in-process and the four driver binaries, one process each, as their own
-// ServiceAccounts with leader election on.
+// start brings up the whole stack (cluster.StartStack: the control plane
+// with MetalLB, the reference core in-process and the four driver binaries,
+// one process each, as their own ServiceAccounts with leader election on),
+// then the benchmark's own clients, its plain pool and its watcher.
 func start() (e *env, err error) {
 	e = &env{drivers: map[string]*cluster.Driver{}}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -93,12 +93,13 @@ func start() (e *env, err error) {
 	}()
 	ctx := e.ctx
 	// MetalLB logs its full passes over every Service only at info level.
-	if e.c, err = cluster.Start(ctx, cluster.Options{MetalLBLogLevel: "info"}); err != nil {
+	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{MetalLBLogLevel: "info"}}); err != nil {
 		return e, err
 	}
-	// The in-process core and the benchmark's own client run without
-	// client-side rate limiting, as controller-runtime configures a
-	// deployed controller, so neither skews the driver's figures.
+	e.c = e.s.Cluster
+	// The benchmark's own client runs without client-side rate limiting,
+	// as controller-runtime configures a deployed controller (and as the
+	// stack runs the core), so it does not skew the driver's figures.
 	cfg := rest.CopyConfig(e.c.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	if e.k, err = client.New(cfg, client.Options{Scheme: bootstrap.Scheme()}); err != nil {
@@ -110,73 +111,32 @@ func start() (e *env, err error) {
 	if err = e.createPlainPool(ctx); err != nil {
 		return e, err
 	}
-	if err = e.c.InstallDriverRBAC(ctx); err != nil {
-		return e, err
-	}
-	if e.binDir, err = os.MkdirTemp("", "metallb-iad-bench-bin-"); err != nil {
-		return e, err
-	}
-	if err = cluster.BuildDriver(e.binDir); err != nil {
-		return e, err
-	}
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0"}, nil)
-	if err != nil {
-		return e, err
-	}
-	if err = core.Setup(ctx, mgr); err != nil {
-		return e, err
-	}
-	go func() { _ = mgr.Start(ctx) }()
 	if e.w, err = newWatcher(ctx, cfg); err != nil {
 		return e, err
 	}
 	for _, name := range cluster.Controllers {
-		d, err := e.c.StartDriver(ctx, e.binDir, name)
-		if err != nil {
-			return e, err
-		}
-		e.drivers[name] = d
-	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for _, name := range cluster.Controllers {
-		if err := e.drivers[name].WaitReady(wctx); err != nil {
-			return e, err
-		}
-		if err := waitLeader(wctx, e.drivers[name]); err != nil {
-			return e, err
-		}
+		e.drivers[name] = e.s.Replicas(name)[0]
 	}
 	return e, nil
 }
 
-// waitLeader waits until a driver process reports holding its lease.
-func waitLeader(ctx context.Context, d *cluster.Driver) error {
-	series := fmt.Sprintf(`leader_election_master_status{name="%s"}`, names.LeaseID(d.Controller))
-	for {
-		if m, err := Scrape(d.MetricsAddr); err == nil && m[series] == 1 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s never took its lease: %w", d.Controller, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+// startAgain starts a new process of a controller whose process was
+// stopped and waits until it is ready and holds the lease.
+func (e *env) startAgain(ctl string) (*cluster.Driver, error) {
+	d, err := e.s.StartReplica(e.ctx, ctl)
+	if err != nil {
+		return nil, err
 	}
+	e.drivers[ctl] = d
+	wctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
+	defer cancel()
+	return d, e.s.WaitLeader(wctx, ctl)
 }
 
 func (e *env) stop() {
-	for _, d := range e.drivers {
-		d.Stop(10 * time.Second)
-	}
+	e.s.Stop()
 	if e.cancel != nil {
 		e.cancel()
-	}
-	if e.c != nil {
-		e.c.Stop()
-	}
-	if e.binDir != "" {
-		_ = os.RemoveAll(e.binDir)
 	}
 }
 

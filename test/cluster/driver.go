@@ -10,10 +10,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/test/manifests"
 )
 
@@ -174,6 +180,38 @@ func (d *Driver) WaitReady(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// ControllerOptions are the options a test runs one of the driver's
+// controllers with in process (bootstrap.Controller.NewManager), as its
+// binary would run, but without leader election or metrics and probe
+// listeners, and with several managers of one controller allowed.
+func ControllerOptions(placeholderNamespace string) *bootstrap.Options {
+	return &bootstrap.Options{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		PlaceholderNamespace: placeholderNamespace, MetalLBNamespace: MetalLBNamespace,
+		SkipNameValidation: true,
+	}
+}
+
+// StartController runs the controller ctl in a manager of its own, as the
+// identity of cfg, until the test ends (ControllerOptions), and waits until
+// the manager's cache has synced. It returns the manager.
+func StartController(t testing.TB, ctl bootstrap.Controller, cfg *rest.Config, placeholderNamespace string) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctl.NewManager(cfg, ControllerOptions(placeholderNamespace))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done, "%s manager", ctl.Name)
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the %s manager's cache syncs", ctl.Name)
+	return mgr
 }
 
 // RunWithManager starts mgr, runs the package's tests, then stops the manager

@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/core"
 )
@@ -102,15 +101,11 @@ func StartStack(ctx context.Context, opts StackOptions) (s *Stack, err error) {
 func (s *Stack) startCore() error {
 	cfg := rest.CopyConfig(s.Config)
 	cfg.QPS, cfg.Burst = -1, 0
-	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0"}, nil)
+	mgr, err := core.NewManager(cfg)
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	if err := core.Setup(cctx, mgr); err != nil {
-		cancel()
-		return err
-	}
 	s.cancel = cancel
 	s.coreDone = make(chan struct{})
 	go func() {

@@ -15,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -22,9 +23,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 )
+
+// Controller runs the reference core like one of the driver's controllers
+// (bootstrap.Controller).
+var Controller = bootstrap.Controller{
+	Name:  "core",
+	Setup: func(mgr ctrl.Manager, _ *bootstrap.Options) error { return Setup(context.Background(), mgr) },
+}
+
+// NewManager creates a manager, as the cluster admin of cfg, that runs the
+// core once started.
+func NewManager(cfg *rest.Config) (ctrl.Manager, error) {
+	return Controller.NewManager(cfg, &bootstrap.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+}
 
 // Setup registers the core's indexes and both reconcilers on mgr.
 //

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
 )
@@ -57,15 +56,9 @@ func run(m *testing.M) int {
 	defer clu.Stop()
 	k8s = clu.Client
 
-	mgr, err := bootstrap.NewManager(clu.Config, &bootstrap.Options{
-		Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0",
-	}, nil)
+	mgr, err := core.NewManager(clu.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "create the manager:", err)
-		return 1
-	}
-	if err := core.Setup(ctx, mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "set up the core:", err)
 		return 1
 	}
 	return cluster.RunWithManager(ctx, mgr, m.Run)

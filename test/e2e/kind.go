@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/e2e-framework/third_party/helm"
 	"sigs.k8s.io/e2e-framework/third_party/kind"
 
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
 	"github.com/cozystack/metallb-iad/test/manifests"
@@ -106,11 +105,8 @@ func installDriverChart(ctx context.Context, cfg *envconf.Config) (context.Conte
 }
 
 func startCoreAgainst(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	mgr, err := bootstrap.NewManager(cfg.Client().RESTConfig(), &bootstrap.Options{Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0"}, nil)
+	mgr, err := core.NewManager(cfg.Client().RESTConfig())
 	if err != nil {
-		return ctx, err
-	}
-	if err := core.Setup(ctx, mgr); err != nil {
 		return ctx, err
 	}
 	go func() { _ = mgr.Start(context.Background()) }()

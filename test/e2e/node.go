@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
 	"github.com/cozystack/metallb-iad/test/manifests"
@@ -79,11 +78,8 @@ func (p *NodeProvider) Create(ctx context.Context, _ ...string) (string, error) 
 	fmt.Fprintf(os.Stderr, "node: chart/metallb-iad installed (%s)\n", time.Since(t).Round(100*time.Millisecond))
 	cctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	mgr, err := bootstrap.NewManager(n.Cluster.Config, &bootstrap.Options{Controller: "core", MetricsBindAddress: "0", HealthProbeBindAddress: "0"}, nil)
+	mgr, err := core.NewManager(n.Cluster.Config)
 	if err != nil {
-		return "", err
-	}
-	if err := core.Setup(cctx, mgr); err != nil {
 		return "", err
 	}
 	go func() { _ = mgr.Start(cctx) }()

@@ -2,8 +2,6 @@ package service
 
 import (
 	"fmt"
-	"net/netip"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +12,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // AssociationFinalizer is the finalizer earlier versions of the service
@@ -209,45 +206,6 @@ const (
 	ModeGap = "gap"
 )
 
-// ShareProblem explains why, under MetalLB's rules for sharing an IP, the
-// Service cannot share the claim's addresses with their placeholders for
-// the shared handoff; "" when it can. key is the claim's sharing key
-// (SharingKeyOf). MetalLB (v0.15) lets Services share an address only when
-// all carry the same metallb.io/allow-shared-ip key, their ports
-// (protocol and number) do not overlap, and their backend keys agree:
-// empty for externalTrafficPolicy Cluster, the selector for Local. The
-// placeholder is selectorless with policy Cluster and one port
-// (placeholder.Port). On top of that the driver only writes the key on a
-// Service that has none of its own, and only pins a Service that carries
-// no pin of its own.
-func ShareProblem(svc *corev1.Service, key string) string {
-	if key == "" {
-		return "the claim's addresses are bound to different claim references, so they have no common sharing key"
-	}
-	if p := HandPin(svc); p != "" {
-		return fmt.Sprintf("the Service carries its own MetalLB pin (%s)", p)
-	}
-	if v, ok := svc.Annotations[names.MetalLBLegacyAllowSharedIP]; ok {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBLegacyAllowSharedIP, v)
-	}
-	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
-	}
-	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-		return "the Service's externalTrafficPolicy is Local, and MetalLB shares an address only between Services with the same backends (the placeholder has none)"
-	}
-	for _, p := range svc.Spec.Ports {
-		proto := p.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		if proto == placeholder.Port.Protocol && p.Port == placeholder.Port.Port {
-			return fmt.Sprintf("the Service uses port %d/%s, which the placeholder holding the address uses too", p.Port, proto)
-		}
-	}
-	return ""
-}
-
 // AttachMode chooses the handoff that attaches a Service. problem is
 // ShareProblem's answer; released is true when a hold was already released
 // for the Service (a gap handoff under way: associatedTo recorded, Held
@@ -265,112 +223,19 @@ func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
 	return ModeShared, ""
 }
 
-// SharingKeyOf is the sharing key common to addrs (binding.SharingKey);
-// "" when there are none or they disagree.
-func SharingKeyOf(addrs []*iadv1alpha1.IPAddress) string {
-	key := ""
-	for i, a := range addrs {
-		k := binding.SharingKey(a)
-		if i > 0 && k != key {
-			return ""
-		}
-		key = k
+// DetachMode chooses the handoff that detaches a Service from addresses
+// with the canonical ips and sharing key: the shared handoff (a placeholder
+// takes the addresses back beside the Service, which keeps them until it
+// is released) when the addresses are kept (not given up), the Service
+// holds them, carries the driver's sharing key, that key is the
+// addresses' key, and nothing else keeps it from sharing (ShareProblem);
+// the gap handoff otherwise.
+func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) string {
+	if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) &&
+		svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+		return ModeShared
 	}
-	return key
-}
-
-// SharesOurKey reports whether the Service's metallb.io/allow-shared-ip was
-// written by the driver: the shared-by marker is present.
-func SharesOurKey(svc *corev1.Service) bool {
-	_, ok := svc.Annotations[names.AnnotationSharedBy]
-	return ok
-}
-
-// PinAnnotations is what the driver makes of a Service's annotations when
-// it pins the Service for claim: the pin and the pinned-by marker and, with
-// a key (the shared handoff), the sharing key and the shared-by marker.
-// Without a key (the gap handoff) a sharing key the driver wrote earlier is
-// withdrawn. The input is not modified.
-func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
-	out := binding.CloneAnnotations(in)
-	out[names.MetalLBLoadBalancerIPs] = pin
-	out[names.AnnotationPinnedBy] = claim
-	if key != "" {
-		out[names.MetalLBAllowSharedIP] = key
-		out[names.AnnotationSharedBy] = claim
-	} else {
-		binding.WithdrawKey(out)
-	}
-	return out
-}
-
-// ReleaseStarted reports whether the release of a Service's addresses has
-// been written: with a release pin, the pin is that value; with the grant
-// (release empty), neither the pin nor the grant label is left.
-func ReleaseStarted(svc *corev1.Service, release string) bool {
-	if release != "" {
-		return svc.Annotations[names.MetalLBLoadBalancerIPs] == release
-	}
-	_, pinned := svc.Annotations[names.MetalLBLoadBalancerIPs]
-	_, granted := svc.Labels[names.LabelGrant]
-	return !pinned && !granted
-}
-
-// GrantLabels is a Service's labels with the grant label of class (none
-// when class is empty). The input is not modified.
-func GrantLabels(in map[string]string, class string) map[string]string {
-	if class == "" {
-		return in
-	}
-	out := binding.CloneAnnotations(in)
-	out[names.LabelGrant] = class
-	return out
-}
-
-// UngrantedLabels is a Service's labels without the grant label. The input
-// is not modified; a Service without the label keeps its map as it is.
-func UngrantedLabels(in map[string]string) map[string]string {
-	if _, ok := in[names.LabelGrant]; !ok {
-		return in
-	}
-	out := binding.CloneAnnotations(in)
-	delete(out, names.LabelGrant)
-	return out
-}
-
-// ClassOf is the class of addrs (the class of a claim's addresses); "" when
-// there are none.
-func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
-	for _, a := range addrs {
-		if a.Spec.ClassName != "" {
-			return a.Spec.ClassName
-		}
-	}
-	return ""
-}
-
-// HandedBack reports whether a Service being detached may let MetalLB take
-// the address back without leaving it unheld: the address is attached to
-// another workload now (it is that workload's to hold), or it is attached
-// to none and held again, as both the IPAddress controller reports (Held
-// True) and the Service cache shows (one of the address's placeholders
-// holds its IP). holders are the Services whose ingress shows the
-// address's IP. An address still attached to svc is not handed back.
-func HandedBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, holders []corev1.Service, placeholderNamespace string) bool {
-	if at := a.Status.AssociatedTo; at != nil {
-		return !AssociatedWith(a, svc.Namespace, svc.Name)
-	}
-	if !conditions.IsTrue(a.Status.Conditions, conditions.Held) {
-		return false
-	}
-	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
-	for i := range holders {
-		h := &holders[i]
-		if binding.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && binding.Holds(h, ips...) {
-			return true
-		}
-	}
-	return false
+	return ModeGap
 }
 
 // msgAssociated is the Associated Event's message on the Service. problem
@@ -430,28 +295,6 @@ func msgHandingBack(ips []string) string {
 		strings.Join(ips, ","))
 }
 
-// PinValue renders IPs as a metallb.io/loadBalancerIPs value: canonical
-// forms, IPv4 before IPv6, ascending within a family, no duplicates,
-// comma-separated. Text that does not parse is dropped.
-func PinValue(ips []string) string {
-	var parsed []netip.Addr
-	for _, s := range ips {
-		ip, err := names.ParseAddress(s)
-		if err != nil {
-			continue
-		}
-		parsed = append(parsed, ip)
-	}
-	// netip orders IPv4 before IPv6, and numerically within a family.
-	slices.SortFunc(parsed, func(a, b netip.Addr) int { return a.Compare(b) })
-	parsed = slices.Compact(parsed)
-	out := make([]string, len(parsed))
-	for i, ip := range parsed {
-		out[i] = ip.String()
-	}
-	return strings.Join(out, ",")
-}
-
 // FamilyMismatch explains why a claim of family f cannot serve the Service,
 // or returns "" when it can. MetalLB wants exactly one address per family of
 // the Service: a single-stack Service takes one address of its own family, a
@@ -502,43 +345,6 @@ func Released(a *iadv1alpha1.IPAddress) bool {
 func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
 	at := a.Status.AssociatedTo
 	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
-}
-
-// HandPin returns the MetalLB pin a Service carries without the driver's
-// authorship marker (metallb.io/loadBalancerIPs, its legacy twin, or
-// spec.loadBalancerIP), canonicalised with PinValue; "" when the Service
-// carries none or the driver wrote it.
-func HandPin(svc *corev1.Service) string {
-	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; ours {
-		return ""
-	}
-	for _, v := range []string{
-		svc.Annotations[names.MetalLBLoadBalancerIPs],
-		svc.Annotations[legacyLoadBalancerIPs],
-		svc.Spec.LoadBalancerIP,
-	} {
-		if strings.TrimSpace(v) != "" {
-			if p := PinValue(strings.Split(v, ",")); p != "" {
-				return p
-			}
-			return v
-		}
-	}
-	return ""
-}
-
-// legacyLoadBalancerIPs is MetalLB's deprecated spelling of the pin annotation.
-const legacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
-
-// addressIPs returns the canonical IPs of addresses.
-func addressIPs(addrs []*iadv1alpha1.IPAddress) []string {
-	var out []string
-	for _, a := range addrs {
-		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
-			out = append(out, ip.String())
-		}
-	}
-	return out
 }
 
 // conflictMessage is the Conflict condition's message on an address held by
