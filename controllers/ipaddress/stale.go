@@ -48,6 +48,17 @@ import (
 // name was created and deleted so MetalLB lets go of it.
 const ReasonStaleAllocationCleared = "StaleAllocationCleared"
 
+// inUseBy precedes, in MetalLB's message, the Services that hold an
+// address with another sharing key.
+const inUseBy = "address also in use by "
+
+// metallbIPAllocated is the reason of the Normal Event MetalLB records on a
+// Service it assigned an address to.
+const metallbIPAllocated = "IPAllocated"
+
+// maxFormerHolders bounds how many former holders one pass looks at.
+const maxFormerHolders = 8
+
 // metallbAllocationFailed is the reason of the Warning Event MetalLB
 // records on a Service it could not give an address.
 const metallbAllocationFailed = "AllocationFailed"
@@ -67,8 +78,9 @@ const staleSettle = 5 * time.Second
 // creates to make MetalLB forget a stale allocation.
 const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
 
-// annotationRetry is set and removed at once on a Service, to make MetalLB
-// process it again (poke).
+// annotationRetry carries the time the controller last made MetalLB
+// process a refused Service again (poke); it is removed once the Service
+// holds its address.
 const annotationRetry = names.Domain + "metallb-retry"
 
 // blockedService returns the Service that should hold the address in
@@ -114,7 +126,6 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 // key, so it belongs to the same binding), the candidates the caller knows
 // for that case (the claim's allocation placeholder).
 func staleHolders(msg, ip string, samePortCandidates []types.NamespacedName) []types.NamespacedName {
-	const inUseBy = "address also in use by "
 	if i := strings.LastIndex(msg, inUseBy); i >= 0 {
 		var out []types.NamespacedName
 		for _, s := range strings.Split(msg[i+len(inUseBy):], ",") {
@@ -208,7 +219,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	}
 	blocked := blockedService(a, ip, placeholders, holders, attached)
 	if blocked == nil {
-		return 0, nil
+		return 0, r.dropRetryMarks(ctx, ip, placeholders, attached)
 	}
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(blocked.Namespace),
@@ -220,12 +231,22 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 		return staleRecheck, nil
 	}
 	// A holder deleted a moment ago may not be processed by MetalLB yet:
-	// give MetalLB staleSettle from its first refusal.
-	if wait := staleSettle - time.Since(eventFirstTime(failure)); wait > 0 {
+	// give MetalLB staleSettle from its first refusal; and once the
+	// Service was poked, give MetalLB staleRecheck to answer.
+	wait := staleSettle - time.Since(eventFirstTime(failure))
+	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[annotationRetry]); err == nil {
+		wait = max(wait, staleRecheck-time.Since(poked))
+	}
+	if wait > 0 {
 		return wait, nil
 	}
-	cleared := false
-	for _, key := range staleHolders(failure.Message, ip, r.allocationPlaceholderNames(a, s)) {
+	var sameKey []types.NamespacedName
+	if !strings.Contains(failure.Message, inUseBy) {
+		if sameKey, err = r.formerHolders(ctx, blocked, ip); err != nil {
+			return 0, err
+		}
+	}
+	for _, key := range staleHolders(failure.Message, ip, sameKey) {
 		// Anyone who can write a Service can write Events in its
 		// namespace, so an Event on a tenant's Service is believed only
 		// about that namespace and the driver's own; only MetalLB and the
@@ -233,83 +254,117 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 		if blocked.Namespace != r.PlaceholderNamespace && key.Namespace != blocked.Namespace && key.Namespace != r.PlaceholderNamespace {
 			continue
 		}
-		done, err := r.clearStaleAllocation(ctx, a, ip, key)
-		if err != nil {
-			return 0, err
-		}
-		cleared = cleared || done
-	}
-	if cleared {
-		if err := r.poke(ctx, blocked); err != nil {
+		if err := r.clearStaleAllocation(ctx, a, ip, key); err != nil {
 			return 0, err
 		}
 	}
-	return staleRecheck, nil
+	return staleRecheck, r.poke(ctx, blocked)
 }
 
-// poke makes MetalLB process a Service once more: an annotation is added
-// and removed again (two merge patches of that one key). MetalLB does not
-// retry a Service it could not give an address, and clearing a stale
-// allocation that no other Service shares does not make it look at the
-// others again.
-func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
-	for _, v := range []any{time.Now().UTC().Format(time.RFC3339Nano), nil} {
-		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRetry: v}}}
-		body, err := json.Marshal(patch)
-		if err != nil {
-			return err
+// formerHolders are the Services of the placeholder namespace MetalLB
+// assigned ip to (its IPAllocated Events say so), besides svc: where
+// MetalLB refuses svc the address only because the placeholder port is
+// taken, the holder carries the same sharing key, so it is one of the
+// address's former placeholders.
+func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip string) ([]types.NamespacedName, error) {
+	var evs corev1.EventList
+	if err := r.APIReader.List(ctx, &evs, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{"reason": metallbIPAllocated}); err != nil {
+		return nil, err
+	}
+	return assignedTo(evs.Items, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
+}
+
+// assignedTo lists, at most limit, the Services other than self that
+// MetalLB's IPAllocated Events say it assigned ip to.
+func assignedTo(evs []corev1.Event, ip string, self types.NamespacedName, limit int) []types.NamespacedName {
+	seen := map[types.NamespacedName]bool{self: true}
+	var out []types.NamespacedName
+	for i := range evs {
+		e := &evs[i]
+		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
+		if e.Reason != metallbIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
+			continue
 		}
-		if err := r.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)); err != nil {
-			return client.IgnoreNotFound(err)
+		seen[key] = true
+		out = append(out, key)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// poke makes MetalLB process a Service once more, by writing the time into
+// an annotation: MetalLB does not retry a Service it could not give an
+// address, and clearing a stale allocation that no other Service shares
+// does not make it look at the others again. The time also spaces the
+// pokes (staleRecheck).
+func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
+	log.FromContext(ctx).Info("asking MetalLB to look at a Service again", "service", client.ObjectKeyFromObject(svc))
+	return r.setRetryMark(ctx, svc, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// dropRetryMarks removes the poke's annotation from the address's
+// placeholders and attached Service once they hold the address.
+func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders []corev1.Service, attached *corev1.Service) error {
+	svcs := []*corev1.Service{attached}
+	for i := range placeholders {
+		svcs = append(svcs, &placeholders[i])
+	}
+	for _, svc := range svcs {
+		if svc == nil || !holds(svc, ip) {
+			continue
+		}
+		if _, ok := svc.Annotations[annotationRetry]; ok {
+			if err := r.setRetryMark(ctx, svc, nil); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// allocationPlaceholderNames are the names the allocation placeholder of
-// the address's claim had, for the address's family.
-func (r *Reconciler) allocationPlaceholderNames(a *iadv1alpha1.IPAddress, s *scope) []types.NamespacedName {
-	ref := a.Spec.ClaimRef
-	if ref == nil || ref.UID == "" {
-		return nil
+// setRetryMark sets (or, with nil, removes) the poke's annotation, in a
+// merge patch of that one key.
+func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRetry: v}}}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
 	}
-	family := iadv1alpha1.FamilyIPv4
-	if !s.ip.Is4() {
-		family = iadv1alpha1.FamilyIPv6
-	}
-	return []types.NamespacedName{{Namespace: r.PlaceholderNamespace,
-		Name: names.AllocationPlaceholderName(types.UID(ref.UID), string(family))}}
+	return client.IgnoreNotFound(r.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
 }
 
 // clearStaleAllocation makes MetalLB process the name key once more, if no
 // Service of that name exists: a headless Service of that name is created
 // and deleted at once (only the one created here, by uid).
-func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IPAddress, ip string, key types.NamespacedName) (bool, error) {
+func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IPAddress, ip string, key types.NamespacedName) error {
 	switch err := r.APIReader.Get(ctx, key, &corev1.Service{}); {
 	case err == nil:
-		return false, nil // it exists: MetalLB's books are right about it
+		return nil // it exists: MetalLB's books are right about it
 	case !apierrors.IsNotFound(err):
-		return false, err
+		return err
 	}
 	svc := renderStaleClearer(key, a)
 	switch err := r.Create(ctx, svc); {
 	case apierrors.IsAlreadyExists(err):
-		return false, nil // someone created it just now: MetalLB processes that one
+		return nil // someone created it just now: MetalLB processes that one
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 		// The namespace is gone or being deleted: a new Service cannot be
 		// created there, and MetalLB keeps the address until it restarts.
 		log.FromContext(ctx).Info("cannot clear a stale MetalLB allocation", "service", key, "error", err.Error())
-		return false, nil
+		return nil
 	case err != nil:
-		return false, err
+		return err
 	}
 	uid := svc.UID
 	if err := r.Delete(ctx, svc, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+		return err
 	}
 	log.FromContext(ctx).Info("cleared a stale MetalLB allocation", "service", key, "ip", ip)
 	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleAllocationCleared(ip, key))
-	return true, nil
+	return nil
 }
 
 func msgStaleAllocationCleared(ip string, key types.NamespacedName) string {

@@ -107,3 +107,21 @@ func TestLatestAllocationFailure(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestAssignedTo(t *testing.T) {
+	ev := func(reason, ns, name, msg string) corev1.Event {
+		return corev1.Event{Reason: reason, Message: msg, InvolvedObject: corev1.ObjectReference{Namespace: ns, Name: name}}
+	}
+	self := types.NamespacedName{Namespace: "ph", Name: "hold-ip6-x"}
+	evs := []corev1.Event{
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
+		ev(metallbIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbAllocationFailed, "ph", "alloc-ipv6-c", `port TCP/9 is already in use on "fd00:77::4"`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
+	}
+	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
+		assignedTo(evs, "fd00:77::4", self, 8))
+	assert.Len(t, assignedTo(evs, "fd00:77::4", self, 1), 1, "bounded")
+}
