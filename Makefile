@@ -54,8 +54,8 @@ test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local 
 	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
-test-unit: ## Unit tests of the shared packages (no control plane needed).
-	go test -count=1 ./api/... ./internal/... ./test/manifests/...
+test-unit: ## The pure tests of every package with any (-short leaves out the *_integration_test.go files; no control plane starts).
+	go test -short -count=1 ./api/... ./internal/... ./controllers/... ./test/manifests/... ./test/core/... ./test/cluster/... ./test/chart/... ./test/soak/...
 
 .PHONY: test-e2e
 test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.

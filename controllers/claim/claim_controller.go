@@ -13,7 +13,6 @@ package claim
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -39,6 +38,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // ControllerName is the claim controller's name, in logs and metrics.
@@ -166,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pending = pending || !bound
 	}
 	r.pending.set(req.NamespacedName, s.class.Name, pending)
-	res, err := quietConflicts(ctx, errs)
+	res, err := patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 	if err == nil && s.waitForCore && res.RequeueAfter == 0 {
 		// The core may bind the Available address to another claim;
 		// look again then.
@@ -187,22 +187,6 @@ const ledgerWait = 5 * time.Second
 // coreWait is how long a claim left to the core (an Available address could
 // serve it) waits before the driver looks again.
 const coreWait = 5 * time.Second
-
-// quietConflicts turns a pass that failed only on optimistic-lock conflicts
-// (the cache was behind a newer version, whose own event follows) into a
-// short requeue instead of an error.
-func quietConflicts(ctx context.Context, errs []error) (ctrl.Result, error) {
-	if len(errs) == 0 {
-		return ctrl.Result{}, nil
-	}
-	for _, err := range errs {
-		if !apierrors.IsConflict(err) {
-			return ctrl.Result{}, errors.Join(errs...)
-		}
-	}
-	log.FromContext(ctx).V(1).Info("acted on a stale cache; retrying", "error", errors.Join(errs...).Error())
-	return ctrl.Result{RequeueAfter: conflictRetry}, nil
-}
 
 // SetupWithManager registers the cache indexes the controllers use, the
 // claim controller and the placeholder garbage collector.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,6 +17,7 @@ import (
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
@@ -210,19 +210,19 @@ func countWaiting(ctx context.Context, c client.Reader, namespace, class string,
 // back here.
 func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) error {
 	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool || !names.Granted(ph.Labels, s.class.Name) {
-		orig := ph.DeepCopy()
-		if ph.Annotations == nil {
-			ph.Annotations = map[string]string{}
-		}
-		if ph.Labels == nil {
-			ph.Labels = map[string]string{}
-		}
-		ph.Annotations[names.MetalLBAddressPool] = pool
-		ph.Annotations[names.AnnotationClass] = s.class.Name
-		// The class pool admits only placeholders carrying the grant label
-		// (a placeholder created by an older driver gains it here).
-		ph.Labels[names.LabelGrant] = s.class.Name
-		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, r, ph, func() {
+			if ph.Annotations == nil {
+				ph.Annotations = map[string]string{}
+			}
+			if ph.Labels == nil {
+				ph.Labels = map[string]string{}
+			}
+			ph.Annotations[names.MetalLBAddressPool] = pool
+			ph.Annotations[names.AnnotationClass] = s.class.Name
+			// The class pool admits only placeholders carrying the grant
+			// label (a placeholder created by an older driver gains it here).
+			ph.Labels[names.LabelGrant] = s.class.Name
+		}); err != nil {
 			return fmt.Errorf("point placeholder %s at pool %s: %w", ph.Name, pool, err)
 		}
 		return nil
@@ -331,15 +331,15 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	key := names.ClaimSharingKey(s.claim.Namespace, s.claim.Name, s.claim.UID)
 	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
 		ph.Annotations[names.MetalLBAllowSharedIP] != key || !names.Granted(ph.Labels, s.class.Name) {
-		orig := ph.DeepCopy()
-		if ph.Annotations == nil {
-			ph.Annotations = map[string]string{}
-		}
-		ph.Labels[names.LabelAddress] = addrName
-		ph.Labels[names.LabelGrant] = s.class.Name
-		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-		ph.Annotations[names.MetalLBAllowSharedIP] = key
-		if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, r, ph, func() {
+			if ph.Annotations == nil {
+				ph.Annotations = map[string]string{}
+			}
+			ph.Labels[names.LabelAddress] = addrName
+			ph.Labels[names.LabelGrant] = s.class.Name
+			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+			ph.Annotations[names.MetalLBAllowSharedIP] = key
+		}); err != nil {
 			return false, fmt.Errorf("pin placeholder %s to %s: %w", ph.Name, ip, err)
 		}
 	}
@@ -507,13 +507,13 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	if ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ownedByAddress(ph, a.Name) {
 		return nil
 	}
-	orig := ph.DeepCopy()
-	if !ownedByAddress(ph, a.Name) {
-		ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
-	}
-	ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
-	ph.Labels[names.LabelAddress] = a.Name
-	if err := r.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Meta(ctx, r, ph, func() {
+		if !ownedByAddress(ph, a.Name) {
+			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
+		}
+		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+		ph.Labels[names.LabelAddress] = a.Name
+	}); err != nil {
 		return fmt.Errorf("hand placeholder %s over to IPAddress %s: %w", ph.Name, a.Name, err)
 	}
 	log.FromContext(ctx).Info("recorded address", "family", f, "ip", a.Spec.Address, "ipaddress", a.Name, "placeholder", ph.Name)
@@ -541,30 +541,7 @@ func (r *Reconciler) dropSurplus(ctx context.Context, ph *corev1.Service) error 
 // is already gone from the API server (deleted right after its creation):
 // then there is nothing left to wait for.
 func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object) error {
-	return waitForCache(ctx, r.Client, r.APIReader, obj)
-}
-
-// waitForCache is Reconciler.waitForCache for any client and API reader.
-func waitForCache(ctx context.Context, c client.Reader, api client.Reader, obj client.Object) error {
-	key := client.ObjectKeyFromObject(obj)
-	probe := obj.DeepCopyObject().(client.Object)
-	polls := 0
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, key, probe)
-		if !apierrors.IsNotFound(err) {
-			return err == nil, err
-		}
-		if polls++; polls%25 == 0 {
-			if err := api.Get(ctx, key, probe); apierrors.IsNotFound(err) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for the cache to show %s: %w", key, err)
-	}
-	return nil
+	return patch.WaitForCache(ctx, r.Client, r.APIReader, obj, nil, cacheWait)
 }
 
 // report records an Event on the claim once per change of what is said

@@ -19,6 +19,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // placeholderGC deletes orphaned allocation placeholders: those whose claim
@@ -56,7 +57,7 @@ func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		// A conflict means the placeholder changed since the cache showed
 		// it (for example it was just handed over): look again.
-		return quietConflicts(ctx, []error{fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err)})
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err))
 	}
 	log.FromContext(ctx).Info("deleted orphaned allocation placeholder: its claim is gone and it backs no IPAddress",
 		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[names.AnnotationClaimNamespace], ph.Annotations[names.AnnotationClaimName]),

@@ -25,6 +25,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
@@ -94,7 +95,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 				errs = append(errs, err)
 			}
 		}
-		return quietConflicts(ctx, errs)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 	}
 	var errs []error
 	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
@@ -107,7 +108,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 			errs = append(errs, err)
 		}
 	}
-	return quietConflicts(ctx, errs)
+	return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 }
 
 // warmTarget is how many warm addresses of each family a class asks for,
@@ -261,7 +262,7 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 			return fmt.Errorf("create warm placeholder for class %s: %w", className, err)
 		}
 		log.FromContext(ctx).V(1).Info("created warm placeholder", "class", className, "family", f, "placeholder", ph.Name)
-		if err := waitForCache(ctx, w.Client, w.APIReader, ph); err != nil {
+		if err := patch.WaitForCache(ctx, w.Client, w.APIReader, ph, nil, cacheWait); err != nil {
 			return err
 		}
 	}
@@ -306,11 +307,11 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 	}
 	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
 		ph.Annotations[names.MetalLBAllowSharedIP] != key {
-		orig := ph.DeepCopy()
-		ph.Labels[names.LabelAddress] = addrName
-		ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-		ph.Annotations[names.MetalLBAllowSharedIP] = key
-		if err := w.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, w, ph, func() {
+			ph.Labels[names.LabelAddress] = addrName
+			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+			ph.Annotations[names.MetalLBAllowSharedIP] = key
+		}); err != nil {
 			return fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
 		}
 	}
@@ -323,19 +324,19 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 			return fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
 		}
 		existing = a
-		if err := waitForCache(ctx, w.Client, w.APIReader, a); err != nil {
+		if err := patch.WaitForCache(ctx, w.Client, w.APIReader, a, nil, cacheWait); err != nil {
 			return err
 		}
 		w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmRecorded, "Recorded warm %s address %s as Available IPAddress %s", f, ip, addrName)
 		allocationsTotal.WithLabelValues(className, string(f), resultWarm).Inc()
 	}
 
-	orig := ph.DeepCopy()
-	if !ownedByAddress(ph, existing.Name) {
-		ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(existing))
-	}
-	ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
-	if err := w.Patch(ctx, ph, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Meta(ctx, w, ph, func() {
+		if !ownedByAddress(ph, existing.Name) {
+			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(existing))
+		}
+		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+	}); err != nil {
 		return fmt.Errorf("hand warm placeholder %s over to IPAddress %s: %w", ph.Name, existing.Name, err)
 	}
 	log.FromContext(ctx).Info("recorded warm address", "class", className, "family", f, "ip", ip, "ipaddress", existing.Name)

@@ -17,7 +17,9 @@
 // are invalid (InvalidParameters), when its addresses overlap those of an
 // older class of this driver or of any other IPAddressPool in the MetalLB
 // namespace (OverlappingRanges; MetalLB refuses its whole configuration when
-// two pools overlap), or when an object named iad-<class> exists and is
+// two pools overlap; a class with adoptExisting may overlap pools this
+// driver did not render, to take over what MetalLB assigned from them, and
+// says so with an OverlapsLivePool Warning), or when an object named iad-<class> exists and is
 // controlled by something else (PoolNameTaken). Of two overlapping classes,
 // the older one (by creationTimestamp, then name) keeps the addresses; a
 // pool still rendered for a newer class blocks an older class from growing
@@ -68,6 +70,10 @@ const (
 	ReasonInvalidClassName = "InvalidClassName"
 	// ReasonOverlappingRanges (Warning): the addresses overlap an older class or another pool.
 	ReasonOverlappingRanges = "OverlappingRanges"
+	// ReasonOverlapsLivePool (Warning): a class with adoptExisting is
+	// rendered over the ranges of a pool this driver did not render; MetalLB
+	// serves neither change until the administrator removes the overlap.
+	ReasonOverlapsLivePool = "OverlapsLivePool"
 	// ReasonPoolNameTaken (Warning): iad-<class> exists and is controlled by something else.
 	ReasonPoolNameTaken = "PoolNameTaken"
 	// ReasonWaitingForGrant (Normal): the pool, rendered without the grant
@@ -96,6 +102,8 @@ type Reconciler struct {
 	reported sync.Map
 	// grantReported remembers, per class, the last WaitingForGrant message.
 	grantReported sync.Map
+	// adoptReported remembers, per class, the last OverlapsLivePool message.
+	adoptReported sync.Map
 }
 
 // CacheByObject restricts the manager's cache for MetalLB's kinds to the
@@ -124,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			forget(req.Name)
 			r.reported.Delete(req.Name)
 			r.grantReported.Delete(req.Name)
+			r.adoptReported.Delete(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -54,7 +54,8 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	if err != nil {
 		return Parameters{}, nil, err
 	}
-	if o := FindOverlap(params.Addresses, occupants); o != nil {
+	refusing, adoptable := SplitAdoptable(occupants, params.AdoptExisting)
+	if o := FindOverlap(params.Addresses, refusing); o != nil {
 		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
 	}
 	dropped, err := r.dropped(ctx, class, params)
@@ -65,7 +66,25 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 		return Parameters{}, &refusal{reason: ReasonAddressesInUse,
 			message: DroppedMessage(r.MetalLBNamespace+"/"+names.PoolName(class.Name), dropped), params: &params}, nil
 	}
+	r.reportAdoptOverlap(ctx, class, FindOverlap(params.Addresses, adoptable))
 	return params, nil, nil
+}
+
+// reportAdoptOverlap records the OverlapsLivePool Warning on a class with
+// adoptExisting whose ranges overlap a pool this driver did not render
+// (once per overlap in this process, like a refusal); o nil forgets it.
+func (r *Reconciler) reportAdoptOverlap(ctx context.Context, class *iadv1alpha1.IPAddressClass, o *Overlap) {
+	if o == nil {
+		r.adoptReported.Delete(class.Name)
+		return
+	}
+	msg := AdoptOverlapMessage(o, r.MetalLBNamespace+"/"+names.PoolName(class.Name))
+	key := string(class.UID) + "\x00" + msg
+	if last, ok := r.adoptReported.Swap(class.Name, key); ok && last == key {
+		return
+	}
+	log.FromContext(ctx).Info("rendering over a pool this driver did not render, to adopt what MetalLB assigned from it", "pool", o.With.Pool)
+	r.Recorder.Event(class, corev1.EventTypeWarning, ReasonOverlapsLivePool, msg)
 }
 
 // dropped lists the live addresses of the class that the pool rendered for

@@ -173,3 +173,37 @@ func Refusal(class *iadv1alpha1.IPAddressClass, classes []iadv1alpha1.IPAddressC
 	}
 	return ""
 }
+
+// Foreign reports whether the occupant is an IPAddressPool this driver did
+// not render.
+func (o Occupant) Foreign() bool { return o.Pool != "" && o.Class == "" }
+
+// SplitAdoptable splits the occupants a class must not overlap into those
+// that refuse it and those it may overlap. A class with adoptExisting may
+// overlap pools this driver did not render: that is how it takes over
+// what MetalLB assigned from them. MetalLB refuses its whole configuration
+// while two pools overlap and keeps serving the last valid one, so nothing
+// changes on the wire until the administrator removes the class's ranges
+// from those pools, and then MetalLB loads both changes at once and keeps
+// every assignment the class's pool covers. Older classes and pools the
+// driver rendered always refuse.
+func SplitAdoptable(occupants []Occupant, adoptExisting bool) (refusing, adoptable []Occupant) {
+	for _, o := range occupants {
+		if adoptExisting && o.Foreign() {
+			adoptable = append(adoptable, o)
+			continue
+		}
+		refusing = append(refusing, o)
+	}
+	return refusing, adoptable
+}
+
+// AdoptOverlapMessage is the Warning Event of a class with adoptExisting
+// rendered over the ranges of a pool this driver did not render.
+func AdoptOverlapMessage(o *Overlap, pool string) string {
+	return fmt.Sprintf("addresses %s overlap %s of %s; rendered %s anyway because adoptExisting is on. "+
+		"MetalLB refuses its whole configuration while two pools overlap and keeps serving the last valid one, "+
+		"so %s is not served yet (nothing changes on the wire). Once the Services holding these addresses are imported "+
+		"(Imported and ImportSkipped* Events), remove the class's ranges from %s (or delete it) in one edit",
+		o.Ours, o.Theirs, o.With.describe(), pool, pool, o.With.Pool)
+}

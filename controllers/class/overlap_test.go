@@ -136,3 +136,35 @@ func TestPoolRanges(t *testing.T) {
 		rng("2001:db8::1", "2001:db8::9", "2001:db8::1-2001:db8::9"),
 	}, got)
 }
+
+func TestSplitAdoptable(t *testing.T) {
+	older := Occupant{Class: "gold", Ranges: ranges(t, "192.0.2.0/28")}
+	ours := Occupant{Class: "silver", Pool: "iad-silver", Ranges: ranges(t, "192.0.2.16/28")}
+	legacy := Occupant{Pool: "legacy", Ranges: ranges(t, "192.0.2.32/28")}
+	tests := []struct {
+		name                string
+		adopt               bool
+		refusing, adoptable []Occupant
+	}{
+		{name: "without adoptExisting every occupant refuses", refusing: []Occupant{older, ours, legacy}},
+		{name: "with adoptExisting a pool the driver did not render may be overlapped", adopt: true,
+			refusing: []Occupant{older, ours}, adoptable: []Occupant{legacy}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refusing, adoptable := SplitAdoptable([]Occupant{older, ours, legacy}, tt.adopt)
+			assert.Equal(t, tt.refusing, refusing)
+			assert.Equal(t, tt.adoptable, adoptable)
+		})
+	}
+}
+
+func TestAdoptOverlapMessage(t *testing.T) {
+	o := FindOverlap(ranges(t, "192.0.2.0/24"), []Occupant{{Pool: "legacy", Ranges: ranges(t, "192.0.2.32/28")}})
+	require.NotNil(t, o)
+	msg := AdoptOverlapMessage(o, "metallb-system/iad-public")
+	for _, part := range []string{"192.0.2.32/28", "IPAddressPool legacy (not rendered by this driver)", "adoptExisting",
+		"keeps serving the last valid one", "remove the class's ranges from legacy"} {
+		assert.Contains(t, msg, part)
+	}
+}

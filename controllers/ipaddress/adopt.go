@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -28,7 +29,7 @@ func importingHolder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, 
 			continue
 		}
 		if s.Annotations[names.AnnotationImportedInto] == ref.Name &&
-			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name && holds(s, ip) {
+			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name && binding.Holds(s, ip) {
 			return s
 		}
 	}

@@ -32,8 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
 // ControllerName is the IPAddress controller's name, in logs and metrics.
@@ -77,15 +80,13 @@ type Reconciler struct {
 // manager with. The controller must see Services in every namespace (a
 // workload named by associatedTo, and any Service holding or pinned to an
 // address), so Services are not narrowed by namespace; instead the cache
-// keeps of each Service only what the controller reads: metadata (without
-// managedFields), spec.type, the IP families and status. Code reading Services from this
-// cache must therefore never write a whole Service back; it only patches.
+// keeps of each Service only what the controllers read (servicecache.Trim).
+// Code reading Services from this cache must therefore never write a whole
+// Service back; it only patches.
 // placeholderNamespace is accepted for symmetry with the other controllers.
 func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
 	_ = placeholderNamespace
-	return map[client.Object]cache.ByObject{
-		&corev1.Service{}: {Transform: slimService},
-	}
+	return servicecache.Options()
 }
 
 // DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
@@ -98,23 +99,6 @@ func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject 
 	return map[client.Object]cache.ByObject{
 		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
-}
-
-// slimService is the cache transform for Services: it drops managedFields
-// and everything of the spec but its type and IP families.
-func slimService(obj any) (any, error) {
-	s, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, Status: s.Status}
-	out.ManagedFields = nil
-	out.Spec.Type = s.Spec.Type
-	// The families decide the release pin (binding.ReleasePinValue), which
-	// must be the same value the Service controller computes.
-	out.Spec.IPFamilies = s.Spec.IPFamilies
-	out.Spec.ClusterIPs = s.Spec.ClusterIPs
-	return out, nil
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
@@ -147,7 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if a.DeletionTimestamp != nil {
 		r.states.forget(a.Name)
-		return retryOnConflict(r.teardown(ctx, a))
+		res, err := r.teardown(ctx, a)
+		return patch.OnConflict(ctx, retryAfter, res, err)
 	}
 
 	class, err := r.class(ctx, a.Spec.ClassName)
@@ -159,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if err := r.ensureFinalizer(ctx, a); err != nil {
-		return retryOnConflict(ctrl.Result{}, err)
+		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 	}
 
 	s, err := r.newScope(ctx, a)
@@ -176,24 +161,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} {
 		sr, err := step(ctx, s)
 		if err != nil {
-			return retryOnConflict(ctrl.Result{}, err)
+			return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 		}
 		res = earliest(res, sr)
 	}
 	if err := r.patchStatus(ctx, s); err != nil {
-		return retryOnConflict(ctrl.Result{}, err)
+		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 	}
 	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
 	return res, nil
-}
-
-// retryOnConflict turns an optimistic-lock conflict into a quiet retry: the
-// object changed under us and the next pass re-derives everything.
-func retryOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
-	}
-	return res, err
 }
 
 // earliest combines two results, keeping the sooner requeue.
@@ -257,7 +233,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		}
 	}
 	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
-	for _, ip := range index.IngressIPs(svc) {
+	for _, ip := range binding.IngressIPs(svc) {
 		lookups = append(lookups, client.MatchingFields{index.AddressByIP: ip})
 	}
 	for _, m := range lookups {

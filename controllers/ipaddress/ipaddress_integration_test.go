@@ -46,6 +46,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Pure tests run without a control plane.
+	if !cluster.IntegrationSelected() {
+		os.Exit(m.Run())
+	}
 	os.Exit(run(m))
 }
 

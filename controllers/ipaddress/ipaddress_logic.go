@@ -210,16 +210,6 @@ func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 		fmt.Sprintf("Service %s holds the address without %s=%s yet; the driver labels it", strings.Join(missing, ", "), names.LabelGrant, a.Spec.ClassName)}
 }
 
-// holds reports whether MetalLB assigned ip to the Service.
-func holds(svc *corev1.Service, ip string) bool {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if got, err := names.ParseAddress(in.IP); err == nil && got.String() == ip {
-			return true
-		}
-	}
-	return false
-}
-
 // authorized reports whether a Service may hold the address; the rule is
 // shared with the Service controller's conflict detection.
 func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
@@ -228,13 +218,13 @@ func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
 
 // unauthorizedHolders lists the Services among holders (the Services MetalLB
 // assigned the address to) that hold it without the binding's authority.
-// Services in the placeholder namespace are the driver's own and exempt:
-// tenants cannot write there, so a label alone is not what exempts them.
+// The driver's own placeholders are exempt (binding.Exempt, the rule the
+// Service controller's conflict detection follows too).
 func unauthorizedHolders(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []*corev1.Service {
 	var out []*corev1.Service
 	for i := range holders {
 		s := &holders[i]
-		if s.Namespace == placeholderNamespace || authorized(a, s) {
+		if binding.Exempt(s, placeholderNamespace) || authorized(a, s) {
 			continue
 		}
 		out = append(out, s)
@@ -335,13 +325,13 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
 			p.Repair = append(p.Repair, s)
 		}
-		if holder == nil && holds(s, ip) {
+		if holder == nil && binding.Holds(s, ip) {
 			holder = s
 		}
 	}
 	if holder != nil {
 		for _, s := range live {
-			if s != holder && !holds(s, ip) {
+			if s != holder && !binding.Holds(s, ip) {
 				p.Delete = append(p.Delete, s)
 			}
 		}
@@ -509,13 +499,8 @@ func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (rele
 	if !pinned && !binding.Authorizes(a, svc) {
 		return releaseNone, nil
 	}
-	holds, anyIngress := false, false
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if got, err := names.ParseAddress(in.IP); err == nil {
-			anyIngress = true
-			holds = holds || got.String() == ip
-		}
-	}
+	ingress := binding.IngressIPs(svc)
+	holds, anyIngress := slices.Contains(ingress, ip), len(ingress) > 0
 	release := binding.ReleasePinValue(svc)
 	switch {
 	case holds && pin != release:

@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // conflictSettle is how long after the Conflict condition turned True the
@@ -90,12 +91,7 @@ func (r *Reconciler) class(ctx context.Context, name string) (*iadv1alpha1.IPAdd
 // administrator created statically. The optimistic lock matters: a merge
 // patch replaces the whole finalizer list.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, a *iadv1alpha1.IPAddress) error {
-	if controllerutil.ContainsFinalizer(a, names.Finalizer) {
-		return nil
-	}
-	orig := a.DeepCopy()
-	controllerutil.AddFinalizer(a, names.Finalizer)
-	return r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return patch.AddFinalizer(ctx, r, a, names.Finalizer)
 }
 
 // clearStaleAssociation clears status.associatedTo when the Service it names
@@ -336,10 +332,10 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	for _, ph := range plan.Repair {
 		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
-		orig := ph.DeepCopy()
-		ph.Annotations = repairedAnnotations(ph.Annotations, ip, binding.SharingKey(a))
-		ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
-		if err := r.Patch(ctx, ph, client.MergeFrom(orig)); err != nil {
+		if err := patch.Unlocked(ctx, r, ph, func() {
+			ph.Annotations = repairedAnnotations(ph.Annotations, ip, binding.SharingKey(a))
+			ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
+		}); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		if repin {
@@ -400,7 +396,7 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 // the change are recorded once it is written.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
-		if err := r.Status().Patch(ctx, s.addr, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
 			return err
 		}
 	}
@@ -460,9 +456,7 @@ func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ct
 			return ctrl.Result{RequeueAfter: retryAfter}, err
 		}
 	}
-	orig := a.DeepCopy()
-	controllerutil.RemoveFinalizer(a, names.Finalizer)
-	if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if _, err := patch.RemoveFinalizer(ctx, r, a, names.Finalizer); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("teardown done; released the driver's finalizer")
@@ -546,9 +540,7 @@ func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddre
 			pending = true
 			continue
 		}
-		orig := svc.DeepCopy()
-		svc.Annotations = ann
-		if err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, r, svc, func() { svc.Annotations = ann }); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

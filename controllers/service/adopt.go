@@ -10,15 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // importsTotal counts the outcomes of imports per class: addresses
@@ -108,8 +109,8 @@ func conflictErr(err error) error {
 // returns nil when no class imports, or the Service holds nothing.
 func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSituation, error) {
 	svc := s.svc
-	ips := index.IngressIPs(svc)
-	if len(ips) == 0 || svc.DeletionTimestamp != nil || Exempt(svc, r.PlaceholderNamespace) {
+	ips := binding.IngressIPs(svc)
+	if len(ips) == 0 || svc.DeletionTimestamp != nil || binding.Exempt(svc, r.PlaceholderNamespace) {
 		return nil, nil
 	}
 	classes, err := r.adoptClasses(ctx)
@@ -134,7 +135,7 @@ func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSitu
 		}
 		for i := range holders.Items {
 			h := &holders.Items[i]
-			if h.UID == svc.UID || Exempt(h, r.PlaceholderNamespace) {
+			if h.UID == svc.UID || binding.Exempt(h, r.PlaceholderNamespace) {
 				continue
 			}
 			sit.Sharers[ip] = append(sit.Sharers[ip], index.Key(h.Namespace, h.Name))
@@ -211,15 +212,13 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	// Service keeps it.
 	want, labels := ImportAnnotations(svc.Annotations, p, key), GrantLabels(svc.Labels, p.Class.Name)
 	if !maps.Equal(want, svc.Annotations) || !maps.Equal(labels, svc.Labels) {
-		orig := svc.DeepCopy()
-		svc.Annotations, svc.Labels = want, labels
-		if err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
 			return err
 		}
 		logger.Info("import: annotated the Service")
 		// A later pass must see the import under way, or it would take the
 		// address about to be created for a conflict.
-		r.waitForCache(ctx, &corev1.Service{}, client.ObjectKeyFromObject(svc), func(o client.Object) bool {
+		r.waitForCache(ctx, svc, func(o client.Object) bool {
 			return o.GetAnnotations()[names.AnnotationImportedInto] == p.ClaimName
 		})
 	}
@@ -231,15 +230,15 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 			return err
 		}
 		logger.Info("import: created the IPAddress", "address", a.Name)
-		r.waitForCache(ctx, &iadv1alpha1.IPAddress{}, client.ObjectKeyFromObject(a), func(client.Object) bool { return true })
+		r.waitForCache(ctx, a, nil)
 	}
 
 	if AssociatedWith(a, svc.Namespace, svc.Name) {
 		return nil
 	}
-	orig := a.DeepCopy()
-	a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name}
-	if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Status(ctx, r, a, func() {
+		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name}
+	}); err != nil {
 		return err
 	}
 	logger.Info("imported", "address", a.Name)
@@ -253,11 +252,6 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 // waitForCache waits, briefly, until the cache shows the object written
 // and seen accepts it, so the next pass does not act on a stale read. On
 // timeout the next pass re-reads; the steps check before they write.
-func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object, key client.ObjectKey, seen func(client.Object) bool) {
-	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := r.Get(ctx, key, obj); err != nil {
-			return false, nil
-		}
-		return seen(obj), nil
-	})
+func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object, seen func(client.Object) bool) {
+	_ = patch.WaitForCache(ctx, r.Client, nil, obj, seen, 5*time.Second)
 }

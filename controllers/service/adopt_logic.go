@@ -118,10 +118,10 @@ type ImportPlan struct {
 // import is not imported: conflict detection judges it.
 func PlanImport(s ImportSituation) ImportPlan {
 	svc := s.Service
-	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || Exempt(svc, s.PlaceholderNamespace) {
+	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || binding.Exempt(svc, s.PlaceholderNamespace) {
 		return ImportPlan{}
 	}
-	ips := index.IngressIPs(svc)
+	ips := binding.IngressIPs(svc)
 	if len(ips) == 0 {
 		return ImportPlan{}
 	}

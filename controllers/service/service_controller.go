@@ -26,7 +26,6 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,8 +38,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
 // RecorderName is the component name on the controller's Events.
@@ -93,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.verdicts.forget(req.NamespacedName)
 			r.imports.forget(req.NamespacedName)
-			return quiet(r.forget(ctx, req.NamespacedName))
+			return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
 	}
@@ -102,17 +104,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// deleted, so it is removed wherever it is found (an upgrade clears
 	// every Service on the controller's first pass over it).
 	if gone, err := r.removeFinalizer(ctx, svc); err != nil || gone {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	s, err := r.observe(ctx, svc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if goOn, err := r.importFirst(ctx, s); err != nil || !goOn {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	if err := r.detectConflicts(ctx, s); err != nil {
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 
 	v := Decide(s.situation())
@@ -126,21 +128,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch v.Action {
 	case Associate:
-		return quiet(r.associate(ctx, s))
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.associate(ctx, s))
 	case Detach:
 		r.handoffs.forget(req.NamespacedName)
 		_, err := r.detach(ctx, s, s.mine, true)
-		return quiet(err)
+		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// quiet turns a lost optimistic-concurrency race into a quick, silent retry.
-func quiet(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
 }
 
 // SetupWithManager registers the indexes the controller reads and the
@@ -176,11 +170,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // addresses again. The handler calls it with the old and the new object.
 func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) []reconcile.Request {
 	ph, ok := o.(*corev1.Service)
-	if !ok || !Exempt(ph, r.PlaceholderNamespace) {
+	if !ok || !binding.Exempt(ph, r.PlaceholderNamespace) {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, ip := range index.IngressIPs(ph) {
+	for _, ip := range binding.IngressIPs(ph) {
 		for _, req := range r.servicesByIndex(ctx, index.ServiceByIngressIP, ip) {
 			if req.Namespace != r.PlaceholderNamespace {
 				reqs = append(reqs, req)
@@ -228,73 +222,13 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 }
 
 // CacheOptions narrows what the controller's cache keeps of each Service to
-// the fields it reads (see TrimService). Pass it to bootstrap.NewManager.
+// the fields it reads (see servicecache.Trim). Pass it to bootstrap.NewManager.
 // The class pools are read only in the MetalLB namespace.
 func CacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Service{}:               {Transform: TrimService},
+		&corev1.Service{}:               {Transform: servicecache.Trim},
 		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
-}
-
-// lastApplied is kubectl's copy of the applied manifest, often the largest
-// annotation on a Service; the controller never reads it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// TrimService is a cache transform that keeps only what the controller reads
-// of a Service: identity, labels, annotations (without kubectl's
-// last-applied copy), finalizers, deletion, type, IP families, cluster IPs,
-// spec.loadBalancerIP, the ports' names, protocols and numbers, the external
-// traffic policy (both decide whether the Service can share an address with
-// a placeholder) and the load-balancer status. The controller only ever
-// patches Services, so the fields dropped here are never written back.
-func TrimService(o any) (any, error) {
-	svc, ok := o.(*corev1.Service)
-	if !ok {
-		return o, nil
-	}
-	ann := svc.Annotations
-	if _, ok := ann[lastApplied]; ok {
-		ann = make(map[string]string, len(svc.Annotations))
-		for k, v := range svc.Annotations {
-			if k != lastApplied {
-				ann[k] = v
-			}
-		}
-	}
-	var ports []corev1.ServicePort
-	if len(svc.Spec.Ports) > 0 {
-		ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
-		for i, p := range svc.Spec.Ports {
-			ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port}
-		}
-	}
-	return &corev1.Service{
-		TypeMeta: svc.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              svc.Name,
-			Namespace:         svc.Namespace,
-			UID:               svc.UID,
-			ResourceVersion:   svc.ResourceVersion,
-			Generation:        svc.Generation,
-			CreationTimestamp: svc.CreationTimestamp,
-			DeletionTimestamp: svc.DeletionTimestamp,
-			Labels:            svc.Labels,
-			Annotations:       ann,
-			Finalizers:        svc.Finalizers,
-		},
-		Spec: corev1.ServiceSpec{
-			Type:                  svc.Spec.Type,
-			ClusterIP:             svc.Spec.ClusterIP,
-			ClusterIPs:            svc.Spec.ClusterIPs,
-			IPFamilies:            svc.Spec.IPFamilies,
-			IPFamilyPolicy:        svc.Spec.IPFamilyPolicy,
-			LoadBalancerIP:        svc.Spec.LoadBalancerIP,
-			Ports:                 ports,
-			ExternalTrafficPolicy: svc.Spec.ExternalTrafficPolicy,
-		},
-		Status: corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer},
-	}, nil
 }
 
 // verdicts remembers, per Service, the last verdict Event recorded, so each

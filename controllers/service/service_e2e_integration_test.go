@@ -30,7 +30,7 @@ import (
 
 // startManager runs one more manager for the rest of the test, as the
 // given identity, with the cache options of the controller it runs.
-func startManager(t *testing.T, controller string, cfg *rest.Config, byObject map[client.Object]cache.ByObject, setup func(ctrl.Manager) error) {
+func startManager(t testing.TB, controller string, cfg *rest.Config, byObject map[client.Object]cache.ByObject, setup func(ctrl.Manager) error) {
 	t.Helper()
 	mgr, err := bootstrap.NewManager(cfg, &bootstrap.Options{
 		Controller: controller, LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
@@ -51,7 +51,7 @@ func startManager(t *testing.T, controller string, cfg *rest.Config, byObject ma
 // controller and the IPAddress controller (the latter two as their own
 // ServiceAccounts), beside the suite's service controller; heldPartner
 // stays out of the way.
-func startDriver(t *testing.T) {
+func startDriver(t testing.TB) {
 	t.Helper()
 	pausePartner(t)
 	startManager(t, "core", c.Config, nil, func(mgr ctrl.Manager) error { return core.Setup(context.Background(), mgr) })

@@ -112,7 +112,7 @@ func (w *holdWatch) check(state map[client.ObjectKey]*corev1.Service, ips map[st
 	for ip, addr := range ips {
 		byPlaceholder, byWorkload := false, false
 		for key, s := range state {
-			if !Holds(s, []string{ip}) {
+			if !binding.Holds(s, ip) {
 				continue
 			}
 			byPlaceholder = byPlaceholder || (s.Namespace == placeholderNS && s.Labels[names.LabelAddress] == addr)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 

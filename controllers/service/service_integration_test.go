@@ -47,7 +47,7 @@ var (
 )
 
 // pausePartner stops heldPartner for the rest of the test.
-func pausePartner(t *testing.T) {
+func pausePartner(t testing.TB) {
 	partnerPaused.Store(true)
 	t.Cleanup(func() { partnerPaused.Store(false) })
 }
@@ -65,6 +65,10 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// Pure tests run without a control plane.
+	if !cluster.IntegrationSelected() {
+		os.Exit(m.Run())
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -173,7 +177,7 @@ func boundClaim(t *testing.T, ns, name, className string, family iadv1alpha1.IPF
 	return claim, bind(t, claim, nil, ips...)
 }
 
-func createClaim(t *testing.T, ns, name, className string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
+func createClaim(t testing.TB, ns, name, className string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
 	t.Helper()
 	require.NoError(t, c.EnsureNamespace(context.Background(), ns))
 	claim := &iadv1alpha1.IPAddressClaim{

@@ -366,7 +366,7 @@ func HandedBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, holders []corev1.
 	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
 	for i := range holders {
 		h := &holders[i]
-		if Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && Holds(h, ips) {
+		if binding.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && binding.Holds(h, ips...) {
 			return true
 		}
 	}
@@ -482,14 +482,6 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	return ""
 }
 
-// Exempt reports whether a Service is one of the driver's own placeholders:
-// labelled as one AND inside the placeholder namespace, which tenants cannot
-// write to. The label alone proves nothing.
-func Exempt(svc *corev1.Service, placeholderNamespace string) bool {
-	_, labelled := svc.Labels[names.LabelPlaceholder]
-	return labelled && placeholderNamespace != "" && svc.Namespace == placeholderNamespace
-}
-
 // Authorized reports whether an address's binding allows the Service to hold
 // it: the address is associated with the Service, or (during the handoff,
 // before associatedTo is visible everywhere) the Service names the address's
@@ -537,38 +529,6 @@ func HandPin(svc *corev1.Service) string {
 
 // legacyLoadBalancerIPs is MetalLB's deprecated spelling of the pin annotation.
 const legacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
-
-// Holds reports whether the Service's load-balancer ingress shows any of ips.
-func Holds(svc *corev1.Service, ips []string) bool {
-	in := ingressSet(svc)
-	for _, ip := range ips {
-		if in[ip] {
-			return true
-		}
-	}
-	return false
-}
-
-// HoldsAll reports whether the Service's ingress shows every one of ips.
-func HoldsAll(svc *corev1.Service, ips []string) bool {
-	in := ingressSet(svc)
-	for _, ip := range ips {
-		if !in[ip] {
-			return false
-		}
-	}
-	return len(ips) > 0
-}
-
-func ingressSet(svc *corev1.Service) map[string]bool {
-	in := map[string]bool{}
-	for _, i := range svc.Status.LoadBalancer.Ingress {
-		if ip, err := names.ParseAddress(i.IP); err == nil {
-			in[ip.String()] = true
-		}
-	}
-	return in
-}
 
 // addressIPs returns the canonical IPs of addresses.
 func addressIPs(addrs []*iadv1alpha1.IPAddress) []string {

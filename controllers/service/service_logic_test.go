@@ -138,20 +138,6 @@ func TestAuthorized(t *testing.T) {
 	}
 }
 
-func TestExempt(t *testing.T) {
-	ph := func(ns string, labelled bool) *corev1.Service {
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hold-ip-203-0-113-7"}}
-		if labelled {
-			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
-		}
-		return s
-	}
-	assert.True(t, Exempt(ph("iad-system", true), "iad-system"), "a labelled placeholder in the placeholder namespace")
-	assert.False(t, Exempt(ph("tenant", true), "iad-system"), "the label alone is forgeable")
-	assert.False(t, Exempt(ph("iad-system", false), "iad-system"), "unlabelled Services are not placeholders")
-	assert.False(t, Exempt(ph("", true), ""), "no placeholder namespace configured")
-}
-
 func TestHandPin(t *testing.T) {
 	s := func(ann map[string]string, lbIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
@@ -215,16 +201,6 @@ func TestDecide(t *testing.T) {
 			assert.Contains(t, v.Message, tt.contains)
 		})
 	}
-}
-
-func TestHoldsAndHoldsAll(t *testing.T) {
-	s := &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
-		Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {IP: "2001:DB8::7"}}}}}
-	assert.True(t, Holds(s, []string{"2001:db8::7"}))
-	assert.False(t, Holds(s, []string{"203.0.113.8"}))
-	assert.True(t, HoldsAll(s, []string{"203.0.113.7", "2001:db8::7"}))
-	assert.False(t, HoldsAll(s, []string{"203.0.113.7", "203.0.113.8"}))
-	assert.False(t, HoldsAll(s, nil), "holding nothing is not done")
 }
 
 func TestHandoffMetrics(t *testing.T) {

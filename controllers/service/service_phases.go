@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -21,6 +20,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
 // scope is what one pass fetched about a Service.
@@ -197,7 +197,7 @@ func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
 	for _, ip := range names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]) {
 		want[ip] = true
 	}
-	for _, ip := range index.IngressIPs(svc) {
+	for _, ip := range binding.IngressIPs(svc) {
 		want[ip] = true
 	}
 	var list iadv1alpha1.IPAddressList
@@ -282,7 +282,7 @@ func (r *Reconciler) reportOtherHolder(s *scope) {
 func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	svc := s.svc
 	ips := addressIPs(s.addrs)
-	if !HoldsAll(svc, ips) {
+	if !binding.HoldsAll(svc, ips...) {
 		r.handoffs.start(s.key, svc.UID)
 	}
 
@@ -314,7 +314,7 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	for _, a := range s.addrs {
 		released = released || (Released(a) && AssociatedWith(a, svc.Namespace, svc.Name))
 	}
-	mode, why := AttachMode(problem, released, HoldsAll(svc, ips))
+	mode, why := AttachMode(problem, released, binding.HoldsAll(svc, ips...))
 	if mode == ModeShared {
 		return r.associateShared(ctx, s, ips, key)
 	}
@@ -337,7 +337,7 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string
 	if _, err := r.pin(ctx, s, pin, key); err != nil {
 		return err
 	}
-	if !HoldsAll(svc, ips) {
+	if !binding.HoldsAll(svc, ips...) {
 		log.FromContext(ctx).V(1).Info("waiting for MetalLB to share the addresses with the Service", "ips", ips)
 		return nil // the Service watch brings it back
 	}
@@ -389,7 +389,7 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 	if pinned || (newly && HandPin(svc) != "") {
 		r.recordAssociated(s, pin, ModeGap, problem)
 	}
-	if HoldsAll(svc, ips) {
+	if binding.HoldsAll(svc, ips...) {
 		r.handoffs.done(s.key, svc.UID, ModeGap)
 	}
 	return nil
@@ -414,16 +414,11 @@ func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bo
 // replaces the whole finalizer list). It reports whether the Service is
 // gone with it (it was being deleted and held only by that finalizer).
 func (r *Reconciler) removeFinalizer(ctx context.Context, svc *corev1.Service) (bool, error) {
-	if !controllerutil.ContainsFinalizer(svc, AssociationFinalizer) {
-		return false, nil
-	}
-	orig := svc.DeepCopy()
-	controllerutil.RemoveFinalizer(svc, AssociationFinalizer)
-	err := r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	removed, err := patch.RemoveFinalizer(ctx, r, svc, AssociationFinalizer)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
-	if err != nil {
+	if err != nil || !removed {
 		return false, err
 	}
 	log.FromContext(ctx).Info("removed the association finalizer of an earlier version")
@@ -442,12 +437,12 @@ func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 		if a.Annotations[names.AnnotationAttaching] == me {
 			continue
 		}
-		orig := a.DeepCopy()
-		if a.Annotations == nil {
-			a.Annotations = map[string]string{}
-		}
-		a.Annotations[names.AnnotationAttaching] = me
-		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Meta(ctx, r, a, func() {
+			if a.Annotations == nil {
+				a.Annotations = map[string]string{}
+			}
+			a.Annotations[names.AnnotationAttaching] = me
+		}); err != nil {
 			return err
 		}
 		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)
@@ -464,9 +459,9 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 		if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 			continue
 		}
-		orig := a.DeepCopy()
-		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: s.svc.Namespace, Name: s.svc.Name}
-		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Status(ctx, r, a, func() {
+			a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: s.svc.Namespace, Name: s.svc.Name}
+		}); err != nil {
 			return wrote, err
 		}
 		log.FromContext(ctx).Info("associated address", "address", a.Name, "ip", a.Spec.Address, "claim", s.claimName)
@@ -495,12 +490,11 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 	if !pinning && maps.Equal(labels, svc.Labels) {
 		return false, nil
 	}
-	orig := svc.DeepCopy()
-	svc.Annotations, svc.Labels = want, labels
-	if err := r.patchAnnotations(ctx, svc, orig); err != nil {
+	read := svc.ResourceVersion
+	if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
 		return false, err
 	}
-	if svc.ResourceVersion == orig.ResourceVersion || !pinning {
+	if svc.ResourceVersion == read || !pinning {
 		return false, nil // the cache lagged, or only the grant label was missing (an attachment made by an older driver)
 	}
 	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", value, "claim", s.claimName, "shared", key != "")
@@ -570,7 +564,7 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		if !ReleaseStarted(svc, release) {
 			mode := ModeGap
 			key := SharingKeyOf(addrs)
-			if !givingUp && Holds(svc, ips) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+			if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) && svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
 				cleared, err := r.clearAssociations(ctx, s, addrs, false)
 				if err != nil {
 					return false, err
@@ -584,11 +578,11 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 				}
 				mode = ModeShared
 			}
-			holds := Holds(svc, ips)
-			orig := svc.DeepCopy()
-			svc.Annotations = binding.ReleaseAnnotations(svc.Annotations, release)
-			svc.Labels = UngrantedLabels(svc.Labels)
-			if err := r.patchAnnotations(ctx, svc, orig); err != nil {
+			holds := binding.Holds(svc, ips...)
+			if err := patch.Meta(ctx, r, svc, func() {
+				svc.Annotations = binding.ReleaseAnnotations(svc.Annotations, release)
+				svc.Labels = UngrantedLabels(svc.Labels)
+			}); err != nil {
 				return false, err
 			}
 			log.FromContext(ctx).Info("releasing addresses from MetalLB", "ips", ips, "mode", mode, "byGrant", byGrant, "givingUp", givingUp)
@@ -602,7 +596,7 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 			}
 			return false, nil
 		}
-		if Holds(svc, ips) {
+		if binding.Holds(svc, ips...) {
 			return false, nil // the Service watch brings it back when MetalLB lets go
 		}
 	}
@@ -621,7 +615,7 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		}
 		svc.Labels = UngrantedLabels(svc.Labels)
 		if !maps.Equal(orig.Annotations, svc.Annotations) || !maps.Equal(orig.Labels, svc.Labels) {
-			if err := r.patchAnnotations(ctx, svc, orig); err != nil {
+			if err := patch.MetaSince(ctx, r, svc, orig); err != nil {
 				return false, err
 			}
 			log.FromContext(ctx).Info("withdrew the pin and the grant")
@@ -631,14 +625,6 @@ func (r *Reconciler) detach(ctx context.Context, s *scope, addrs []*iadv1alpha1.
 		}
 	}
 	return true, nil
-}
-
-// patchAnnotations writes the annotations of svc that differ from orig, in
-// one merge patch with an optimistic lock: MetalLB writes the Service's
-// status at any moment, and the IPAddress controller may run the release
-// sequence on the same Service, so no write may rest on a stale read.
-func (r *Reconciler) patchAnnotations(ctx context.Context, svc, orig *corev1.Service) error {
-	return r.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // pinClaim is the claim the Service's pin is for: its pinned-by marker, or
@@ -701,9 +687,7 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 		if !AssociatedWith(a, svc.Namespace, svc.Name) {
 			continue
 		}
-		orig := a.DeepCopy()
-		a.Status.AssociatedTo = nil
-		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // torn down meanwhile
 			}
@@ -762,9 +746,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	}
 	for i := range mine.Items {
 		a := &mine.Items[i]
-		orig := a.DeepCopy()
-		a.Status.AssociatedTo = nil
-		if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
 			return err
 		}
 		log.FromContext(ctx).Info("detached address of a deleted Service", "address", a.Name)
@@ -786,13 +768,13 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 // not our business.
 func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 	svc := s.svc
-	if svc.DeletionTimestamp != nil || Exempt(svc, r.PlaceholderNamespace) {
+	if svc.DeletionTimestamp != nil || binding.Exempt(svc, r.PlaceholderNamespace) {
 		r.holders.set(s.key, nil)
 		return nil
 	}
 	var grabs []grab
 	var classes []classRanges
-	for _, ip := range index.IngressIPs(svc) {
+	for _, ip := range binding.IngressIPs(svc) {
 		var hits iadv1alpha1.IPAddressList
 		if err := r.List(ctx, &hits, client.MatchingFields{index.AddressByIP: ip}); err != nil {
 			return err
@@ -845,11 +827,11 @@ func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *i
 	if a.Status.Phase == iadv1alpha1.AddressConflict && conditions.IsTrue(a.Status.Conditions, conditions.Conflict) {
 		return nil
 	}
-	orig := a.DeepCopy()
-	a.Status.Phase = iadv1alpha1.AddressConflict
-	conditions.Set(&a.Status.Conditions, conditions.Conflict, metav1.ConditionTrue,
-		conditions.ReasonUnauthorizedHolder, conflictMessage(svc, ip), a.Generation)
-	if err := r.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Status(ctx, r, a, func() {
+		a.Status.Phase = iadv1alpha1.AddressConflict
+		conditions.Set(&a.Status.Conditions, conditions.Conflict, metav1.ConditionTrue,
+			conditions.ReasonUnauthorizedHolder, conflictMessage(svc, ip), a.Generation)
+	}); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("address conflict", "address", a.Name, "ip", ip)

@@ -178,19 +178,6 @@ func TestHandoffMessages(t *testing.T) {
 	assert.Contains(t, msgHandingBack([]string{"203.0.113.7", "2001:db8::7"}), "Detaching 203.0.113.7,2001:db8::7 (shared handoff): the Service keeps the address")
 }
 
-func TestTrimServiceKeepsSharingInputs(t *testing.T) {
-	in := workload([]corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
-		"kubectl.kubernetes.io/last-applied-configuration", "{}", names.AnnotationPinnedBy, "ip")
-	in.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	out, err := TrimService(in)
-	assert.NoError(t, err)
-	got := out.(*corev1.Service)
-	assert.Equal(t, []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}, got.Spec.Ports)
-	assert.Equal(t, corev1.ServiceExternalTrafficPolicyLocal, got.Spec.ExternalTrafficPolicy)
-	assert.Equal(t, map[string]string{names.AnnotationPinnedBy: "ip"}, got.Annotations)
-	assert.Nil(t, got.Spec.Selector, "the selector is not read")
-}
-
 func TestAttachMode(t *testing.T) {
 	tests := []struct {
 		name               string

@@ -17,7 +17,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
-	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -202,7 +202,7 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		for _, ip := range index.IngressIPs(s) {
+		for _, ip := range binding.IngressIPs(s) {
 			if classOfIP(classes, ip) != "" {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 				break

@@ -5,12 +5,14 @@ package index
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -96,7 +98,7 @@ var All = []Indexer{
 		return nil
 	}},
 	{&corev1.Service{}, ServiceByIngressIP, func(o client.Object) []string {
-		return IngressIPs(o.(*corev1.Service))
+		return binding.IngressIPs(o.(*corev1.Service))
 	}},
 	{&corev1.Service{}, ServiceByPinnedIP, func(o client.Object) []string {
 		return names.SplitIPs(o.GetAnnotations()[names.MetalLBLoadBalancerIPs])
@@ -136,31 +138,40 @@ var All = []Indexer{
 	}},
 }
 
-// IngressIPs returns the canonical IPs of a Service's load-balancer ingress.
-func IngressIPs(s *corev1.Service) []string {
-	var out []string
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		if ip, err := names.ParseAddress(in.IP); err == nil {
-			out = append(out, ip.String())
-		}
-	}
-	return out
-}
-
 // Register adds the named indexes to a manager's cache. Each controller
-// registers only the ones it uses, so its cache holds no index it never reads.
+// registers only the ones it uses, so its cache holds no index it never
+// reads. It is idempotent per manager: an index that an earlier call
+// registered on the same manager (another controller, or the test core,
+// sharing it) is already there and is not registered again, since the
+// definitions here are the only ones.
 func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
+	indexer := mgr.GetFieldIndexer()
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	done := registered[indexer]
+	if done == nil {
+		done = map[string]bool{}
+		registered[indexer] = done
+	}
 	want := map[string]bool{}
 	for _, f := range fields {
 		want[f] = true
 	}
 	for _, ix := range All {
-		if !want[ix.Field] {
+		if !want[ix.Field] || done[ix.Field] {
 			continue
 		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
+		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
 			return err
 		}
+		done[ix.Field] = true
 	}
 	return nil
 }
+
+// registered records, per manager (its field indexer), the indexes
+// Register added to it.
+var (
+	registeredMu sync.Mutex
+	registered   = map[client.FieldIndexer]map[string]bool{}
+)

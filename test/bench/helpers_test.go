@@ -159,7 +159,8 @@ func TestCountMetalLBLog(t *testing.T) {
 {"caller":"main.go:133","error":"Operation cannot be fulfilled on services \"p\": the object has been modified; please apply your changes to the latest version and try again","level":"error","msg":"failed to update service","op":"updateServiceStatus","ts":"x"}
 {"caller":"main.go:133","error":"Timeout","level":"error","msg":"failed to update service","op":"updateServiceStatus","ts":"x"}
 {"caller":"service_controller_reload.go:113","controller":"ServiceReconciler - reprocessAll","event":"force service reload","level":"info","ts":"x"}
+{"caller":"service_controller_reload.go:107","controller":"ServiceReconciler - reprocessAll","event":"failed to handle service, no retry","level":"error","name":"ns/a","ts":"x"}
 {"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}
 `
-	assert.Equal(t, MetalLBLog{Reconciles: 1, FullPasses: 2, ForcedReloads: 1, FailedPasses: 1, UpdateFailures: 2, Conflicts: 1}, CountMetalLBLog(log))
+	assert.Equal(t, MetalLBLog{Reconciles: 1, FullPasses: 2, ForcedReloads: 1, FailedPasses: 1, HandleFailures: 1, UpdateFailures: 2, Conflicts: 1}, CountMetalLBLog(log))
 }

@@ -193,6 +193,11 @@ type MetalLBLog struct {
 	// FailedPasses is how many full passes ended in a retry under backoff
 	// (a Service in the pass failed or asked for another pass).
 	FailedPasses int
+	// HandleFailures is how many times processing a Service failed
+	// ("failed to handle service": an allocation MetalLB could not make,
+	// such as a pin to an address no pool has), in a single reconcile or a
+	// full pass.
+	HandleFailures int
 	// UpdateFailures is how many status updates failed ("failed to update
 	// service"); Conflicts is how many of those were 409 conflicts.
 	UpdateFailures, Conflicts int
@@ -217,6 +222,9 @@ func CountMetalLBLog(text string) MetalLBLog {
 			case single:
 				c.ForcedReloads++
 			}
+		}
+		if strings.Contains(line, "failed to handle service") {
+			c.HandleFailures++
 		}
 		if strings.Contains(line, "failed to update service") {
 			c.UpdateFailures++

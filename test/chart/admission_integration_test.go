@@ -33,6 +33,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// With -short this leaves the admission tests out; otherwise they start
+	// the cluster themselves, on first use.
+	cluster.IntegrationSelected()
 	code := m.Run()
 	if testCluster != nil {
 		testCluster.Stop()

@@ -23,6 +23,10 @@ import (
 var c *cluster.Cluster
 
 func TestMain(m *testing.M) {
+	// Pure tests run without a control plane.
+	if !cluster.IntegrationSelected() {
+		os.Exit(m.Run())
+	}
 	ctx := context.Background()
 	var err error
 	c, err = cluster.Start(ctx, cluster.Options{})

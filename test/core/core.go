@@ -12,7 +12,6 @@ package core
 
 import (
 	"context"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,13 +30,11 @@ import (
 //
 // Controller name validation is skipped so that several managers in one
 // process (tests that restart the core) can each run it. An index another
-// controller of the same manager already registered is reused: the shared
-// definitions in internal/index are identical.
+// controller of the same manager already registered is reused
+// (index.Register is idempotent per manager).
 func Setup(ctx context.Context, mgr ctrl.Manager) error {
-	for _, f := range []string{index.AddressByClaim, index.AddressByClass, index.ClaimByClass} {
-		if err := index.Register(ctx, mgr, f); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-			return err
-		}
+	if err := index.Register(ctx, mgr, index.AddressByClaim, index.AddressByClass, index.ClaimByClass); err != nil {
+		return err
 	}
 	skipNameValidation := true
 	opts := controller.Options{SkipNameValidation: &skipNameValidation}

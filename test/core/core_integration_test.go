@@ -34,7 +34,13 @@ var (
 	clu *cluster.Cluster
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	// Pure tests run without a control plane.
+	if !cluster.IntegrationSelected() {
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
 
 func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -226,6 +226,13 @@ func TestDemoNoWait(t *testing.T) {
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, r.stderr.String())
 	assert.Contains(t, out, "is Bound to 198.51.100.")
 	assert.Contains(t, out, "Done: the whole story ran")
+	// The Service MetalLB served before the driver is adopted with its
+	// address, which it keeps after the old pool is retired.
+	legacy := regexp.MustCompile(`Service shop/storefront got (198\.51\.100\.2[0-3]) from pool legacy`).FindStringSubmatch(out)
+	require.NotNil(t, legacy, "the legacy Service's address:\n%s", out)
+	assert.Contains(t, out, "shop/storefront-imported-")
+	assert.Contains(t, out, "shop/storefront still holds "+legacy[1]+", now annotated")
+	assert.Contains(t, out, "IPv4 address assigned; shop/storefront still holds "+legacy[1])
 	assertNoBuggyIPv4(t, out)
 	assertNoneLeft(t, r)
 }
@@ -242,6 +249,7 @@ func TestDemoStopsCleanlyOnInterrupt(t *testing.T) {
 	out := r.output()
 	assert.Contains(t, out, "kubectl describe ipaddressclaim -n tenant-a db-ip")
 	assert.Contains(t, out, "kubectl get ipaddresses.local.sdn.cozystack.io")
+	assert.Contains(t, out, "kubectl get ipaddressclaims -A -l metallb.drivers.local.sdn.cozystack.io/imported=true")
 	assertNoBuggyIPv4(t, out)
 
 	m := metricsCurl.FindStringSubmatch(out)

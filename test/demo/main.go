@@ -1,9 +1,10 @@
 // Command demo tells the driver's whole story on a local control plane:
 // etcd, kube-apiserver, kube-controller-manager, the real MetalLB controller,
 // the reference core and the four driver binaries (each as its own
-// ServiceAccount, with its own lease). It claims an address, attaches it to
-// a Service, detaches it, attaches it to another Service and gets the same
-// IP back, then gives it up.
+// ServiceAccount, with its own lease). A Service that MetalLB served before
+// the driver was installed is adopted with its address; then a tenant claims
+// an address, attaches it to a Service, detaches it, attaches it to another
+// Service and gets the same IP back, then gives it up.
 //
 //	make demo                           # the story, then keep the cluster until Ctrl-C
 //	make demo DEMO_ARGS=--no-wait       # the story, then stop
@@ -43,6 +44,15 @@ import (
 )
 
 const tenant = "tenant-a"
+
+// The cluster as it was before the driver: MetalLB's own pool legacy and a
+// plain LoadBalancer Service, shop/storefront, holding an address from it.
+const (
+	legacyNamespace = "shop"
+	legacyService   = "storefront"
+	legacyPool      = "legacy"
+	legacyRange     = "198.51.100.20-198.51.100.23"
+)
 
 // classAddresses are the demo class's ranges. The IPv4 range starts at a
 // host address: from a CIDR such as 198.51.100.0/29, MetalLB hands out the
@@ -109,12 +119,18 @@ func run(ctx context.Context, keep bool) error {
 	}
 
 	k := c.Client
-	step("An admin creates the class 'public' served by %s", names.Provisioner)
-	params, err := json.Marshal(map[string]any{"addresses": classAddresses})
+	legacyIP, err := before(ctx, k, c)
 	if err != nil {
 		return err
 	}
-	say("ranges %s", strings.Join(classAddresses, ", "))
+
+	step("An admin creates the class 'public' served by %s, covering the legacy range too, with adoptExisting: true", names.Provisioner)
+	ranges := append(append([]string{}, classAddresses...), legacyRange)
+	params, err := json.Marshal(map[string]any{"addresses": ranges, "adoptExisting": true})
+	if err != nil {
+		return err
+	}
+	say("ranges %s", strings.Join(ranges, ", "))
 	class := &iadv1alpha1.IPAddressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "public", Annotations: map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}},
 		Spec: iadv1alpha1.IPAddressClassSpec{
@@ -132,7 +148,12 @@ func run(ctx context.Context, keep bool) error {
 	}); err != nil {
 		return err
 	}
-	say("MetalLB pool %s/%s rendered (autoAssign: false)", cluster.MetalLBNamespace, names.PoolName("public"))
+	say("MetalLB pool %s/%s rendered (autoAssign: false, admits only Services carrying %s=public);", cluster.MetalLBNamespace, names.PoolName("public"), names.LabelGrant)
+	say("MetalLB declines it while it overlaps pool %s and keeps serving its last valid configuration", legacyPool)
+	if err := adopt(ctx, k, legacyIP); err != nil {
+		return err
+	}
+	tables(ctx, k)
 
 	step("Tenant %s claims an address: IPAddressClaim web-ip", tenant)
 	if err := c.EnsureNamespace(ctx, tenant); err != nil {
@@ -234,6 +255,9 @@ func run(ctx context.Context, keep bool) error {
 	tables(ctx, k)
 	fmt.Printf("\n    The control plane keeps running. In another terminal:\n\n    export KUBECONFIG=%s\n", c.Kubeconfig)
 	hints := [][2]string{
+		{"kubectl get ipaddressclaims -A -l " + names.LabelImported + "=true", "the claims the driver generated to adopt what MetalLB had assigned"},
+		{fmt.Sprintf("kubectl describe service -n %s %s", legacyNamespace, legacyService), "the adopted Service: its claim annotation, the driver's pin, the Imported Event"},
+		{fmt.Sprintf("kubectl get events -n %s --field-selector reason=Imported", legacyNamespace), "the import, on the Service and on the generated claim"},
 		{fmt.Sprintf("kubectl describe ipaddressclaim -n %s %s", tenant, pending), "why a claim is Pending: its conditions and Events"},
 		{"kubectl get ipaddresses.local.sdn.cozystack.io", "every address, its claim and the Service it is attached to"},
 		{fmt.Sprintf("curl -s http://%s/metrics | grep '^metallb_iad_'", s.Replicas("ipaddress")[0].MetricsAddr), "the ipaddress controller's metrics"},

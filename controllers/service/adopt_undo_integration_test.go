@@ -1,0 +1,131 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// TestUndoImport follows the README's undo of an import, with the class
+// controller rendering the class's pool (which admits only granted
+// Services): removing the claim annotation detaches an imported Service
+// like any attached one (the address stays Bound to the generated claim,
+// held by a placeholder, and is not imported again), an owner's pin stays
+// on the Service, and once the claim and the address are given up and the
+// address is out of the class's ranges, a plain pool gives it back to the
+// Service pinned to it.
+func TestUndoImport(t *testing.T) {
+	ctx := context.Background()
+	startDriver(t)
+	startClassController(t)
+	const ns, cls = "undo", "undo-gold"
+
+	legacy := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "undo-legacy"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.129-203.0.113.142"}},
+	}
+	require.NoError(t, c.Client.Create(ctx, legacy))
+	hand := lb(ns, "hand", "")
+	hand.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.130"
+	create(t, hand)
+	create(t, sharedLB(ns, "auto", ""))
+	var autoIP string
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		require.Equal(t, []string{"203.0.113.130"}, ingress(getSvc(t, ns, "hand")))
+		require.Len(t, ingress(getSvc(t, ns, "auto")), 1)
+		autoIP = ingress(getSvc(t, ns, "auto"))[0]
+	}, timeout, tick, "MetalLB assigned the plain Services")
+
+	createClass(t, cls, iadv1alpha1.ReclaimRetain, `{"addresses": ["203.0.113.128/28"], "adoptExisting": true}`)
+	handClaim := names.ImportedClaimName("hand", getSvc(t, ns, "hand").UID)
+	autoClaim := names.ImportedClaimName("auto", getSvc(t, ns, "auto").UID)
+	assertImported(t, ns, "hand", handClaim, "203.0.113.130", iadv1alpha1.ReclaimRetain)
+	assertImported(t, ns, "auto", autoClaim, autoIP, iadv1alpha1.ReclaimRetain)
+	require.NoError(t, c.Client.Delete(ctx, legacy))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, n := range []string{"hand", "auto"} {
+			assert.Equal(t, names.PoolName(cls), getSvc(t, ns, n).Annotations["metallb.io/ip-allocated-from-pool"], n)
+		}
+	}, timeout, tick, "MetalLB serves the imported addresses from the class's pool")
+
+	// Detach: the address stays reserved for the generated claim.
+	handAddr, autoAddr := "ip-203-0-113-130", "ip-"+dashed(autoIP)
+	for _, n := range []string{"hand", "auto"} {
+		patchAnnotations(t, ns, n, map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
+	}
+	assertHeld(t, handAddr, "203.0.113.130")
+	assertHeld(t, autoAddr, autoIP)
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, n := range []string{"hand", "auto"} {
+			s := getSvc(t, ns, n)
+			assert.Empty(t, ingress(s), "%s no longer holds its address", n)
+			assert.NotContains(t, s.Labels, names.LabelGrant, n)
+			assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy, n)
+		}
+		for _, a := range []string{handAddr, autoAddr} {
+			assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a).Status.Phase, a)
+		}
+	}, timeout, tick, "detached, addresses Bound to their generated claims")
+	assert.Equal(t, "203.0.113.130", getSvc(t, ns, "hand").Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
+	assert.NotContains(t, getSvc(t, ns, "auto").Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
+	assert.Never(t, func() bool {
+		for _, n := range []string{"hand", "auto"} {
+			s := getSvc(t, ns, n)
+			if len(ingress(s)) > 0 || s.Annotations[iadv1alpha1.ServiceClaimAnnotation] != "" {
+				return true
+			}
+		}
+		return false
+	}, 2*time.Second, tick, "not imported again")
+
+	// Give the addresses up (Retain: Released, then deleted), take them out
+	// of the class and hand them to a plain pool.
+	for _, cl := range []string{handClaim, autoClaim} {
+		require.NoError(t, c.Client.Delete(ctx, &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cl}}))
+	}
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, a := range []string{handAddr, autoAddr} {
+			assert.Equal(t, iadv1alpha1.AddressReleased, getAddr(t, a).Status.Phase, a)
+		}
+	}, timeout, tick, "Released under Retain")
+	for _, a := range []string{handAddr, autoAddr} {
+		require.NoError(t, c.Client.Delete(ctx, &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: a}}))
+	}
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, a := range []string{handAddr, autoAddr} {
+			err := c.Client.Get(ctx, client.ObjectKey{Name: a}, &iadv1alpha1.IPAddress{})
+			assert.True(t, apierrors.IsNotFound(err), "%s deleted: %v", a, err)
+		}
+	}, timeout, tick)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		class := &iadv1alpha1.IPAddressClass{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: cls}, class); err != nil {
+			return err
+		}
+		class.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses": ["203.0.113.136/29"], "adoptExisting": true}`)}
+		return c.Client.Update(ctx, class)
+	}))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, []string{"203.0.113.136/29"}, getPool(t, cls).Spec.Addresses)
+	}, timeout, tick, "the class's pool no longer has the addresses")
+	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "undo-plain"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.129-203.0.113.135"}},
+	}))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, []string{"203.0.113.130"}, ingress(getSvc(t, ns, "hand")))
+	}, timeout, tick, "the Service pinned by its owner gets its address from the plain pool")
+}

@@ -1,0 +1,157 @@
+package patch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func service(name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"a": "1"}}}
+}
+
+func conflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "s", errors.New("changed"))
+}
+
+// twoReads returns a client holding Service ns/s and two reads of it.
+func twoReads(t *testing.T) (client.Client, *corev1.Service, *corev1.Service) {
+	c := fake.NewClientBuilder().WithObjects(service("s")).Build()
+	var stale, fresh corev1.Service
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "s"}, &stale))
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "s"}, &fresh))
+	return c, &stale, &fresh
+}
+
+func TestMetaWritesTheChangeWithALock(t *testing.T) {
+	ctx := context.Background()
+	c, stale, fresh := twoReads(t)
+
+	require.NoError(t, Meta(ctx, c, fresh, func() { fresh.Labels["b"] = "2" }))
+	var got corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fresh), &got))
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.Labels)
+
+	err := Meta(ctx, c, stale, func() { stale.Labels["c"] = "3" })
+	assert.True(t, apierrors.IsConflict(err), "a write resting on a stale read conflicts: %v", err)
+}
+
+func TestUnlockedIgnoresAStaleRead(t *testing.T) {
+	ctx := context.Background()
+	c, stale, fresh := twoReads(t)
+	require.NoError(t, Meta(ctx, c, fresh, func() { fresh.Labels["b"] = "2" }))
+	require.NoError(t, Unlocked(ctx, c, stale, func() { stale.Labels["c"] = "3" }))
+	var got corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(fresh), &got))
+	assert.Equal(t, map[string]string{"a": "1", "b": "2", "c": "3"}, got.Labels)
+}
+
+func TestStatusWritesTheStatus(t *testing.T) {
+	ctx := context.Background()
+	s := service("s")
+	c := fake.NewClientBuilder().WithObjects(s).WithStatusSubresource(s).Build()
+	var svc corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(s), &svc))
+	require.NoError(t, Status(ctx, c, &svc, func() {
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+	}))
+	var got corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(s), &got))
+	assert.Equal(t, "192.0.2.1", got.Status.LoadBalancer.Ingress[0].IP)
+}
+
+func TestFinalizers(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithObjects(service("s")).Build()
+	var svc corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "s"}, &svc))
+
+	require.NoError(t, AddFinalizer(ctx, c, &svc, "x/f"))
+	require.NoError(t, AddFinalizer(ctx, c, &svc, "x/f"), "adding it again writes nothing")
+	var got corev1.Service
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&svc), &got))
+	assert.Equal(t, []string{"x/f"}, got.Finalizers)
+
+	removed, err := RemoveFinalizer(ctx, c, &svc, "x/f")
+	require.NoError(t, err)
+	assert.True(t, removed)
+	removed, err = RemoveFinalizer(ctx, c, &svc, "x/f")
+	require.NoError(t, err)
+	assert.False(t, removed, "nothing to remove")
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&svc), &got))
+	assert.Empty(t, got.Finalizers)
+}
+
+func TestOnConflict(t *testing.T) {
+	ctx := context.Background()
+	res := ctrl.Result{RequeueAfter: time.Minute}
+	other := errors.New("boom")
+	for _, tc := range []struct {
+		name    string
+		errs    []error
+		wantRes ctrl.Result
+		wantErr error
+	}{
+		{"no error keeps the result", nil, res, nil},
+		{"nil errors keep the result", []error{nil, nil}, res, nil},
+		{"a conflict requeues quietly", []error{conflict()}, ctrl.Result{RequeueAfter: time.Second}, nil},
+		{"a wrapped conflict too", []error{fmt.Errorf("pin: %w", conflict()), nil}, ctrl.Result{RequeueAfter: time.Second}, nil},
+		{"only conflicts", []error{conflict(), conflict()}, ctrl.Result{RequeueAfter: time.Second}, nil},
+		{"another error is returned as it is", []error{other}, res, other},
+		{"a conflict and another error", []error{conflict(), other}, res, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := OnConflict(ctx, time.Second, res, tc.errs...)
+			assert.Equal(t, tc.wantRes, got)
+			if tc.wantErr == nil {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, tc.wantErr)
+		})
+	}
+	_, err := OnConflict(ctx, time.Second, res, other)
+	assert.Same(t, other, err, "a single error is not wrapped")
+}
+
+// staleReader shows nothing until it has been asked n times.
+type staleReader struct {
+	client.Reader
+	n int
+}
+
+func (r *staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if r.n > 0 {
+		r.n--
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, key.Name)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func TestWaitForCache(t *testing.T) {
+	ctx := context.Background()
+	s := service("s")
+	c := fake.NewClientBuilder().WithObjects(s).Build()
+
+	require.NoError(t, WaitForCache(ctx, &staleReader{Reader: c, n: 3}, c, s, nil, 5*time.Second), "the cache catches up")
+
+	err := WaitForCache(ctx, c, c, s, func(o client.Object) bool { return o.GetLabels()["b"] == "2" }, 100*time.Millisecond)
+	assert.Error(t, err, "seen never accepts it")
+
+	gone := service("gone")
+	assert.NoError(t, WaitForCache(ctx, c, c, gone, nil, 5*time.Second), "gone from the API server too: nothing to wait for")
+	assert.Error(t, WaitForCache(ctx, c, nil, gone, nil, 100*time.Millisecond), "without a live reader it waits until the timeout")
+	assert.Equal(t, map[string]string{"a": "1"}, s.Labels, "obj itself is not changed")
+}
