@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -313,7 +314,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 		svcs = append(svcs, &placeholders[i])
 	}
 	for _, svc := range svcs {
-		if svc == nil || !holds(svc, ip) {
+		if svc == nil || !binding.Holds(svc, ip) {
 			continue
 		}
 		if _, ok := svc.Annotations[annotationRetry]; ok {
