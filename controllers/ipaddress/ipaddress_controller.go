@@ -126,13 +126,14 @@ func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
 //
-// Placeholders are created and deleted only in the placeholder namespace: a
-// Role there grants it. The namespace below is the default one; the chart
-// renders the Role in the configured namespace.
-// +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=create;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Services are created and deleted in any namespace: placeholders in the
+// placeholder namespace, and, wherever MetalLB still books an address for a
+// Service that no longer exists, a short-lived headless Service of that
+// name, deleted again by uid at once (stale.go). MetalLB's AllocationFailed
+// Events are read to find those.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from

@@ -372,6 +372,13 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 				pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
 		}
 	}
+	if !plan.Create && len(plan.Delete) == 0 {
+		again, err := r.clearStaleAllocations(ctx, s, phs)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		res = earliest(res, ctrl.Result{RequeueAfter: again})
+	}
 	return res, nil
 }
 

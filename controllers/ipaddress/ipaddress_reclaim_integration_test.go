@@ -22,10 +22,6 @@ import (
 	"github.com/cozystack/metallb-iad/test/core"
 )
 
-// metallbAllocationFailed is the reason of the Warning Event MetalLB records
-// on a Service it cannot give an address to.
-const metallbAllocationFailed = "AllocationFailed"
-
 // testFinalizer keeps a deleted IPAddress around after the driver's
 // teardown, so the test can look at what the teardown left.
 const testFinalizer = "example.com/inspect-teardown"

@@ -76,9 +76,11 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	for _, n := range want {
 		leaseNames = append(leaseNames, n+"-leader-election")
 	}
-	// The claim and IPAddress controllers create and delete placeholders
-	// only in the placeholder namespace (the release namespace by default).
-	placeholderRoles := append(slices.Clone(leaseNames), "metallb-iad-claim", "metallb-iad-ipaddress")
+	// The claim controller creates and deletes placeholders only in the
+	// placeholder namespace (the release namespace by default). The
+	// IPAddress controller's create and delete are cluster-wide: it also
+	// clears MetalLB's stale allocations of deleted tenant Services.
+	placeholderRoles := append(slices.Clone(leaseNames), "metallb-iad-claim")
 	assert.ElementsMatch(t, placeholderRoles, names4(r, "Role"))
 	assert.ElementsMatch(t, placeholderRoles, names4(r, "RoleBinding"))
 

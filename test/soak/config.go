@@ -7,10 +7,10 @@
 // system has converged. Every check and every violation is counted and
 // printed.
 //
-// The soak runs only with SOAK=1: `make soak-short` runs the short form,
-// `make soak` the long form; `make test` runs neither yet. The
-// seed is printed first: SOAK_SEED replays the same mix of operations and
-// faults (the cluster's own timing is never replayed exactly).
+// `make test` and `make soak-short` run the short form, `make soak` the
+// long form (SOAK_LONG=1). The seed is printed first: SOAK_SEED replays the
+// same mix of operations and faults (the cluster's own timing is never
+// replayed exactly).
 package soak
 
 import (

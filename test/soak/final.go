@@ -282,7 +282,9 @@ func versions(ctx context.Context, k client.Client) (map[string]string, error) {
 			return nil, err
 		}
 		for _, o := range items {
-			out[fmt.Sprintf("%T %s/%s", l, o.GetNamespace(), o.GetName())] = o.GetResourceVersion()
+			// The generation tells a spec change from a status or
+			// metadata change in the report.
+			out[fmt.Sprintf("%T %s/%s", l, o.GetNamespace(), o.GetName())] = fmt.Sprintf("%s/%d", o.GetResourceVersion(), o.GetGeneration())
 		}
 	}
 	return out, nil
@@ -304,9 +306,15 @@ func quiet(ctx context.Context, k client.Client, d time.Duration) ([]string, err
 		return nil, err
 	}
 	var changed []string
-	for key, rv := range after {
-		if before[key] != rv {
-			changed = append(changed, key)
+	for key, v := range after {
+		if b := before[key]; b != v {
+			_, g0, _ := strings.Cut(b, "/")
+			_, g1, _ := strings.Cut(v, "/")
+			what := "spec"
+			if g0 == g1 {
+				what = "status or metadata"
+			}
+			changed = append(changed, fmt.Sprintf("%s (%s)", key, what))
 		}
 	}
 	for key := range before {

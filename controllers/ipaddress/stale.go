@@ -1,0 +1,374 @@
+package ipaddress
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Stale allocations in MetalLB.
+//
+// MetalLB v0.15.2 drops every single-Service event that arrives before its
+// first full pass over the Services has succeeded
+// (internal/k8s/controllers/service_controller.go:70, initialLoadPerformed is
+// set only at service_controller_reload.go:116), and that first pass is
+// retried as long as any Service in it changes its allocation key or fails
+// its status write. A Service deleted in that window keeps its address in
+// MetalLB's allocator: no API object shows the assignment, yet MetalLB
+// refuses the address to everyone else ("can't change sharing key for ...,
+// address also in use by <the deleted Service>" or "port TCP/9 is already in
+// use on ..."), until MetalLB restarts. Nothing the driver writes on its own
+// Services changes that.
+//
+// MetalLB forgets the assignment as soon as it processes any event for the
+// deleted Service's name: a Service of that name that is not a
+// LoadBalancer, or its absence, clears it (controller/service.go:54,
+// controller/main.go:55). So when a Service that should hold an address (the
+// address's own placeholder while unattached, the attached Service pinned to
+// it) holds nothing, nobody holds the address, and MetalLB's latest
+// AllocationFailed Event on it names a Service that does not exist, the
+// controller creates a headless Service of that name and deletes it again
+// (Event StaleAllocationCleared on the address). MetalLB then reprocesses
+// every Service and gives the address to its rightful holder.
+
+// ReasonStaleAllocationCleared (Normal, on the IPAddress): MetalLB still
+// booked the address for a Service that no longer exists; a Service of that
+// name was created and deleted so MetalLB lets go of it.
+const ReasonStaleAllocationCleared = "StaleAllocationCleared"
+
+// inUseBy precedes, in MetalLB's message, the Services that hold an
+// address with another sharing key.
+const inUseBy = "address also in use by "
+
+// metallbIPAllocated is the reason of the Normal Event MetalLB records on a
+// Service it assigned an address to.
+const metallbIPAllocated = "IPAllocated"
+
+// maxFormerHolders bounds how many former holders one pass looks at.
+const maxFormerHolders = 8
+
+// metallbAllocationFailed is the reason of the Warning Event MetalLB
+// records on a Service it could not give an address.
+const metallbAllocationFailed = "AllocationFailed"
+
+// staleRecheck is how often an address whose rightful holder gets nothing
+// from MetalLB is looked at again, to find a stale allocation that blocks it.
+const staleRecheck = 10 * time.Second
+
+// staleSettle is how long after MetalLB first refused a Service an address,
+// naming a Service that does not exist, the controller starts clearing
+// that allocation: time for MetalLB to process a deletion that just
+// happened (it then reprocesses every Service and the refused one gets the
+// address).
+const staleSettle = 5 * time.Second
+
+// annotationStaleAllocation marks the short-lived Service the controller
+// creates to make MetalLB forget a stale allocation.
+const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
+
+// annotationRetry carries the time the controller last made MetalLB
+// process a refused Service again (poke); it is removed once the Service
+// holds its address.
+const annotationRetry = names.Domain + "metallb-retry"
+
+// blockedService returns the Service that should hold the address in
+// MetalLB's books and holds nothing, while no Service at all holds the
+// address: the address's own live placeholder when it is not attached, or
+// the attached Service when it is pinned to ip and no placeholder is left.
+// It returns nil when the address is held or nobody is waiting for it.
+// placeholders are the address's own, holders every Service MetalLB assigned
+// ip to, attached the Service named by status.associatedTo (nil if none).
+func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
+	for i := range holders {
+		if holders[i].DeletionTimestamp == nil {
+			return nil
+		}
+	}
+	if a.Status.Phase == iadv1alpha1.AddressLost || a.DeletionTimestamp != nil {
+		return nil
+	}
+	if a.Status.AssociatedTo == nil {
+		for i := range placeholders {
+			ph := &placeholders[i]
+			if ph.DeletionTimestamp == nil && pinnedExactly(ph, ip) {
+				return ph
+			}
+		}
+		return nil
+	}
+	if len(placeholders) > 0 || attached == nil || attached.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, pin := range names.SplitIPs(attached.Annotations[names.MetalLBLoadBalancerIPs]) {
+		if pin == ip {
+			return attached
+		}
+	}
+	return nil
+}
+
+// staleHolders reads, from the message of MetalLB's AllocationFailed Event
+// on a Service that wanted ip, the Services MetalLB says hold it: those it
+// names ("address also in use by ns/a,ns/b"), or, when it only says that
+// the placeholder port is taken on ip (the holder carries the same sharing
+// key, so it belongs to the same binding), the candidates the caller knows
+// for that case (the claim's allocation placeholder).
+func staleHolders(msg, ip string, samePortCandidates []types.NamespacedName) []types.NamespacedName {
+	if i := strings.LastIndex(msg, inUseBy); i >= 0 {
+		var out []types.NamespacedName
+		for _, s := range strings.Split(msg[i+len(inUseBy):], ",") {
+			ns, name, ok := strings.Cut(strings.TrimSpace(s), "/")
+			if ok && ns != "" && name != "" {
+				out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+			}
+		}
+		return out
+	}
+	if strings.Contains(msg, "is already in use on \""+ip+"\"") {
+		return samePortCandidates
+	}
+	return nil
+}
+
+// latestAllocationFailure is the most recent of MetalLB's AllocationFailed
+// Events about the Service with uid, nil when there is none.
+func latestAllocationFailure(evs []corev1.Event, uid types.UID) *corev1.Event {
+	var latest *corev1.Event
+	for i := range evs {
+		e := &evs[i]
+		if e.Reason != metallbAllocationFailed || e.InvolvedObject.UID != uid {
+			continue
+		}
+		if latest == nil || eventTime(e).After(eventTime(latest)) {
+			latest = e
+		}
+	}
+	return latest
+}
+
+// eventFirstTime is when an Event first happened, whichever API wrote it.
+func eventFirstTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}
+
+// renderStaleClearer is the short-lived Service that makes MetalLB forget
+// the allocation of a deleted Service of the same name: headless, no
+// selector, no ports, not a LoadBalancer.
+func renderStaleClearer(key types.NamespacedName, a *iadv1alpha1.IPAddress) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   key.Namespace,
+			Name:        key.Name,
+			Annotations: map[string]string{annotationStaleAllocation: a.Name},
+		},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
+	}
+}
+
+// clearStaleAllocations looks for a stale allocation in MetalLB that keeps
+// the address from its rightful holder, and clears it (see above). It
+// returns when to look again: soon while the holder is still blocked.
+func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service) (time.Duration, error) {
+	a, ip := s.addr, s.ip.String()
+	holders, err := r.holders(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	var attached *corev1.Service
+	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+		svc := &corev1.Service{}
+		switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+		case err == nil:
+			attached = svc
+		case !apierrors.IsNotFound(err):
+			return 0, err
+		}
+	}
+	blocked := blockedService(a, ip, placeholders, holders, attached)
+	if blocked == nil {
+		return 0, r.dropRetryMarks(ctx, ip, placeholders, attached)
+	}
+	var evs corev1.EventList
+	if err := r.APIReader.List(ctx, &evs, client.InNamespace(blocked.Namespace),
+		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": metallbAllocationFailed}); err != nil {
+		return 0, err
+	}
+	failure := latestAllocationFailure(evs.Items, blocked.UID)
+	if failure == nil {
+		return staleRecheck, nil
+	}
+	// A holder deleted a moment ago may not be processed by MetalLB yet:
+	// give MetalLB staleSettle from its first refusal; and once the
+	// Service was poked, give MetalLB staleRecheck to answer.
+	wait := staleSettle - time.Since(eventFirstTime(failure))
+	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[annotationRetry]); err == nil {
+		wait = max(wait, staleRecheck-time.Since(poked))
+	}
+	if wait > 0 {
+		return wait, nil
+	}
+	var sameKey []types.NamespacedName
+	if !strings.Contains(failure.Message, inUseBy) {
+		if sameKey, err = r.formerHolders(ctx, blocked, ip); err != nil {
+			return 0, err
+		}
+	}
+	for _, key := range staleHolders(failure.Message, ip, sameKey) {
+		// Anyone who can write a Service can write Events in its
+		// namespace, so an Event on a tenant's Service is believed only
+		// about that namespace and the driver's own; only MetalLB and the
+		// driver write Events in the placeholder namespace.
+		if blocked.Namespace != r.PlaceholderNamespace && key.Namespace != blocked.Namespace && key.Namespace != r.PlaceholderNamespace {
+			continue
+		}
+		if err := r.clearStaleAllocation(ctx, a, ip, key); err != nil {
+			return 0, err
+		}
+	}
+	return staleRecheck, r.poke(ctx, blocked)
+}
+
+// formerHolders are the Services of the placeholder namespace MetalLB
+// assigned ip to (its IPAllocated Events say so), besides svc: where
+// MetalLB refuses svc the address only because the placeholder port is
+// taken, the holder carries the same sharing key, so it is one of the
+// address's former placeholders.
+func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip string) ([]types.NamespacedName, error) {
+	var evs corev1.EventList
+	if err := r.APIReader.List(ctx, &evs, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{"reason": metallbIPAllocated}); err != nil {
+		return nil, err
+	}
+	return assignedTo(evs.Items, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
+}
+
+// assignedTo lists, at most limit, the Services other than self that
+// MetalLB's IPAllocated Events say it assigned ip to.
+func assignedTo(evs []corev1.Event, ip string, self types.NamespacedName, limit int) []types.NamespacedName {
+	seen := map[types.NamespacedName]bool{self: true}
+	var out []types.NamespacedName
+	for i := range evs {
+		e := &evs[i]
+		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
+		if e.Reason != metallbIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, key)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// poke makes MetalLB process a Service once more, by writing the time into
+// an annotation: MetalLB does not retry a Service it could not give an
+// address, and clearing a stale allocation that no other Service shares
+// does not make it look at the others again. The time also spaces the
+// pokes (staleRecheck).
+func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
+	log.FromContext(ctx).Info("asking MetalLB to look at a Service again", "service", client.ObjectKeyFromObject(svc))
+	return r.setRetryMark(ctx, svc, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// dropRetryMarks removes the poke's annotation from the address's
+// placeholders and attached Service once they hold the address.
+func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders []corev1.Service, attached *corev1.Service) error {
+	svcs := []*corev1.Service{attached}
+	for i := range placeholders {
+		svcs = append(svcs, &placeholders[i])
+	}
+	for _, svc := range svcs {
+		if svc == nil || !binding.Holds(svc, ip) {
+			continue
+		}
+		if _, ok := svc.Annotations[annotationRetry]; ok {
+			if err := r.setRetryMark(ctx, svc, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setRetryMark sets (or, with nil, removes) the poke's annotation, in a
+// merge patch of that one key.
+func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRetry: v}}}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
+}
+
+// clearStaleAllocation makes MetalLB process the name key once more, if no
+// Service of that name exists: a headless Service of that name is created
+// and deleted at once (only the one created here, by uid).
+func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IPAddress, ip string, key types.NamespacedName) error {
+	switch err := r.APIReader.Get(ctx, key, &corev1.Service{}); {
+	case err == nil:
+		return nil // it exists: MetalLB's books are right about it
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	svc := renderStaleClearer(key, a)
+	switch err := r.Create(ctx, svc); {
+	case apierrors.IsAlreadyExists(err):
+		return nil // someone created it just now: MetalLB processes that one
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		// The namespace is gone or being deleted: a new Service cannot be
+		// created there, and MetalLB keeps the address until it restarts.
+		log.FromContext(ctx).Info("cannot clear a stale MetalLB allocation", "service", key, "error", err.Error())
+		return nil
+	case err != nil:
+		return err
+	}
+	uid := svc.UID
+	if err := r.Delete(ctx, svc, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	log.FromContext(ctx).Info("cleared a stale MetalLB allocation", "service", key, "ip", ip)
+	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleAllocationCleared(ip, key))
+	return nil
+}
+
+func msgStaleAllocationCleared(ip string, key types.NamespacedName) string {
+	return fmt.Sprintf("MetalLB still booked %s for Service %s, which no longer exists (MetalLB missed its deletion while it was starting); "+
+		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
+}

@@ -1,0 +1,195 @@
+package ipaddress
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// startingWindow restarts MetalLB and keeps it in its start-up window, in
+// which MetalLB v0.15.2 ignores every single-Service event: an admission
+// policy refuses MetalLB's status write of a blocker Service pinned to
+// blockerIP in namespace ns, so MetalLB's first full pass keeps failing.
+// It returns once that pass has run (the class pool counts booked
+// addresses) and a function that ends the window.
+func startingWindow(t *testing.T, ns, class, blockerIP string, booked int64) (end func()) {
+	t.Helper()
+	ctx := context.Background()
+	c.StopMetalLB()
+	name := "starting-window-" + class
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+						Resources: []string{"services/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.namespace != '" + ns + "' || object.metadata.name != 'blocker'"}},
+		},
+	}
+	bind := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	require.NoError(t, adm.Create(ctx, policy))
+	require.NoError(t, adm.Create(ctx, bind))
+	end = func() {
+		_ = adm.Delete(context.Background(), bind)
+		_ = adm.Delete(context.Background(), policy)
+	}
+	t.Cleanup(end)
+	blocker := loadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
+	require.NoError(t, adm.Create(ctx, blocker))
+	t.Cleanup(func() { _ = adm.Delete(context.Background(), blocker) })
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &corev1.Service{}
+		require.NoError(ct, adm.Get(ctx, client.ObjectKeyFromObject(blocker), got))
+		got.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: blockerIP}}
+		err := adm.Status().Update(ctx, got)
+		assert.True(ct, apierrors.IsInvalid(err) || apierrors.IsForbidden(err), "the policy refuses the blocker's status: %v", err)
+	}, timeout, tick)
+
+	require.NoError(t, c.StartMetalLB(ctx))
+	// MetalLB's first pass has run once its pool counts the addresses it
+	// booked, the blocker's included (which it cannot write).
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		pool := &metallbv1beta1.IPAddressPool{}
+		require.NoError(ct, adm.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)}, pool))
+		assert.Equal(ct, booked, pool.Status.AssignedIPv4)
+	}, timeout, tick, "MetalLB's first pass booked %d addresses of class %s", booked, class)
+	return end
+}
+
+// deleteAndWait deletes a Service and waits until it is gone.
+func deleteAndWait(t *testing.T, svc *corev1.Service) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, adm.Delete(ctx, svc))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := adm.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
+		assert.True(ct, apierrors.IsNotFound(err))
+	}, timeout, tick)
+}
+
+// requireHeldAgain waits, with room for MetalLB's backoff (its next retry
+// of the first pass may be tens of seconds away), until the address's
+// hold gets ip again.
+func requireHeldAgain(t *testing.T, address, ip string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		phs := placeholders(ct, address)
+		require.Len(ct, phs, 1)
+		assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
+	}, 2*time.Minute, tick, "the re-armed hold gets the address MetalLB booked for a deleted Service")
+	requireHeldBy(t, address, ip)
+}
+
+// TestStaleAllocationCleared: MetalLB v0.15.2 ignores Service events until
+// its first full pass over the Services succeeds, so a Service deleted in
+// that window keeps its address in MetalLB's books, invisible in the API.
+// The test deletes the attached Service inside that window, then lets
+// MetalLB finish starting. The re-armed hold placeholder is refused
+// ("address also in use by" the deleted Service) and would stay without
+// the address until MetalLB restarts; the controller clears the stale
+// allocation and the hold gets the address back.
+func TestStaleAllocationCleared(t *testing.T) {
+	ctx := context.Background()
+	const ip, blockerIP = "192.0.2.146", "192.0.2.150"
+	ourClass(t, "ghost", "192.0.2.144/29")
+	a := newAddress(t, "ghost", ip, nil)
+	requireHeldBy(t, a.Name, ip)
+
+	// Attach a Service that cannot share with the hold (it uses the
+	// placeholder's port and no key): the hold goes, the Service holds.
+	namespace(t, "ghost-tenant")
+	web := loadBalancer("ghost-tenant", "web", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	web.Spec.Ports = []corev1.ServicePort{{Name: "disc", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
+	require.NoError(t, adm.Create(ctx, web))
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "ghost-tenant", Name: "web"}
+	})
+	requireIngress(t, web, ip)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
+
+	end := startingWindow(t, "ghost-tenant", "ghost", blockerIP, 2)
+	deleteAndWait(t, web)
+	// The driver re-arms the hold; MetalLB, still starting, refuses it the
+	// address it books for the deleted web.
+	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
+	end()
+
+	requireHeldAgain(t, a.Name, ip)
+	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), "ghost-tenant/web")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := adm.Get(ctx, client.ObjectKeyFromObject(web), &corev1.Service{})
+		assert.True(ct, apierrors.IsNotFound(err), "the Service that cleared the allocation is gone again")
+	}, timeout, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, ph := range placeholders(ct, a.Name) {
+			assert.NotContains(ct, ph.Annotations, annotationRetry, "the retry mark goes once the hold holds")
+		}
+	}, timeout, tick)
+}
+
+// TestStaleAllocationOfFormerPlaceholderCleared: the Service deleted in
+// MetalLB's start-up window is a former placeholder of the address, with
+// the address's own sharing key. MetalLB then names nobody ("port TCP/9 is
+// already in use"); the controller finds the former holder in MetalLB's
+// IPAllocated Events of the placeholder namespace and clears it.
+func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
+	ctx := context.Background()
+	const ip, blockerIP = "192.0.2.154", "192.0.2.158"
+	ourClass(t, "former", "192.0.2.152/29")
+	a := newAddress(t, "former", ip, &iadv1alpha1.ClaimReference{Namespace: "former-tenant", Name: "db-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f0f0"})
+	requireHeldBy(t, a.Name, ip)
+
+	// The address is attached to a Service that does not take it (no pin),
+	// so its hold goes; a placeholder-shaped Service with the address's key
+	// takes the address instead, as an allocation placeholder would.
+	namespace(t, "former-tenant")
+	idle := loadBalancer("former-tenant", "idle", nil)
+	idle.Spec.Type = corev1.ServiceTypeClusterIP
+	idle.Spec.AllocateLoadBalancerNodePorts = nil
+	require.NoError(t, adm.Create(ctx, idle))
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "former-tenant", Name: "idle"}
+	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
+	former := loadBalancer(testPlaceholderNamespace, "former-placeholder", map[string]string{
+		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: binding.SharingKey(getAddress(t, a.Name)),
+	})
+	former.Spec.Selector = nil
+	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
+	require.NoError(t, adm.Create(ctx, former))
+	requireIngress(t, former, ip)
+	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+
+	end := startingWindow(t, "former-tenant", "former", blockerIP, 2)
+	deleteAndWait(t, former)
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
+	end()
+
+	requireHeldAgain(t, a.Name, ip)
+	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/former-placeholder")
+}

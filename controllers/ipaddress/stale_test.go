@@ -1,0 +1,127 @@
+package ipaddress
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func TestStaleHolders(t *testing.T) {
+	alloc := []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv4-u1"}}
+	tests := []struct {
+		name string
+		msg  string
+		want []types.NamespacedName
+	}{
+		{"one named", `Failed to allocate IP for "ph/hold-ip-10-0-0-2": can't change sharing key for "ph/hold-ip-10-0-0-2", address also in use by shop/web`,
+			[]types.NamespacedName{{Namespace: "shop", Name: "web"}}},
+		{"several named", `can't change sharing key for "shop/api", address also in use by ph/alloc-ipv4-x,shop/web`,
+			[]types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv4-x"}, {Namespace: "shop", Name: "web"}}},
+		{"port taken on the address: same key, the claim's allocation placeholder", `port TCP/9 is already in use on "10.0.0.2"`, alloc},
+		{"port taken on another address", `port TCP/9 is already in use on "10.0.0.3"`, nil},
+		{"pool exhausted", `no available IPs`, nil},
+		{"not allowed", `["10.0.0.2"] is not allowed in config`, nil},
+		{"malformed name", `address also in use by web`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, staleHolders(tt.msg, "10.0.0.2", alloc))
+		})
+	}
+}
+
+func TestBlockedService(t *testing.T) {
+	const ip = "10.0.0.2"
+	svc := func(ns, name, pin string, holds bool) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}}}
+		if pin != "" {
+			s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+		}
+		if holds {
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		}
+		return s
+	}
+	unattached := &iadv1alpha1.IPAddress{}
+	attached := &iadv1alpha1.IPAddress{Status: iadv1alpha1.IPAddressStatus{
+		AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}}}
+	lost := &iadv1alpha1.IPAddress{Status: iadv1alpha1.IPAddressStatus{Phase: iadv1alpha1.AddressLost}}
+	hold := svc("ph", "hold", ip, false)
+	web := svc("shop", "web", ip, false)
+	deleting := svc("shop", "old", "", true)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name     string
+		a        *iadv1alpha1.IPAddress
+		phs      []corev1.Service
+		holders  []corev1.Service
+		attached *corev1.Service
+		want     string
+	}{
+		{"the hold gets nothing and nobody holds the address", unattached, []corev1.Service{hold}, nil, nil, "hold"},
+		{"a Service being deleted does not count as a holder", unattached, []corev1.Service{hold}, []corev1.Service{deleting}, nil, "hold"},
+		{"someone holds it: a conflict, not a stale allocation", unattached, []corev1.Service{hold}, []corev1.Service{svc("x", "rogue", ip, true)}, nil, ""},
+		{"a hold not pinned yet", unattached, []corev1.Service{svc("ph", "hold", "", false)}, nil, nil, ""},
+		{"no placeholder yet", unattached, nil, nil, nil, ""},
+		{"Lost: MetalLB has no such address", lost, []corev1.Service{hold}, nil, nil, ""},
+		{"the attached Service gets nothing", attached, nil, nil, &web, "web"},
+		{"attached, the placeholder is still there", attached, []corev1.Service{hold}, nil, &web, ""},
+		{"attached, not pinned yet", attached, nil, nil, ptrTo(svc("shop", "web", "", false)), ""},
+		{"attached, pinned elsewhere", attached, nil, nil, ptrTo(svc("shop", "web", "10.0.0.9", false)), ""},
+		{"attached Service gone", attached, nil, nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := blockedService(tt.a, ip, tt.phs, tt.holders, tt.attached)
+			if tt.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			if assert.NotNil(t, got) {
+				assert.Equal(t, tt.want, got.Name)
+			}
+		})
+	}
+}
+
+func TestLatestAllocationFailure(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.Time{Time: time.Unix(int64(1000+sec), 0)} }
+	ev := func(reason, uid, msg string, sec int) corev1.Event {
+		return corev1.Event{Reason: reason, Message: msg, LastTimestamp: at(sec), InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}}
+	}
+	evs := []corev1.Event{
+		ev(metallbAllocationFailed, "u1", "old", 1),
+		ev(metallbAllocationFailed, "u1", "new", 5),
+		ev("IPAllocated", "u1", "allocated", 9),
+		ev(metallbAllocationFailed, "u0", "an earlier Service of that name", 9),
+	}
+	assert.Equal(t, "new", latestAllocationFailure(evs, "u1").Message)
+	assert.Nil(t, latestAllocationFailure(evs, "u2"))
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestAssignedTo(t *testing.T) {
+	ev := func(reason, ns, name, msg string) corev1.Event {
+		return corev1.Event{Reason: reason, Message: msg, InvolvedObject: corev1.ObjectReference{Namespace: ns, Name: name}}
+	}
+	self := types.NamespacedName{Namespace: "ph", Name: "hold-ip6-x"}
+	evs := []corev1.Event{
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
+		ev(metallbIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
+		ev(metallbAllocationFailed, "ph", "alloc-ipv6-c", `port TCP/9 is already in use on "fd00:77::4"`),
+		ev(metallbIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
+	}
+	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
+		assignedTo(evs, "fd00:77::4", self, 8))
+	assert.Len(t, assignedTo(evs, "fd00:77::4", self, 1), 1, "bounded")
+}
