@@ -15,6 +15,9 @@ import (
 // SOAK_LONG=1 (`make soak`). SOAK_SEED, SOAK_OPS, SOAK_KILLS,
 // SOAK_API_RESTARTS, SOAK_DURATION and SOAK_CONVERGE override either.
 func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak starts a whole control plane; -short runs the pure tests only")
+	}
 	log.SetLogger(logr.Discard())
 	base := Short()
 	if os.Getenv("SOAK_LONG") != "" {
