@@ -38,7 +38,9 @@ import (
 // LoadBalancer, or its absence, clears it (controller/service.go:54,
 // controller/main.go:55). So when a Service that should hold an address (the
 // address's own placeholder while unattached, the attached Service pinned to
-// it) holds nothing, nobody holds the address, and MetalLB's latest
+// it) holds nothing, nobody else holds the address (a Service handing it
+// back in the shared handoff, which waits for the hold, does not count),
+// and MetalLB's latest
 // AllocationFailed Event on it names a Service that does not exist, the
 // controller creates a headless Service of that name and deletes it again
 // (Event StaleAllocationCleared on the address). MetalLB then reprocesses
@@ -85,17 +87,24 @@ const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
 const annotationRetry = names.Domain + "metallb-retry"
 
 // blockedService returns the Service that should hold the address in
-// MetalLB's books and holds nothing, while no Service at all holds the
+// MetalLB's books and holds nothing, while no other Service holds the
 // address: the address's own live placeholder when it is not attached, or
 // the attached Service when it is pinned to ip and no placeholder is left.
 // It returns nil when the address is held or nobody is waiting for it.
 // placeholders are the address's own, holders every Service MetalLB assigned
 // ip to, attached the Service named by status.associatedTo (nil if none).
+//
+// A Service the driver is detaching in the shared handoff does not count as
+// holding an unattached address: it keeps the address, with the address's
+// sharing key, only until the re-armed hold shares it, so a stale
+// allocation that keeps the hold out would keep both waiting for good.
 func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
 	for i := range holders {
-		if holders[i].DeletionTimestamp == nil {
-			return nil
+		h := &holders[i]
+		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) {
+			continue
 		}
+		return nil
 	}
 	if a.Status.Phase == iadv1alpha1.AddressLost || a.DeletionTimestamp != nil {
 		return nil
@@ -118,6 +127,22 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 		}
 	}
 	return nil
+}
+
+// handingBack reports whether svc, which holds the unattached address,
+// is a Service handing it back in the shared handoff: not one of the
+// address's placeholders, carrying exactly the address's sharing key, and
+// authorized by the address's binding (the driver's pin for its claim).
+func handingBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, placeholders []corev1.Service) bool {
+	if a.Status.AssociatedTo != nil {
+		return false
+	}
+	for i := range placeholders {
+		if placeholders[i].Namespace == svc.Namespace && placeholders[i].Name == svc.Name {
+			return false
+		}
+	}
+	return keyedExactly(svc, binding.SharingKey(a)) && binding.Authorizes(a, svc)
 }
 
 // staleHolders reads, from the message of MetalLB's AllocationFailed Event

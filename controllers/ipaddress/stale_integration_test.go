@@ -193,3 +193,58 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	requireHeldAgain(t, a.Name, ip)
 	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/former-placeholder")
 }
+
+// TestStaleAllocationClearedWhileHandingBack: the address is being handed
+// back in the shared handoff. Its attached Service shares it with the
+// address's key (the driver's pin for its claim) and is detached
+// (associatedTo cleared) while a former placeholder deleted in MetalLB's
+// start-up window is still booked. The Service keeps the address until the
+// re-armed hold shares it, so the address is not unheld; but MetalLB
+// refuses the hold ("port TCP/9 is already in use"), and without the
+// stale allocation cleared the hold and the Service would wait for each
+// other for good. The controller clears it and the hold gets the address.
+func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
+	ctx := context.Background()
+	const ip, blockerIP = "192.0.2.162", "192.0.2.166"
+	ourClass(t, "handback", "192.0.2.160/29")
+	a := newAddress(t, "handback", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
+	requireHeldBy(t, a.Name, ip)
+	key := binding.SharingKey(getAddress(t, a.Name))
+
+	// The driver's shared handoff: web shares the address with the hold,
+	// then is attached and the hold goes.
+	namespace(t, "handback-tenant")
+	web := loadBalancer("handback-tenant", "web", map[string]string{
+		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
+		names.AnnotationPinnedBy: "web-ip", names.AnnotationSharedBy: "web-ip",
+		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
+	})
+	require.NoError(t, adm.Create(ctx, web))
+	requireIngress(t, web, ip)
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "handback-tenant", Name: "web"}
+	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
+
+	// A placeholder-shaped Service with the address's key shares it too,
+	// as the claim's allocation placeholder does during an attach.
+	former := loadBalancer(testPlaceholderNamespace, "handback-former", map[string]string{
+		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
+	})
+	former.Spec.Selector = nil
+	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
+	require.NoError(t, adm.Create(ctx, former))
+	requireIngress(t, former, ip)
+	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+
+	end := startingWindow(t, "handback-tenant", "handback", blockerIP, 2)
+	deleteAndWait(t, former)
+	// The shared detach: associatedTo cleared while web keeps the address.
+	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
+	end()
+
+	requireHeldAgain(t, a.Name, ip)
+	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/handback-former")
+	requireIngress(t, web, ip)
+}

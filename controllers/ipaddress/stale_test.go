@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -57,6 +58,15 @@ func TestBlockedService(t *testing.T) {
 	web := svc("shop", "web", ip, false)
 	deleting := svc("shop", "old", "", true)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	bound := &iadv1alpha1.IPAddress{Spec: iadv1alpha1.IPAddressSpec{
+		ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip", UID: "u1"}}}
+	key := binding.SharingKey(bound)
+	handing := svc("shop", "web", ip, true)
+	handing.Annotations[names.MetalLBAllowSharedIP] = key
+	handing.Annotations[names.AnnotationPinnedBy] = "web-ip"
+	keyedOnly := svc("shop", "web", ip, true)
+	keyedOnly.Annotations[names.MetalLBAllowSharedIP] = key
+	heldHold := svc("ph", "hold", ip, true)
 	tests := []struct {
 		name     string
 		a        *iadv1alpha1.IPAddress
@@ -68,6 +78,9 @@ func TestBlockedService(t *testing.T) {
 		{"the hold gets nothing and nobody holds the address", unattached, []corev1.Service{hold}, nil, nil, "hold"},
 		{"a Service being deleted does not count as a holder", unattached, []corev1.Service{hold}, []corev1.Service{deleting}, nil, "hold"},
 		{"someone holds it: a conflict, not a stale allocation", unattached, []corev1.Service{hold}, []corev1.Service{svc("x", "rogue", ip, true)}, nil, ""},
+		{"a Service handing the address back shares it: the hold is blocked", bound, []corev1.Service{hold}, []corev1.Service{handing}, nil, "hold"},
+		{"a Service with the key but not the driver's pin for the claim holds it", bound, []corev1.Service{hold}, []corev1.Service{keyedOnly}, nil, ""},
+		{"the hold shares it with the Service handing it back", bound, []corev1.Service{heldHold}, []corev1.Service{heldHold, handing}, nil, ""},
 		{"a hold not pinned yet", unattached, []corev1.Service{svc("ph", "hold", "", false)}, nil, nil, ""},
 		{"no placeholder yet", unattached, nil, nil, nil, ""},
 		{"Lost: MetalLB has no such address", lost, []corev1.Service{hold}, nil, nil, ""},
