@@ -50,8 +50,8 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB co
 ##@ Test
 
 .PHONY: test
-test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller.
-	go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
+test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller (the short soak with seed 1 unless SOAK_SEED says otherwise).
+	SOAK_SEED=$(or $(SOAK_SEED),1) go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: ## The pure tests of every package with any (-short leaves out the *_integration_test.go files; no control plane starts).
