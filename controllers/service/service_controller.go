@@ -42,6 +42,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
@@ -170,6 +171,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.waitersForPinnedClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClass),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
@@ -190,6 +192,27 @@ func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) 
 			if req.Namespace != r.PlaceholderNamespace {
 				reqs = append(reqs, req)
 			}
+		}
+	}
+	return reqs
+}
+
+// waitersForPinnedClaim maps a Service carrying the driver's pin for a
+// claim to the other Services that name that claim. While a Service on its
+// way out still carries the pin, a Service that asks for the same claim
+// waits (WaitingForDetach); the last step of that detach changes only the
+// Service (the pin and the marker go), so that change must wake the
+// waiter. The handler calls it with the old and the new object, so the
+// change that removes the marker is seen with the claim it named.
+func (r *Reconciler) waitersForPinnedClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	claim := o.GetAnnotations()[names.AnnotationPinnedBy]
+	if claim == "" {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, req := range r.servicesByIndex(ctx, index.ServiceByClaim, index.Key(o.GetNamespace(), claim)) {
+		if req.Name != o.GetName() {
+			reqs = append(reqs, req)
 		}
 	}
 	return reqs

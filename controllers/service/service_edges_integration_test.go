@@ -208,6 +208,12 @@ func TestTwoServicesNamingOneClaimAtOnce(t *testing.T) {
 	assert.True(t, w.wasPinned(winner))
 	assertNoEvent(t, "Service", ns, loser, ReasonAssociated)
 	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a.Name).Status.Phase, "no Conflict")
+
+	// The winner lets the claim go: the Service that waited gets its
+	// address. The last step of the winner's detach (the pin and the
+	// marker go) changes only the winner, so that change must wake it.
+	patchAnnotations(t, ns, winner, map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
+	assertAssociated(t, ns, loser, "web-ip", a.Spec.Address, a)
 }
 
 // TestNoFinalizerOnTenantServices: an attached Service carries no driver
