@@ -29,7 +29,6 @@ import (
 	"github.com/go-logr/logr"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,14 +130,8 @@ func run(ctx context.Context, keep bool) error {
 		return err
 	}
 	say("ranges %s", strings.Join(ranges, ", "))
-	class := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "public", Annotations: map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}},
-		Spec: iadv1alpha1.IPAddressClassSpec{
-			Provisioner:   names.Provisioner,
-			ReclaimPolicy: iadv1alpha1.ReclaimRetain,
-			Parameters:    &apiextensionsv1.JSON{Raw: params},
-		},
-	}
+	class := cluster.Class("public", iadv1alpha1.ReclaimRetain, string(params))
+	class.Annotations = map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}
 	if err := k.Create(ctx, class); err != nil {
 		return err
 	}
