@@ -156,17 +156,8 @@ func run(ctx context.Context, keep bool) error {
 	if err := k.Create(ctx, claim); err != nil {
 		return err
 	}
-	var ip string
-	if err := waitFor(ctx, "the claim is Bound", func() (bool, error) {
-		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return false, err
-		}
-		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
-			ip = claim.Status.Addresses[0].Address
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
+	ip, err := boundIP(ctx, k, "the claim is Bound", claim)
+	if err != nil {
 		return err
 	}
 	if err := waitFor(ctx, "a placeholder holds the address", func() (bool, error) {
@@ -283,17 +274,8 @@ func explore(ctx context.Context, k client.Client) (string, error) {
 	if err := k.Create(ctx, claim); err != nil {
 		return "", err
 	}
-	var ip string
-	if err := waitFor(ctx, "the claim web-ip is Bound again", func() (bool, error) {
-		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return false, err
-		}
-		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
-			ip = claim.Status.Addresses[0].Address
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
+	ip, err := boundIP(ctx, k, "the claim web-ip is Bound again", claim)
+	if err != nil {
 		return "", err
 	}
 	if err := attach(ctx, k, "web", ip); err != nil {
@@ -432,4 +414,21 @@ func ingressIPs(s *corev1.Service) []string {
 		out = append(out, in.IP)
 	}
 	return out
+}
+
+// boundIP waits (saying what) until claim is Bound to one address, keeps the
+// claim read last in claim and returns the address.
+func boundIP(ctx context.Context, k client.Client, what string, claim *iadv1alpha1.IPAddressClaim) (string, error) {
+	var ip string
+	err := waitFor(ctx, what, func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return false, err
+		}
+		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
+			ip = claim.Status.Addresses[0].Address
+			return true, nil
+		}
+		return false, nil
+	})
+	return ip, err
 }
