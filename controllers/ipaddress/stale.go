@@ -189,10 +189,8 @@ func eventFirstTime(e *corev1.Event) time.Time {
 	switch {
 	case !e.FirstTimestamp.IsZero():
 		return e.FirstTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
 	default:
-		return e.CreationTimestamp.Time
+		return eventRecordTime(e)
 	}
 }
 
@@ -203,11 +201,18 @@ func eventTime(e *corev1.Event) time.Time {
 		return e.Series.LastObservedTime.Time
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
 	default:
-		return e.CreationTimestamp.Time
+		return eventRecordTime(e)
 	}
+}
+
+// eventRecordTime is an Event's time where it has none of the older API's
+// timestamps: its eventTime, else when the object was created.
+func eventRecordTime(e *corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // renderStaleClearer is the short-lived Service that makes MetalLB forget

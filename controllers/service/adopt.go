@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -156,21 +155,16 @@ func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSitu
 // parameters parse and turn adoptExisting on. Classes whose parameters do
 // not parse import nothing (the class controller reports them).
 func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
-	var list iadv1alpha1.IPAddressClassList
-	if err := r.List(ctx, &list); err != nil {
+	served, err := r.servedClasses(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var out []AdoptClass
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
+	for _, sc := range served {
+		if !sc.params.AdoptExisting {
 			continue
 		}
-		p, err := classparams.ParseParameters(c.Spec.Parameters)
-		if err != nil || !p.AdoptExisting {
-			continue
-		}
-		out = append(out, AdoptClass{Name: c.Name, Reclaim: c.Spec.ReclaimPolicy, Params: p})
+		out = append(out, AdoptClass{Name: sc.class.Name, Reclaim: sc.class.Spec.ReclaimPolicy, Params: sc.params})
 	}
 	return out, nil
 }

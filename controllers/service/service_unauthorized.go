@@ -109,14 +109,21 @@ type classRanges struct {
 	ranges []classctl.AddressRange
 }
 
-// servedClassRanges parses, from the cache, the ranges of every class this
-// driver serves whose parameters are valid. Classes are few.
-func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, error) {
+// servedClassParams is a class this driver serves with its parsed parameters.
+type servedClassParams struct {
+	class  *iadv1alpha1.IPAddressClass
+	params classctl.Parameters
+}
+
+// servedClasses lists, from the cache, the classes this driver serves that
+// are not being deleted and whose parameters parse. Classes whose
+// parameters do not parse are left out (the class controller reports them).
+func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, error) {
 	var list iadv1alpha1.IPAddressClassList
 	if err := r.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	var out []classRanges
+	var out []servedClassParams
 	for i := range list.Items {
 		c := &list.Items[i]
 		if c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
@@ -126,7 +133,21 @@ func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, erro
 		if err != nil {
 			continue
 		}
-		out = append(out, classRanges{name: c.Name, ranges: p.Addresses})
+		out = append(out, servedClassParams{class: c, params: p})
+	}
+	return out, nil
+}
+
+// servedClassRanges parses, from the cache, the ranges of every class this
+// driver serves whose parameters are valid. Classes are few.
+func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, error) {
+	served, err := r.servedClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []classRanges
+	for _, sc := range served {
+		out = append(out, classRanges{name: sc.class.Name, ranges: sc.params.Addresses})
 	}
 	slices.SortFunc(out, func(a, b classRanges) int { return strings.Compare(a.name, b.name) })
 	return out, nil

@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -167,14 +166,7 @@ func (e *env) newClass(b *testing.B, name string, size int, extra string) (names
 	namespace, class = "bench-"+name, "bench-"+name
 	require.NoError(b, e.c.EnsureNamespace(e.ctx, namespace))
 	params := fmt.Sprintf(`{"addresses":[%q]%s}`, r, extra)
-	require.NoError(b, e.k.Create(e.ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: iadv1alpha1.IPAddressClassSpec{
-			Provisioner:   names.Provisioner,
-			ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters:    &apiextensionsv1.JSON{Raw: []byte(params)},
-		},
-	}))
+	require.NoError(b, e.k.Create(e.ctx, cluster.Class(class, iadv1alpha1.ReclaimDelete, params)))
 	pool := &metallbv1beta1.IPAddressPool{}
 	e.eventually(b, "MetalLB loads pool "+names.PoolName(class), func() bool {
 		err := e.k.Get(e.ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)}, pool)

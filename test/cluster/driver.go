@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,14 +44,20 @@ func BuildDriver(dir string) error {
 	return nil
 }
 
+// driverObjects ensures namespace exists and returns the driver's objects
+// as config/default renders them.
+func (c *Cluster) driverObjects(ctx context.Context, namespace string) ([]*unstructured.Unstructured, error) {
+	if err := c.EnsureNamespace(ctx, namespace); err != nil {
+		return nil, err
+	}
+	return manifests.Build("config/default")
+}
+
 // InstallDriverRBAC applies the driver's ServiceAccounts, ClusterRoles and
 // lease Roles (config/rbac through kustomize, in DriverNamespace), so the
 // binaries can run as their own ServiceAccounts with least privilege.
 func (c *Cluster) InstallDriverRBAC(ctx context.Context) error {
-	if err := c.EnsureNamespace(ctx, DriverNamespace); err != nil {
-		return err
-	}
-	objs, err := manifests.Build("config/default")
+	objs, err := c.driverObjects(ctx, DriverNamespace)
 	if err != nil {
 		return err
 	}
@@ -71,10 +78,7 @@ func (c *Cluster) InstallDriverRBAC(ctx context.Context) error {
 // placeholderNamespace value: the Roles generated from the controllers'
 // namespaced RBAC markers and their RoleBindings, copied into namespace.
 func (c *Cluster) InstallPlaceholderRBAC(ctx context.Context, namespace string) error {
-	if err := c.EnsureNamespace(ctx, namespace); err != nil {
-		return err
-	}
-	objs, err := manifests.Build("config/default")
+	objs, err := c.driverObjects(ctx, namespace)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/go-logr/logr"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,14 +130,8 @@ func run(ctx context.Context, keep bool) error {
 		return err
 	}
 	say("ranges %s", strings.Join(ranges, ", "))
-	class := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "public", Annotations: map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}},
-		Spec: iadv1alpha1.IPAddressClassSpec{
-			Provisioner:   names.Provisioner,
-			ReclaimPolicy: iadv1alpha1.ReclaimRetain,
-			Parameters:    &apiextensionsv1.JSON{Raw: params},
-		},
-	}
+	class := cluster.Class("public", iadv1alpha1.ReclaimRetain, string(params))
+	class.Annotations = map[string]string{iadv1alpha1.DefaultClassAnnotation: "true"}
 	if err := k.Create(ctx, class); err != nil {
 		return err
 	}
@@ -163,17 +156,8 @@ func run(ctx context.Context, keep bool) error {
 	if err := k.Create(ctx, claim); err != nil {
 		return err
 	}
-	var ip string
-	if err := waitFor(ctx, "the claim is Bound", func() (bool, error) {
-		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return false, err
-		}
-		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
-			ip = claim.Status.Addresses[0].Address
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
+	ip, err := boundIP(ctx, k, "the claim is Bound", claim)
+	if err != nil {
 		return err
 	}
 	if err := waitFor(ctx, "a placeholder holds the address", func() (bool, error) {
@@ -290,17 +274,8 @@ func explore(ctx context.Context, k client.Client) (string, error) {
 	if err := k.Create(ctx, claim); err != nil {
 		return "", err
 	}
-	var ip string
-	if err := waitFor(ctx, "the claim web-ip is Bound again", func() (bool, error) {
-		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return false, err
-		}
-		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
-			ip = claim.Status.Addresses[0].Address
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
+	ip, err := boundIP(ctx, k, "the claim web-ip is Bound again", claim)
+	if err != nil {
 		return "", err
 	}
 	if err := attach(ctx, k, "web", ip); err != nil {
@@ -439,4 +414,21 @@ func ingressIPs(s *corev1.Service) []string {
 		out = append(out, in.IP)
 	}
 	return out
+}
+
+// boundIP waits (saying what) until claim is Bound to one address, keeps the
+// claim read last in claim and returns the address.
+func boundIP(ctx context.Context, k client.Client, what string, claim *iadv1alpha1.IPAddressClaim) (string, error) {
+	var ip string
+	err := waitFor(ctx, what, func() (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return false, err
+		}
+		if claim.Status.Phase == iadv1alpha1.ClaimBound && len(claim.Status.Addresses) == 1 {
+			ip = claim.Status.Addresses[0].Address
+			return true, nil
+		}
+		return false, nil
+	})
+	return ip, err
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -58,12 +57,7 @@ func newKit(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) *
 
 func (k *kit) class(name string, policy iadv1alpha1.ReclaimPolicy, addresses ...string) {
 	params := fmt.Sprintf(`{"addresses":["%s"]}`, strings.Join(addresses, `","`))
-	c := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: policy,
-			Parameters: &apiextensionsv1.JSON{Raw: []byte(params)}},
-	}
-	require.NoError(k.t, k.k.Create(k.ctx, c))
+	require.NoError(k.t, k.k.Create(k.ctx, cluster.Class(name, policy, params)))
 	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
 		p := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)}, p))

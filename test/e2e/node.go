@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
@@ -161,14 +162,24 @@ func driverValues(over map[string]map[string]any) map[string]any {
 	}
 }
 
+// driverChart loads chart/metallb-iad and the Helm configuration of the
+// driver's release namespace.
+func (p *NodeProvider) driverChart() (*chart.Chart, *action.Configuration, error) {
+	ch, err := loader.Load(filepath.Join(manifests.Root(), "chart", "metallb-iad"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := p.helmConfig(kindNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, cfg, nil
+}
+
 // InstallDriver installs chart/metallb-iad with the Helm SDK and waits until
 // every Deployment is available.
 func (p *NodeProvider) InstallDriver(ctx context.Context, over map[string]map[string]any) (*release.Release, error) {
-	ch, err := loader.Load(filepath.Join(manifests.Root(), "chart", "metallb-iad"))
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := p.helmConfig(kindNamespace)
+	ch, cfg, err := p.driverChart()
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +195,7 @@ func (p *NodeProvider) InstallDriver(ctx context.Context, over map[string]map[st
 
 // UpgradeDriver runs `helm upgrade` of the driver's release with values.
 func (p *NodeProvider) UpgradeDriver(ctx context.Context, over map[string]map[string]any) (*release.Release, error) {
-	ch, err := loader.Load(filepath.Join(manifests.Root(), "chart", "metallb-iad"))
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := p.helmConfig(kindNamespace)
+	ch, cfg, err := p.driverChart()
 	if err != nil {
 		return nil, err
 	}

@@ -25,15 +25,8 @@ func servingCerts(dir string, ips ...net.IP) ([]byte, error) {
 		return nil, err
 	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "metallb-iad-node-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	caTmpl := certTemplate(1, "metallb-iad-node-ca", now, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature)
+	caTmpl.BasicConstraintsValid, caTmpl.IsCA = true, true
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return nil, err
@@ -46,16 +39,10 @@ func servingCerts(dir string, ips ...net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...),
-	}
+	tmpl := certTemplate(2, "kube-apiserver", now, x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	tmpl.IPAddresses = append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, err
@@ -87,4 +74,15 @@ func servingCerts(dir string, ips ...net.IP) ([]byte, error) {
 		}
 	}
 	return caPEM, nil
+}
+
+// certTemplate is a certificate valid from an hour before now for a day.
+func certTemplate(serial int64, commonName string, now time.Time, usage x509.KeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     usage,
+	}
 }

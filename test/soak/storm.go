@@ -300,13 +300,24 @@ func (st *storm) createClaim(ctx context.Context) error {
 	return nil
 }
 
+// takeOne removes an element the seed picks from *list and returns it;
+// false when the list is empty.
+func takeOne[T any](st *storm, list *[]T) (T, bool) {
+	var zero T
+	if len(*list) == 0 {
+		return zero, false
+	}
+	i := st.pick(len(*list))
+	v := (*list)[i]
+	*list = slices.Delete(*list, i, i+1)
+	return v, true
+}
+
 func (st *storm) deleteClaim(ctx context.Context) error {
-	if len(st.claim) == 0 {
+	c, ok := takeOne(st, &st.claim)
+	if !ok {
 		return nil
 	}
-	i := st.pick(len(st.claim))
-	c := st.claim[i]
-	st.claim = slices.Delete(st.claim, i, i+1)
 	return st.k.Delete(ctx, &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name}})
 }
 
@@ -418,12 +429,10 @@ func (st *storm) unannotate(ctx context.Context) error {
 }
 
 func (st *storm) deleteService(ctx context.Context) error {
-	if len(st.svcs) == 0 {
+	key, ok := takeOne(st, &st.svcs)
+	if !ok {
 		return nil
 	}
-	i := st.pick(len(st.svcs))
-	key := st.svcs[i]
-	st.svcs = slices.Delete(st.svcs, i, i+1)
 	return st.k.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 }
 

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // Namespaces the soak writes to: tenants' Services and claims, and the
@@ -55,14 +52,7 @@ func (c class) Ranges(n int) []string {
 // Object is the class with n addresses per family.
 func (c class) Object(n int) *iadv1alpha1.IPAddressClass {
 	params := fmt.Sprintf(`{"addresses":[%q,%q]}`, c.Ranges(n)[0], c.Ranges(n)[1])
-	return &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name},
-		Spec: iadv1alpha1.IPAddressClassSpec{
-			Provisioner:   names.Provisioner,
-			ReclaimPolicy: c.Reclaim,
-			Parameters:    &apiextensionsv1.JSON{Raw: []byte(params)},
-		},
-	}
+	return cluster.Class(c.Name, c.Reclaim, params)
 }
 
 // Universe reports whether ip lies in a range any soak class ever has: the
