@@ -197,7 +197,7 @@ func (e errControlledElsewhere) Error() string { return e.msg }
 // anything else rendered for the class (an advertisement of the other kind).
 func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (ctrl.Result, error) {
 	pool, adv := Render(class, params, r.MetalLBNamespace)
-	grant, err := r.decideGrant(ctx, class)
+	grant, settle, err := r.decideGrant(ctx, class)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -244,7 +244,7 @@ func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	recordRendered(class.Name, params)
 	r.reported.Delete(class.Name)
 	if len(changes) == 0 {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: settle}, nil
 	}
 	addrs := make([]string, 0, len(params.Addresses))
 	for _, a := range params.Addresses {
@@ -254,38 +254,42 @@ func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressCla
 		r.MetalLBNamespace, pool.Name, strings.Join(addrs, ", "), kindOf(adv), adv.GetName(), strings.Join(changes, ", "))
 	log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", changes)
 	r.Recorder.Event(class, corev1.EventTypeNormal, ReasonRendered, msg)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: settle}, nil
 }
 
 // decideGrant reads the class's pool and addresses from the cache and
-// decides whether the pool requires the grant label (GrantDecision). While
-// it waits for addresses to be granted it says so once per change, in a
-// Normal Event WaitingForGrant on the class.
-func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddressClass) (bool, error) {
+// decides whether the pool requires the grant label (GrantDecision), and
+// when to decide again if every address was granted only a moment ago.
+// While it waits for addresses to be granted it says so once per change,
+// in a Normal Event WaitingForGrant on the class.
+func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddressClass) (bool, time.Duration, error) {
 	existing := &metallbv1beta1.IPAddressPool{}
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class.Name)}, existing); {
 	case kerrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		return false, err
+		return false, 0, err
 	}
 	var addrs iadv1alpha1.IPAddressList
 	if existing != nil && !RequiresGrant(existing, class.Name) {
 		if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
-	grant, waiting := GrantDecision(existing, class.Name, addrs.Items)
+	grant, waiting, settle := GrantDecision(existing, class.Name, addrs.Items, time.Now())
 	if grant {
 		r.grantReported.Delete(class.Name)
-		return true, nil
+		return true, 0, nil
+	}
+	if len(waiting) == 0 {
+		return false, settle, nil // every address granted a moment ago
 	}
 	msg := msgWaitingForGrant(r.MetalLBNamespace, names.PoolName(class.Name), waiting)
 	if last, ok := r.grantReported.Swap(class.Name, msg); !ok || last != msg {
 		log.FromContext(ctx).Info("the pool does not require the grant label yet", "waiting", len(waiting))
 		r.Recorder.Event(class, corev1.EventTypeNormal, ReasonWaitingForGrant, msg)
 	}
-	return false, nil
+	return false, 0, nil
 }
 
 func msgWaitingForGrant(namespace, pool string, waiting []string) string {

@@ -2,6 +2,7 @@ package class
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -52,11 +53,34 @@ func TestGrantDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, waiting := GrantDecision(tt.existing, "public", tt.addrs)
+			got, waiting, after := GrantDecision(tt.existing, "public", tt.addrs, time.Now())
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.waiting, waiting)
+			assert.Zero(t, after)
 		})
 	}
+}
+
+// TestGrantDecisionSettles: addresses granted a moment ago make the pool
+// wait until MetalLB's cache has surely seen their holders' labels.
+func TestGrantDecisionSettles(t *testing.T) {
+	now := time.Now()
+	granted := func(name string, ago time.Duration) iadv1alpha1.IPAddress {
+		a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		a.Status.Conditions = []metav1.Condition{{Type: conditions.Granted, Status: metav1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
+		return a
+	}
+	plain := &metallbv1beta1.IPAddressPool{}
+	got, waiting, after := GrantDecision(plain, "public", []iadv1alpha1.IPAddress{granted("a", time.Minute), granted("b", time.Second)}, now)
+	assert.False(t, got, "b was granted a second ago")
+	assert.Empty(t, waiting)
+	assert.Equal(t, GrantSettle-time.Second, after)
+
+	got, waiting, after = GrantDecision(plain, "public", []iadv1alpha1.IPAddress{granted("a", time.Minute), granted("b", GrantSettle)}, now)
+	assert.True(t, got)
+	assert.Empty(t, waiting)
+	assert.Zero(t, after)
 }
 
 func TestWithGrant(t *testing.T) {

@@ -97,10 +97,14 @@ func TestEachBinaryHoldsItsOwnLease(t *testing.T) {
 			holders[*lease.Spec.HolderIdentity] = true
 		}
 
-		code, body := get(t, "http://"+d.MetricsAddr+"/metrics")
-		assert.Equal(t, http.StatusOK, code, "%s /metrics", name)
-		assert.Contains(t, body, "controller_runtime_reconcile_total", "%s serves controller metrics", name)
-		assert.Contains(t, body, "leader_election_master_status", "%s reports leadership", name)
+		// The controller starts, and its reconcile metrics appear, a moment
+		// after the lease is taken.
+		assert.EventuallyWithT(t, func(t *assert.CollectT) {
+			code, body := get(t, "http://"+d.MetricsAddr+"/metrics")
+			assert.Equal(t, http.StatusOK, code, "%s /metrics", name)
+			assert.Contains(t, body, "controller_runtime_reconcile_total", "%s serves controller metrics", name)
+			assert.Contains(t, body, "leader_election_master_status", "%s reports leadership", name)
+		}, time.Minute, 100*time.Millisecond, "%s serves its metrics", name)
 	}
 	assert.Len(t, holders, len(cluster.Controllers), "four distinct holders, one per lease")
 }
