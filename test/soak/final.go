@@ -225,10 +225,27 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 			ok = ok || attachedTo[client.ObjectKeyFromObject(sv)]
 		}
 		if !ok {
-			fail(FinalAttachLives, "Bound claim %s/%s is asked for by %d Services and attached to none", c.Namespace, c.Name, len(asking))
+			var who []string
+			for _, sv := range asking {
+				who = append(who, fmt.Sprintf("%s (ingress %v, annotations %v)", sv.Name, IngressIPs(sv), driverAnnotations(sv)))
+			}
+			fail(FinalAttachLives, "Bound claim %s/%s (addresses %v) is asked for by %s and attached to none",
+				c.Namespace, c.Name, c.Status.Addresses, strings.Join(who, "; "))
 		}
 	}
 	return checks, out
+}
+
+// driverAnnotations returns a Service's annotations in the driver's and
+// MetalLB's domains, which say how far an attachment got.
+func driverAnnotations(s *corev1.Service) map[string]string {
+	out := map[string]string{}
+	for k, v := range s.Annotations {
+		if strings.Contains(k, "metallb") || strings.Contains(k, "cozystack") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // fits reports whether a Service's families are exactly the claim's.
