@@ -52,18 +52,16 @@ func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...
 // test ends. It returns the client its reconciler writes through.
 func startSecondManager(t *testing.T) *countingClient {
 	t.Helper()
-	mgr, err := bootstrap.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), &bootstrap.Options{
+	o := &bootstrap.Options{
 		Controller: "claim", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		PlaceholderNamespace: phNS, MetalLBNamespace: cluster.MetalLBNamespace,
-	}, CacheOptions(phNS))
+	}
+	mgr, err := bootstrap.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), o, CacheOptions(o))
 	require.NoError(t, err)
 	cc := &countingClient{Client: mgr.GetClient()}
 	r := &Reconciler{
-		Client:               cc,
-		APIReader:            mgr.GetAPIReader(),
-		Recorder:             mgr.GetEventRecorderFor(EventSource), //nolint:staticcheck // core/v1 Events
-		PlaceholderNamespace: phNS,
-		Options:              controller.Options{SkipNameValidation: ptr.To(true)},
+		Deps:    bootstrap.Deps{Client: cc, PlaceholderNamespace: phNS},
+		Options: controller.Options{SkipNameValidation: ptr.To(true)},
 	}
 	require.NoError(t, r.SetupWithManager(mgr))
 

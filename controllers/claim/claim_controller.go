@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,28 +56,15 @@ const EventSource = "metallb-iad-claim"
 
 // Controller runs the claim controller: its binary (bootstrap.Main) and
 // the tests (Controller.NewManager) start it the same way.
-var Controller = bootstrap.Controller{
-	Name: ControllerName, Requires: bootstrap.DriverAPIs,
-	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject {
-		return CacheOptions(o.PlaceholderNamespace)
-	},
-	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
-		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace}).SetupWithManager(mgr)
-	},
-}
+var Controller = bootstrap.NewController(ControllerName, CacheOptions,
+	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler is the claim controller.
+// Reconciler is the claim controller. It reads straight from the API
+// server (APIReader) only where a stale cache must not decide: after an
+// AlreadyExists answer, and before deleting an orphaned placeholder. Its
+// Events on claims come from EventSource.
 type Reconciler struct {
-	client.Client
-	// APIReader reads straight from the API server. It is used only where
-	// a stale cache must not decide: after an AlreadyExists answer, and
-	// before deleting an orphaned placeholder. Defaults to the manager's.
-	APIReader client.Reader
-	// Recorder records Events on claims. Defaults to the manager's recorder
-	// for EventSource.
-	Recorder record.EventRecorder
-	// PlaceholderNamespace holds the driver's placeholder Services.
-	PlaceholderNamespace string
+	bootstrap.Deps
 	// Options tune the claim controller and the placeholder garbage
 	// collector; the zero value suits production. (A second manager in one
 	// process, as in tests, needs SkipNameValidation.)
@@ -116,18 +102,18 @@ func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamil
 // (labelled names.LabelPlaceholder), and of Events only MetalLB's
 // AllocationFailed reports in that namespace. The binary and the tests both
 // build their manager with it.
-func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
+func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key: cannot fail
 	}
 	return map[client.Object]cache.ByObject{
 		&corev1.Service{}: {
-			Namespaces: map[string]cache.Config{placeholderNamespace: {}},
+			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},
 			Label:      labels.NewSelector().Add(*isPlaceholder),
 		},
 		&corev1.Event{}: {
-			Namespaces: map[string]cache.Config{placeholderNamespace: {}},
+			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},
 			Field:      fields.OneTermEqualSelector("reason", MetalLBAllocationFailed),
 		},
 	}
@@ -204,12 +190,7 @@ const coreWait = 5 * time.Second
 // SetupWithManager registers the cache indexes the controllers use, the
 // claim controller and the placeholder garbage collector.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
-	}
+	r.Default(mgr, EventSource)
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderWaitingByClass,
 		index.ClaimByClass, index.EventByInvolvedUID,
@@ -230,11 +211,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	gc := &placeholderGC{Client: r.Client, APIReader: r.APIReader, PlaceholderNamespace: r.PlaceholderNamespace}
+	gc := &placeholderGC{Deps: r.Deps}
 	if err := gc.setupWithManager(mgr, r.Options); err != nil {
 		return err
 	}
-	w := &warmer{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, PlaceholderNamespace: r.PlaceholderNamespace}
+	w := &warmer{Deps: r.Deps}
 	return w.setupWithManager(mgr, r.Options)
 }
 

@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -147,8 +148,8 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
 	}, timeout, tick, "MetalLB assigns the placeholder its address, and the cache shows it")
 
-	r := &Reconciler{Client: staleClaims{Client: cached, claim: stale}, APIReader: k,
-		Recorder: record.NewFakeRecorder(100), PlaceholderNamespace: phNS}
+	r := &Reconciler{Deps: bootstrap.Deps{Client: staleClaims{Client: cached, claim: stale}, APIReader: k,
+		Recorder: record.NewFakeRecorder(100), PlaceholderNamespace: phNS}}
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(live)})
 	require.NoError(t, err)
 

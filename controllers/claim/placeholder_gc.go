@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -27,9 +28,7 @@ import (
 // address was recorded, and which back no IPAddress. Placeholders backing
 // an IPAddress belong to it and are left alone.
 type placeholderGC struct {
-	client.Client
-	APIReader            client.Reader
-	PlaceholderNamespace string
+	bootstrap.Deps
 }
 
 // Reconcile looks at one placeholder Service.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +22,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -53,10 +53,7 @@ const (
 // in the claim binary because it reuses the claim controller's allocation
 // path (placeholder, pin, record, hand over).
 type warmer struct {
-	client.Client
-	APIReader            client.Reader
-	Recorder             record.EventRecorder
-	PlaceholderNamespace string
+	bootstrap.Deps
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete

@@ -43,7 +43,6 @@ import (
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -87,22 +86,14 @@ const (
 
 // Controller runs the class controller: its binary (bootstrap.Main) and
 // the tests (Controller.NewManager) start it the same way.
-var Controller = bootstrap.Controller{
-	Name: "class", Requires: bootstrap.DriverAPIs,
-	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return CacheByObject(o.MetalLBNamespace) },
-	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
-		return (&Reconciler{Client: mgr.GetClient(), MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
-	},
-}
+var Controller = bootstrap.NewController("class", CacheOptions,
+	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler reconciles IPAddressClasses into MetalLB pools and advertisements.
+// Reconciler reconciles IPAddressClasses into MetalLB pools and
+// advertisements in the MetalLB namespace. Its Events come from
+// EventSource.
 type Reconciler struct {
-	client.Client
-	// MetalLBNamespace is where the pools and advertisements are rendered.
-	MetalLBNamespace string
-	// Recorder emits the Events; SetupWithManager takes the manager's
-	// recorder for EventSource when it is nil.
-	Recorder record.EventRecorder
+	bootstrap.Deps
 	// Options tune the controller; the zero value suits production. (A
 	// second manager in one process, as in tests, needs SkipNameValidation.)
 	Options controller.Options
@@ -117,10 +108,10 @@ type Reconciler struct {
 	adoptReported sync.Map
 }
 
-// CacheByObject restricts the manager's cache for MetalLB's kinds to the
+// CacheOptions restricts the manager's cache for MetalLB's kinds to the
 // MetalLB namespace: the controller neither reads nor watches them elsewhere.
-func CacheByObject(metallbNamespace string) map[client.Object]cache.ByObject {
-	only := cache.ByObject{Namespaces: map[string]cache.Config{metallbNamespace: {}}}
+func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
+	only := cache.ByObject{Namespaces: map[string]cache.Config{o.MetalLBNamespace: {}}}
 	return map[client.Object]cache.ByObject{
 		&metallbv1beta1.IPAddressPool{}:    only,
 		&metallbv1beta1.L2Advertisement{}:  only,
@@ -174,9 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // others) and the three MetalLB kinds in the MetalLB namespace (drift
 // repair; a pool coming or going may also settle an overlap).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(EventSource)
-	}
+	r.Default(mgr, EventSource)
 	if err := index.Register(context.Background(), mgr, index.AddressByClass); err != nil {
 		return err
 	}

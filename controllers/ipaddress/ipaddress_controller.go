@@ -12,7 +12,6 @@ package ipaddress
 
 import (
 	"context"
-	"maps"
 	"strings"
 	"time"
 
@@ -21,10 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -54,71 +51,24 @@ const retryAfter = time.Second
 
 // Controller runs the ipaddress controller: its binary (bootstrap.Main) and
 // the tests (Controller.NewManager) start it the same way.
-var Controller = bootstrap.Controller{
-	Name: ControllerName, Requires: bootstrap.DriverAPIs,
-	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return cacheOptions(o) },
-	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
-		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
-	},
-}
+var Controller = bootstrap.NewController(ControllerName, servicecache.Options,
+	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler is the IPAddress controller.
+// Reconciler is the IPAddress controller. It reads straight from the API
+// server (APIReader) where a stale cache must not decide: whether a Service
+// named by associatedTo is really gone, whether a placeholder really is
+// absent before one is created or the hold is reported released, and
+// whether a claim exists. An address its class's pool in the MetalLB
+// namespace does not contain is Lost. Its Events on IPAddresses and
+// Services come from EventSource.
 type Reconciler struct {
-	client.Client
-	// APIReader reads straight from the API server, where a stale cache must
-	// not decide: whether a Service named by associatedTo is really gone,
-	// whether a placeholder really is absent before one is created or the
-	// hold is reported released, and whether a claim exists. Defaults to
-	// the manager's.
-	APIReader client.Reader
-	// Recorder records Events on IPAddresses and Services. Defaults to the
-	// manager's recorder for EventSource.
-	Recorder record.EventRecorder
-	// PlaceholderNamespace holds the driver's placeholder Services.
-	PlaceholderNamespace string
-	// MetalLBNamespace is where the class controller renders the pools; an
-	// address its class's pool does not contain is Lost. Defaults to
-	// DefaultMetalLBNamespace.
-	MetalLBNamespace string
+	bootstrap.Deps
 	// Options tune the controller; the zero value suits production
 	// (MaxConcurrentReconciles then defaults to 4). A second manager in one
 	// process, as in tests, needs SkipNameValidation.
 	Options controller.Options
 
 	states addressStates
-}
-
-// CacheOptions are the cache settings the binary and the tests build their
-// manager with. The controller must see Services in every namespace (a
-// workload named by associatedTo, and any Service holding or pinned to an
-// address), so Services are not narrowed by namespace; instead the cache
-// keeps of each Service only what the controllers read (servicecache.Trim).
-// Code reading Services from this cache must therefore never write a whole
-// Service back; it only patches.
-// placeholderNamespace is accepted for symmetry with the other controllers.
-func CacheOptions(placeholderNamespace string) map[client.Object]cache.ByObject {
-	_ = placeholderNamespace
-	return servicecache.Options()
-}
-
-// DefaultMetalLBNamespace is the MetalLB namespace the Reconciler assumes
-// when none is set.
-const DefaultMetalLBNamespace = "metallb-system"
-
-// cacheOptions is the controller's cache: Services (CacheOptions) and
-// MetalLB's pools (PoolCacheOptions).
-func cacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
-	opts := CacheOptions(o.PlaceholderNamespace)
-	maps.Copy(opts, PoolCacheOptions(o.MetalLBNamespace))
-	return opts
-}
-
-// PoolCacheOptions restricts the cache of MetalLB's IPAddressPools to the
-// MetalLB namespace, the only place the controller reads them.
-func PoolCacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
-	}
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
@@ -206,15 +156,7 @@ func earliest(a, b ctrl.Result) ctrl.Result {
 // it and to the addresses of the IPs in its load-balancer status); classes
 // (to the addresses of the class).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // core/v1 Events, as the project uses
-	}
-	if r.MetalLBNamespace == "" {
-		r.MetalLBNamespace = DefaultMetalLBNamespace
-	}
+	r.Default(mgr, EventSource)
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByIP, index.AddressByAssociation, index.AddressByClass,
 		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,

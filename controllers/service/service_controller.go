@@ -23,14 +23,11 @@ import (
 	"context"
 	"time"
 
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,30 +53,17 @@ const conflictRetry = 100 * time.Millisecond
 
 // Controller runs the service controller: its binary (bootstrap.Main) and
 // the tests (Controller.NewManager) start it the same way.
-var Controller = bootstrap.Controller{
-	Name: "service", Requires: bootstrap.DriverAPIs,
-	Cache: func(o *bootstrap.Options) map[client.Object]cache.ByObject { return CacheOptions(o.MetalLBNamespace) },
-	Setup: func(mgr ctrl.Manager, o *bootstrap.Options) error {
-		return (&Reconciler{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}).SetupWithManager(mgr)
-	},
-}
+var Controller = bootstrap.NewController("service", servicecache.Options,
+	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler is the service controller.
+// Reconciler is the service controller. It reads past the cache
+// (APIReader) to confirm a Service is really gone before clearing the
+// associations that name it. The placeholders in the placeholder namespace
+// are the only Services exempt from conflict detection. A detach takes an
+// address back by withdrawing the grant label where the class pool, in the
+// MetalLB namespace, requires it. Its Events come from RecorderName.
 type Reconciler struct {
-	client.Client
-	// APIReader reads past the cache, to confirm a Service is really gone
-	// before clearing the associations that name it. Defaults to the
-	// manager's.
-	APIReader client.Reader
-	// Recorder records Events. Defaults to the manager's, as RecorderName.
-	Recorder record.EventRecorder
-	// PlaceholderNamespace holds the driver's placeholder Services, the only
-	// Services exempt from conflict detection.
-	PlaceholderNamespace string
-	// MetalLBNamespace is where the class pools live: a detach takes an
-	// address back by withdrawing the grant label where the class pool
-	// requires it.
-	MetalLBNamespace string
+	bootstrap.Deps
 
 	handoffs *handoffs
 	// holders tracks, for the metric and the class Events, the Services
@@ -153,12 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // controller itself: Services, the claims they name and the addresses
 // associated with them, bound to their claims or held by them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(RecorderName) //nolint:staticcheck // core/v1 Events, as the project uses
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
+	r.Default(mgr, RecorderName)
 	r.handoffs = newHandoffs()
 	r.holders = newUnauthorized()
 	if err := index.Register(context.Background(), mgr,
@@ -253,16 +232,6 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
 	}
 	return reqs
-}
-
-// CacheOptions narrows what the controller's cache keeps of each Service to
-// the fields it reads (see servicecache.Trim). Pass it to bootstrap.NewManager.
-// The class pools are read only in the MetalLB namespace.
-func CacheOptions(metallbNamespace string) map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&corev1.Service{}:               {Transform: servicecache.Trim},
-		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
-	}
 }
 
 // verdicts remembers, per Service, the last verdict Event recorded, so each

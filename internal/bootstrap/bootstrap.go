@@ -99,7 +99,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
-	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", "metallb-system", "Namespace MetalLB watches for IPAddressPools and advertisements.")
+	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", DefaultMetalLBNamespace, "Namespace MetalLB watches for IPAddressPools and advertisements.")
 	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")
 	o.Zap.BindFlags(fs)
 }

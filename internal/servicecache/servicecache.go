@@ -5,19 +5,32 @@
 package servicecache
 
 import (
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 )
 
 // lastApplied is kubectl's copy of the applied manifest, often the largest
 // annotation on a Service; no controller reads it.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Options is the cache option for Services: Trim as the transform.
-func Options() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&corev1.Service{}: {Transform: Trim}}
+// Options are the cache options of the Service and the IPAddress
+// controller, which both binaries and the tests build their manager with.
+// They see Services in every namespace (a workload named by associatedTo,
+// and any Service holding or pinned to an address), so Services are not
+// narrowed by namespace; instead the cache keeps of each only what the
+// controllers read (Trim). Code reading Services from this cache must
+// therefore never write a whole Service back; it only patches. MetalLB's
+// IPAddressPools are read only in the MetalLB namespace.
+func Options(o *bootstrap.Options) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Service{}:               {Transform: Trim},
+		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{o.MetalLBNamespace: {}}},
+	}
 }
 
 // Trim is a cache transform that keeps only what the controllers read of a
