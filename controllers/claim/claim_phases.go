@@ -390,24 +390,35 @@ func (r *Reconciler) ledger(ctx context.Context, claim *iadv1alpha1.IPAddressCla
 	return verdict, entry, nil
 }
 
-// giveBack deletes an allocation placeholder MetalLB assigned an address
-// the ledger records for someone else, which frees the address in MetalLB
-// for its owner. The preconditions make sure it is exactly the placeholder
-// this pass looked at. The claim draws again once every address of the
-// ledger is held (createPlaceholder).
+// giveBack gives back an address an allocation placeholder of the claim
+// was assigned that the ledger records for someone else (giveBack), and
+// tells the claim. The claim draws again once every address of the ledger
+// is held (createPlaceholder).
 func (r *Reconciler) giveBack(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) error {
-	err := r.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+	if gave, err := giveBack(ctx, r, s.class.Name, f, ph, ip, entry); err != nil || !gave {
+		return err
+	}
+	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, ip, entry))
+	return nil
+}
+
+// giveBack deletes a placeholder (of a claim, or a warm one of class) that
+// MetalLB assigned an address ip the ledger records for someone else
+// (entry), which frees the address in MetalLB for its owner. The
+// preconditions make sure it is exactly the placeholder the pass looked
+// at. It reports whether it deleted it: one already gone is no error.
+func giveBack(ctx context.Context, c client.Writer, class string, f iadv1alpha1.IPFamily, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) (bool, error) {
+	err := c.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("give back %s: delete placeholder %s: %w", ip, ph.Name, err)
+		return false, fmt.Errorf("give back %s: delete placeholder %s: %w", ip, ph.Name, err)
 	}
 	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", f, "ip", ip,
 		"ipaddress", entry.Name, "placeholder", ph.Name)
-	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, ip, entry))
-	allocationsTotal.WithLabelValues(s.class.Name, string(f), resultReturned).Inc()
-	return nil
+	allocationsTotal.WithLabelValues(class, string(f), resultReturned).Inc()
+	return true, nil
 }
 
 // heldByPlaceholder returns a function reporting whether one of the

@@ -366,22 +366,15 @@ func (w *warmer) ledgerEntry(ctx context.Context, addrName string) (*iadv1alpha1
 	return a, nil
 }
 
-// giveBack deletes a warm placeholder MetalLB gave an address the ledger
-// records for someone else, which frees it in MetalLB for its owner.
+// giveBack gives back an address a warm placeholder was given that the
+// ledger records for someone else (giveBack), and tells the class.
 func (w *warmer) giveBack(ctx context.Context, c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) error {
-	err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
-	if apierrors.IsNotFound(err) {
-		return nil
+	if gave, err := giveBack(ctx, w, c.Name, f, ph, ip, entry); err != nil || !gave {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("give back %s: delete warm placeholder %s: %w", ip, ph.Name, err)
-	}
-	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", f, "ip", ip,
-		"ipaddress", entry.Name, "placeholder", ph.Name)
 	w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmReturned,
 		"MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
 		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))
-	allocationsTotal.WithLabelValues(c.Name, string(f), resultReturned).Inc()
 	return nil
 }
 

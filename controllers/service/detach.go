@@ -238,10 +238,13 @@ func (r *Reconciler) handedBack(ctx context.Context, s *scope, addrs []*iadv1alp
 	return true, nil
 }
 
-// forget handles a Service that is gone from the cache: once the API server
-// confirms it, the addresses still associated with it are detached (the
-// safety net for a finalizer removed by hand).
+// forget handles a Service that is gone from the cache: the controller drops
+// what it remembers of it and, once the API server confirms it is gone,
+// detaches the addresses still associated with it (the safety net for a
+// finalizer removed by hand).
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+	r.verdicts.forget(key)
+	r.imports.forget(key)
 	r.handoffs.forget(key)
 	r.holders.set(key, nil)
 	var mine iadv1alpha1.IPAddressList

@@ -89,8 +89,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.verdicts.forget(req.NamespacedName)
-			r.imports.forget(req.NamespacedName)
 			return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, r.forget(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
