@@ -80,21 +80,67 @@ func startingWindow(t *testing.T, ns, class, blockerIP string, booked int64) (en
 	return end
 }
 
-// deleteAndWait deletes a Service and waits until it is gone.
-func deleteAndWait(t *testing.T, svc *corev1.Service) {
+// heldAddress makes class (with the range cidr) and an address of ip in it,
+// bound to ref if not nil, and waits until its hold holds ip.
+func heldAddress(t *testing.T, class, cidr, ip string, ref *iadv1alpha1.ClaimReference) *iadv1alpha1.IPAddress {
+	t.Helper()
+	ourClass(t, class, cidr)
+	a := newAddress(t, class, ip, ref)
+	requireHeldBy(t, a.Name, ip)
+	return a
+}
+
+// attachTo records the address as attached to the Service ns/name and
+// waits until its hold goes.
+func attachTo(t *testing.T, address, ns, name string) {
+	t.Helper()
+	patchStatus(t, address, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: name}
+	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, address)) }, timeout, tick)
+}
+
+// formerPlaceholder makes a Service shaped like a placeholder of an address
+// (in the placeholder namespace, pinned to ip with the address's sharing
+// key, on the hold's port) and waits until MetalLB has given it ip.
+func formerPlaceholder(t *testing.T, name, ip, key string) *corev1.Service {
+	t.Helper()
+	former := loadBalancer(testPlaceholderNamespace, name, map[string]string{
+		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
+	})
+	former.Spec.Selector = nil
+	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
+	require.NoError(t, adm.Create(context.Background(), former))
+	requireIngress(t, former, ip)
+	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+	return former
+}
+
+// deleteInStartingWindow deletes svc, the holder of the address, inside
+// MetalLB's start-up window (startingWindow, the blocker in ns), runs then
+// (if not nil), waits until MetalLB, still starting, refuses the address's
+// re-armed hold (AllocationFailed), and ends the window.
+func deleteInStartingWindow(t *testing.T, ns, class, blockerIP, address string, svc *corev1.Service, then func()) {
 	t.Helper()
 	ctx := context.Background()
+	end := startingWindow(t, ns, class, blockerIP, 2)
 	require.NoError(t, adm.Delete(ctx, svc))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		err := adm.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
 		assert.True(ct, apierrors.IsNotFound(err))
 	}, timeout, tick)
+	if then != nil {
+		then()
+	}
+	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(address), "AllocationFailed")
+	end()
 }
 
-// requireHeldAgain waits, with room for MetalLB's backoff (its next retry
+// requireCleared waits, with room for MetalLB's backoff (its next retry
 // of the first pass may be tens of seconds away), until the address's
-// hold gets ip again.
-func requireHeldAgain(t *testing.T, address, ip string) {
+// hold gets ip again, and checks that the address tells the stale
+// allocation of holder ("namespace/name") was cleared.
+func requireCleared(t *testing.T, address, ip, holder string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		phs := placeholders(ct, address)
@@ -102,6 +148,7 @@ func requireHeldAgain(t *testing.T, address, ip string) {
 		assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
 	}, 2*time.Minute, tick, "the re-armed hold gets the address MetalLB booked for a deleted Service")
 	requireHeldBy(t, address, ip)
+	assert.Contains(t, requireEvent(t, "default", address, ReasonStaleAllocationCleared), holder)
 }
 
 // TestStaleAllocationCleared: MetalLB v0.15.2 ignores Service events until
@@ -115,9 +162,7 @@ func requireHeldAgain(t *testing.T, address, ip string) {
 func TestStaleAllocationCleared(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.146", "192.0.2.150"
-	ourClass(t, "ghost", "192.0.2.144/29")
-	a := newAddress(t, "ghost", ip, nil)
-	requireHeldBy(t, a.Name, ip)
+	a := heldAddress(t, "ghost", "192.0.2.144/29", ip, nil)
 
 	// Attach a Service that cannot share with the hold (it uses the
 	// placeholder's port and no key): the hold goes, the Service holds.
@@ -125,21 +170,14 @@ func TestStaleAllocationCleared(t *testing.T) {
 	web := loadBalancer("ghost-tenant", "web", map[string]string{names.MetalLBLoadBalancerIPs: ip})
 	web.Spec.Ports = []corev1.ServicePort{{Name: "disc", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
 	require.NoError(t, adm.Create(ctx, web))
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
-		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "ghost-tenant", Name: "web"}
-	})
+	attachTo(t, a.Name, "ghost-tenant", "web")
 	requireIngress(t, web, ip)
-	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
 
-	end := startingWindow(t, "ghost-tenant", "ghost", blockerIP, 2)
-	deleteAndWait(t, web)
 	// The driver re-arms the hold; MetalLB, still starting, refuses it the
 	// address it books for the deleted web.
-	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
-	end()
+	deleteInStartingWindow(t, "ghost-tenant", "ghost", blockerIP, a.Name, web, nil)
 
-	requireHeldAgain(t, a.Name, ip)
-	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), "ghost-tenant/web")
+	requireCleared(t, a.Name, ip, "ghost-tenant/web")
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		err := adm.Get(ctx, client.ObjectKeyFromObject(web), &corev1.Service{})
 		assert.True(ct, apierrors.IsNotFound(err), "the Service that cleared the allocation is gone again")
@@ -159,9 +197,7 @@ func TestStaleAllocationCleared(t *testing.T) {
 func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.154", "192.0.2.158"
-	ourClass(t, "former", "192.0.2.152/29")
-	a := newAddress(t, "former", ip, &iadv1alpha1.ClaimReference{Namespace: "former-tenant", Name: "db-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f0f0"})
-	requireHeldBy(t, a.Name, ip)
+	a := heldAddress(t, "former", "192.0.2.152/29", ip, &iadv1alpha1.ClaimReference{Namespace: "former-tenant", Name: "db-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f0f0"})
 
 	// The address is attached to a Service that does not take it (no pin),
 	// so its hold goes; a placeholder-shaped Service with the address's key
@@ -171,27 +207,14 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	idle.Spec.Type = corev1.ServiceTypeClusterIP
 	idle.Spec.AllocateLoadBalancerNodePorts = nil
 	require.NoError(t, adm.Create(ctx, idle))
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
-		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "former-tenant", Name: "idle"}
-	})
-	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
-	former := loadBalancer(testPlaceholderNamespace, "former-placeholder", map[string]string{
-		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: binding.SharingKey(getAddress(t, a.Name)),
-	})
-	former.Spec.Selector = nil
-	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
-	require.NoError(t, adm.Create(ctx, former))
-	requireIngress(t, former, ip)
-	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+	attachTo(t, a.Name, "former-tenant", "idle")
+	former := formerPlaceholder(t, "former-placeholder", ip, binding.SharingKey(getAddress(t, a.Name)))
 
-	end := startingWindow(t, "former-tenant", "former", blockerIP, 2)
-	deleteAndWait(t, former)
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
-	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
-	end()
+	deleteInStartingWindow(t, "former-tenant", "former", blockerIP, a.Name, former, func() {
+		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+	})
 
-	requireHeldAgain(t, a.Name, ip)
-	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/former-placeholder")
+	requireCleared(t, a.Name, ip, testPlaceholderNamespace+"/former-placeholder")
 }
 
 // TestStaleAllocationClearedWhileHandingBack: the address is being handed
@@ -206,9 +229,7 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.162", "192.0.2.166"
-	ourClass(t, "handback", "192.0.2.160/29")
-	a := newAddress(t, "handback", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
-	requireHeldBy(t, a.Name, ip)
+	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
 	key := binding.SharingKey(getAddress(t, a.Name))
 
 	// The driver's shared handoff: web shares the address with the hold,
@@ -221,30 +242,17 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	})
 	require.NoError(t, adm.Create(ctx, web))
 	requireIngress(t, web, ip)
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
-		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "handback-tenant", Name: "web"}
-	})
-	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, a.Name)) }, timeout, tick)
+	attachTo(t, a.Name, "handback-tenant", "web")
 
 	// A placeholder-shaped Service with the address's key shares it too,
 	// as the claim's allocation placeholder does during an attach.
-	former := loadBalancer(testPlaceholderNamespace, "handback-former", map[string]string{
-		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
-	})
-	former.Spec.Selector = nil
-	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
-	require.NoError(t, adm.Create(ctx, former))
-	requireIngress(t, former, ip)
-	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+	former := formerPlaceholder(t, "handback-former", ip, key)
 
-	end := startingWindow(t, "handback-tenant", "handback", blockerIP, 2)
-	deleteAndWait(t, former)
 	// The shared detach: associatedTo cleared while web keeps the address.
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
-	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(a.Name), "AllocationFailed")
-	end()
+	deleteInStartingWindow(t, "handback-tenant", "handback", blockerIP, a.Name, former, func() {
+		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+	})
 
-	requireHeldAgain(t, a.Name, ip)
-	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/handback-former")
+	requireCleared(t, a.Name, ip, testPlaceholderNamespace+"/handback-former")
 	requireIngress(t, web, ip)
 }
