@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -218,7 +216,7 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 
 	failed0, release0 := allocationFailed(b, ns)
 	m0 := apiMetrics(b, cs)
-	off := fileSize(c.MetalLB().LogPath)
+	off := bench.FileSize(c.MetalLB().LogPath)
 	starts := map[string]time.Time{}
 	ips := map[string]string{}
 	for i, s := range svcs {
@@ -238,7 +236,7 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 	settle(b)
 	m1 := apiMetrics(b, cs)
 
-	r.log = bench.CountMetalLBLog(readFrom(c.MetalLB().LogPath, off))
+	r.log = bench.CountMetalLBLog(bench.ReadFrom(c.MetalLB().LogPath, off))
 	reqs := bench.APIRequests(m0, m1)
 	r.writes = bench.Writes(reqs, "leases")
 	r.conflict = bench.Total(bench.APIRequestsWithCode(m0, m1, "409"), "leases")
@@ -401,30 +399,9 @@ func eventually(b *testing.B, what string, cond func() bool) {
 }
 
 func apiMetrics(b *testing.B, cs kubernetes.Interface) bench.Metrics {
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	m, err := bench.ScrapeAPIServer(context.Background(), cs)
 	require.NoError(b, err, "scrape the API server's metrics")
-	return bench.ParseMetrics(string(raw))
-}
-
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
-func readFrom(path string, off int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return ""
-	}
-	raw, _ := io.ReadAll(f)
-	return string(raw)
+	return m
 }
 
 // settle waits until MetalLB's log has not grown for two seconds, so the
@@ -432,7 +409,7 @@ func readFrom(path string, off int64) string {
 func settle(b *testing.B) {
 	last, still := int64(-1), time.Now()
 	for time.Since(still) < 2*time.Second {
-		if sz := fileSize(c.MetalLB().LogPath); sz != last {
+		if sz := bench.FileSize(c.MetalLB().LogPath); sz != last {
 			last, still = sz, time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -53,22 +51,14 @@ func (c cost) statusConflicts() float64 { return c.conflicts["PUT services/statu
 
 func (e *env) apiMetrics(b *testing.B) Metrics {
 	b.Helper()
-	raw, err := e.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(e.ctx)
+	m, err := ScrapeAPIServer(e.ctx, e.cs)
 	require.NoError(b, err, "scrape the API server's metrics")
-	return ParseMetrics(string(raw))
-}
-
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
+	return m
 }
 
 func (e *env) snap(b *testing.B) snap {
 	b.Helper()
-	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: fileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b)}
+	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: FileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b)}
 }
 
 // since is the cost of what happened after s.
@@ -82,22 +72,9 @@ func (e *env) since(b *testing.B, s snap) cost {
 		c.driverReqs += now.drivers[ctl].Sum("rest_client_requests_total") - s.drivers[ctl].Sum("rest_client_requests_total")
 	}
 	c.driverReqs = max(c.driverReqs-leases-c.reqs["GET leases"], 0)
-	c.metallb = CountMetalLBLog(readFrom(e.c.MetalLB().LogPath, s.logOff))
+	c.metallb = CountMetalLBLog(ReadFrom(e.c.MetalLB().LogPath, s.logOff))
 	c.cpu, c.busy = now.cpu.since(s.cpu)
 	return c
-}
-
-func readFrom(path string, off int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
 }
 
 // settle waits until MetalLB has started no reconcile for a second and a
@@ -107,7 +84,7 @@ func readFrom(path string, off int64) string {
 func (e *env) settle(b *testing.B) {
 	b.Helper()
 	path := e.c.MetalLB().LogPath
-	off, since := fileSize(path), time.Now()
+	off, since := FileSize(path), time.Now()
 	deadline := time.Now().Add(time.Minute)
 	for time.Since(since) < 1500*time.Millisecond {
 		if time.Now().After(deadline) {
@@ -115,8 +92,8 @@ func (e *env) settle(b *testing.B) {
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
-		sz := fileSize(path)
-		if c := CountMetalLBLog(readFrom(path, off)); c.Reconciles+c.FullPasses > 0 {
+		sz := FileSize(path)
+		if c := CountMetalLBLog(ReadFrom(path, off)); c.Reconciles+c.FullPasses > 0 {
 			since = time.Now()
 		}
 		off = sz

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Metrics is one scrape of a Prometheus text endpoint: every sample keyed by
@@ -74,6 +77,40 @@ func Scrape(addr string) (Metrics, error) {
 		return nil, err
 	}
 	return ParseMetrics(string(b)), nil
+}
+
+// ScrapeAPIServer fetches and parses the API server's /metrics through cs.
+func ScrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (Metrics, error) {
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(string(raw)), nil
+}
+
+// FileSize is the size of the file at path (a log the benchmarks count
+// lines of), 0 when it cannot be read.
+func FileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// ReadFrom is what the file at path holds from offset off on (what a log
+// gained since FileSize was taken), "" when it cannot be read.
+func ReadFrom(path string, off int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return ""
+	}
+	raw, _ := io.ReadAll(f)
+	return string(raw)
 }
 
 // ProcMem is the memory the kernel reports for a process.
