@@ -88,69 +88,59 @@ func TestFlagship(t *testing.T) {
 // the IPAddress controller is down), the address goes Conflict with Events
 // naming both sides, and it recovers once the rogue Service is gone.
 func TestTheft(t *testing.T) {
-	f := features.New("theft").
-		Assess("a rogue pinned Service is refused, then detected, then recovered from", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "theft")
-			k.class("e2e-theft", iadv1alpha1.ReclaimRetain, "198.51.100.32/28")
-			k.claim("ip", "e2e-theft", iadv1alpha1.FamilyIPv4)
-			a := k.bound("ip")[0]
-			k.held(a, iadv1alpha1.AddressBound)
+	story(t, "theft", "a rogue pinned Service is refused, then detected, then recovered from", "theft", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-theft", iadv1alpha1.ReclaimRetain, "198.51.100.32/28")
+		a := k.heldClaim("ip", "e2e-theft")
 
-			rogue := newKit(ctx, t, cfg, "theft-rogue")
-			rogue.pinnedService("rogue", "e2e-theft", a.Address)
-			time.Sleep(2 * time.Second)
-			assert.Empty(t, rogue.ingressOf("rogue"), "a held address is not handed to a rogue Service")
+		rogue := newKit(ctx, t, cfg, "theft-rogue")
+		rogue.pinnedService("rogue", "e2e-theft", a.Address)
+		time.Sleep(2 * time.Second)
+		assert.Empty(t, rogue.ingressOf("rogue"), "a held address is not handed to a rogue Service")
 
-			// Take the hold away behind the driver's back while the
-			// IPAddress controller cannot re-arm it, and nudge MetalLB.
-			restart, err := k.fleet.stopAll(ctx, "ipaddress")
-			require.NoError(t, err)
-			list := &corev1.ServiceList{}
-			require.NoError(t, k.k.List(ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
-			for i := range list.Items {
-				require.NoError(t, k.k.Delete(ctx, &list.Items[i]))
-			}
-			nudge(ctx, t, rogue, "rogue")
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.Equal(c, []string{a.Address}, rogue.ingressOf("rogue"))
-			}, wait, tick, "MetalLB hands the unheld IP to the rogue Service")
+		// Take the hold away behind the driver's back while the
+		// IPAddress controller cannot re-arm it, and nudge MetalLB.
+		restart, err := k.fleet.stopAll(ctx, "ipaddress")
+		require.NoError(t, err)
+		list := &corev1.ServiceList{}
+		require.NoError(t, k.k.List(ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
+		for i := range list.Items {
+			require.NoError(t, k.k.Delete(ctx, &list.Items[i]))
+		}
+		nudge(ctx, t, rogue, "rogue")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{a.Address}, rogue.ingressOf("rogue"))
+		}, wait, tick, "MetalLB hands the unheld IP to the rogue Service")
 
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				addr := k.address(a.Name)
-				assert.Equal(c, iadv1alpha1.AddressConflict, addr.Status.Phase)
-				svcEvents := strings.Join(k.events(c, "Service", "rogue", "AddressConflict"), "\n")
-				addrEvents := strings.Join(k.events(c, "IPAddress", a.Name, "AddressConflict"), "\n")
-				assert.Contains(c, svcEvents, a.Name, "the Service's Event names the address")
-				assert.Contains(c, addrEvents, "theft-rogue/rogue", "the address's Event names the Service")
-			}, wait, tick, "the address goes Conflict with Events on both sides")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			addr := k.address(a.Name)
+			assert.Equal(c, iadv1alpha1.AddressConflict, addr.Status.Phase)
+			svcEvents := strings.Join(k.events(c, "Service", "rogue", "AddressConflict"), "\n")
+			addrEvents := strings.Join(k.events(c, "IPAddress", a.Name, "AddressConflict"), "\n")
+			assert.Contains(c, svcEvents, a.Name, "the Service's Event names the address")
+			assert.Contains(c, addrEvents, "theft-rogue/rogue", "the address's Event names the Service")
+		}, wait, tick, "the address goes Conflict with Events on both sides")
 
-			require.NoError(t, restart())
-			rogue.deleteService("rogue")
-			k.held(a, iadv1alpha1.AddressBound) // Conflict recovered, hold re-armed, same IP
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		require.NoError(t, restart())
+		rogue.deleteService("rogue")
+		k.held(a, iadv1alpha1.AddressBound) // Conflict recovered, hold re-armed, same IP
+	})
 }
 
 // TestDualStack attaches and detaches a Dual claim.
 func TestDualStack(t *testing.T) {
-	f := features.New("dual-stack").
-		Assess("a Dual claim attaches both families, v4 first, and detaches", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "dual")
-			k.class("e2e-dual", iadv1alpha1.ReclaimDelete, "198.51.100.48/28", "2001:db8:e2e::/124")
-			k.claim("ip", "e2e-dual", iadv1alpha1.FamilyDual)
-			addrs := k.bound("ip")
-			require.Len(t, addrs, 2)
-			k.held(addrs[0], iadv1alpha1.AddressBound)
-			k.held(addrs[1], iadv1alpha1.AddressBound)
-			k.service("web", "ip", corev1.IPv4Protocol, corev1.IPv6Protocol)
-			k.attached("web", addrs...)
-			k.unannotate("web")
-			k.held(addrs[0], iadv1alpha1.AddressBound)
-			k.held(addrs[1], iadv1alpha1.AddressBound)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+	story(t, "dual-stack", "a Dual claim attaches both families, v4 first, and detaches", "dual", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-dual", iadv1alpha1.ReclaimDelete, "198.51.100.48/28", "2001:db8:e2e::/124")
+		k.claim("ip", "e2e-dual", iadv1alpha1.FamilyDual)
+		addrs := k.bound("ip")
+		require.Len(t, addrs, 2)
+		k.held(addrs[0], iadv1alpha1.AddressBound)
+		k.held(addrs[1], iadv1alpha1.AddressBound)
+		k.service("web", "ip", corev1.IPv4Protocol, corev1.IPv6Protocol)
+		k.attached("web", addrs...)
+		k.unannotate("web")
+		k.held(addrs[0], iadv1alpha1.AddressBound)
+		k.held(addrs[1], iadv1alpha1.AddressBound)
+	})
 }
 
 // TestRestartOneController kills each controller's leader in turn at a
@@ -189,60 +179,49 @@ func TestRestartOneController(t *testing.T) {
 // TestLeaderFailover kills the leader of each controller; a standby takes
 // the lease and work continues. It logs the time each takeover took.
 func TestLeaderFailover(t *testing.T) {
-	f := features.New("failover").
-		Assess("each controller's standby takes over and serves", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "failover")
-			k.class("e2e-failover", iadv1alpha1.ReclaimDelete, "203.0.113.128/27")
-			for i := 0; i < repeat; i++ {
-				for _, c := range cluster.Controllers {
-					took, err := k.fleet.killLeader(ctx, c)
+	story(t, "failover", "each controller's standby takes over and serves", "failover", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-failover", iadv1alpha1.ReclaimDelete, "203.0.113.128/27")
+		for i := 0; i < repeat; i++ {
+			for _, c := range cluster.Controllers {
+				took, err := k.fleet.killLeader(ctx, c)
+				require.NoError(t, err)
+				t.Logf("failover %d: %s standby took the lease after %s", i+1, c, took.Round(time.Millisecond))
+				if local != nil {
+					_, err := local.StartReplica(ctx, c)
 					require.NoError(t, err)
-					t.Logf("failover %d: %s standby took the lease after %s", i+1, c, took.Round(time.Millisecond))
-					if local != nil {
-						_, err := local.StartReplica(ctx, c)
-						require.NoError(t, err)
-					}
-					claim := "ip-" + c + "-" + string(rune('a'+i))
-					k.claim(claim, "e2e-failover", iadv1alpha1.FamilyIPv4)
-					a := k.bound(claim)[0]
-					k.service("svc-"+claim, claim)
-					k.attached("svc-"+claim, a)
-					k.deleteService("svc-" + claim)
-					k.deleteClaim(claim)
 				}
+				claim := "ip-" + c + "-" + string(rune('a'+i))
+				k.attachedClaim(claim, "e2e-failover", "svc-"+claim)
+				k.deleteService("svc-" + claim)
+				k.deleteClaim(claim)
 			}
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		}
+	})
 }
 
 // TestClassLifecycle deletes and recreates a class and serves a second
 // class with its own range.
 func TestClassLifecycle(t *testing.T) {
-	f := features.New("classes").
-		Assess("two classes, each its own range; delete and recreate one", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "classes")
-			k.class("e2e-gold", iadv1alpha1.ReclaimDelete, "203.0.113.0/28")
-			k.class("e2e-silver", iadv1alpha1.ReclaimDelete, "203.0.113.16/28")
-			k.claim("gold", "e2e-gold", iadv1alpha1.FamilyIPv4)
-			k.claim("silver", "e2e-silver", iadv1alpha1.FamilyIPv4)
-			gold := netip.MustParseAddr(k.bound("gold")[0].Address)
-			silver := netip.MustParseAddr(k.bound("silver")[0].Address)
-			assert.True(t, netip.MustParsePrefix("203.0.113.0/28").Contains(gold), "gold %s comes from its range", gold)
-			assert.True(t, netip.MustParsePrefix("203.0.113.16/28").Contains(silver), "silver %s comes from its range", silver)
-			k.deleteClaim("silver")
+	story(t, "classes", "two classes, each its own range; delete and recreate one", "classes", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-gold", iadv1alpha1.ReclaimDelete, "203.0.113.0/28")
+		k.class("e2e-silver", iadv1alpha1.ReclaimDelete, "203.0.113.16/28")
+		k.claim("gold", "e2e-gold", iadv1alpha1.FamilyIPv4)
+		k.claim("silver", "e2e-silver", iadv1alpha1.FamilyIPv4)
+		gold := netip.MustParseAddr(k.bound("gold")[0].Address)
+		silver := netip.MustParseAddr(k.bound("silver")[0].Address)
+		assert.True(t, netip.MustParsePrefix("203.0.113.0/28").Contains(gold), "gold %s comes from its range", gold)
+		assert.True(t, netip.MustParsePrefix("203.0.113.16/28").Contains(silver), "silver %s comes from its range", silver)
+		k.deleteClaim("silver")
 
-			require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-silver"}}))
-			require.Eventually(t, func() bool {
-				err := k.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e-silver")}, &metallbv1beta1.IPAddressPool{})
-				return apierrors.IsNotFound(err)
-			}, wait, tick, "deleting the class removes its pool")
-			k.class("e2e-silver", iadv1alpha1.ReclaimDelete, "203.0.113.16/28")
-			k.claim("silver2", "e2e-silver", iadv1alpha1.FamilyIPv4)
-			assert.NotEmpty(t, k.bound("silver2")[0].Address)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-silver"}}))
+		require.Eventually(t, func() bool {
+			err := k.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e-silver")}, &metallbv1beta1.IPAddressPool{})
+			return apierrors.IsNotFound(err)
+		}, wait, tick, "deleting the class removes its pool")
+		k.class("e2e-silver", iadv1alpha1.ReclaimDelete, "203.0.113.16/28")
+		k.claim("silver2", "e2e-silver", iadv1alpha1.FamilyIPv4)
+		assert.NotEmpty(t, k.bound("silver2")[0].Address)
+	})
 }
 
 func indexOf(c string) int {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -37,6 +38,17 @@ type kit struct {
 	k     client.Client
 	ns    string
 	fleet fleet
+}
+
+// story runs one feature, name, with one assessment, what, whose body gets
+// a kit for the tenant namespace ns.
+func story(t *testing.T, name, what, ns string, body func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit)) {
+	t.Helper()
+	testenv.Test(t, features.New(name).
+		Assess(what, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			body(ctx, t, cfg, newKit(ctx, t, cfg, ns))
+			return ctx
+		}).Feature())
 }
 
 func newKit(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) *kit {
@@ -72,6 +84,25 @@ func (k *kit) claim(name, class string, family iadv1alpha1.IPFamily) *iadv1alpha
 	}
 	require.NoError(k.t, k.k.Create(k.ctx, c))
 	return c
+}
+
+// heldClaim claims one IPv4 address of class as name and waits until the
+// claim is Bound and the address held; it returns the address.
+func (k *kit) heldClaim(name, class string) iadv1alpha1.ClaimedAddress {
+	k.claim(name, class, iadv1alpha1.FamilyIPv4)
+	a := k.bound(name)[0]
+	k.held(a, iadv1alpha1.AddressBound)
+	return a
+}
+
+// attachedClaim claims one IPv4 address of class as claim, attaches it to
+// a new Service svc and waits until svc has it; it returns the address.
+func (k *kit) attachedClaim(claim, class, svc string) iadv1alpha1.ClaimedAddress {
+	k.claim(claim, class, iadv1alpha1.FamilyIPv4)
+	a := k.bound(claim)[0]
+	k.service(svc, claim)
+	k.attached(svc, a)
+	return a
 }
 
 // bound waits until the claim is Bound and returns its addresses (v4 first).

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -100,52 +99,48 @@ func kubectl(t *testing.T, args ...string) string {
 // three keep their pods.
 func TestChartTuning(t *testing.T) {
 	needNode(t)
-	f := features.New("chart tuning").
-		Assess("helm upgrade tunes the claim controller alone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "tuning")
-			others := map[string]map[string]int32{}
-			gens := map[string]int64{}
-			for _, c := range cluster.Controllers {
-				k.settled(c)
-				if c != "claim" {
-					others[c] = k.podState(c)
-					gens[c] = k.deployment(c).Generation
-				}
+	story(t, "chart tuning", "helm upgrade tunes the claim controller alone", "tuning", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		others := map[string]map[string]int32{}
+		gens := map[string]int64{}
+		for _, c := range cluster.Controllers {
+			k.settled(c)
+			if c != "claim" {
+				others[c] = k.podState(c)
+				gens[c] = k.deployment(c).Generation
 			}
-			tuned := map[string]map[string]any{"claim": {
-				"replicas": 3,
-				"resources": map[string]any{
-					"requests": map[string]any{"cpu": "20m", "memory": "80Mi"},
-					"limits":   map[string]any{"memory": "300Mi"},
-				},
-			}}
-			_, err := onNode.UpgradeDriver(ctx, tuned)
-			require.NoError(t, err)
-			k.settled("claim")
-			d := k.deployment("claim")
-			assert.Equal(t, int32(3), *d.Spec.Replicas)
-			res := d.Spec.Template.Spec.Containers[0].Resources
-			assert.True(t, resource.MustParse("20m").Equal(res.Requests[corev1.ResourceCPU]), "cpu request %s", res.Requests.Cpu())
-			assert.True(t, resource.MustParse("80Mi").Equal(res.Requests[corev1.ResourceMemory]))
-			assert.True(t, resource.MustParse("300Mi").Equal(res.Limits[corev1.ResourceMemory]))
-			assert.Len(t, k.pods(t, "claim"), 3)
-			for c, before := range others {
-				assert.Equal(t, gens[c], k.deployment(c).Generation, "the %s Deployment is unchanged", c)
-				assert.Equal(t, before, k.podState(c), "the %s pods keep their UIDs and restart counts", c)
-			}
+		}
+		tuned := map[string]map[string]any{"claim": {
+			"replicas": 3,
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "20m", "memory": "80Mi"},
+				"limits":   map[string]any{"memory": "300Mi"},
+			},
+		}}
+		_, err := onNode.UpgradeDriver(ctx, tuned)
+		require.NoError(t, err)
+		k.settled("claim")
+		d := k.deployment("claim")
+		assert.Equal(t, int32(3), *d.Spec.Replicas)
+		res := d.Spec.Template.Spec.Containers[0].Resources
+		assert.True(t, resource.MustParse("20m").Equal(res.Requests[corev1.ResourceCPU]), "cpu request %s", res.Requests.Cpu())
+		assert.True(t, resource.MustParse("80Mi").Equal(res.Requests[corev1.ResourceMemory]))
+		assert.True(t, resource.MustParse("300Mi").Equal(res.Limits[corev1.ResourceMemory]))
+		assert.Len(t, k.pods(t, "claim"), 3)
+		for c, before := range others {
+			assert.Equal(t, gens[c], k.deployment(c).Generation, "the %s Deployment is unchanged", c)
+			assert.Equal(t, before, k.podState(c), "the %s pods keep their UIDs and restart counts", c)
+		}
 
-			// The tuned controller serves: a claim goes Bound.
-			k.class("e2e-tuning", iadv1alpha1.ReclaimDelete, "203.0.113.32/28")
-			k.claim("ip", "e2e-tuning", iadv1alpha1.FamilyIPv4)
-			k.bound("ip")
+		// The tuned controller serves: a claim goes Bound.
+		k.class("e2e-tuning", iadv1alpha1.ReclaimDelete, "203.0.113.32/28")
+		k.claim("ip", "e2e-tuning", iadv1alpha1.FamilyIPv4)
+		k.bound("ip")
 
-			_, err = onNode.UpgradeDriver(ctx, nil)
-			require.NoError(t, err)
-			k.settled("claim")
-			assert.Len(t, k.pods(t, "claim"), 2)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		_, err = onNode.UpgradeDriver(ctx, nil)
+		require.NoError(t, err)
+		k.settled("claim")
+		assert.Len(t, k.pods(t, "claim"), 2)
+	})
 }
 
 // TestRolloutRestartMidHandoff: `kubectl rollout restart` of the service
@@ -155,76 +150,70 @@ func TestChartTuning(t *testing.T) {
 // completes with the same IP.
 func TestRolloutRestartMidHandoff(t *testing.T) {
 	needNode(t)
-	f := features.New("rollout restart").
-		Assess("roll the service controller during a handoff", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "rollout")
-			k.class("e2e-rollout", iadv1alpha1.ReclaimDelete, "203.0.113.48/28")
-			k.claim("ip", "e2e-rollout", iadv1alpha1.FamilyIPv4)
-			a := k.bound("ip")[0]
-			k.held(a, iadv1alpha1.AddressBound)
-			k.settled("service")
-			others := map[string]map[string]int32{}
-			for _, c := range cluster.Controllers {
-				if c != "service" {
-					others[c] = k.podState(c)
-				}
+	story(t, "rollout restart", "roll the service controller during a handoff", "rollout", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-rollout", iadv1alpha1.ReclaimDelete, "203.0.113.48/28")
+		a := k.heldClaim("ip", "e2e-rollout")
+		k.settled("service")
+		others := map[string]map[string]int32{}
+		for _, c := range cluster.Controllers {
+			if c != "service" {
+				others[c] = k.podState(c)
 			}
-			old := map[string]bool{}
-			for _, p := range k.pods(t, "service") {
-				old[string(p.UID)] = true
-			}
+		}
+		old := map[string]bool{}
+		for _, p := range k.pods(t, "service") {
+			old[string(p.UID)] = true
+		}
 
-			k.service("web", "ip") // the handoff starts...
-			kubectl(t, "-n", kindNamespace, "rollout", "restart", "deployment/"+deploymentName("service"))
+		k.service("web", "ip") // the handoff starts...
+		kubectl(t, "-n", kindNamespace, "rollout", "restart", "deployment/"+deploymentName("service"))
 
-			// Watch the rollout: no old pod is told to stop before a new
-			// one is Ready.
-			var firstNewReady, firstOldStop time.Time
-			deadline := time.Now().Add(podWait)
-			for time.Now().Before(deadline) {
-				list := &corev1.PodList{}
-				require.NoError(t, k.k.List(ctx, list, client.InNamespace(kindNamespace), client.MatchingLabels{"app.kubernetes.io/component": "service"}))
-				oldLeft := 0
-				for _, p := range list.Items {
-					if old[string(p.UID)] {
-						oldLeft++
-						if p.DeletionTimestamp != nil && firstOldStop.IsZero() {
-							firstOldStop = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
-						}
-						continue
+		// Watch the rollout: no old pod is told to stop before a new
+		// one is Ready.
+		var firstNewReady, firstOldStop time.Time
+		deadline := time.Now().Add(podWait)
+		for time.Now().Before(deadline) {
+			list := &corev1.PodList{}
+			require.NoError(t, k.k.List(ctx, list, client.InNamespace(kindNamespace), client.MatchingLabels{"app.kubernetes.io/component": "service"}))
+			oldLeft := 0
+			for _, p := range list.Items {
+				if old[string(p.UID)] {
+					oldLeft++
+					if p.DeletionTimestamp != nil && firstOldStop.IsZero() {
+						firstOldStop = p.DeletionTimestamp.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
 					}
-					for _, c := range p.Status.Conditions {
-						if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && (firstNewReady.IsZero() || c.LastTransitionTime.Time.Before(firstNewReady)) {
-							firstNewReady = c.LastTransitionTime.Time
-						}
+					continue
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && (firstNewReady.IsZero() || c.LastTransitionTime.Time.Before(firstNewReady)) {
+						firstNewReady = c.LastTransitionTime.Time
 					}
 				}
-				if oldLeft == 0 {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
 			}
-			require.False(t, firstNewReady.IsZero(), "a new pod became Ready")
-			require.False(t, firstOldStop.IsZero(), "an old pod was stopped")
-			// Condition times have a one-second resolution.
-			assert.False(t, firstOldStop.Before(firstNewReady.Add(-time.Second)),
-				"the first old pod stopped at %s, before the first new pod was Ready at %s", firstOldStop, firstNewReady)
-			kubectl(t, "-n", kindNamespace, "rollout", "status", "deployment/"+deploymentName("service"), "--timeout=4m")
+			if oldLeft == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		require.False(t, firstNewReady.IsZero(), "a new pod became Ready")
+		require.False(t, firstOldStop.IsZero(), "an old pod was stopped")
+		// Condition times have a one-second resolution.
+		assert.False(t, firstOldStop.Before(firstNewReady.Add(-time.Second)),
+			"the first old pod stopped at %s, before the first new pod was Ready at %s", firstOldStop, firstNewReady)
+		kubectl(t, "-n", kindNamespace, "rollout", "status", "deployment/"+deploymentName("service"), "--timeout=4m")
 
-			k.attached("web", a) // ...and completes
-			for _, p := range k.pods(t, "service") {
-				assert.False(t, old[string(p.UID)], "every service pod is new")
-			}
-			for c, before := range others {
-				assert.Equal(t, before, k.podState(c), "the %s pods keep their UIDs and restart counts", c)
-			}
-			k.unannotate("web")
-			k.held(a, iadv1alpha1.AddressBound)
-			k.service("web2", "ip")
-			k.attached("web2", a)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		k.attached("web", a) // ...and completes
+		for _, p := range k.pods(t, "service") {
+			assert.False(t, old[string(p.UID)], "every service pod is new")
+		}
+		for c, before := range others {
+			assert.Equal(t, before, k.podState(c), "the %s pods keep their UIDs and restart counts", c)
+		}
+		k.unannotate("web")
+		k.held(a, iadv1alpha1.AddressBound)
+		k.service("web2", "ip")
+		k.attached("web2", a)
+	})
 }
 
 // TestPodSecurity: every controller's container runs as 65532, not root,
@@ -232,38 +221,34 @@ func TestRolloutRestartMidHandoff(t *testing.T) {
 // default seccomp filter, as the kernel reports for the running process.
 func TestPodSecurity(t *testing.T) {
 	needNode(t)
-	f := features.New("pod security").
-		Assess("the running processes are confined", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "security")
-			for _, c := range cluster.Controllers {
-				k.settled(c)
-				pods := k.pods(t, c)
-				require.NotEmpty(t, pods)
-				for _, p := range pods {
-					sc := p.Spec.Containers[0].SecurityContext
-					require.NotNil(t, sc)
-					assert.True(t, *sc.ReadOnlyRootFilesystem)
-					assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
-					assert.NotNil(t, p.Spec.Containers[0].ReadinessProbe, "readiness gates the rollout")
-				}
-				var procs []int
-				require.Eventually(t, func() bool {
-					procs = processesOf(t, "/"+c)
-					return len(procs) == len(pods)
-				}, wait, tick, "one %s process per pod (%d pods)", c, len(pods))
-				for _, pid := range procs {
-					st := procStatus(t, pid)
-					assert.Equal(t, "65532", strings.Fields(st["Uid"])[0], "%s runs as 65532", c)
-					assert.Equal(t, "65532", strings.Fields(st["Gid"])[0])
-					assert.Equal(t, "2", st["Seccomp"], "%s runs under a seccomp filter", c)
-					assert.Equal(t, "1", st["NoNewPrivs"])
-					assert.Equal(t, "0000000000000000", st["CapEff"], "%s has no capabilities", c)
-					assert.True(t, rootReadOnly(t, pid), "%s's root filesystem is read-only", c)
-				}
+	story(t, "pod security", "the running processes are confined", "security", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		for _, c := range cluster.Controllers {
+			k.settled(c)
+			pods := k.pods(t, c)
+			require.NotEmpty(t, pods)
+			for _, p := range pods {
+				sc := p.Spec.Containers[0].SecurityContext
+				require.NotNil(t, sc)
+				assert.True(t, *sc.ReadOnlyRootFilesystem)
+				assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+				assert.NotNil(t, p.Spec.Containers[0].ReadinessProbe, "readiness gates the rollout")
 			}
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+			var procs []int
+			require.Eventually(t, func() bool {
+				procs = processesOf(t, "/"+c)
+				return len(procs) == len(pods)
+			}, wait, tick, "one %s process per pod (%d pods)", c, len(pods))
+			for _, pid := range procs {
+				st := procStatus(t, pid)
+				assert.Equal(t, "65532", strings.Fields(st["Uid"])[0], "%s runs as 65532", c)
+				assert.Equal(t, "65532", strings.Fields(st["Gid"])[0])
+				assert.Equal(t, "2", st["Seccomp"], "%s runs under a seccomp filter", c)
+				assert.Equal(t, "1", st["NoNewPrivs"])
+				assert.Equal(t, "0000000000000000", st["CapEff"], "%s has no capabilities", c)
+				assert.True(t, rootReadOnly(t, pid), "%s's root filesystem is read-only", c)
+			}
+		}
+	})
 }
 
 // processesOf lists the pids whose command is exe (as the container sees it).
@@ -319,36 +304,29 @@ func rootReadOnly(t *testing.T, pid int) bool {
 // metallb_iad_* series through the Service address (kube-proxy's rules).
 func TestMetricsService(t *testing.T) {
 	needNode(t)
-	f := features.New("metrics Service").
-		Assess("every controller's metrics Service answers", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "metrics")
-			// Give every controller something to count.
-			k.class("e2e-metrics", iadv1alpha1.ReclaimDelete, "203.0.113.64/28")
-			k.claim("ip", "e2e-metrics", iadv1alpha1.FamilyIPv4)
-			a := k.bound("ip")[0]
-			k.service("web", "ip")
-			k.attached("web", a)
-			// A new connection per request: kube-proxy picks a replica per
-			// connection, and a kept-alive one would stay on a standby.
-			hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-			for _, c := range cluster.Controllers {
-				svc := &corev1.Service{}
-				require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: kindNamespace, Name: deploymentName(c) + "-metrics"}, svc))
-				url := fmt.Sprintf("http://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-				// The Service spreads requests over the replicas; the leader's
-				// answer carries the controller's own series.
-				require.EventuallyWithT(t, func(ct *assert.CollectT) {
-					resp, err := hc.Get(url)
-					require.NoError(ct, err)
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
-					assert.Equal(ct, http.StatusOK, resp.StatusCode)
-					assert.Contains(ct, string(b), "metallb_iad_"+metricOf(c))
-				}, wait, tick, "%s answers metallb_iad_* through its Service", url)
-			}
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+	story(t, "metrics Service", "every controller's metrics Service answers", "metrics", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		// Give every controller something to count.
+		k.class("e2e-metrics", iadv1alpha1.ReclaimDelete, "203.0.113.64/28")
+		k.attachedClaim("ip", "e2e-metrics", "web")
+		// A new connection per request: kube-proxy picks a replica per
+		// connection, and a kept-alive one would stay on a standby.
+		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for _, c := range cluster.Controllers {
+			svc := &corev1.Service{}
+			require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: kindNamespace, Name: deploymentName(c) + "-metrics"}, svc))
+			url := fmt.Sprintf("http://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+			// The Service spreads requests over the replicas; the leader's
+			// answer carries the controller's own series.
+			require.EventuallyWithT(t, func(ct *assert.CollectT) {
+				resp, err := hc.Get(url)
+				require.NoError(ct, err)
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				assert.Equal(ct, http.StatusOK, resp.StatusCode)
+				assert.Contains(ct, string(b), "metallb_iad_"+metricOf(c))
+			}, wait, tick, "%s answers metallb_iad_* through its Service", url)
+		}
+	})
 }
 
 func metricOf(controller string) string {
@@ -370,39 +348,35 @@ func metricOf(controller string) string {
 // goes on with it.
 func TestUninstallReinstall(t *testing.T) {
 	needNode(t)
-	f := features.New("uninstall and reinstall").
-		Assess("the addresses survive the driver's absence", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "reinstall")
-			k.class("e2e-reinstall", iadv1alpha1.ReclaimRetain, "203.0.113.80/28")
-			k.claim("held", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
-			k.claim("used", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
-			held, used := k.bound("held")[0], k.bound("used")[0]
-			k.held(held, iadv1alpha1.AddressBound)
-			k.service("web", "used")
-			k.attached("web", used)
+	story(t, "uninstall and reinstall", "the addresses survive the driver's absence", "reinstall", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-reinstall", iadv1alpha1.ReclaimRetain, "203.0.113.80/28")
+		k.claim("held", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
+		k.claim("used", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
+		held, used := k.bound("held")[0], k.bound("used")[0]
+		k.held(held, iadv1alpha1.AddressBound)
+		k.service("web", "used")
+		k.attached("web", used)
 
-			require.NoError(t, onNode.UninstallDriver())
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				for _, ctl := range cluster.Controllers {
-					assert.Empty(c, k.pods(c, ctl), "no %s pod left", ctl)
-				}
-			}, podWait, tick, "the driver's pods are gone")
-			assertNothingStuck(t, k)
-			assert.Equal(t, []string{used.Address}, k.ingressOf("web"), "the attached Service keeps its IP without the driver")
+		require.NoError(t, onNode.UninstallDriver())
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			for _, ctl := range cluster.Controllers {
+				assert.Empty(c, k.pods(c, ctl), "no %s pod left", ctl)
+			}
+		}, podWait, tick, "the driver's pods are gone")
+		assertNothingStuck(t, k)
+		assert.Equal(t, []string{used.Address}, k.ingressOf("web"), "the attached Service keeps its IP without the driver")
 
-			_, err := onNode.InstallDriver(ctx, nil)
-			require.NoError(t, err)
-			assert.Equal(t, held, k.bound("held")[0], "the held claim keeps its address")
-			assert.Equal(t, used, k.bound("used")[0], "the used claim keeps its address")
-			k.held(held, iadv1alpha1.AddressBound)
-			k.attached("web", used)
-			k.unannotate("web")
-			k.held(used, iadv1alpha1.AddressBound)
-			k.service("web2", "held")
-			k.attached("web2", held)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		_, err := onNode.InstallDriver(ctx, nil)
+		require.NoError(t, err)
+		assert.Equal(t, held, k.bound("held")[0], "the held claim keeps its address")
+		assert.Equal(t, used, k.bound("used")[0], "the used claim keeps its address")
+		k.held(held, iadv1alpha1.AddressBound)
+		k.attached("web", used)
+		k.unannotate("web")
+		k.held(used, iadv1alpha1.AddressBound)
+		k.service("web2", "held")
+		k.attached("web2", held)
+	})
 }
 
 // assertNothingStuck: no Service, claim or address is being deleted while

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -30,35 +29,28 @@ import (
 // an address attached to a Service is refused, with a Warning naming the
 // address and its claim; the pool keeps its range and the Service its IP.
 func TestClassEditInUseIsRefused(t *testing.T) {
-	f := features.New("class-edit-refused").
-		Assess("a class edit that would drop an address in use is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "edit")
-			k.class("e2e-edit", iadv1alpha1.ReclaimRetain, "198.51.100.64/30")
-			k.claim("ip", "e2e-edit", iadv1alpha1.FamilyIPv4)
-			a := k.bound("ip")[0]
-			k.service("web", "ip")
-			k.attached("web", a)
+	story(t, "class-edit-refused", "a class edit that would drop an address in use is refused", "edit", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-edit", iadv1alpha1.ReclaimRetain, "198.51.100.64/30")
+		a := k.attachedClaim("ip", "e2e-edit", "web")
 
-			k.setClassAddresses("e2e-edit", "198.51.100.68/30")
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				msgs := strings.Join(k.events(c, "IPAddressClass", "e2e-edit", "AddressesInUse"), "\n")
-				assert.Contains(c, msgs, a.Name, "the Warning names the address")
-				assert.Contains(c, msgs, "claim edit/ip", "the Warning names the claim")
-				assert.Contains(c, msgs, "Service edit/web", "the Warning names the Service")
-			}, wait, tick, "the class gets a Warning AddressesInUse")
-			assert.Equal(t, []string{"198.51.100.64/30"}, k.poolAddresses("e2e-edit"), "the previous rendering stays")
-			k.attached("web", a)
-			assert.Equal(t, iadv1alpha1.AddressBound, k.address(a.Name).Status.Phase)
+		k.setClassAddresses("e2e-edit", "198.51.100.68/30")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			msgs := strings.Join(k.events(c, "IPAddressClass", "e2e-edit", "AddressesInUse"), "\n")
+			assert.Contains(c, msgs, a.Name, "the Warning names the address")
+			assert.Contains(c, msgs, "claim edit/ip", "the Warning names the claim")
+			assert.Contains(c, msgs, "Service edit/web", "the Warning names the Service")
+		}, wait, tick, "the class gets a Warning AddressesInUse")
+		assert.Equal(t, []string{"198.51.100.64/30"}, k.poolAddresses("e2e-edit"), "the previous rendering stays")
+		k.attached("web", a)
+		assert.Equal(t, iadv1alpha1.AddressBound, k.address(a.Name).Status.Phase)
 
-			// A change that keeps the address in the range is rendered.
-			k.setClassAddresses("e2e-edit", "198.51.100.64/30", "198.51.100.68/30")
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.Equal(c, []string{"198.51.100.64/30", "198.51.100.68/30"}, k.poolAddresses("e2e-edit"))
-			}, wait, tick, "a change keeping the address is rendered")
-			k.attached("web", a)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		// A change that keeps the address in the range is rendered.
+		k.setClassAddresses("e2e-edit", "198.51.100.64/30", "198.51.100.68/30")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"198.51.100.64/30", "198.51.100.68/30"}, k.poolAddresses("e2e-edit"))
+		}, wait, tick, "a change keeping the address is rendered")
+		k.attached("web", a)
+	})
 }
 
 // TestRevokedAddressIsLostAndComesBack: when MetalLB's configuration loses
@@ -68,61 +60,52 @@ func TestClassEditInUseIsRefused(t *testing.T) {
 // the class controller repairs the pool they come back Bound, held and
 // attached, with the same IPs.
 func TestRevokedAddressIsLostAndComesBack(t *testing.T) {
-	f := features.New("revoked-lost").
-		Assess("a hand-edited and a hand-deleted pool make addresses Lost until the range returns", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "lost")
-			k.class("e2e-lost", iadv1alpha1.ReclaimRetain, "198.51.100.72/30")
-			k.claim("held", "e2e-lost", iadv1alpha1.FamilyIPv4)
-			held := k.bound("held")[0]
-			k.held(held, iadv1alpha1.AddressBound)
-			k.claim("used", "e2e-lost", iadv1alpha1.FamilyIPv4)
-			used := k.bound("used")[0]
-			k.service("web", "used")
-			k.attached("web", used)
+	story(t, "revoked-lost", "a hand-edited and a hand-deleted pool make addresses Lost until the range returns", "lost", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-lost", iadv1alpha1.ReclaimRetain, "198.51.100.72/30")
+		held := k.heldClaim("held", "e2e-lost")
+		used := k.attachedClaim("used", "e2e-lost", "web")
 
-			restart, err := k.fleet.stopAll(ctx, "class")
-			require.NoError(t, err)
-			restarted := false
-			t.Cleanup(func() {
-				if !restarted {
-					_ = restart()
-				}
-			})
+		restart, err := k.fleet.stopAll(ctx, "class")
+		require.NoError(t, err)
+		restarted := false
+		t.Cleanup(func() {
+			if !restarted {
+				_ = restart()
+			}
+		})
 
-			// Edited by hand: the range no longer contains the addresses.
-			pool := &metallbv1beta1.IPAddressPool{}
-			require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e-lost")}, pool))
-			patch := client.MergeFrom(pool.DeepCopy())
-			pool.Spec.Addresses = []string{"198.51.100.120/30"}
-			require.NoError(t, k.k.Patch(ctx, pool, patch))
-			k.lost(held, "held", "")
-			k.lost(used, "used", "web")
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.Empty(c, k.ingressOf("web"), "MetalLB took the address from the Service")
-			}, wait, tick)
+		// Edited by hand: the range no longer contains the addresses.
+		pool := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e-lost")}, pool))
+		patch := client.MergeFrom(pool.DeepCopy())
+		pool.Spec.Addresses = []string{"198.51.100.120/30"}
+		require.NoError(t, k.k.Patch(ctx, pool, patch))
+		k.lost(held, "held", "")
+		k.lost(used, "used", "web")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Empty(c, k.ingressOf("web"), "MetalLB took the address from the Service")
+		}, wait, tick)
 
-			// Deleted by hand: still Lost, for another reason.
-			require.NoError(t, k.k.Delete(ctx, pool))
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				a := k.address(held.Name)
-				assert.Equal(c, iadv1alpha1.AddressLost, a.Status.Phase)
-				assert.Contains(c, conditionReason(a, "Lost"), "PoolMissing")
-			}, wait, tick, "the address is Lost because the pool is missing")
+		// Deleted by hand: still Lost, for another reason.
+		require.NoError(t, k.k.Delete(ctx, pool))
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			a := k.address(held.Name)
+			assert.Equal(c, iadv1alpha1.AddressLost, a.Status.Phase)
+			assert.Contains(c, conditionReason(a, "Lost"), "PoolMissing")
+		}, wait, tick, "the address is Lost because the pool is missing")
 
-			// The class controller comes back and re-renders the pool: both
-			// addresses recover with the same IPs.
-			restarted = true
-			require.NoError(t, restart())
-			k.held(held, iadv1alpha1.AddressBound)
-			k.attached("web", used)
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.NotEmpty(c, k.events(c, "IPAddress", held.Name, "AddressRecovered"))
-				assert.NotEmpty(c, k.events(c, "IPAddressClaim", "used", "AddressRecovered"))
-				assert.NotEmpty(c, k.events(c, "Service", "web", "AddressRecovered"))
-			}, wait, tick, "the recovery is told on the address, the claim and the Service")
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		// The class controller comes back and re-renders the pool: both
+		// addresses recover with the same IPs.
+		restarted = true
+		require.NoError(t, restart())
+		k.held(held, iadv1alpha1.AddressBound)
+		k.attached("web", used)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.NotEmpty(c, k.events(c, "IPAddress", held.Name, "AddressRecovered"))
+			assert.NotEmpty(c, k.events(c, "IPAddressClaim", "used", "AddressRecovered"))
+			assert.NotEmpty(c, k.events(c, "Service", "web", "AddressRecovered"))
+		}, wait, tick, "the recovery is told on the address, the claim and the Service")
+	})
 }
 
 // TestDeletedClassLosesAddresses: deleting a class that still has a live
@@ -130,23 +113,17 @@ func TestRevokedAddressIsLostAndComesBack(t *testing.T) {
 // claim; recreating the class with the range brings it back, held, with the
 // same IP.
 func TestDeletedClassLosesAddresses(t *testing.T) {
-	f := features.New("class-deleted").
-		Assess("deleting a class with live addresses makes them Lost until it returns", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "gone")
-			k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
-			k.claim("ip", "e2e-gone", iadv1alpha1.FamilyIPv4)
-			a := k.bound("ip")[0]
-			k.held(a, iadv1alpha1.AddressBound)
+	story(t, "class-deleted", "deleting a class with live addresses makes them Lost until it returns", "gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
+		a := k.heldClaim("ip", "e2e-gone")
 
-			require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gone"}}))
-			k.lost(a, "ip", "")
-			assert.Contains(t, conditionReason(k.address(a.Name), "Lost"), "ClassDeleted")
+		require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gone"}}))
+		k.lost(a, "ip", "")
+		assert.Contains(t, conditionReason(k.address(a.Name), "Lost"), "ClassDeleted")
 
-			k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
-			k.held(a, iadv1alpha1.AddressBound)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
+		k.held(a, iadv1alpha1.AddressBound)
+	})
 }
 
 // TestPendingClaimDuringGap: a one-address class; claim A attached to a
@@ -156,37 +133,31 @@ func TestDeletedClassLosesAddresses(t *testing.T) {
 // of fighting over it. A ends held again with its IP, B stays Pending with
 // PoolExhausted, and nothing is rewritten afterwards.
 func TestPendingClaimDuringGap(t *testing.T) {
-	f := features.New("pending-claim-gap").
-		Assess("a pending claim never takes a ledger address during a gap", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "gap")
-			k.class("e2e-gap", iadv1alpha1.ReclaimRetain, "198.51.100.90/32")
-			k.claim("a", "e2e-gap", iadv1alpha1.FamilyIPv4)
-			a := k.bound("a")[0]
-			k.held(a, iadv1alpha1.AddressBound)
-			k.localService("web", "a")
-			k.attached("web", a)
+	story(t, "pending-claim-gap", "a pending claim never takes a ledger address during a gap", "gap", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-gap", iadv1alpha1.ReclaimRetain, "198.51.100.90/32")
+		a := k.heldClaim("a", "e2e-gap")
+		k.localService("web", "a")
+		k.attached("web", a)
 
-			k.claim("b", "e2e-gap", iadv1alpha1.FamilyIPv4)
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.NotEmpty(c, k.events(c, "IPAddressClaim", "b", "PoolExhausted"))
-			}, wait, tick, "claim b waits with PoolExhausted")
+		k.claim("b", "e2e-gap", iadv1alpha1.FamilyIPv4)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.NotEmpty(c, k.events(c, "IPAddressClaim", "b", "PoolExhausted"))
+		}, wait, tick, "claim b waits with PoolExhausted")
 
-			k.unannotate("web")
-			k.held(a, iadv1alpha1.AddressBound)
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				b := &iadv1alpha1.IPAddressClaim{}
-				require.NoError(c, k.k.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: "b"}, b))
-				assert.Equal(c, iadv1alpha1.ClaimPending, b.Status.Phase)
-				addr := k.address(a.Name)
-				assert.Equal(c, "gap", addr.Spec.ClaimRef.Namespace)
-				assert.Equal(c, "a", addr.Spec.ClaimRef.Name)
-				assert.Equal(c, []string{a.Address}, k.placeholderIngress(a.Name), "A's own placeholder holds its IP")
-			}, wait, tick, "A is held again and B stays Pending")
-			t.Logf("claim b: %v", k.events(t, "IPAddressClaim", "b", "LedgerAddressReturned"))
-			k.quiet(cfg, "e2e-gap", 4*time.Second)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+		k.unannotate("web")
+		k.held(a, iadv1alpha1.AddressBound)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			b := &iadv1alpha1.IPAddressClaim{}
+			require.NoError(c, k.k.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: "b"}, b))
+			assert.Equal(c, iadv1alpha1.ClaimPending, b.Status.Phase)
+			addr := k.address(a.Name)
+			assert.Equal(c, "gap", addr.Spec.ClaimRef.Namespace)
+			assert.Equal(c, "a", addr.Spec.ClaimRef.Name)
+			assert.Equal(c, []string{a.Address}, k.placeholderIngress(a.Name), "A's own placeholder holds its IP")
+		}, wait, tick, "A is held again and B stays Pending")
+		t.Logf("claim b: %v", k.events(t, "IPAddressClaim", "b", "LedgerAddressReturned"))
+		k.quiet(cfg, "e2e-gap", 4*time.Second)
+	})
 }
 
 // setClassAddresses replaces a class's addresses.
