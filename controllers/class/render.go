@@ -41,14 +41,9 @@ func RenderedLabels(class string) map[string]string {
 // ipaddressclasses/finalizers where OwnerReferencesPermissionEnforcement is
 // on, and nothing waits for a foreground deletion of a class.
 func OwnerReference(class *iadv1alpha1.IPAddressClass) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         iadv1alpha1.GroupVersion.String(),
-		Kind:               "IPAddressClass",
-		Name:               class.Name,
-		UID:                class.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(false),
-	}
+	ref := metav1.NewControllerRef(class, iadv1alpha1.GroupVersion.WithKind("IPAddressClass"))
+	ref.BlockOwnerDeletion = ptr.To(false)
+	return *ref
 }
 
 // Render returns the MetalLB objects for a class: the IPAddressPool
