@@ -50,15 +50,9 @@ var (
 	clu    *cluster.Cluster
 )
 
-func TestMain(m *testing.M) {
-	// Pure tests run without a control plane.
-	if !cluster.IntegrationSelected() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { cluster.Main(m, run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
@@ -66,24 +60,21 @@ func run(m *testing.M) int {
 
 	var err error
 	if clu, err = cluster.Start(ctx, cluster.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "start the control plane:", err)
-		return 1
+		return 0, fmt.Errorf("start the control plane: %w", err)
 	}
 	defer clu.Stop()
 	k = clu.Client
 
 	if err := clu.InstallDriverRBAC(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "grant the controller's ClusterRole:", err)
-		return 1
+		return 0, fmt.Errorf("grant the controller's ClusterRole: %w", err)
 	}
 
 	mgr, err := Controller.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), cluster.ControllerOptions(phNS))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
 	cached = mgr.GetClient()
-	return cluster.RunWithManager(ctx, mgr, m.Run)
+	return cluster.RunWithManager(ctx, mgr, m.Run), nil
 }
 
 // --- fixtures ---

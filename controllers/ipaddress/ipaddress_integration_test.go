@@ -44,48 +44,37 @@ var (
 	adm client.Client
 )
 
-func TestMain(m *testing.M) {
-	// Pure tests run without a control plane.
-	if !cluster.IntegrationSelected() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { cluster.Main(m, run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error
 	c, err = cluster.Start(ctx, cluster.Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
 	defer c.Stop()
 	adm = c.Client
 	if err := c.EnsureNamespace(ctx, testPlaceholderNamespace); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
 
 	// The controller runs as its own ServiceAccount, with exactly the
 	// ClusterRole its RBAC markers generate.
 	if err := c.InstallDriverRBAC(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
 	if err := c.InstallPlaceholderRBAC(ctx, testPlaceholderNamespace); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
 	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	mgr, err := Controller.NewManager(sa, cluster.ControllerOptions(testPlaceholderNamespace))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return 0, err
 	}
-	return cluster.RunWithManager(ctx, mgr, m.Run)
+	return cluster.RunWithManager(ctx, mgr, m.Run), nil
 }
 
 // ourClass creates the MetalLB pool iad-<name> (manual only) with the given

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,18 +62,7 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-func TestMain(m *testing.M) {
-	// Pure tests run without a control plane.
-	if !cluster.IntegrationSelected() {
-		os.Exit(m.Run())
-	}
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cluster.Main(m, run) }
 
 func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())

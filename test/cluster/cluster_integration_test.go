@@ -2,8 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,20 +21,14 @@ import (
 var c *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	// Pure tests run without a control plane.
-	if !cluster.IntegrationSelected() {
-		os.Exit(m.Run())
-	}
-	ctx := context.Background()
-	var err error
-	c, err = cluster.Start(ctx, cluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	c.Stop()
-	os.Exit(code)
+	cluster.Main(m, func(m *testing.M) (int, error) {
+		var err error
+		if c, err = cluster.Start(context.Background(), cluster.Options{}); err != nil {
+			return 0, err
+		}
+		defer c.Stop()
+		return m.Run(), nil
+	})
 }
 
 func loadBalancer(ns, name, pool string, family corev1.IPFamily) *corev1.Service {

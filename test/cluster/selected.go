@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,6 +17,22 @@ import (
 // IntegrationFileSuffix names the test files whose tests and benchmarks need
 // the control plane; every other test file of a package holds pure tests.
 const IntegrationFileSuffix = "_integration_test.go"
+
+// Main is the TestMain of a package with integration tests. When none is
+// selected (IntegrationSelected) it runs the pure tests alone, without a
+// control plane; otherwise run starts what the tests need and runs m. It
+// exits with the code run returns, or with 1 after printing run's error.
+func Main(m *testing.M, run func(*testing.M) (int, error)) {
+	if !IntegrationSelected() {
+		os.Exit(m.Run())
+	}
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
 
 // IntegrationSelected is what a package's TestMain asks before it starts a
 // control plane: it parses the test flags and reports whether this run is

@@ -33,15 +33,9 @@ var (
 	clu *cluster.Cluster
 )
 
-func TestMain(m *testing.M) {
-	// Pure tests run without a control plane.
-	if !cluster.IntegrationSelected() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { cluster.Main(m, run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Logs reach the output only when a test fails (or with -v).
@@ -50,18 +44,16 @@ func run(m *testing.M) int {
 	var err error
 	clu, err = cluster.Start(ctx, cluster.Options{NoMetalLB: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the control plane:", err)
-		return 1
+		return 0, fmt.Errorf("start the control plane: %w", err)
 	}
 	defer clu.Stop()
 	k8s = clu.Client
 
 	mgr, err := core.NewManager(clu.Config)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "create the manager:", err)
-		return 1
+		return 0, fmt.Errorf("create the manager: %w", err)
 	}
-	return cluster.RunWithManager(ctx, mgr, m.Run)
+	return cluster.RunWithManager(ctx, mgr, m.Run), nil
 }
 
 // --- fixtures ---
