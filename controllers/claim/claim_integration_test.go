@@ -620,15 +620,7 @@ func TestWithCore(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, "", "10.10.10.0/29", "fd00:aa:10::/124")
 
-	mgr, err := core.NewManager(clu.Config)
-	require.NoError(t, err)
-	coreCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(coreCtx) }()
-	defer func() {
-		stop()
-		assert.NoError(t, <-done)
-	}()
+	cluster.StartController(t, core.Controller, clu.Config, phNS)
 
 	c := claim(t, ns, cl, iadv1alpha1.FamilyDual, "") // the tenant stamps nothing
 	cur := &iadv1alpha1.IPAddressClaim{}

@@ -1,7 +1,6 @@
 package claim
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/core"
 )
 
@@ -77,15 +77,7 @@ func warmOf(t require.TestingT, class string) []iadv1alpha1.IPAddress {
 // their own; the driver refills; lowering the target drops the surplus and
 // never a bound address.
 func TestWarmReservations(t *testing.T) {
-	mgr, err := core.NewManager(clu.Config)
-	require.NoError(t, err)
-	coreCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(coreCtx) }()
-	defer func() {
-		stop()
-		assert.NoError(t, <-done)
-	}()
+	cluster.StartController(t, core.Controller, clu.Config, phNS)
 
 	ns := namespace(t)
 	cl := warmClass(t, "10.10.30.0/28", 3)
