@@ -59,15 +59,11 @@ func run(m *testing.M) (int, error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	var err error
-	if clu, err = cluster.Start(ctx, cluster.Options{}); err != nil {
-		return 0, fmt.Errorf("start the control plane: %w", err)
+	if clu, err = cluster.StartForDriver(ctx, cluster.Options{}); err != nil {
+		return 0, err
 	}
 	defer clu.Stop()
 	k = clu.Client
-
-	if err := clu.InstallDriverRBAC(ctx); err != nil {
-		return 0, fmt.Errorf("grant the controller's ClusterRole: %w", err)
-	}
 
 	mgr, err := Controller.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), cluster.ControllerOptions(phNS))
 	if err != nil {

@@ -56,16 +56,10 @@ func TestMain(m *testing.M) { cluster.Main(m, run) }
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
 	var err error
-	if c, err = cluster.Start(ctx, cluster.Options{}); err != nil {
+	if c, err = cluster.StartForDriver(ctx, cluster.Options{}, serviceNS); err != nil {
 		return 0, err
 	}
 	defer c.Stop()
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return 0, err
-	}
-	if err := c.EnsureNamespace(ctx, serviceNS); err != nil {
-		return 0, err
-	}
 	if stopManager, err = startManager(); err != nil {
 		return 0, err
 	}

@@ -49,22 +49,15 @@ func TestMain(m *testing.M) { cluster.Main(m, run) }
 func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The controller runs as its own ServiceAccount, with exactly the
+	// ClusterRole its RBAC markers generate.
 	var err error
-	c, err = cluster.Start(ctx, cluster.Options{})
+	c, err = cluster.StartForDriver(ctx, cluster.Options{}, testPlaceholderNamespace)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Stop()
 	adm = c.Client
-	if err := c.EnsureNamespace(ctx, testPlaceholderNamespace); err != nil {
-		return 0, err
-	}
-
-	// The controller runs as its own ServiceAccount, with exactly the
-	// ClusterRole its RBAC markers generate.
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return 0, err
-	}
 	if err := c.InstallPlaceholderRBAC(ctx, testPlaceholderNamespace); err != nil {
 		return 0, err
 	}

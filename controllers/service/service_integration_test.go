@@ -68,16 +68,10 @@ func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error
-	if c, err = cluster.Start(ctx, cluster.Options{}); err != nil {
+	if c, err = cluster.StartForDriver(ctx, cluster.Options{}, placeholderNS); err != nil {
 		return 0, err
 	}
 	defer c.Stop()
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return 0, err
-	}
-	if err := c.EnsureNamespace(ctx, placeholderNS); err != nil {
-		return 0, err
-	}
 	logFile, err := os.Create(filepath.Join(c.Dir, "service-controller.log"))
 	if err != nil {
 		return 0, err

@@ -49,13 +49,10 @@ func run(m *testing.M) (int, error) {
 	if err := cluster.BuildDriver(binDir); err != nil {
 		return 0, err
 	}
-	if c, err = cluster.Start(ctx, cluster.Options{NoMetalLB: true}); err != nil {
+	if c, err = cluster.StartForDriver(ctx, cluster.Options{NoMetalLB: true}); err != nil {
 		return 0, err
 	}
 	defer c.Stop()
-	if err := c.InstallDriverRBAC(ctx); err != nil {
-		return 0, err
-	}
 	return m.Run(), nil
 }
 

@@ -73,6 +73,28 @@ func (c *Cluster) InstallDriverRBAC(ctx context.Context) error {
 	return nil
 }
 
+// StartForDriver starts the control plane (Start), grants the driver's
+// ServiceAccounts their rights (InstallDriverRBAC) and creates namespaces:
+// what a package testing one of the controllers needs first. On an error
+// it stops what it started.
+func StartForDriver(ctx context.Context, opts Options, namespaces ...string) (*Cluster, error) {
+	c, err := Start(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start the control plane: %w", err)
+	}
+	if err := c.InstallDriverRBAC(ctx); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("grant the driver's RBAC: %w", err)
+	}
+	for _, ns := range namespaces {
+		if err := c.EnsureNamespace(ctx, ns); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
 // InstallPlaceholderRBAC grants the controllers their rights in another
 // placeholder namespace than DriverNamespace, as the chart does for its
 // placeholderNamespace value: the Roles generated from the controllers'
