@@ -71,6 +71,9 @@ func svcNames(list []*corev1.Service) []string {
 func TestPlanHold(t *testing.T) {
 	const ip = "192.0.2.7"
 	const hold = "hold-ip-192-0-2-7"
+	// heldByHold is the Held condition of an address its hold holds.
+	heldByHold := &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+		"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}
 	type want struct {
 		create  bool
 		repair  []string
@@ -101,8 +104,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
-			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:         want{held: heldByHold},
 		},
 		{
 			name:         "the claim's allocation placeholder, once labelled, counts",
@@ -131,8 +133,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, "192.0.2.7,192.0.2.8", ip)},
 			holders:      []corev1.Service{svc(phNS, hold, "192.0.2.7,192.0.2.8", ip)},
-			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
 			name:         "holding placeholder without a sharing key gets one and is still held",
@@ -140,8 +141,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys:     true,
-			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
 			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
@@ -150,8 +150,7 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
 			name: "placeholder with the right key and a legacy one too is repaired",
@@ -160,8 +159,7 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.MetalLBLegacyAllowSharedIP, "x")},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
 			name:         "holding placeholder without the grant label (an older driver's) gets it and is still held",
@@ -169,8 +167,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			ungranted:    true,
-			want: want{repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
 			name: "placeholder with the claim's key is left alone",
@@ -179,8 +176,7 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want:     want{held: heldByHold},
 		},
 		{
 			name:         "the workload shares the address with the placeholder (shared handoff): held",
@@ -188,8 +184,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders: []corev1.Service{svc(phNS, hold, ip, ip),
 				svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
-			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
-				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+			want: want{held: heldByHold},
 		},
 		{
 			name:         "surplus placeholder that does not hold the address is deleted",
