@@ -116,24 +116,8 @@ func NewWatcher(ctx context.Context, cfg *rest.Config, placeholderNS string, gra
 		obj client.Object
 		h   toolscache.ResourceEventHandlerFuncs
 	}{
-		{&corev1.Service{}, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { w.onService(nil, o.(*corev1.Service)) },
-			UpdateFunc: func(o, n any) { w.onService(o.(*corev1.Service), n.(*corev1.Service)) },
-			DeleteFunc: func(o any) {
-				if s, ok := unwrap(o).(*corev1.Service); ok {
-					w.onService(s, nil)
-				}
-			},
-		}},
-		{&iadv1alpha1.IPAddress{}, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { w.onAddress(nil, o.(*iadv1alpha1.IPAddress)) },
-			UpdateFunc: func(o, n any) { w.onAddress(o.(*iadv1alpha1.IPAddress), n.(*iadv1alpha1.IPAddress)) },
-			DeleteFunc: func(o any) {
-				if a, ok := unwrap(o).(*iadv1alpha1.IPAddress); ok {
-					w.onAddress(a, nil)
-				}
-			},
-		}},
+		{&corev1.Service{}, changes(w.onService)},
+		{&iadv1alpha1.IPAddress{}, changes(w.onAddress)},
 		{&iadv1alpha1.IPAddressClaim{}, toolscache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(o, n any) { w.onClaim(o.(*iadv1alpha1.IPAddressClaim), n.(*iadv1alpha1.IPAddressClaim)) },
 		}},
@@ -164,6 +148,21 @@ func unwrap(o any) any {
 		return d.Obj
 	}
 	return o
+}
+
+// changes turns on(old, cur) into informer handlers: an add has no old, a
+// delete (also one the informer saw only as a tombstone) no cur.
+func changes[T client.Object](on func(old, cur T)) toolscache.ResourceEventHandlerFuncs {
+	var none T
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { on(none, o.(T)) },
+		UpdateFunc: func(o, n any) { on(o.(T), n.(T)) },
+		DeleteFunc: func(o any) {
+			if t, ok := unwrap(o).(T); ok {
+				on(t, none)
+			}
+		},
+	}
 }
 
 func (w *Watcher) onService(old, cur *corev1.Service) {
