@@ -12,7 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -71,18 +70,11 @@ func run(m *testing.M) (int, error) {
 }
 
 // ourClass creates the MetalLB pool iad-<name> (manual only) with the given
-// ranges and an IPAddressClass of this driver, as the class controller would.
+// ranges and an IPAddressClass of this driver with no reclaim policy set, as
+// the class controller would (classWithPolicy).
 func ourClass(t *testing.T, name string, ranges ...string) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, adm.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: ranges, AutoAssign: ptr.To(false)},
-	}))
-	require.NoError(t, adm.Create(ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner},
-	}))
+	classWithPolicy(t, name, "", ranges...)
 }
 
 // newAddress creates an IPAddress the way an administrator does statically
