@@ -41,6 +41,9 @@ const (
 	// ReasonWarmPoolFull (Warning): the class's ranges hold no room for
 	// another warm address; the driver asks MetalLB for none.
 	ReasonWarmPoolFull = "WarmPoolFull"
+	// ReasonWarmDropped (Normal): a warm address outside the class's
+	// edited ranges was deleted, so that the class can be rendered.
+	ReasonWarmDropped = "WarmAddressDropped"
 	// ReasonWarmReturned (Normal): MetalLB gave a warm placeholder an
 	// address the ledger records for someone else; the driver gave it back.
 	ReasonWarmReturned = "WarmAddressReturned"
@@ -69,7 +72,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 		c = nil
 	}
-	target, sizes, served := warmTarget(c)
+	target, ranges, served := warmTarget(c)
 
 	var addrs iadv1alpha1.IPAddressList
 	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: req.Name}); err != nil {
@@ -95,13 +98,15 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 	}
 	var errs []error
+	v4, v6 := classparams.FamilySizes(ranges)
+	sizes := map[iadv1alpha1.IPFamily]float64{iadv1alpha1.FamilyIPv4: v4, iadv1alpha1.FamilyIPv6: v6}
 	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
 		size := sizes[f]
 		t := target
 		if size == 0 && t > 0 {
 			t = 0
 		}
-		if err := w.reconcileFamily(ctx, c, req.Name, f, t, size, addrs.Items, phs); err != nil {
+		if err := w.reconcileFamily(ctx, c, req.Name, f, t, size, ranges, addrs.Items, phs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -109,21 +114,19 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 }
 
 // warmTarget is how many warm addresses of each family a class asks for,
-// the number of addresses of each family in its ranges, and whether the
-// driver serves the class at all (it exists, names this driver and is not
-// being deleted). A served class whose parameters do not parse keeps what
-// it has and asks for nothing new (the class controller reports why).
-func warmTarget(c *iadv1alpha1.IPAddressClass) (int, map[iadv1alpha1.IPFamily]float64, bool) {
-	sizes := map[iadv1alpha1.IPFamily]float64{}
+// the class's ranges, and whether the driver serves the class at all (it
+// exists, names this driver and is not being deleted). A served class
+// whose parameters do not parse keeps what it has and asks for nothing new
+// (the class controller reports why).
+func warmTarget(c *iadv1alpha1.IPAddressClass) (int, []classparams.AddressRange, bool) {
 	if c == nil || c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
-		return 0, sizes, false
+		return 0, nil, false
 	}
 	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
-		return -1, sizes, true
+		return -1, nil, true
 	}
-	sizes[iadv1alpha1.FamilyIPv4], sizes[iadv1alpha1.FamilyIPv6] = classparams.FamilySizes(p.Addresses)
-	return int(p.WarmAddresses), sizes, true
+	return int(p.WarmAddresses), p.Addresses, true
 }
 
 // warmPlan is what one family of a class needs: placeholders to create,
@@ -150,35 +153,66 @@ func isWarm(a *iadv1alpha1.IPAddress) bool {
 }
 
 // planWarm decides what family f of a class needs from its target, the
-// number of addresses of f in its ranges, the class's addresses and its
-// warm placeholders (any family). It is the whole decision.
-func planWarm(f iadv1alpha1.IPFamily, target int, size float64, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) warmPlan {
+// number of addresses of f in its ranges, the ranges themselves, the
+// class's addresses and its warm placeholders (any family). It is the
+// whole decision.
+//
+// A class whose ranges were edited may still be served by a pool rendered
+// from the old ones (the class controller keeps it while an address of the
+// class lies outside the new ranges). Then warm addresses the driver made
+// outside the new ranges are dropped, since they are nobody's and would
+// keep the class from being rendered; while any address of the class lies
+// outside them, nothing new is asked of MetalLB (it would allocate from the
+// old ranges) and a warm placeholder given an address outside them is given
+// back. Once every address is inside, a placeholder MetalLB gave an address
+// outside them waits for the new pool, which makes MetalLB move it.
+func planWarm(f iadv1alpha1.IPFamily, target int, size float64, ranges []classparams.AddressRange,
+	addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) warmPlan {
 	var p warmPlan
-	var warm []*iadv1alpha1.IPAddress
-	used := 0
+	var warm, outside []*iadv1alpha1.IPAddress
+	used, shrinking := 0, false
 	for i := range addrs {
 		a := &addrs[i]
 		if addressFamily(a.Spec.Address) != f {
 			continue
 		}
-		used++
-		if isWarm(a) {
-			warm = append(warm, a)
+		ours := isWarm(a) && a.Labels[names.LabelWarm] == "true"
+		switch {
+		case !inRanges(ranges, a.Spec.Address) && ours:
+			outside = append(outside, a)
+			shrinking = true
+		case !inRanges(ranges, a.Spec.Address):
+			shrinking = shrinking || a.DeletionTimestamp == nil
+			used++
+		default:
+			used++
+			if isWarm(a) {
+				warm = append(warm, a)
+			}
 		}
 	}
-	var waiting, assigned []*corev1.Service
+	var waiting, assigned, strays []*corev1.Service
 	for _, ph := range phs {
 		if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
 			continue
 		}
-		if assignedIP(ph, f) == "" {
+		switch ip := assignedIP(ph, f); {
+		case ip == "":
 			waiting = append(waiting, ph)
-		} else {
+		case !inRanges(ranges, ip):
+			strays = append(strays, ph)
+		default:
 			assigned = append(assigned, ph)
 		}
 	}
 	p.record = assigned
-	have := len(warm) + len(waiting) + len(assigned)
+	slices.SortFunc(outside, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(a.Name, b.Name) })
+	p.dropAddresses = outside
+	if shrinking {
+		p.dropPlaceholders = append(waiting, strays...)
+		return p
+	}
+	have := len(warm) + len(waiting) + len(assigned) + len(strays)
 	switch {
 	case have < target:
 		room := int(size) - used - len(waiting) - len(assigned)
@@ -204,8 +238,15 @@ func planWarm(f iadv1alpha1.IPFamily, target int, size float64, addrs []iadv1alp
 	return p
 }
 
+// inRanges reports whether ip, in the ledger's form, lies in one of the
+// ranges.
+func inRanges(ranges []classparams.AddressRange, ip string) bool {
+	a, err := names.ParseAddress(ip)
+	return err == nil && classparams.Contains(ranges, a)
+}
+
 func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressClass, className string, f iadv1alpha1.IPFamily,
-	target int, size float64, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) error {
+	target int, size float64, ranges []classparams.AddressRange, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) error {
 	if target < 0 {
 		return nil // parameters that do not parse: change nothing
 	}
@@ -220,7 +261,7 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 			waiting--
 		}
 	}
-	p := planWarm(f, target, size-float64(max(waiting, 0)), addrs, phs)
+	p := planWarm(f, target, size-float64(max(waiting, 0)), ranges, addrs, phs)
 	for _, ph := range p.record {
 		if err := w.record(ctx, c, className, f, ph); err != nil {
 			return err
@@ -236,7 +277,15 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 		if err := w.Delete(ctx, a, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
 		}
-		log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", className)
+		if inRanges(ranges, a.Spec.Address) {
+			log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", className)
+			continue
+		}
+		log.FromContext(ctx).Info("deleted a warm address outside the class's ranges", "ipaddress", a.Name, "class", className)
+		if c != nil {
+			w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmDropped,
+				"Deleted warm address %s (IPAddress %s, bound to no claim): the class's addresses no longer contain it", a.Spec.Address, a.Name)
+		}
 	}
 	if p.full && c != nil {
 		w.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonWarmPoolFull,

@@ -1,14 +1,18 @@
 package claim
 
 import (
+	"cmp"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -65,6 +69,8 @@ func TestPlanWarm(t *testing.T) {
 		record           []string
 		dropPlaceholders []string
 		dropAddresses    []string
+		// ranges are the class's; 10.0.0.0/24 when empty.
+		ranges string
 	}{
 		{name: "nothing asked, nothing there", target: 0, size: 16},
 		{name: "empty class fills to the target", target: 3, size: 16, create: 3},
@@ -113,10 +119,28 @@ func TestPlanWarm(t *testing.T) {
 				warmAddr("ip-10-0-0-2", "10.0.0.2", nil, avail, true),
 			},
 			dropAddresses: []string{"ip-10-0-0-2"}},
+		{name: "ranges edited: our warm addresses outside them go, nothing new is asked for", target: 2, size: 8, ranges: "10.0.1.0/29",
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-10-0-0-1", "10.0.0.1", nil, avail, true),
+				warmAddr("ip-10-0-0-2", "10.0.0.2", nil, avail, true),
+			},
+			phs:              []*corev1.Service{warmPH("warm-1", v4, ""), warmPH("warm-2", v4, "10.0.0.3")},
+			dropPlaceholders: []string{"warm-1", "warm-2"}, dropAddresses: []string{"ip-10-0-0-1", "ip-10-0-0-2"}},
+		{name: "ranges edited over a bound address: it stays, nothing new is asked for", target: 2, size: 8, ranges: "10.0.1.0/29",
+			addrs: []iadv1alpha1.IPAddress{
+				warmAddr("ip-10-0-0-1", "10.0.0.1", bound, iadv1alpha1.AddressBound, true),
+				warmAddr("ip-10-0-0-2", "10.0.0.2", nil, avail, false),
+			}},
+		{name: "every address inside: a placeholder given an old address waits for the new pool", target: 2, size: 8, ranges: "10.0.1.0/29",
+			addrs: []iadv1alpha1.IPAddress{warmAddr("ip-10-0-1-1", "10.0.1.1", nil, avail, true)},
+			phs:   []*corev1.Service{warmPH("warm-1", v4, "10.0.0.3")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planWarm(v4, tc.target, tc.size, tc.addrs, tc.phs)
+			cidr := cmp.Or(tc.ranges, "10.0.0.0/24")
+			ranges, err := classparams.ParseParameters(&apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q]}`, cidr)})
+			require.NoError(t, err)
+			p := planWarm(v4, tc.target, tc.size, ranges.Addresses, tc.addrs, tc.phs)
 			assert.Equal(t, tc.create, p.create, "create")
 			assert.Equal(t, tc.full, p.full, "full")
 			assert.Equal(t, tc.record, svcNames(p.record), "record")
@@ -134,10 +158,11 @@ func TestWarmTarget(t *testing.T) {
 		}
 		return c
 	}
-	n, sizes, served := warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28","fd00::/120"],"warmAddresses":4}`))
+	n, ranges, served := warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28","fd00::/120"],"warmAddresses":4}`))
 	assert.True(t, served)
 	assert.Equal(t, 4, n)
-	assert.Equal(t, map[iadv1alpha1.IPFamily]float64{iadv1alpha1.FamilyIPv4: 16, iadv1alpha1.FamilyIPv6: 256}, sizes)
+	v4, v6 := classparams.FamilySizes(ranges)
+	assert.Equal(t, []float64{16, 256}, []float64{v4, v6})
 
 	n, _, served = warmTarget(cls(names.Provisioner, `{"addresses":["10.0.0.0/28"]}`))
 	assert.True(t, served)
