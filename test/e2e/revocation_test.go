@@ -181,72 +181,66 @@ func (k *kit) setClassParameters(name, params string) {
 // are rendered, the warm addresses are refilled inside them, and an
 // address bound to a claim that the new ranges keep stays held.
 func TestClassShrinkOverWarmAddresses(t *testing.T) {
-	f := features.New("class-shrink-warm").
-		Assess("warm addresses outside edited ranges are dropped and refilled inside", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			k := newKit(ctx, t, cfg, "shrinkwarm")
-			const class = "e2e-shrink-warm"
-			require.NoError(t, k.k.Create(ctx, cluster.Class(class, iadv1alpha1.ReclaimDelete,
-				`{"addresses":["198.51.100.96/30"],"warmAddresses":2}`)))
-			t.Cleanup(func() {
-				// Warm addresses are nobody's: they go with the class.
-				bg := context.Background()
-				_ = k.k.Delete(bg, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
-				l := &iadv1alpha1.IPAddressList{}
-				_ = k.k.List(bg, l)
-				for i := range l.Items {
-					if l.Items[i].Spec.ClassName == class {
-						_ = k.k.Delete(bg, &l.Items[i])
-					}
+	story(t, "class-shrink-warm", "warm addresses outside edited ranges are dropped and refilled inside", "shrinkwarm", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		const class = "e2e-shrink-warm"
+		require.NoError(t, k.k.Create(ctx, cluster.Class(class, iadv1alpha1.ReclaimDelete,
+			`{"addresses":["198.51.100.96/30"],"warmAddresses":2}`)))
+		t.Cleanup(func() {
+			// Warm addresses are nobody's: they go with the class.
+			bg := context.Background()
+			_ = k.k.Delete(bg, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
+			l := &iadv1alpha1.IPAddressList{}
+			_ = k.k.List(bg, l)
+			for i := range l.Items {
+				if l.Items[i].Spec.ClassName == class {
+					_ = k.k.Delete(bg, &l.Items[i])
 				}
-			})
-			warm := func(c require.TestingT) []iadv1alpha1.IPAddress {
-				l := &iadv1alpha1.IPAddressList{}
-				require.NoError(c, k.k.List(ctx, l))
-				var out []iadv1alpha1.IPAddress
-				for _, a := range l.Items {
-					if a.Spec.ClassName == class && a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil &&
-						a.Status.Phase == iadv1alpha1.AddressAvailable {
-						out = append(out, a)
-					}
-				}
-				return out
 			}
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				require.Len(c, warm(c), 2)
-			}, wait, tick, "the class gets its two warm addresses")
-
-			// A claim takes one; the driver refills.
-			k.claim("kept", class, iadv1alpha1.FamilyIPv4)
-			kept := k.bound("kept")[0]
-			k.held(kept, iadv1alpha1.AddressBound)
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				require.Len(c, warm(c), 2)
-			}, wait, tick, "the warm addresses are refilled")
-			old := map[string]bool{}
-			for _, a := range warm(t) {
-				old[a.Name] = true
-			}
-
-			// The new ranges keep the bound address and nothing else of the
-			// old range.
-			next := []string{kept.Address + "/32", "198.51.100.100/30"}
-			k.setClassParameters(class, fmt.Sprintf(`{"addresses":["%s"],"warmAddresses":2}`, strings.Join(next, `","`)))
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				assert.Equal(c, next, k.poolAddresses(class))
-			}, wait, tick, "the new ranges are rendered once the warm addresses outside them are dropped")
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				ws := warm(c)
-				require.Len(c, ws, 2)
-				for _, a := range ws {
-					assert.False(c, old[a.Name], "warm address %s outside the new ranges is still there", a.Name)
-					assert.True(c, strings.HasPrefix(a.Spec.Address, "198.51.100.10"), "warm address %s is inside the new ranges", a.Spec.Address)
+		})
+		warm := func(c require.TestingT) []iadv1alpha1.IPAddress {
+			l := &iadv1alpha1.IPAddressList{}
+			require.NoError(c, k.k.List(ctx, l))
+			var out []iadv1alpha1.IPAddress
+			for _, a := range l.Items {
+				if a.Spec.ClassName == class && a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil &&
+					a.Status.Phase == iadv1alpha1.AddressAvailable {
+					out = append(out, a)
 				}
-			}, wait, tick, "the warm addresses are refilled inside the new ranges")
-			assert.NotEmpty(t, k.events(t, "IPAddressClass", class, "WarmAddressDropped"))
-			k.held(kept, iadv1alpha1.AddressBound)
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
+			}
+			return out
+		}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.Len(c, warm(c), 2)
+		}, wait, tick, "the class gets its two warm addresses")
+
+		// A claim takes one; the driver refills.
+		kept := k.heldClaim("kept", class)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.Len(c, warm(c), 2)
+		}, wait, tick, "the warm addresses are refilled")
+		old := map[string]bool{}
+		for _, a := range warm(t) {
+			old[a.Name] = true
+		}
+
+		// The new ranges keep the bound address and nothing else of the
+		// old range.
+		next := []string{kept.Address + "/32", "198.51.100.100/30"}
+		k.setClassParameters(class, fmt.Sprintf(`{"addresses":["%s"],"warmAddresses":2}`, strings.Join(next, `","`)))
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, next, k.poolAddresses(class))
+		}, wait, tick, "the new ranges are rendered once the warm addresses outside them are dropped")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ws := warm(c)
+			require.Len(c, ws, 2)
+			for _, a := range ws {
+				assert.False(c, old[a.Name], "warm address %s outside the new ranges is still there", a.Name)
+				assert.True(c, strings.HasPrefix(a.Spec.Address, "198.51.100.10"), "warm address %s is inside the new ranges", a.Spec.Address)
+			}
+		}, wait, tick, "the warm addresses are refilled inside the new ranges")
+		assert.NotEmpty(t, k.events(t, "IPAddressClass", class, "WarmAddressDropped"))
+		k.held(kept, iadv1alpha1.AddressBound)
+	})
 }
 
 func (k *kit) poolAddresses(class string) []string {
