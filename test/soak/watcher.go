@@ -150,6 +150,16 @@ func unwrap(o any) any {
 	return o
 }
 
+// ledgerAddress is an IPAddress the ledger records for ip, nil when none
+// does. The caller holds w.mu.
+func (w *Watcher) ledgerAddress(ip string) *iadv1alpha1.IPAddress {
+	var addr *iadv1alpha1.IPAddress
+	for name := range w.byIP[ip] {
+		addr = w.addresses[name]
+	}
+	return addr
+}
+
 // changes turns on(old, cur) into informer handlers: an add has no old, a
 // delete (also one the informer saw only as a tombstone) no cur.
 func changes[T client.Object](on func(old, cur T)) toolscache.ResourceEventHandlerFuncs {
@@ -214,11 +224,7 @@ func (w *Watcher) evalHold(ip string) {
 		}
 	}
 	sort.Strings(desc)
-	var addr *iadv1alpha1.IPAddress
-	for name := range w.byIP[ip] {
-		addr = w.addresses[name]
-	}
-	if DoubleHoldAllowed(addr, holders, w.placeholderNS) {
+	if DoubleHoldAllowed(w.ledgerAddress(ip), holders, w.placeholderNS) {
 		delete(w.suspects, ip)
 		return
 	}
@@ -365,10 +371,7 @@ func (w *Watcher) judge(final bool) {
 				holders = append(holders, sv)
 			}
 		}
-		var addr *iadv1alpha1.IPAddress
-		for name := range w.byIP[ip] {
-			addr = w.addresses[name]
-		}
+		addr := w.ledgerAddress(ip)
 		if DoubleHoldAllowed(addr, holders, w.placeholderNS) {
 			delete(w.suspects, ip)
 			continue
