@@ -79,7 +79,7 @@ soak-short: tools ## The short chaos soak alone (250 operations, 6 kills, 1 API 
 
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane; they print figures and ratios.
-	go test -v -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+	go test -v -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 
 ##@ Run
 

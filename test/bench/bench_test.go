@@ -75,9 +75,8 @@ func cpuCol(cpu map[string]time.Duration) string {
 	return strings.Join(out, "/") + " s"
 }
 
-// scale is how big a run is. The default finishes in under fifteen minutes
-// on two cores; BENCH_SCALE=large adds N=5,000, BENCH_SCALE=small is a
-// quick look.
+// scale is how big a run is. The default takes about half an hour on two
+// cores; BENCH_SCALE=large adds N=5,000, BENCH_SCALE=small is a quick look.
 type scale struct {
 	claims     []int
 	background []int
