@@ -481,7 +481,7 @@ var restarts []restartResult
 // resync wrote.
 func (e *env) restartReport(b *testing.B, n int) {
 	b.Helper()
-	rows := [][]string{{"CONTROLLER", "CONVERGED AFTER", "RECONCILES", "WRITES (leases left out)", "REQUESTS BY VERB AND RESOURCE"}}
+	rows := [][]string{{"CONTROLLER", "CONVERGED AFTER", "RECONCILES", "RESYNC WRITES", "METALLB STATUS WRITES", "REQUESTS BY VERB AND RESOURCE"}}
 	for _, ctl := range cluster.Controllers {
 		e.settle(b)
 		s := e.snap(b)
@@ -492,12 +492,10 @@ func (e *env) restartReport(b *testing.B, n int) {
 		at, reconciles := e.quiet(b, d, 2*time.Second)
 		e.settle(b)
 		c := e.since(b, s)
-		// The restart's own lease writes and leader-election Events
-		// are not resync writes.
-		writes := Writes(c.reqs, "leases", "events")
 		r := restartResult{ctl: ctl, converge: at.Sub(t0), cost: c}
 		restarts = append(restarts, r)
-		rows = append(rows, []string{ctl, fmtD(r.converge), fmt.Sprintf("%.0f", reconciles), fmt.Sprintf("%.0f", writes), PerOp(c.reqs, 1, "leases")})
+		rows = append(rows, []string{ctl, fmtD(r.converge), fmt.Sprintf("%.0f", reconciles), fmt.Sprintf("%.0f", ResyncWrites(c.reqs)),
+			fmt.Sprintf("%.0f", MetalLBWrites(c.reqs)), PerOp(c.reqs, 1, "leases")})
 	}
 	note(table(fmt.Sprintf("Restart of each controller with the N=%d claims' addresses in place: new process start -> queues empty", n), rows))
 }

@@ -113,6 +113,29 @@ func Writes(reqs map[Request]float64, except ...string) float64 {
 	return n
 }
 
+// metallbWrites are the resources only MetalLB writes here: the status of
+// Services and of pools.
+var metallbWrites = []string{"services/status", "ipaddresspools/status"}
+
+// ResyncWrites are the writes of a controller's restart that are not
+// MetalLB's (Service and pool status), its leader election (leases) or
+// Events: what the restarted controller's resync wrote. MetalLB's own
+// writes in the window are mostly delayed retries of earlier full passes.
+func ResyncWrites(reqs map[Request]float64) float64 {
+	return Writes(reqs, append([]string{"leases", "events"}, metallbWrites...)...)
+}
+
+// MetalLBWrites are MetalLB's writes among reqs.
+func MetalLBWrites(reqs map[Request]float64) float64 {
+	var n float64
+	for r, v := range reqs {
+		if r.IsWrite() && slices.Contains(metallbWrites, r.Resource()) {
+			n += v
+		}
+	}
+	return n
+}
+
 // Total adds up requests, leaving out the resources named.
 func Total(reqs map[Request]float64, except ...string) float64 {
 	var n float64
@@ -234,4 +257,27 @@ func CountMetalLBLog(text string) MetalLBLog {
 		}
 	}
 	return c
+}
+
+// Reconciled removes from pending (keys "namespace/name") every Service
+// that MetalLB's log text shows a single-Service reconcile of, and returns
+// how many it removed. MetalLB logs one for each Service event it
+// processes, a deletion included.
+func Reconciled(text string, pending map[string]bool) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, `"controller":"ServiceReconciler",`) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, `"start reconcile":"`)
+		if !ok {
+			continue
+		}
+		key, _, _ := strings.Cut(rest, `"`)
+		if pending[key] {
+			delete(pending, key)
+			n++
+		}
+	}
+	return n
 }

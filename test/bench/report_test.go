@@ -179,7 +179,7 @@ func targets() string {
 		var writes float64
 		for _, r := range restarts {
 			slowest = max(slowest, r.converge)
-			writes += Writes(r.cost.reqs, "leases", "events")
+			writes += ResyncWrites(r.cost.reqs)
 		}
 		add("restart converges in <= 10s with zero writes", fmt.Sprintf("slowest %s, %.0f writes in all", fmtD(slowest), writes), slowest <= 10*time.Second && writes == 0, true)
 	}
