@@ -354,9 +354,9 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 // alone: the placeholder lets go, as in the gap handoff.
 func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	ctx := context.Background()
-	ourClass(t, "holdthrough", "192.0.2.112/28")
+	ourClass(t, "holdthrough", "192.0.2.176/29")
 	namespace(t, "tenant-h")
-	const ip = "192.0.2.114"
+	const ip = "192.0.2.178"
 	a := newAddress(t, "holdthrough", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-h", Name: "c1"})
 	hold := requireHeldBy(t, a.Name, ip)
 	key := binding.SharingKey(a)

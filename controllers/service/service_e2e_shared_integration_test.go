@@ -330,7 +330,11 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	require.NoError(t, c.Client.Delete(context.Background(), getSvc(t, "shared", "api")))
 	assertHeld(t, a.Name, ip)
 	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the Service's deletion")
-	assert.Equal(t, conditions.ReasonHeldByPlaceholder, meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Held).Reason)
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		if cond := meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Held); assert.NotNil(t, cond) {
+			assert.Equal(t, conditions.ReasonHeldByPlaceholder, cond.Reason)
+		}
+	}, timeout, tick)
 	// Each attachment shared the address once: the placeholder and the
 	// workload held it together from its attach until its detach.
 	w.assertNeverUnheld(t, 2)
