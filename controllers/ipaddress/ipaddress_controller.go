@@ -3,8 +3,13 @@
 //
 // The holding invariant: a placeholder Service pinned to the address exists
 // exactly while the IPAddress exists and is not associated to a live
-// workload. The controller reports it in the Held condition, which is the
-// Service controller's signal to pin a workload. On deletion its finalizer
+// workload that cannot share it. In a shared attachment (the workload
+// carries the address's sharing key and can share it with the placeholder)
+// the placeholder keeps holding the address beside the workload, so a
+// detach or the workload's deletion leaves it held. The controller reports
+// it in the Held condition; Held False (the hold released for a workload
+// that cannot share) is the Service controller's signal to pin that
+// workload. On deletion its finalizer
 // deletes the placeholders (releasing MetalLB's allocation) and withdraws
 // the pins the driver wrote. An address in phase Conflict is handed back to
 // Bound or Available once no Service holds it without authority.

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -315,6 +316,75 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
 	assert.Equal(t, "Service tenant-a/web no longer exists: cleared the association and re-armed the hold",
 		requireEvent(t, "default", a.Name, ReasonAssociationCleared))
+}
+
+// TestSharedAttachmentKeepsTheHold: associating the address with a
+// Service that shares it with the hold placeholder (the driver's pin and
+// the binding's sharing key, ports apart) deletes nothing: the same
+// placeholder keeps holding the address beside the Service and Held
+// reports it (SharedWithWorkload). Deleting the Service leaves the
+// address held by that placeholder without a gap. A Service that stops
+// being able to share (it takes the placeholder's port) gets the address
+// alone: the placeholder lets go, as in the gap handoff.
+func TestSharedAttachmentKeepsTheHold(t *testing.T) {
+	ctx := context.Background()
+	ourClass(t, "holdthrough", "192.0.2.176/29")
+	namespace(t, "tenant-h")
+	const ip = "192.0.2.178"
+	a := newAddress(t, "holdthrough", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-h", Name: "c1"})
+	hold := requireHeldBy(t, a.Name, ip)
+	key := binding.SharingKey(a)
+
+	sharing := func(name string) *corev1.Service {
+		return loadBalancer("tenant-h", name, map[string]string{
+			iadv1alpha1.ServiceClaimAnnotation: "c1",
+			names.MetalLBLoadBalancerIPs:       ip,
+			names.AnnotationPinnedBy:           "c1",
+			names.MetalLBAllowSharedIP:         key,
+			names.AnnotationSharedBy:           "c1",
+		})
+	}
+	attach := func(name string) {
+		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+			st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-h", Name: name}
+		})
+	}
+
+	// The Service controller's shared handoff: pin with the key, wait
+	// until MetalLB shares the address, then associate.
+	web := sharing("web")
+	require.NoError(t, adm.Create(ctx, web))
+	requireIngress(t, web, ip)
+	attach("web")
+	held := requireHeldCondition(t, a.Name, metav1.ConditionTrue, conditions.ReasonSharedWithWorkload)
+	assert.Equal(t, fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s, which shares it with Service tenant-h/web, "+
+		"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held", ip, hold.Namespace, hold.Name), held.Message)
+	phs := placeholders(t, a.Name)
+	require.Len(t, phs, 1)
+	assert.Equal(t, hold.UID, phs[0].UID, "attaching deletes nothing")
+	assert.Equal(t, []string{ip}, ingressIPs(&phs[0]), "the placeholder keeps holding the address")
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, 1, gaugeValue(ct, "holdthrough", stateAssociated))
+	}, timeout, tick)
+
+	// Deleting the Service: the association is cleared, the same
+	// placeholder holds the address.
+	require.NoError(t, adm.Delete(ctx, web))
+	assert.Equal(t, hold.UID, requireHeldBy(t, a.Name, ip).UID, "the hold held the address through the Service's deletion")
+	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+
+	// A Service that stops being able to share: the placeholder lets go.
+	api := sharing("api")
+	require.NoError(t, adm.Create(ctx, api))
+	requireIngress(t, api, ip)
+	attach("api")
+	requireHeldCondition(t, a.Name, metav1.ConditionTrue, conditions.ReasonSharedWithWorkload)
+	orig := api.DeepCopy()
+	api.Spec.Ports = append(api.Spec.Ports, corev1.ServicePort{Name: "discard", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP})
+	require.NoError(t, adm.Patch(ctx, api, client.MergeFrom(orig)))
+	requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
+	assert.Empty(t, placeholders(t, a.Name))
+	requireIngress(t, api, ip)
 }
 
 // TestStaleAssociationIsCleared: an association naming a Service that does

@@ -284,9 +284,20 @@ type holdPlan struct {
 // planHold decides, for an address whose IP is ip, what the holding
 // invariant asks for. placeholders are the Services of the placeholder
 // namespace labelled with the address name; holders are every Service
-// MetalLB assigned ip to. An address is associated when
-// status.associatedTo is set (a stale association is cleared before this).
-func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service) holdPlan {
+// MetalLB assigned ip to; attached is the Service status.associatedTo
+// names, nil when there is none or the cache does not show it. An address
+// is associated when status.associatedTo is set (a stale association is
+// cleared before this).
+//
+// The invariant: a hold placeholder pinned to the address exists exactly
+// while the address exists and is not attached to a workload that cannot
+// share it. In a shared attachment (binding.SharesHold) the placeholder
+// stays, holding the address beside the Service, and one is created if
+// none is left once the Service holds the address; for any other
+// attachment (the gap handoff) the placeholders are deleted. While the
+// attached Service is being deleted nothing is created or deleted: its
+// association is cleared next.
+func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached *corev1.Service) holdPlan {
 	var p holdPlan
 	var live []*corev1.Service
 	for i := range placeholders {
@@ -296,6 +307,12 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 
 	if w := a.Status.AssociatedTo; w != nil {
+		switch {
+		case attached != nil && attached.DeletionTimestamp != nil:
+			return planLeaving(a, ip, w, live, len(placeholders))
+		case binding.SharesHold(a, attached):
+			return planShared(a, ip, placeholderNamespace, w, attached, live, len(placeholders))
+		}
 		if len(placeholders) == 0 {
 			p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
 			return p
@@ -379,6 +396,74 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		return p
 	}
 	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
+	return p
+}
+
+// planShared plans a shared attachment: the attached Service carries the
+// address's sharing key and can share it with the hold placeholder, so
+// the placeholder keeps holding the address for the whole attachment. A
+// missing placeholder is created once the Service holds the address (it
+// then shares it at once: same key, ports apart), placeholders are
+// repaired as when unattached, and surplus ones that do not hold are
+// deleted. total counts the placeholders, those being deleted included.
+func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
+	var p holdPlan
+	if total == 0 {
+		if !binding.Holds(attached, ip) {
+			// The Service takes the address first (a gap handoff finished
+			// by a Service that became able to share on the way).
+			p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
+			return p
+		}
+		p.Create = true
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+			msgWaitingToShareAttached(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name), w)}
+		return p
+	}
+	if len(live) == 0 {
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgPlaceholderGoing(ip)}
+		return p
+	}
+	var holder *corev1.Service
+	key := binding.SharingKey(a)
+	for _, s := range live {
+		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
+			p.Repair = append(p.Repair, s)
+		}
+		if holder == nil && binding.Holds(s, ip) {
+			holder = s
+		}
+	}
+	if holder == nil {
+		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaitingToShareAttached(ip, live[0].Namespace, live[0].Name, w)}
+		return p
+	}
+	for _, s := range live {
+		if s != holder && !binding.Holds(s, ip) {
+			p.Delete = append(p.Delete, s)
+		}
+	}
+	p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, holder, w)}
+	return p
+}
+
+// planLeaving plans an address attached to a Service that is being
+// deleted: nothing is created or deleted (the association is cleared
+// next, and a placeholder that shares the address keeps holding it
+// through the Service's deletion); only the Held condition follows what
+// holds the address. total counts the placeholders, those being deleted
+// included.
+func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadReference, live []*corev1.Service, total int) holdPlan {
+	var p holdPlan
+	for _, s := range live {
+		if binding.Holds(s, ip) {
+			p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, s, w)}
+			return p
+		}
+	}
+	if total == 0 {
+		p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
+	}
 	return p
 }
 
@@ -590,6 +675,16 @@ func msgWaitingToShare(ip string, ph, s *corev1.Service) string {
 func msgHeldByOtherPlaceholder(ip string, s *corev1.Service) string {
 	return fmt.Sprintf("Placeholder Service %s/%s of another claim got %s while it was unheld; waiting for the claim controller to give it back",
 		s.Namespace, s.Name, ip)
+}
+
+func msgSharedWithWorkload(ip string, s *corev1.Service, w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s, which shares it with %s, the address is attached to (shared attachment): "+
+		"detaching or deleting that Service leaves the address held", ip, s.Namespace, s.Name, workloadName(w))
+}
+
+func msgWaitingToShareAttached(ip, namespace, name string, w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("Waiting for MetalLB to let placeholder Service %s/%s share %s with %s, the address is attached to (shared attachment)",
+		namespace, name, ip, workloadName(w))
 }
 
 func msgHoldCreated(ip, namespace, name string) string {

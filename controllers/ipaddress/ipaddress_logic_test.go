@@ -55,6 +55,19 @@ func svc(ns, name, pin, ingress string, annotations ...string) corev1.Service {
 	return s
 }
 
+// sharingWorkload is Service t/web attached to claim t/c in a shared
+// attachment: the driver's pin and the claim's sharing key.
+func sharingWorkload(pin, ingress string) corev1.Service {
+	return svc("t", "web", pin, ingress, names.AnnotationPinnedBy, "c",
+		names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.AnnotationSharedBy, "c")
+}
+
+// withPort gives a Service one TCP port.
+func withPort(s corev1.Service, port int32) corev1.Service {
+	s.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: port}}
+	return s
+}
+
 func deleting(s corev1.Service) corev1.Service {
 	s.DeletionTimestamp = ptr.To(metav1.Now())
 	return s
@@ -91,7 +104,9 @@ func TestPlanHold(t *testing.T) {
 		keepKeys bool
 		// ungranted leaves the placeholders without the grant label.
 		ungranted bool
-		want      want
+		// attached is the Service associatedTo names, as the cache shows it.
+		attached *corev1.Service
+		want     want
 	}{
 		{
 			name: "fresh address: create the hold, wait for MetalLB",
@@ -257,6 +272,67 @@ func TestPlanHold(t *testing.T) {
 			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
 				"No placeholder holds the address: it is released for Service t/web"}},
 		},
+		{
+			name:         "shared attachment: the placeholder keeps holding beside the Service",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip), sharingWorkload(ip, ip)},
+			attached:     ptr.To(sharingWorkload(ip, ip)),
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7, which shares it with Service t/web, " +
+					"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}},
+		},
+		{
+			name:         "shared attachment: a surplus placeholder that does not hold is deleted, a wrong key repaired",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip, names.MetalLBAllowSharedIP, "old"), svc(phNS, "alloc-ipv4-u1", ip, "")},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip), sharingWorkload(ip, ip)},
+			attached:     ptr.To(sharingWorkload(ip, ip)),
+			want: want{repair: []string{phNS + "/" + hold}, delete: []string{phNS + "/alloc-ipv4-u1"}, held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7, which shares it with Service t/web, " +
+					"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}},
+		},
+		{
+			name:     "shared attachment without a placeholder, the Service holding: a hold is created to share it",
+			addr:     associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			holders:  []corev1.Service{sharingWorkload(ip, ip)},
+			attached: ptr.To(sharingWorkload(ip, ip)),
+			want: want{create: true, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)"}},
+		},
+		{
+			name:     "shared attachment without a placeholder, the Service not holding yet: released, nothing created",
+			addr:     associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			attached: ptr.To(sharingWorkload(ip, "")),
+			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
+				"No placeholder holds the address: it is released for Service t/web"}},
+		},
+		{
+			name:         "attached Service that cannot share (port 9/TCP) although it carries the key: the placeholder is deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     ptr.To(withPort(sharingWorkload(ip, ""), 9)),
+			want:         want{delete: []string{phNS + "/" + hold}},
+		},
+		{
+			name:         "attached Service with another key (the gap handoff): the placeholder is deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     ptr.To(svc("t", "web", ip, "", names.AnnotationPinnedBy, "c")),
+			want:         want{delete: []string{phNS + "/" + hold}},
+		},
+		{
+			name:         "attached Service being deleted: the sharing placeholder stays, nothing created or deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     ptr.To(deleting(svc("t", "web", ip, ip))),
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7, which shares it with Service t/web, " +
+					"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,7 +348,7 @@ func TestPlanHold(t *testing.T) {
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders)
+			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders, tt.attached)
 			assert.Equal(t, tt.want.create, p.Create, "create")
 			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
 			assert.Equal(t, tt.want.delete, svcNames(p.Delete), "delete")

@@ -290,7 +290,30 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := planHold(a, ip, r.PlaceholderNamespace, phs, holders)
+	attached, err := r.attachedService(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached)
+
+	// Before deleting the placeholders of an attached address for the gap
+	// handoff, read the attached Service from the API server: the cache may
+	// not show yet the sharing key the Service controller wrote (in the
+	// shared handoff, before it recorded the association), and a shared
+	// attachment keeps its placeholder.
+	if a.Status.AssociatedTo != nil && len(plan.Delete) > 0 && !binding.SharesHold(a, attached) {
+		w := a.Status.AssociatedTo
+		fresh := &corev1.Service{}
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, fresh); {
+		case apierrors.IsNotFound(err):
+			// Gone: the next pass clears the association and keeps the hold.
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		case err != nil:
+			return ctrl.Result{}, err
+		}
+		attached = fresh
+		plan = planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached)
+	}
 
 	// Before creating a placeholder, or reporting the hold released (the
 	// Service controller pins the workload on that signal), make sure the
@@ -301,7 +324,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, err
 		}
 		if len(live) > 0 {
-			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders)
+			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders, attached)
 		}
 	}
 
@@ -360,7 +383,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		logger.Info("deleted a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
 		deleted++
 	}
-	if w := a.Status.AssociatedTo; w != nil && deleted > 0 {
+	if w := a.Status.AssociatedTo; w != nil && deleted > 0 && !binding.SharesHold(a, attached) {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
 	}
 	g := grantState(a, holders, r.PlaceholderNamespace)
@@ -373,13 +396,30 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 	}
 	if !plan.Create && len(plan.Delete) == 0 {
-		again, err := r.clearStaleAllocations(ctx, s, phs)
+		again, err := r.clearStaleAllocations(ctx, s, phs, attached)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		res = earliest(res, ctrl.Result{RequeueAfter: again})
 	}
 	return res, nil
+}
+
+// attachedService returns, from the cache, the Service status.associatedTo
+// names; nil when there is none or the cache does not have it.
+func (r *Reconciler) attachedService(ctx context.Context, s *scope) (*corev1.Service, error) {
+	w := s.addr.Status.AssociatedTo
+	if w == nil || w.Kind != "Service" {
+		return nil, nil
+	}
+	svc := &corev1.Service{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return svc, nil
 }
 
 // alreadyReleased reports whether the address already reports its hold

@@ -89,7 +89,9 @@ const annotationRetry = names.Domain + "metallb-retry"
 // blockedService returns the Service that should hold the address in
 // MetalLB's books and holds nothing, while no other Service holds the
 // address: the address's own live placeholder when it is not attached, or
-// the attached Service when it is pinned to ip and no placeholder is left.
+// the attached Service when it is pinned to ip and no placeholder is left,
+// or when it shares the address with its placeholder (a shared attachment:
+// the placeholder holding it does not make the Service hold it).
 // It returns nil when the address is held or nobody is waiting for it.
 // placeholders are the address's own, holders every Service MetalLB assigned
 // ip to, attached the Service named by status.associatedTo (nil if none).
@@ -99,9 +101,10 @@ const annotationRetry = names.Domain + "metallb-retry"
 // sharing key, only until the re-armed hold shares it, so a stale
 // allocation that keeps the hold out would keep both waiting for good.
 func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
+	shared := a.Status.AssociatedTo != nil && binding.SharesHold(a, attached)
 	for i := range holders {
 		h := &holders[i]
-		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) {
+		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) || (shared && isOneOf(h, placeholders)) {
 			continue
 		}
 		return nil
@@ -118,7 +121,7 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 		}
 		return nil
 	}
-	if len(placeholders) > 0 || attached == nil || attached.DeletionTimestamp != nil {
+	if (len(placeholders) > 0 && !shared) || attached == nil || attached.DeletionTimestamp != nil {
 		return nil
 	}
 	for _, pin := range names.SplitIPs(attached.Annotations[names.MetalLBLoadBalancerIPs]) {
@@ -127,6 +130,16 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 		}
 	}
 	return nil
+}
+
+// isOneOf reports whether svc is one of svcs, by namespace and name.
+func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
+	for i := range svcs {
+		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // handingBack reports whether svc, which holds the unattached address,
@@ -232,21 +245,11 @@ func renderStaleClearer(key types.NamespacedName, a *iadv1alpha1.IPAddress) *cor
 // clearStaleAllocations looks for a stale allocation in MetalLB that keeps
 // the address from its rightful holder, and clears it (see above). It
 // returns when to look again: soon while the holder is still blocked.
-func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service) (time.Duration, error) {
+func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service, attached *corev1.Service) (time.Duration, error) {
 	a, ip := s.addr, s.ip.String()
 	holders, err := r.holders(ctx, s)
 	if err != nil {
 		return 0, err
-	}
-	var attached *corev1.Service
-	if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
-		svc := &corev1.Service{}
-		switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
-		case err == nil:
-			attached = svc
-		case !apierrors.IsNotFound(err):
-			return 0, err
-		}
 	}
 	blocked := blockedService(a, ip, placeholders, holders, attached)
 	if blocked == nil {

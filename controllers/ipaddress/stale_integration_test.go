@@ -219,7 +219,9 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 
 // TestStaleAllocationClearedWhileHandingBack: the address is being handed
 // back in the shared handoff. Its attached Service shares it with the
-// address's key (the driver's pin for its claim) and is detached
+// address's key (the driver's pin for its claim) without the driver's
+// shared-by marker, so the hold was not kept through the attachment (as in
+// an attachment an older driver made), and it is detached
 // (associatedTo cleared) while a former placeholder deleted in MetalLB's
 // start-up window is still booked. The Service keeps the address until the
 // re-armed hold shares it, so the address is not unheld; but MetalLB
@@ -232,12 +234,13 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
 	key := binding.SharingKey(getAddress(t, a.Name))
 
-	// The driver's shared handoff: web shares the address with the hold,
-	// then is attached and the hold goes.
+	// The shared handoff of an older driver: web shares the address with
+	// the hold, then is attached and the hold goes (without the shared-by
+	// marker the attachment is not a shared one, binding.SharesHold).
 	namespace(t, "handback-tenant")
 	web := loadBalancer("handback-tenant", "web", map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
-		names.AnnotationPinnedBy: "web-ip", names.AnnotationSharedBy: "web-ip",
+		names.AnnotationPinnedBy:           "web-ip",
 		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
 	})
 	require.NoError(t, adm.Create(ctx, web))

@@ -67,6 +67,17 @@ func TestBlockedService(t *testing.T) {
 	keyedOnly := svc("shop", "web", ip, true)
 	keyedOnly.Annotations[names.MetalLBAllowSharedIP] = key
 	heldHold := svc("ph", "hold", ip, true)
+	// A shared attachment: the address bound to shop/web-ip and attached
+	// to shop/web, which carries the driver's pin and the claim's key.
+	sharedAddr := bound.DeepCopy()
+	sharedAddr.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}
+	sharing := func(holds bool) *corev1.Service {
+		s := svc("shop", "web", ip, holds)
+		s.Annotations[names.AnnotationPinnedBy] = "web-ip"
+		s.Annotations[names.AnnotationSharedBy] = "web-ip"
+		s.Annotations[names.MetalLBAllowSharedIP] = key
+		return &s
+	}
 	tests := []struct {
 		name     string
 		a        *iadv1alpha1.IPAddress
@@ -89,6 +100,9 @@ func TestBlockedService(t *testing.T) {
 		{"attached, not pinned yet", attached, nil, nil, ptrTo(svc("shop", "web", "", false)), ""},
 		{"attached, pinned elsewhere", attached, nil, nil, ptrTo(svc("shop", "web", "10.0.0.9", false)), ""},
 		{"attached Service gone", attached, nil, nil, nil, ""},
+		{"shared attachment: both hold it", sharedAddr, []corev1.Service{heldHold}, []corev1.Service{heldHold, *sharing(true)}, sharing(true), ""},
+		{"shared attachment: only the placeholder holds it, the Service is blocked", sharedAddr, []corev1.Service{heldHold}, []corev1.Service{heldHold}, sharing(false), "web"},
+		{"shared attachment: neither holds it, the Service is blocked", sharedAddr, []corev1.Service{hold}, nil, sharing(false), "web"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

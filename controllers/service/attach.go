@@ -70,8 +70,10 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 //     Service, in one patch: MetalLB gives the Service each address while
 //     its placeholder keeps it too (the same key, ports apart);
 //  2. wait until the Service holds every address;
-//  3. status.associatedTo on each address; the IPAddress controller then
-//     deletes the placeholders.
+//  3. status.associatedTo on each address. The IPAddress controller keeps
+//     the hold placeholders for the whole attachment (binding.SharesHold):
+//     both hold each address, so attaching deletes nothing, and detaching
+//     or deleting the Service leaves each address held.
 //
 // No address is unheld at any instant.
 func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {

@@ -242,7 +242,7 @@ func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) st
 // is ShareProblem's answer for a gap handoff.
 func msgAssociated(claim, pin, mode, problem string) string {
 	if mode == ModeShared {
-		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shared the address with its placeholder, so it was never unheld)", claim, pin)
+		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shares the address with its placeholder, which keeps holding it while attached, so it is never unheld, not even when the Service is detached or deleted)", claim, pin)
 	}
 	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
 }
@@ -257,13 +257,13 @@ func msgReleasing(ips []string, release, mode string) string {
 	if release == "" {
 		how := ""
 		if mode == ModeShared {
-			how = " (shared handoff: a placeholder holds the address again)"
+			how = " (shared handoff: a placeholder holds the address)"
 		}
 		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and the grant label %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
 			strings.Join(ips, ","), how, names.LabelGrant)
 	}
 	if mode == ModeShared {
-		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address again, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
 			strings.Join(ips, ","), release)
 	}
 	return fmt.Sprintf("Detaching %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",

@@ -27,9 +27,12 @@ import (
 //   - shared handoff, when the Service holds the addresses and carries the
 //     driver's sharing key (it can share them with placeholders), and the
 //     addresses are kept (not given up): clear status.associatedTo first
-//     (the IPAddress controller re-arms the hold; the new placeholder
-//     shares the address with the Service), and wait until each address is
-//     handed back (HandedBack);
+//     and wait until each address is handed back (HandedBack). In a
+//     shared attachment the hold placeholder kept holding each address
+//     beside the Service, so they are handed back at once; where it did
+//     not (an attachment an older driver made), the IPAddress controller
+//     re-arms the hold and the new placeholder shares the address with the
+//     Service first;
 //   - then, in both modes, the release sequence (binding.ReleaseAnnotations):
 //     replace the pin with the release pin and withdraw the sharing key, so
 //     MetalLB takes the addresses back, and wait until the Service's
@@ -106,12 +109,17 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 				if err != nil {
 					return false, err
 				}
-				if cleared {
+				// In a shared attachment the placeholder held the
+				// addresses throughout: they are handed back at once.
+				back, err := r.handedBack(ctx, s, addrs)
+				if err != nil {
+					return false, err
+				}
+				if cleared && !back {
 					r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonHandingBack, msgHandingBack(ips))
 				}
-				back, err := r.handedBack(ctx, s, addrs)
-				if err != nil || !back {
-					return false, err // the address and placeholder watches bring the Service back
+				if !back {
+					return false, nil // the address and placeholder watches bring the Service back
 				}
 			}
 			holds := binding.Holds(svc, ips...)

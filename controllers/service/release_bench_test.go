@@ -205,8 +205,16 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 				return false
 			}
 			a := &iadv1alpha1.IPAddress{}
-			if c.Client.Get(ctx, client.ObjectKeyFromObject(addrs[i]), a) != nil || a.Status.AssociatedTo == nil ||
-				!conditions.IsFalse(a.Status.Conditions, conditions.Held) || len(placeholdersOf(b, a.Name)) > 0 {
+			if c.Client.Get(ctx, client.ObjectKeyFromObject(addrs[i]), a) != nil || a.Status.AssociatedTo == nil {
+				return false
+			}
+			// A gap attachment has released its hold; a shared one keeps
+			// it, sharing the address with the Service.
+			if mode == ModeShared {
+				if !conditions.IsTrue(a.Status.Conditions, conditions.Held) || len(placeholdersOf(b, a.Name)) != 1 {
+					return false
+				}
+			} else if !conditions.IsFalse(a.Status.Conditions, conditions.Held) || len(placeholdersOf(b, a.Name)) > 0 {
 				return false
 			}
 		}

@@ -8,9 +8,10 @@
 // shared handoff: (1) pin the Service with metallb.io/loadBalancerIPs, the
 // claim's metallb.io/allow-shared-ip key and the driver's authorship
 // markers, (2) wait until MetalLB gives the Service the addresses, shared
-// with the placeholders, and (3) record status.associatedTo on each address,
-// upon which the IPAddress controller deletes the placeholders; the
-// addresses are never unheld. Otherwise it runs the gap handoff: (1) record
+// with the placeholders, and (3) record status.associatedTo on each address;
+// the IPAddress controller keeps the placeholders for the whole attachment,
+// so the addresses are never unheld, and a detach only withdraws the
+// Service's pin and grant. Otherwise it runs the gap handoff: (1) record
 // status.associatedTo, (2) wait for the IPAddress controller to release the
 // hold placeholder (condition Held False), and (3) pin the Service. Removing
 // the annotation reverses the handoff in the same mode; deleting the

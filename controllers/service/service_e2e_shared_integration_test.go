@@ -203,6 +203,45 @@ func assertReleasedForWorkload(t *testing.T, addrs ...*iadv1alpha1.IPAddress) {
 	}, timeout, tick)
 }
 
+// assertSharedThrough waits until each address, attached in a shared
+// attachment, reports Held True (SharedWithWorkload) and exactly one
+// placeholder, its hold, holds its IP beside the Service, and returns the
+// holds' uids by address name: the placeholder stays for the whole
+// attachment.
+func assertSharedThrough(t *testing.T, addrs ...*iadv1alpha1.IPAddress) map[string]string {
+	t.Helper()
+	uids := map[string]string{}
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		for _, a := range addrs {
+			got := getAddr(t, a.Name)
+			assert.NotNil(t, got.Status.AssociatedTo, "attached")
+			cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Held)
+			if assert.NotNil(t, cond) {
+				assert.Equal(t, metav1.ConditionTrue, cond.Status)
+				assert.Equal(t, conditions.ReasonSharedWithWorkload, cond.Reason)
+			}
+			phs := placeholdersOf(t, a.Name)
+			if assert.Len(t, phs, 1, "the hold placeholder stays while attached") {
+				assert.Equal(t, []string{a.Spec.Address}, ingress(&phs[0]), "the placeholder holds the address beside the Service")
+				uids[a.Name] = string(phs[0].UID)
+			}
+		}
+	}, timeout, tick)
+	return uids
+}
+
+// holdUIDs returns the uids of the addresses' placeholders, by address name.
+func holdUIDs(t *testing.T, addrs ...*iadv1alpha1.IPAddress) map[string]string {
+	t.Helper()
+	uids := map[string]string{}
+	for _, a := range addrs {
+		phs := placeholdersOf(t, a.Name)
+		require.Len(t, phs, 1)
+		uids[a.Name] = string(phs[0].UID)
+	}
+	return uids
+}
+
 // assertDetached waits until the Service carries nothing the driver wrote,
 // holds nothing, and the addresses are unattached and Bound.
 func assertDetached(t *testing.T, ns, name string, addrs ...*iadv1alpha1.IPAddress) {
@@ -239,8 +278,9 @@ func counter(direction, mode string) float64 {
 
 // TestSharedHandoffNeverUnheld attaches a Service that can share its
 // address with the placeholder, detaches it by removing the annotation,
-// and attaches another Service to the same address: at no sample is the
-// address held by nobody.
+// attaches another Service to the same address and deletes that one: the
+// same hold placeholder holds the address throughout (attaching deletes
+// nothing), and at no state of the cluster is the address held by nobody.
 func TestSharedHandoffNeverUnheld(t *testing.T) {
 	startDriver(t)
 	class(t, "shared", "203.0.113.0/28")
@@ -252,11 +292,12 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	attachShared, detachShared := counter(directionAttach, ModeShared), counter(directionDetach, ModeShared)
 	attachGap, unheld := counter(directionAttach, ModeGap), histogram(t, handoffUnheldSeconds).GetSampleCount()
 	w := watchHeld(t, ipsOf(addrs), client.ObjectKey{Namespace: "shared", Name: "web"}, client.ObjectKey{Namespace: "shared", Name: "api"})
+	hold := holdUIDs(t, a)
 
-	// Attach.
+	// Attach: the placeholder stays and shares the address.
 	create(t, sharedLB("shared", "web", "web-ip"))
 	assertAssociated(t, "shared", "web", "web-ip", ip, a)
-	assertReleasedForWorkload(t, a)
+	assert.Equal(t, hold, assertSharedThrough(t, a), "attaching deletes nothing")
 	s := getSvc(t, "shared", "web")
 	assert.Equal(t, key, s.Annotations[names.MetalLBAllowSharedIP], "the Service shared the address under the claim's key")
 	assert.Equal(t, "web-ip", s.Annotations[names.AnnotationSharedBy])
@@ -269,10 +310,10 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	// Detach by removing the annotation.
 	patchAnnotations(t, "shared", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared", "web", a)
+	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the detach")
 	assert.NotContains(t, getSvc(t, "shared", "web").Annotations, names.MetalLBAllowSharedIP, "the key the driver wrote is withdrawn")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonHandingBack, ip, "shared handoff")
-		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonReleasing, ip, "shared handoff", "a placeholder holds the address again")
+		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonReleasing, ip, "shared handoff", "a placeholder holds the address")
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonDetached, ip)
 		assert.Equal(t, detachShared+1, counter(directionDetach, ModeShared))
 	}, timeout, tick)
@@ -282,8 +323,21 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	// Another Service gets the same address, the same way.
 	create(t, sharedLB("shared", "api", "web-ip"))
 	assertAssociated(t, "shared", "api", "web-ip", ip, a)
-	assertReleasedForWorkload(t, a)
-	w.assertNeverUnheld(t, 3)
+	assert.Equal(t, hold, assertSharedThrough(t, a))
+
+	// Deleting the attached Service leaves the address held by the same
+	// placeholder: no gap at all.
+	require.NoError(t, c.Client.Delete(context.Background(), getSvc(t, "shared", "api")))
+	assertHeld(t, a.Name, ip)
+	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the Service's deletion")
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		if cond := meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Held); assert.NotNil(t, cond) {
+			assert.Equal(t, conditions.ReasonHeldByPlaceholder, cond.Reason)
+		}
+	}, timeout, tick)
+	// Each attachment shared the address once: the placeholder and the
+	// workload held it together from its attach until its detach.
+	w.assertNeverUnheld(t, 2)
 
 	assert.Equal(t, attachGap, counter(directionAttach, ModeGap), "no gap handoff")
 	assert.Equal(t, unheld, histogram(t, handoffUnheldSeconds).GetSampleCount(), "no unheld gap observed")
@@ -308,9 +362,10 @@ func TestSharedHandoffDualStack(t *testing.T) {
 	}
 	w := watchHeld(t, ipsOf(addrs), client.ObjectKey{Namespace: "shared-dual", Name: "web"})
 
+	hold := holdUIDs(t, addrs...)
 	create(t, sharedLB("shared-dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
 	assertAssociated(t, "shared-dual", "web", "both", PinValue(pin), addrs...)
-	assertReleasedForWorkload(t, addrs...)
+	assert.Equal(t, hold, assertSharedThrough(t, addrs...), "attaching deletes neither placeholder")
 	assert.Equal(t, key, getSvc(t, "shared-dual", "web").Annotations[names.MetalLBAllowSharedIP])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, PinValue(pin), "shared handoff")
@@ -318,7 +373,8 @@ func TestSharedHandoffDualStack(t *testing.T) {
 
 	patchAnnotations(t, "shared-dual", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared-dual", "web", addrs...)
-	w.assertNeverUnheld(t, 2)
+	assert.Equal(t, hold, holdUIDs(t, addrs...), "the same placeholders held both addresses through the detach")
+	w.assertNeverUnheld(t, 1)
 }
 
 // TestUnshareableServicesTakeTheGapHandoff: a Service MetalLB would not let

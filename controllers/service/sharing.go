@@ -9,7 +9,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // ShareProblem explains why, under MetalLB's rules for sharing an IP, the
@@ -17,10 +16,9 @@ import (
 // the shared handoff; "" when it can. key is the claim's sharing key
 // (SharingKeyOf). MetalLB (v0.15) lets Services share an address only when
 // all carry the same metallb.io/allow-shared-ip key, their ports
-// (protocol and number) do not overlap, and their backend keys agree:
-// empty for externalTrafficPolicy Cluster, the selector for Local. The
-// placeholder is selectorless with policy Cluster and one port
-// (placeholder.Port). On top of that the driver only writes the key on a
+// (protocol and number) do not overlap, and their backend keys agree
+// (binding.ShapeProblem, which the IPAddress controller reads too to keep
+// the hold placeholder through a shared attachment). On top of that the driver only writes the key on a
 // Service that has none of its own, and only pins a Service that carries
 // no pin of its own.
 func ShareProblem(svc *corev1.Service, key string) string {
@@ -36,19 +34,7 @@ func ShareProblem(svc *corev1.Service, key string) string {
 	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
 		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
 	}
-	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-		return "the Service's externalTrafficPolicy is Local, and MetalLB shares an address only between Services with the same backends (the placeholder has none)"
-	}
-	for _, p := range svc.Spec.Ports {
-		proto := p.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		if proto == placeholder.Port.Protocol && p.Port == placeholder.Port.Port {
-			return fmt.Sprintf("the Service uses port %d/%s, which the placeholder holding the address uses too", p.Port, proto)
-		}
-	}
-	return ""
+	return binding.ShapeProblem(svc)
 }
 
 // SharingKeyOf is the sharing key common to addrs (binding.SharingKey);

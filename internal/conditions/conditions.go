@@ -12,9 +12,12 @@ import (
 
 const (
 	// Held (written by the IPAddress controller) is True while a placeholder
-	// Service pinned to the address holds it in MetalLB, False once every
-	// placeholder is gone because the address is associated to a workload.
-	// The Service controller pins a workload only after Held is False.
+	// Service pinned to the address holds it in MetalLB: alone while the
+	// address is not attached (HeldByPlaceholder), or sharing it with the
+	// attached Service in a shared attachment (SharedWithWorkload). It is
+	// False once every placeholder is gone because the address is attached
+	// to a workload that cannot share it (ReleasedForWorkload); the Service
+	// controller pins such a workload (the gap handoff) only after that.
 	Held = "Held"
 
 	// Conflict (written by the Service controller when it detects, and by
@@ -47,7 +50,11 @@ const (
 
 // Reasons of Held.
 const (
-	ReasonHeldByPlaceholder   = "HeldByPlaceholder"
+	ReasonHeldByPlaceholder = "HeldByPlaceholder"
+	// ReasonSharedWithWorkload: the address is attached to a Service that
+	// shares it with the hold placeholder; both hold it, so a detach or the
+	// Service's deletion leaves it held.
+	ReasonSharedWithWorkload  = "SharedWithWorkload"
 	ReasonWaitingForMetalLB   = "WaitingForMetalLB"
 	ReasonReleasedForWorkload = "ReleasedForWorkload"
 	ReasonTakenElsewhere      = "TakenElsewhere"

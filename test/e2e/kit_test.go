@@ -172,7 +172,10 @@ func (k *kit) service(name, claim string, families ...corev1.IPFamily) {
 	require.NoError(k.t, k.k.Create(k.ctx, s))
 }
 
-// attached waits until the Service holds exactly ips and every address names it.
+// attached waits until the Service holds exactly ips and every address
+// names it. In a shared attachment (the Service carries the driver's
+// sharing key) the address's hold placeholder keeps holding it beside the
+// Service; otherwise (the gap handoff) no placeholder is left.
 func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 	var want []string
 	for _, a := range addrs {
@@ -192,7 +195,13 @@ func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 			list := &corev1.ServiceList{}
 			require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
 				client.MatchingLabels{names.LabelAddress: a.Name}))
-			assert.Empty(t, list.Items, "no placeholder while attached")
+			if _, shared := s.Annotations[names.AnnotationSharedBy]; !shared {
+				assert.Empty(t, list.Items, "no placeholder while attached in a gap handoff")
+				continue
+			}
+			if assert.Len(t, list.Items, 1, "the hold placeholder stays in a shared attachment") {
+				assert.Equal(t, []string{a.Address}, ingress(&list.Items[0]), "the placeholder shares %s with the Service", a.Address)
+			}
 		}
 	}, wait, tick, "Service %s/%s holds %v", k.ns, svc, want)
 }

@@ -20,6 +20,7 @@ import (
 const (
 	FinalHeld        = "unattached-address-held-once"
 	FinalAttached    = "attached-service-holds-its-ip"
+	FinalSharedHold  = "shared-attachment-keeps-its-hold"
 	FinalOrphans     = "no-orphan-placeholder"
 	FinalMarkers     = "no-stray-pin-or-marker"
 	FinalLeak        = "no-leak"
@@ -137,6 +138,22 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 				fail(FinalAttached, "Service %s/%s attached to %s (%s) holds %v", w.Namespace, w.Name, a.Name, ip, same)
 			}
 		}
+		// A shared attachment keeps its hold: exactly one placeholder of
+		// the address holds the IP beside the Service. Any other
+		// attachment has none (the double-hold check below sees one).
+		if w != nil && SharedAttachment(a, w) {
+			checks[FinalSharedHold]++
+			n := 0
+			for _, h := range holders[ip] {
+				if IsPlaceholderOf(h, a, placeholderNS) {
+					n++
+				}
+			}
+			if n != 1 {
+				fail(FinalSharedHold, "address %s (%s) attached to %s/%s in a shared attachment is held by %d of its placeholders",
+					a.Name, ip, w.Namespace, w.Name, n)
+			}
+		}
 	}
 
 	for i := range s.Services {
@@ -146,8 +163,8 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 			checks[FinalOrphans]++
 			if name := sv.Labels[names.LabelAddress]; name != "" {
 				a := byName[name]
-				if a == nil || a.DeletionTimestamp != nil || a.Status.AssociatedTo != nil {
-					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached", sv.Name, name)
+				if a == nil || a.DeletionTimestamp != nil || (a.Status.AssociatedTo != nil && !sharedWith(a, svc)) {
+					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached (not in a shared attachment)", sv.Name, name)
 				}
 			} else {
 				c := claims[client.ObjectKey{Namespace: sv.Annotations[names.AnnotationClaimNamespace], Name: sv.Annotations[names.AnnotationClaimName]}]
@@ -186,7 +203,7 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 			fail(FinalLeak, "IP %s is assigned to %s but no address records it", ip, strings.Join(who, ","))
 		}
 		checks[FinalDoubleHold]++
-		if len(holders[ip]) > 1 {
+		if len(holders[ip]) > 1 && !sharedAtRest(byIP[canonical(ip)], holders[ip], placeholderNS) {
 			var who []string
 			for _, h := range holders[ip] {
 				who = append(who, h.Namespace+"/"+h.Name)
@@ -234,6 +251,36 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 		}
 	}
 	return checks, out
+}
+
+// sharedWith reports whether the address is attached, in a shared
+// attachment, to a Service that exists.
+func sharedWith(a *iadv1alpha1.IPAddress, svc map[client.ObjectKey]*corev1.Service) bool {
+	at := a.Status.AssociatedTo
+	if at == nil {
+		return false
+	}
+	w := svc[client.ObjectKey{Namespace: at.Namespace, Name: at.Name}]
+	return w != nil && SharedAttachment(a, w)
+}
+
+// sharedAtRest reports whether the holders of an IP at rest are exactly
+// one placeholder of its address and the Service the address is attached
+// to in a shared attachment: the one double hold allowed at rest.
+func sharedAtRest(a *iadv1alpha1.IPAddress, holders []*corev1.Service, placeholderNS string) bool {
+	if a == nil || len(holders) != 2 {
+		return false
+	}
+	var placeholders, workloads int
+	for _, h := range holders {
+		switch {
+		case IsPlaceholderOf(h, a, placeholderNS):
+			placeholders++
+		case SharedAttachment(a, h):
+			workloads++
+		}
+	}
+	return placeholders == 1 && workloads == 1
 }
 
 // driverAnnotations returns a Service's annotations in the driver's and

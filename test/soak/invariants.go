@@ -40,11 +40,26 @@ func AttachedTo(a *iadv1alpha1.IPAddress, s *corev1.Service) bool {
 	return ref != nil && ref.Name != "" && ref.Namespace == s.Namespace && s.Annotations[names.AnnotationPinnedBy] == ref.Name
 }
 
+// SharedAttachment reports whether the address is attached to s in a
+// shared attachment: s is the Service the address is attached to, and it
+// carries the driver's sharing key (the shared-by marker). The address's
+// hold placeholder then keeps holding the IP beside s for the whole
+// attachment.
+func SharedAttachment(a *iadv1alpha1.IPAddress, s *corev1.Service) bool {
+	at := a.Status.AssociatedTo
+	if at == nil || at.Kind != "Service" || at.Namespace != s.Namespace || at.Name != s.Name {
+		return false
+	}
+	_, shared := s.Annotations[names.AnnotationSharedBy]
+	return shared
+}
+
 // DoubleHoldAllowed decides whether several Services may hold one IP at
 // once: only while its address is in phase Conflict, or during a shared
-// handoff, when the holders are exactly one placeholder of the address and
-// one Service the address is attached (or being handed) to. a is the
-// address whose IP it is, nil when no address has it.
+// handoff or a shared attachment, when the holders are exactly one
+// placeholder of the address and one Service the address is attached (or
+// being handed) to. a is the address whose IP it is, nil when no address
+// has it.
 func DoubleHoldAllowed(a *iadv1alpha1.IPAddress, holders []*corev1.Service, placeholderNS string) bool {
 	if len(holders) < 2 {
 		return true

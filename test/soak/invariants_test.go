@@ -57,7 +57,7 @@ func TestDoubleHoldAllowed(t *testing.T) {
 	}{
 		{"one holder", a, []*corev1.Service{pinned}, true},
 		{"shared handoff: placeholder and the marked Service", a, []*corev1.Service{hold(a, phNS), pinned}, true},
-		{"shared handoff: placeholder and the attached Service", attached, []*corev1.Service{hold(a, phNS), plain}, true},
+		{"shared handoff or attachment: placeholder and the attached Service", attached, []*corev1.Service{hold(a, phNS), plain}, true},
 		{"placeholder and an unmarked Service", a, []*corev1.Service{hold(a, phNS), plain}, false},
 		{"placeholder and a marked Service of another namespace", a, []*corev1.Service{hold(a, phNS), elsewhere}, false},
 		{"a placeholder-looking Service outside the placeholder namespace", a, []*corev1.Service{hold(a, "t"), pinned}, false},
@@ -122,6 +122,15 @@ func TestCheckFinal(t *testing.T) {
 	assert.Equal(t, 1, checks[FinalAttached])
 	assert.Equal(t, 1, checks[FinalRetain])
 
+	// A shared attachment: the hold placeholder holds the IP beside the
+	// Service, which carries the driver's sharing key.
+	shared := good()
+	shared.Services[1].Annotations = map[string]string{names.AnnotationPinnedBy: "b", iadv1alpha1.ServiceClaimAnnotation: "b", names.AnnotationSharedBy: "b"}
+	shared.Services = append(shared.Services, *hold(att, phNS))
+	checks, findings = CheckFinal(shared, phNS, retain)
+	assert.Empty(t, findings, "placeholder and Service both hold the IP of a shared attachment")
+	assert.Equal(t, 1, checks[FinalSharedHold])
+
 	for _, tc := range []struct {
 		name   string
 		break_ func(s *State)
@@ -139,6 +148,12 @@ func TestCheckFinal(t *testing.T) {
 		}, FinalMarkers},
 		{"leak", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.1.5")) }, FinalLeak},
 		{"double hold at rest", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.0.2")) }, FinalDoubleHold},
+		{"placeholder beside a Service attached without sharing", func(s *State) { s.Services = append(s.Services, *hold(att, phNS)) }, FinalOrphans},
+		{"shared attachment without its hold", func(s *State) { s.Services[1].Annotations[names.AnnotationSharedBy] = "b" }, FinalSharedHold},
+		{"shared attachment with two holds", func(s *State) {
+			s.Services[1].Annotations[names.AnnotationSharedBy] = "b"
+			s.Services = append(s.Services, *hold(att, phNS), *svc(phNS, "hold2", nil, map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: att.Name}, att.Spec.Address))
+		}, FinalSharedHold},
 		{"Conflict left", func(s *State) { s.Addresses[0].Status.Phase = iadv1alpha1.AddressConflict }, FinalPhases},
 		{"Retain address gone", func(s *State) { s.Addresses[0].UID = "recreated" }, FinalRetain},
 		{"annotated Service never attached", func(s *State) {

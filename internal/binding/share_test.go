@@ -1,0 +1,53 @@
+package binding
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func TestSharesHold(t *testing.T) {
+	a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: "10.0.0.2", ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "t", Name: "c", UID: "u"}}}
+	key := SharingKey(a)
+	base := func() *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: map[string]string{
+				names.MetalLBLoadBalancerIPs: "10.0.0.2", names.AnnotationPinnedBy: "c",
+				names.MetalLBAllowSharedIP: key, names.AnnotationSharedBy: "c"}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+		}
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name string
+		edit func(s *corev1.Service)
+		want bool
+	}{
+		{"the driver's pin and the address's key, port 80", func(*corev1.Service) {}, true},
+		{"port 9/TCP, as the placeholder", func(s *corev1.Service) { s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 9}) }, false},
+		{"port 9/UDP does not collide", func(s *corev1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 9, Protocol: corev1.ProtocolUDP})
+		}, true},
+		{"externalTrafficPolicy Local", func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}, false},
+		{"another key", func(s *corev1.Service) { s.Annotations[names.MetalLBAllowSharedIP] = "other" }, false},
+		{"the key without the driver's marker", func(s *corev1.Service) { delete(s.Annotations, names.AnnotationSharedBy) }, false},
+		{"no pinned-by marker", func(s *corev1.Service) { delete(s.Annotations, names.AnnotationPinnedBy) }, false},
+		{"a legacy key beside", func(s *corev1.Service) { s.Annotations[names.MetalLBLegacyAllowSharedIP] = key }, false},
+		{"being deleted", func(s *corev1.Service) { s.DeletionTimestamp = &now }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(s)
+			assert.Equal(t, tc.want, SharesHold(a, s))
+		})
+	}
+	assert.False(t, SharesHold(a, nil), "no Service")
+}
