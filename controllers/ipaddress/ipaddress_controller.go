@@ -18,6 +18,7 @@ package ipaddress
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -74,6 +75,9 @@ type Reconciler struct {
 	Options controller.Options
 
 	states addressStates
+	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
+	// Warning this process recorded or found recorded.
+	lostAnnounced sync.Map
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch

@@ -148,16 +148,26 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (ctrl.Result, err
 	if reason != "" {
 		conditions.Set(&a.Status.Conditions, conditions.Lost, metav1.ConditionTrue, reason, msg, a.Generation)
 		if a.Status.Phase == iadv1alpha1.AddressLost {
-			return ctrl.Result{}, nil
+			// The Warnings follow the status write; a leader that died in
+			// between left the phase without them. A new process looks
+			// once per address whether they were recorded.
+			told, err := r.lostTold(ctx, a)
+			if err != nil || told {
+				return ctrl.Result{}, err
+			}
+			log.FromContext(ctx).Info("address lost with no Warning recorded (a previous leader stopped in between); recording it", "reason", reason)
+		} else {
+			log.FromContext(ctx).Info("address lost: MetalLB's configuration no longer contains it", "reason", reason, "was", a.Status.Phase)
+			a.Status.Phase = iadv1alpha1.AddressLost
 		}
-		log.FromContext(ctx).Info("address lost: MetalLB's configuration no longer contains it", "reason", reason, "was", a.Status.Phase)
-		a.Status.Phase = iadv1alpha1.AddressLost
 		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressLost, msg})
 		for _, o := range r.related(ctx, a) {
 			s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeWarning, ReasonAddressLost, msgAddressLostOn(a, msg)})
 		}
+		r.lostAnnounced.Store(a.UID, true)
 		return ctrl.Result{}, nil
 	}
+	r.lostAnnounced.Delete(a.UID)
 	if a.Status.Phase != iadv1alpha1.AddressLost {
 		return ctrl.Result{}, nil
 	}
@@ -175,6 +185,38 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (ctrl.Result, err
 		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
 	}
 	return ctrl.Result{}, nil
+}
+
+// lostTold reports whether the AddressLost Warning of an address already in
+// phase Lost was recorded: by this process (remembered), or, the first time
+// this process looks, by anyone (its Events, read from the API server). An
+// Event that has expired counts as not recorded: the address is still
+// Lost, and its owners hear it again.
+func (r *Reconciler) lostTold(ctx context.Context, a *iadv1alpha1.IPAddress) (bool, error) {
+	if _, ok := r.lostAnnounced.Load(a.UID); ok {
+		return true, nil
+	}
+	var evs corev1.EventList
+	if err := r.APIReader.List(ctx, &evs, client.InNamespace(metav1.NamespaceDefault),
+		client.MatchingFields{"involvedObject.name": a.Name, "reason": ReasonAddressLost}); err != nil {
+		return false, err
+	}
+	if !hasEventFor(evs.Items, a.UID, ReasonAddressLost) {
+		return false, nil
+	}
+	r.lostAnnounced.Store(a.UID, true)
+	return true, nil
+}
+
+// hasEventFor reports whether one of evs is about the object with uid and
+// has the reason.
+func hasEventFor(evs []corev1.Event, uid types.UID, reason string) bool {
+	for i := range evs {
+		if evs[i].InvolvedObject.UID == uid && evs[i].Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // pool returns the class's rendered IPAddressPool from the cache, nil when

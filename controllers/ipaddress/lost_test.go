@@ -8,6 +8,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -113,4 +114,15 @@ func TestOwnPlaceholder(t *testing.T) {
 	assert.False(t, ownPlaceholder(address("ip-192-0-2-1", "192.0.2.1"), ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "unbound address")
 	assert.True(t, ownPlaceholder(noUID, ph(names.PlaceholderAllocation, byName)), "claimRef without uid: by claim name")
 	assert.False(t, ownPlaceholder(a, ph("something-else", owned)), "unknown role")
+}
+
+func TestHasEventFor(t *testing.T) {
+	ev := func(uid, reason string) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}, Reason: reason}
+	}
+	evs := []corev1.Event{ev("a", ReasonAddressLost), ev("b", ReasonAddressRecovered)}
+	assert.True(t, hasEventFor(evs, "a", ReasonAddressLost))
+	assert.False(t, hasEventFor(evs, "b", ReasonAddressLost), "another reason")
+	assert.False(t, hasEventFor(evs, "c", ReasonAddressLost), "an older address of the same name")
+	assert.False(t, hasEventFor(nil, "a", ReasonAddressLost))
 }

@@ -13,6 +13,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,6 +22,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -157,6 +159,56 @@ func TestPendingClaimDuringGap(t *testing.T) {
 		}, wait, tick, "A is held again and B stays Pending")
 		t.Logf("claim b: %v", k.events(t, "IPAddressClaim", "b", "LedgerAddressReturned"))
 		k.quiet(cfg, "e2e-gap", 4*time.Second)
+	})
+}
+
+// TestLostWarningAfterALeaderStopped: an IPAddress controller that wrote
+// phase Lost and stopped before its Warning Events were sent leaves an
+// address Lost with nothing said; the next leader records the AddressLost
+// Warnings on the address and its claim, and the address recovers as usual.
+func TestLostWarningAfterALeaderStopped(t *testing.T) {
+	story(t, "lost-unannounced", "a Lost phase written without its Warnings is announced by the next leader", "lostquiet", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		const class = "e2e-lost-quiet"
+		k.class(class, iadv1alpha1.ReclaimRetain, "198.51.100.104/30")
+		held := k.heldClaim("held", class)
+
+		startClass, err := k.fleet.stopAll(ctx, "class")
+		require.NoError(t, err)
+		startIPAddress, err := k.fleet.stopAll(ctx, "ipaddress")
+		require.NoError(t, err)
+		classBack, ipaddressBack := false, false
+		t.Cleanup(func() {
+			if !ipaddressBack {
+				_ = startIPAddress()
+			}
+			if !classBack {
+				_ = startClass()
+			}
+		})
+
+		// The pool goes, and the address is written Lost as the stopped
+		// leader would have written it, with no Event.
+		pool := &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)}}
+		require.NoError(t, k.k.Delete(ctx, pool))
+		a := k.address(held.Name)
+		before := a.DeepCopy()
+		a.Status.Phase = iadv1alpha1.AddressLost
+		meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: conditions.Lost, Status: metav1.ConditionTrue,
+			Reason: conditions.ReasonPoolMissing, Message: "written by hand for the test", ObservedGeneration: a.Generation})
+		require.NoError(t, k.k.Status().Patch(ctx, a, client.MergeFrom(before)))
+		assert.Empty(t, k.events(t, "IPAddress", held.Name, "AddressLost"))
+
+		ipaddressBack = true
+		require.NoError(t, startIPAddress())
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.NotEmpty(c, k.events(c, "IPAddress", held.Name, "AddressLost"), "on the address")
+			assert.NotEmpty(c, k.events(c, "IPAddressClaim", "held", "AddressLost"), "on the claim")
+		}, wait, tick, "the next leader records the AddressLost Warnings")
+		assert.Equal(t, iadv1alpha1.AddressLost, k.address(held.Name).Status.Phase)
+
+		classBack = true
+		require.NoError(t, startClass())
+		k.held(held, iadv1alpha1.AddressBound)
 	})
 }
 
