@@ -178,27 +178,34 @@ func run(ctx context.Context, keep bool) error {
 	}
 	tables(ctx, k)
 
-	step("The tenant deletes Service web: the address stays Bound and is held again")
+	step("The tenant deletes Service web: the address stays Bound, still held by its placeholder")
 	if err := k.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "web"}}); err != nil {
 		return err
 	}
 	addrName := claim.Status.Addresses[0].Name
+	holder := ""
 	if err := waitFor(ctx, "the address is detached and held", func() (bool, error) {
 		a := &iadv1alpha1.IPAddress{}
 		if err := k.Get(ctx, client.ObjectKey{Name: addrName}, a); err != nil {
 			return false, err
 		}
-		ph := &corev1.Service{}
-		err := k.Get(ctx, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: names.HoldPlaceholderName(addrName)}, ph)
-		if apierrors.IsNotFound(err) {
-			return false, nil
+		// The placeholder that held the address beside the Service holds
+		// it on.
+		var phs corev1.ServiceList
+		if err := k.List(ctx, &phs, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{names.LabelAddress: addrName}); err != nil {
+			return false, err
 		}
-		held := err == nil && hasIngress(ph, ip)
-		return a.Status.AssociatedTo == nil && a.Status.Phase == iadv1alpha1.AddressBound && held, nil
+		holder = ""
+		for i := range phs.Items {
+			if phs.Items[i].DeletionTimestamp == nil && hasIngress(&phs.Items[i], ip) {
+				holder = phs.Items[i].Name
+			}
+		}
+		return a.Status.AssociatedTo == nil && a.Status.Phase == iadv1alpha1.AddressBound && holder != "", nil
 	}); err != nil {
 		return err
 	}
-	say("IPAddress %s: phase Bound, attached to nothing, %s held by placeholder %s", addrName, ip, names.HoldPlaceholderName(addrName))
+	say("IPAddress %s: phase Bound, attached to nothing, %s held by placeholder %s", addrName, ip, holder)
 	tables(ctx, k)
 
 	step("The tenant attaches the claim to another Service, web-v2: the same IP comes back")
