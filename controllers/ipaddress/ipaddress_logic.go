@@ -336,16 +336,8 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		return p
 	}
 
-	var holder *corev1.Service
-	key := binding.SharingKey(a)
-	for _, s := range live {
-		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
-			p.Repair = append(p.Repair, s)
-		}
-		if holder == nil && binding.Holds(s, ip) {
-			holder = s
-		}
-	}
+	repair, holder := repairsAndHolder(a, ip, live)
+	p.Repair = append(p.Repair, repair...)
 	if holder != nil {
 		for _, s := range live {
 			if s != holder && !binding.Holds(s, ip) {
@@ -385,7 +377,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 	if waitingFor != nil {
 		msg := msgWaitingForRelease(ip, waitingFor)
-		if keyedExactly(waitingFor, key) {
+		if keyedExactly(waitingFor, binding.SharingKey(a)) {
 			msg = msgWaitingToShare(ip, live[0], waitingFor)
 		}
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
@@ -424,16 +416,8 @@ func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *ia
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgPlaceholderGoing(ip)}
 		return p
 	}
-	var holder *corev1.Service
-	key := binding.SharingKey(a)
-	for _, s := range live {
-		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
-			p.Repair = append(p.Repair, s)
-		}
-		if holder == nil && binding.Holds(s, ip) {
-			holder = s
-		}
-	}
+	repair, holder := repairsAndHolder(a, ip, live)
+	p.Repair = append(p.Repair, repair...)
 	if holder == nil {
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaitingToShareAttached(ip, live[0].Namespace, live[0].Name, w)}
 		return p
@@ -747,4 +731,20 @@ func msgAddressLostOn(a *iadv1alpha1.IPAddress, message string) string {
 func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phase iadv1alpha1.IPAddressPhase) string {
 	return fmt.Sprintf("IPAddressPool %s/%s contains %s again: IPAddress %s is %s again and keeps the same IP",
 		metallbNamespace, names.PoolName(a.Spec.ClassName), a.Spec.Address, a.Name, phase)
+}
+
+// repairsAndHolder returns, among an address's live placeholders, those
+// whose pin, sharing key or grant label is not the address's (to repair)
+// and the first that holds ip in MetalLB's books (nil if none).
+func repairsAndHolder(a *iadv1alpha1.IPAddress, ip string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
+	key := binding.SharingKey(a)
+	for _, s := range live {
+		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
+			repair = append(repair, s)
+		}
+		if holder == nil && binding.Holds(s, ip) {
+			holder = s
+		}
+	}
+	return repair, holder
 }
