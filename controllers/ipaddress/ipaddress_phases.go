@@ -344,6 +344,17 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	// shared handoff, before it recorded the association), and a shared
 	// attachment keeps its placeholder.
 	if a.Status.AssociatedTo != nil && len(plan.Delete) > 0 && !binding.SharesHold(a, attached) {
+		// The address itself may be behind too: a detach clears the
+		// association before it withdraws the Service's key, and a cache
+		// that saw the withdrawal but not the cleared association would
+		// take the detach for a gap handoff and drop the hold.
+		cur := &iadv1alpha1.IPAddress{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: a.Name}, cur); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if cur.ResourceVersion != a.ResourceVersion {
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		}
 		w := a.Status.AssociatedTo
 		fresh := &corev1.Service{}
 		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, fresh); {
