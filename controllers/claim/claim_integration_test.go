@@ -221,8 +221,8 @@ func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, p
 	assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
 	assert.Equal(t, string(c.UID), ph.Labels[names.LabelClaimUID])
 	assert.Equal(t, ip.String(), ph.Annotations[names.MetalLBLoadBalancerIPs], "pinned to its own address")
-	assert.Equal(t, names.ClaimSharingKey(c.Namespace, c.Name, c.UID), ph.Annotations[names.MetalLBAllowSharedIP],
-		"the claim's sharing key, as on every holder of its addresses")
+	assert.NotContains(t, ph.Annotations, names.MetalLBAllowSharedIP,
+		"no sharing key until a workload is about to share the address (each first key costs MetalLB a pass over every Service)")
 	assert.Equal(t, names.PoolName(class), ph.Annotations[names.MetalLBAddressPool])
 	assert.Equal(t, c.Namespace, ph.Annotations[names.AnnotationClaimNamespace])
 	assert.Equal(t, c.Name, ph.Annotations[names.AnnotationClaimName])
@@ -378,7 +378,6 @@ func TestCrashAfterAddress(t *testing.T) {
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Labels[names.LabelAddress] = "ip-10-10-4-2"
 	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.4.2"
-	ph.Annotations[names.MetalLBAllowSharedIP] = names.ClaimSharingKey(c.Namespace, c.Name, c.UID) // step (a) sets it too
 	require.NoError(t, k.Create(ctx, ph))
 	pre := renderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
 		Spec: iadv1alpha1.IPAddressClassSpec{ReclaimPolicy: iadv1alpha1.ReclaimDelete}}, "10.10.4.2", "ip-10-10-4-2")

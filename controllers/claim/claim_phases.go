@@ -319,18 +319,19 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		addrName = entry.Name
 	}
 
-	// (a) Label with the future IPAddress name, pin to the observed
-	// address, so a MetalLB restart cannot hand the placeholder another one,
-	// and set the sharing key of the claim the address will be bound to, so
-	// a workload can share the address with it during a shared handoff.
+	// (a) Label with the future IPAddress name and pin to the observed
+	// address, so a MetalLB restart cannot hand the placeholder another one.
+	// No sharing key: MetalLB reprocesses every Service when a Service's
+	// allocation first carries one, so the key is written only when a
+	// workload is about to share the address (by the IPAddress controller,
+	// for the shared handoff).
 	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
 		log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
 			"placeholder", ph.Name, "pinned", pin, "assigned", ip)
 		return false, nil
 	}
-	key := names.ClaimSharingKey(s.claim.Namespace, s.claim.Name, s.claim.UID)
 	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
-		ph.Annotations[names.MetalLBAllowSharedIP] != key || !names.Granted(ph.Labels, s.class.Name) {
+		!names.Granted(ph.Labels, s.class.Name) {
 		if err := patch.Meta(ctx, r, ph, func() {
 			if ph.Annotations == nil {
 				ph.Annotations = map[string]string{}
@@ -338,7 +339,6 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 			ph.Labels[names.LabelAddress] = addrName
 			ph.Labels[names.LabelGrant] = s.class.Name
 			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-			ph.Annotations[names.MetalLBAllowSharedIP] = key
 		}); err != nil {
 			return false, fmt.Errorf("pin placeholder %s to %s: %w", ph.Name, ip, err)
 		}

@@ -21,7 +21,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -347,16 +346,16 @@ func (w *warmer) record(ctx context.Context, c *iadv1alpha1.IPAddressClass, clas
 	}
 
 	a := renderWarmAddress(c, ip, addrName)
-	key := binding.SharingKey(a)
 	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
 		return nil // pinned elsewhere: MetalLB has not caught up
 	}
-	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
-		ph.Annotations[names.MetalLBAllowSharedIP] != key {
+	// Labelled and pinned, without a sharing key (as a claim's allocation
+	// placeholder): the claim the address is bound to later gets a key on
+	// its hold only for a shared handoff.
+	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip {
 		if err := patch.Meta(ctx, w, ph, func() {
 			ph.Labels[names.LabelAddress] = addrName
 			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-			ph.Annotations[names.MetalLBAllowSharedIP] = key
 		}); err != nil {
 			return fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
 		}

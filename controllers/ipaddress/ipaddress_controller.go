@@ -167,7 +167,7 @@ func earliest(a, b ctrl.Result) ctrl.Result {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, EventSource)
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByIP, index.AddressByAssociation, index.AddressByClass,
+		index.AddressByIP, index.AddressByAssociation, index.AddressByClass, index.AddressByClaim,
 		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,
 	); err != nil {
 		return err
@@ -189,7 +189,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // addressesForService maps a Service event to the addresses it concerns: the
 // address a placeholder's label names, the addresses associated to the
-// Service, and the addresses of every IP MetalLB assigned it. The handler
+// Service, the addresses of the claim it asks for, and the addresses of
+// every IP MetalLB assigned it. The handler
 // calls it with the old and the new object, so a Service that lost an IP or
 // was deleted reaches the address too.
 func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) []reconcile.Request {
@@ -204,6 +205,11 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		}
 	}
 	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
+	if claim := strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]); claim != "" {
+		// The addresses of the claim it asks for: whether it can share
+		// decides their hold's sharing key (sharesSoon).
+		lookups = append(lookups, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, claim)})
+	}
 	for _, ip := range binding.IngressIPs(svc) {
 		lookups = append(lookups, client.MatchingFields{index.AddressByIP: ip})
 	}

@@ -191,6 +191,29 @@ func loadBalancer(ns, name string, annotations map[string]string) *corev1.Servic
 	}
 }
 
+// grantSharing takes the attach grant on the address for Service ns/name,
+// which asks for the address's claim and can share it, as the Service
+// controller does before the shared handoff, and waits until the hold
+// placeholder carries the address's sharing key. A Service pinned with the
+// key before that is refused by MetalLB, and gets the address in the full
+// pass the key's arrival on the hold starts.
+func grantSharing(t *testing.T, address, ns, name string) {
+	t.Helper()
+	a := getAddress(t, address)
+	orig := a.DeepCopy()
+	if a.Annotations == nil {
+		a.Annotations = map[string]string{}
+	}
+	a.Annotations[names.AnnotationAttaching] = ns + "/" + name
+	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
+	key := binding.SharingKey(a)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		phs := placeholders(ct, address)
+		require.Len(ct, phs, 1)
+		assert.Equal(ct, key, phs[0].Annotations[names.MetalLBAllowSharedIP])
+	}, timeout, tick, "the hold of %s is given the key for Service %s/%s", address, ns, name)
+}
+
 func requireIngress(t *testing.T, s *corev1.Service, want ...string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -220,7 +243,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		assert.Equal(t, names.HoldPlaceholderName(a.Name), hold.Name)
 		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
 		assert.Equal(t, "iad-fresh", hold.Annotations[names.MetalLBAddressPool])
-		assert.Equal(t, names.AddressSharingKey(a.Name), hold.Annotations[names.MetalLBAllowSharedIP], "the unbound address's own sharing key")
+		assert.NotContains(t, hold.Annotations, names.MetalLBAllowSharedIP, "no workload shares it: no sharing key")
 		require.Len(t, hold.OwnerReferences, 1)
 		assert.Equal(t, a.UID, hold.OwnerReferences[0].UID)
 		assert.Equal(t, "IPAddress", hold.OwnerReferences[0].Kind)
@@ -249,18 +272,18 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
 		assert.Contains(t, requireEvent(t, "default", a.Name, ReasonPinRepaired), "re-pinned it to "+ip)
 
-		// A sharing key removed is set again, on the same placeholder,
-		// which keeps the address throughout.
+		// A sharing key written by hand is taken away again, on the same
+		// placeholder, which keeps the address throughout.
 		orig = repaired.DeepCopy()
-		delete(repaired.Annotations, names.MetalLBAllowSharedIP)
+		repaired.Annotations[names.MetalLBAllowSharedIP] = "by-hand"
 		require.NoError(t, adm.Patch(ctx, repaired, client.MergeFrom(orig)))
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			phs := placeholders(ct, a.Name)
 			require.Len(ct, phs, 1)
 			assert.Equal(ct, repaired.UID, phs[0].UID)
-			assert.Equal(ct, names.AddressSharingKey(a.Name), phs[0].Annotations[names.MetalLBAllowSharedIP])
+			assert.NotContains(ct, phs[0].Annotations, names.MetalLBAllowSharedIP)
 			assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
-		}, timeout, tick, "the sharing key is repaired")
+		}, timeout, tick, "the sharing key is taken away")
 	}
 
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -354,6 +377,7 @@ func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	// until MetalLB shares the address, then associate.
 	web := sharing("web")
 	require.NoError(t, adm.Create(ctx, web))
+	grantSharing(t, a.Name, "tenant-h", "web")
 	requireIngress(t, web, ip)
 	attach("web")
 	held := requireHeldCondition(t, a.Name, metav1.ConditionTrue, conditions.ReasonSharedWithWorkload)

@@ -128,11 +128,10 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 // renderHold is the hold placeholder of an address: a selectorless,
 // single-stack LoadBalancer Service without node ports in the placeholder
 // namespace, drawing from the class pool and pinned to exactly the address,
-// carrying the binding's sharing key (so a workload can share the address
-// with it during a shared handoff), labelled with the address name and
-// owner-referenced to it.
-func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *corev1.Service {
-	return &corev1.Service{
+// carrying the sharing key key when it is not empty (holdKey), labelled
+// with the address name and owner-referenced to it.
+func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key string) *corev1.Service {
+	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      names.HoldPlaceholderName(a.Name),
@@ -144,13 +143,71 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr) *core
 			Annotations: map[string]string{
 				names.MetalLBAddressPool:     names.PoolName(a.Spec.ClassName),
 				names.MetalLBLoadBalancerIPs: ip.String(),
-				names.MetalLBAllowSharedIP:   binding.SharingKey(a),
 				names.AnnotationClass:        a.Spec.ClassName,
 			},
 			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
 		},
 		Spec: placeholder.Spec(serviceFamily(ip)),
 	}
+	if key != "" {
+		svc.Annotations[names.MetalLBAllowSharedIP] = key
+	}
+	return svc
+}
+
+// holdKey is the sharing key an address's hold placeholders carry: the
+// binding's (binding.SharingKey) when a workload shares or is about to
+// share the address with them (share), or when one of them carries it
+// already (taking a key back costs MetalLB a full pass over every Service,
+// as giving it does); none otherwise. MetalLB reprocesses every Service
+// when a Service's first allocation carries a key, so a placeholder that
+// no workload shares stays keyless: a claim then costs MetalLB one
+// single-Service allocation, as a plain Service does. A key of another
+// binding (an address rebound since) is taken away.
+func holdKey(a *iadv1alpha1.IPAddress, live []*corev1.Service, share bool) string {
+	key := binding.SharingKey(a)
+	if share {
+		return key
+	}
+	for _, s := range live {
+		if keyedExactly(s, key) {
+			return key
+		}
+	}
+	return ""
+}
+
+// sharing reports whether a workload is about to share the unattached
+// address with its hold: the Service the attach grant names is about to
+// take the shared handoff (sharesSoon), or a Service holds the address
+// while it hands it back in the shared handoff (handingBack: an
+// attachment an older driver made, whose hold went).
+func sharing(a *iadv1alpha1.IPAddress, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
+	if sharesSoon(a, attaching) {
+		return true
+	}
+	for i := range holders {
+		if handingBack(a, &holders[i], placeholders) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharesSoon reports whether svc, the Service the address's attach grant
+// names (names.AnnotationAttaching) while the address is not attached
+// yet, is about to take the shared handoff: it asks for the address's
+// claim and nothing keeps it from sharing the address with the hold
+// placeholder (binding.ServiceShareProblem, the Service controller's own
+// test). The hold then needs the binding's key before the Service is
+// pinned.
+func sharesSoon(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
+	ref := a.Spec.ClaimRef
+	if svc == nil || svc.DeletionTimestamp != nil || ref == nil || svc.Namespace != ref.Namespace ||
+		strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]) != ref.Name {
+		return false
+	}
+	return binding.ServiceShareProblem(svc) == ""
 }
 
 // pinnedExactly reports whether a Service's MetalLB pin names exactly ip.
@@ -160,25 +217,34 @@ func pinnedExactly(svc *corev1.Service, ip string) bool {
 }
 
 // keyedExactly reports whether a placeholder carries exactly the sharing
-// key key, and not the legacy spelling of the annotation (MetalLB reads
-// the legacy one only when the current one is absent, so a stray legacy
-// key is harmless but a person would be misled by it).
+// key key (no key at all when key is empty), and not the legacy spelling
+// of the annotation (MetalLB reads the legacy one only when the current
+// one is absent, so a stray legacy key is harmless but a person would be
+// misled by it).
 func keyedExactly(svc *corev1.Service, key string) bool {
 	got, ok := svc.Annotations[names.MetalLBAllowSharedIP]
 	_, legacy := svc.Annotations[names.MetalLBLegacyAllowSharedIP]
+	if key == "" {
+		return !ok && !legacy
+	}
 	return ok && got == key && !legacy
 }
 
 // repairedAnnotations is what a placeholder's annotations become once
-// repaired: pinned to exactly ip, carrying exactly the sharing key, and
-// without the legacy spelling of the key. The input is not modified.
+// repaired: pinned to exactly ip, carrying exactly the sharing key (none
+// when key is empty), and without the legacy spelling of the key. The
+// input is not modified.
 func repairedAnnotations(in map[string]string, ip, key string) map[string]string {
 	out := make(map[string]string, len(in)+2)
 	for k, v := range in {
 		out[k] = v
 	}
 	out[names.MetalLBLoadBalancerIPs] = ip
-	out[names.MetalLBAllowSharedIP] = key
+	if key != "" {
+		out[names.MetalLBAllowSharedIP] = key
+	} else {
+		delete(out, names.MetalLBAllowSharedIP)
+	}
 	delete(out, names.MetalLBLegacyAllowSharedIP)
 	return out
 }
@@ -269,8 +335,11 @@ type holdPlan struct {
 	// Create: no placeholder exists; create the hold placeholder.
 	Create bool
 	// Repair lists placeholders whose pin does not name exactly the
-	// address, or whose sharing key is not the binding's.
+	// address, or whose sharing key is not Key.
 	Repair []*corev1.Service
+	// Key is the sharing key the placeholders carry, created or repaired
+	// (holdKey); "" for none.
+	Key string
 	// Delete lists placeholders to delete: all of them while the address is
 	// associated, the surplus ones that do not hold it otherwise.
 	Delete []*corev1.Service
@@ -285,9 +354,10 @@ type holdPlan struct {
 // invariant asks for. placeholders are the Services of the placeholder
 // namespace labelled with the address name; holders are every Service
 // MetalLB assigned ip to; attached is the Service status.associatedTo
-// names, nil when there is none or the cache does not show it. An address
-// is associated when status.associatedTo is set (a stale association is
-// cleared before this).
+// names, nil when there is none or the cache does not show it; attaching
+// is the Service the attach grant names, nil when there is none. An
+// address is associated when status.associatedTo is set (a stale
+// association is cleared before this).
 //
 // The invariant: a hold placeholder pinned to the address exists exactly
 // while the address exists and is not attached to a workload that cannot
@@ -296,8 +366,10 @@ type holdPlan struct {
 // none is left once the Service holds the address; for any other
 // attachment (the gap handoff) the placeholders are deleted. While the
 // attached Service is being deleted nothing is created or deleted: its
-// association is cleared next.
-func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached *corev1.Service) holdPlan {
+// association is cleared next. The placeholders carry the binding's
+// sharing key only where a workload shares the address with them, or is
+// about to (holdKey).
+func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
 	var p holdPlan
 	var live []*corev1.Service
 	for i := range placeholders {
@@ -326,7 +398,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 			p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}
 			return p
 		}
-		p.Create = true
+		p.Create, p.Key = true, holdKey(a, nil, sharing(a, attaching, holders, placeholders))
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 			msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name))}
 		return p
@@ -336,7 +408,8 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		return p
 	}
 
-	repair, holder := repairsAndHolder(a, ip, live)
+	p.Key = holdKey(a, live, sharing(a, attaching, holders, placeholders))
+	repair, holder := repairsAndHolder(a, ip, p.Key, live)
 	p.Repair = append(p.Repair, repair...)
 	if holder != nil {
 		for _, s := range live {
@@ -399,7 +472,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 // repaired as when unattached, and surplus ones that do not hold are
 // deleted. total counts the placeholders, those being deleted included.
 func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
-	var p holdPlan
+	p := holdPlan{Key: binding.SharingKey(a)}
 	if total == 0 {
 		if !binding.Holds(attached, ip) {
 			// The Service takes the address first (a gap handoff finished
@@ -416,7 +489,7 @@ func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *ia
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgPlaceholderGoing(ip)}
 		return p
 	}
-	repair, holder := repairsAndHolder(a, ip, live)
+	repair, holder := repairsAndHolder(a, ip, p.Key, live)
 	p.Repair = append(p.Repair, repair...)
 	if holder == nil {
 		p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaitingToShareAttached(ip, live[0].Namespace, live[0].Name, w)}
@@ -734,10 +807,10 @@ func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phas
 }
 
 // repairsAndHolder returns, among an address's live placeholders, those
-// whose pin, sharing key or grant label is not the address's (to repair)
-// and the first that holds ip in MetalLB's books (nil if none).
-func repairsAndHolder(a *iadv1alpha1.IPAddress, ip string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
-	key := binding.SharingKey(a)
+// whose pin or grant label is not the address's or whose sharing key is
+// not key (to repair), and the first that holds ip in MetalLB's books (nil
+// if none).
+func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
 	for _, s := range live {
 		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
 			repair = append(repair, s)

@@ -93,7 +93,15 @@ func TestPlanHold(t *testing.T) {
 		delete  []string
 		held    *heldState
 		takenBy string
+		// key, when set, is the sharing key the plan gives the
+		// placeholders ("none" for no key).
+		key string
 	}
+	asker := func(annotations ...string) *corev1.Service {
+		s := svc("t", "web", "", "", append([]string{iadv1alpha1.ServiceClaimAnnotation, "c"}, annotations...)...)
+		return &s
+	}
+	claimKey := names.ClaimSharingKey("t", "c", "claim-uid")
 	tests := []struct {
 		name         string
 		addr         *iadv1alpha1.IPAddress
@@ -106,7 +114,9 @@ func TestPlanHold(t *testing.T) {
 		ungranted bool
 		// attached is the Service associatedTo names, as the cache shows it.
 		attached *corev1.Service
-		want     want
+		// attaching is the Service the attach grant names.
+		attaching *corev1.Service
+		want      want
 	}{
 		{
 			name: "fresh address: create the hold, wait for MetalLB",
@@ -151,12 +161,70 @@ func TestPlanHold(t *testing.T) {
 			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
-			name:         "holding placeholder without a sharing key gets one and is still held",
+			name: "fresh address of a claim: the hold is created without a key",
+			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
+			want: want{create: true, key: "none", held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:      "fresh address whose grant names a Service that can share: the hold is created with the key",
+			addr:      bound(address("ip-192-0-2-7", ip), "t", "c"),
+			attaching: asker(),
+			want: want{create: true, key: claimKey, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "holding placeholder without a sharing key stays keyless and held",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys:     true,
-			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold},
+			want:         want{held: heldByHold, key: "none"},
+		},
+		{
+			name:         "the grant names a Service that can share: the keyless hold gets the key first",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys:     true,
+			attaching:    asker(),
+			want:         want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: claimKey},
+		},
+		{
+			name:         "a Service hands the address back under the binding's key: the keyless hold gets the key to share it",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
+			holders:      []corev1.Service{svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, claimKey)},
+			keepKeys:     true,
+			want: want{repair: []string{phNS + "/" + hold}, key: claimKey, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
+		},
+		{
+			name:         "the grant names a Service on port 9/TCP (the gap handoff): the hold stays keyless",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys:     true,
+			attaching:    ptr.To(withPort(*asker(), 9)),
+			want:         want{held: heldByHold, key: "none"},
+		},
+		{
+			name:         "the grant names a Service with its own key, or asking for another claim: the hold stays keyless",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys:     true,
+			attaching:    asker(names.MetalLBAllowSharedIP, "mine"),
+			want:         want{held: heldByHold, key: "none"},
+		},
+		{
+			name:         "the grant names a Service that now asks for another claim: the hold stays keyless",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			keepKeys:     true,
+			attaching:    asker(iadv1alpha1.ServiceClaimAnnotation, "other"),
+			want:         want{held: heldByHold, key: "none"},
 		},
 		{
 			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
@@ -165,7 +233,7 @@ func TestPlanHold(t *testing.T) {
 				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
+			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: "none"},
 		},
 		{
 			name: "placeholder with the right key and a legacy one too is repaired",
@@ -348,7 +416,14 @@ func TestPlanHold(t *testing.T) {
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders, tt.attached)
+			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders, tt.attached, tt.attaching)
+			switch tt.want.key {
+			case "":
+			case "none":
+				assert.Empty(t, p.Key, "key")
+			default:
+				assert.Equal(t, tt.want.key, p.Key, "key")
+			}
 			assert.Equal(t, tt.want.create, p.Create, "create")
 			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
 			assert.Equal(t, tt.want.delete, svcNames(p.Delete), "delete")
@@ -432,7 +507,7 @@ func TestRenderHold(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := address(tt.name, tt.ip)
-			s := renderHold(phNS, a, netip.MustParseAddr(tt.ip))
+			s := renderHold(phNS, a, netip.MustParseAddr(tt.ip), "")
 			assert.Equal(t, phNS, s.Namespace)
 			assert.Equal(t, names.HoldPlaceholderName(tt.name), s.Name)
 			assert.Empty(t, validation.IsDNS1035Label(s.Name))
@@ -444,12 +519,11 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.MetalLBAddressPool:     "iad-gold",
 				names.MetalLBLoadBalancerIPs: tt.ip,
-				names.MetalLBAllowSharedIP:   names.AddressSharingKey(tt.name),
 				names.AnnotationClass:        "gold",
-			}, s.Annotations)
-			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip))
-			assert.Equal(t, names.ClaimSharingKey("shop", "web-ip", "claim-uid"), b.Annotations[names.MetalLBAllowSharedIP],
-				"a bound address's placeholder carries its claim's key")
+			}, s.Annotations, "a hold no workload shares carries no sharing key")
+			key := names.ClaimSharingKey("shop", "web-ip", "claim-uid")
+			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip), key)
+			assert.Equal(t, key, b.Annotations[names.MetalLBAllowSharedIP], "a hold made for a shared handoff carries the key")
 			require.Len(t, s.OwnerReferences, 1)
 			o := s.OwnerReferences[0]
 			assert.Equal(t, "local.sdn.cozystack.io/v1alpha1", o.APIVersion)
@@ -624,6 +698,8 @@ func TestRepairedAnnotations(t *testing.T) {
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k", "keep": "me"}, out)
 	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k"))
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7"},
+		repairedAnnotations(map[string]string{names.MetalLBAllowSharedIP: "old"}, "192.0.2.7", ""), "no key: a key is taken away")
 }
 
 func TestGrantState(t *testing.T) {

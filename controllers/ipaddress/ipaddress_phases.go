@@ -3,6 +3,7 @@ package ipaddress
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -336,7 +337,11 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached)
+	attaching, err := r.attachingService(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached, attaching)
 
 	// Before deleting the placeholders of an attached address for the gap
 	// handoff, read the attached Service from the API server: the cache may
@@ -365,7 +370,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, err
 		}
 		attached = fresh
-		plan = planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached)
+		plan = planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached, attaching)
 	}
 
 	// Before creating a placeholder, or reporting the hold released (the
@@ -377,7 +382,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, err
 		}
 		if len(live) > 0 {
-			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders, attached)
+			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders, attached, attaching)
 		}
 	}
 
@@ -394,7 +399,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			}
 			s.rebase()
 		}
-		ph := renderHold(r.PlaceholderNamespace, a, s.ip)
+		ph := renderHold(r.PlaceholderNamespace, a, s.ip, plan.Key)
 		switch err := r.Create(ctx, ph); {
 		case apierrors.IsAlreadyExists(err):
 			// Not labelled for this address, or just created: look again soon.
@@ -409,7 +414,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 	for _, ph := range plan.Repair {
 		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
 		if err := patch.Unlocked(ctx, r, ph, func() {
-			ph.Annotations = repairedAnnotations(ph.Annotations, ip, binding.SharingKey(a))
+			ph.Annotations = repairedAnnotations(ph.Annotations, ip, plan.Key)
 			ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
 		}); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -418,10 +423,10 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			logger.Info("re-pinned a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
 			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msg)
 		} else {
-			// A key written by an older driver, or for a claim reference
-			// that changed since (its uid filled in, a rebinding): not
-			// worth an Event.
-			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph))
+			// The key given for a shared handoff about to start, or taken
+			// away (a rebinding, or a key an older driver wrote on every
+			// placeholder): not worth an Event.
+			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph), "keyed", plan.Key != "")
 		}
 	}
 	deleted := 0
@@ -467,6 +472,24 @@ func (r *Reconciler) attachedService(ctx context.Context, s *scope) (*corev1.Ser
 	}
 	svc := &corev1.Service{}
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, svc); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return svc, nil
+}
+
+// attachingService is the Service the address's attach grant names
+// (names.AnnotationAttaching) while the address is attached to none, from
+// the cache; nil when there is none.
+func (r *Reconciler) attachingService(ctx context.Context, s *scope) (*corev1.Service, error) {
+	ns, name, ok := strings.Cut(s.addr.Annotations[names.AnnotationAttaching], "/")
+	if s.addr.Status.AssociatedTo != nil || !ok || ns == "" || name == "" {
+		return nil, nil
+	}
+	svc := &corev1.Service{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:

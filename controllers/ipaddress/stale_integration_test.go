@@ -234,9 +234,15 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
 	key := binding.SharingKey(getAddress(t, a.Name))
 
-	// The shared handoff of an older driver: web shares the address with
-	// the hold, then is attached and the hold goes (without the shared-by
-	// marker the attachment is not a shared one, binding.SharesHold).
+	// The shared handoff of an older driver: the hold carries the key (an
+	// older driver keyed every hold, and the key stays), web shares the
+	// address with it, then is attached and the hold goes (without the
+	// shared-by marker the attachment is not a shared one,
+	// binding.SharesHold).
+	hold := placeholders(t, a.Name)[0]
+	orig := hold.DeepCopy()
+	hold.Annotations[names.MetalLBAllowSharedIP] = key
+	require.NoError(t, adm.Patch(ctx, &hold, client.MergeFrom(orig)))
 	namespace(t, "handback-tenant")
 	web := loadBalancer("handback-tenant", "web", map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,

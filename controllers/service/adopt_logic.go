@@ -169,7 +169,7 @@ func PlanImport(s ImportSituation) ImportPlan {
 	if !ip.Is4() {
 		p.Family = iadv1alpha1.FamilyIPv6
 	}
-	p.HandPin = HandPin(svc)
+	p.HandPin = binding.HandPin(svc)
 	if p.HandPin != "" && p.HandPin != p.IP {
 		p.Step, p.Reason = ImportSkip, ReasonImportSkippedPinMismatch
 		p.Message = fmt.Sprintf("Not imported: the Service holds %s (IPAddressClass %s) but its own MetalLB pin asks for %s; "+

@@ -13,6 +13,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -203,7 +204,7 @@ func TestImportAnnotations(t *testing.T) {
 		names.AnnotationImportedInto:       "web-imported-1",
 		names.AnnotationOwnerPin:           "192.0.2.5",
 	}, got, "a hand pin stays the owner's: no pinned-by marker")
-	assert.Equal(t, "192.0.2.5", HandPin(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: got}}), "still a hand pin after the import")
+	assert.Equal(t, "192.0.2.5", binding.HandPin(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: got}}), "still a hand pin after the import")
 }
 
 func TestImportedObjects(t *testing.T) {

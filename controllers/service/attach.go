@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -66,9 +67,11 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 
 // associateShared is the shared handoff:
 //
-//  1. the pin, the claim's sharing key and both authorship markers on the
-//     Service, in one patch: MetalLB gives the Service each address while
-//     its placeholder keeps it too (the same key, ports apart);
+//  1. once every placeholder holding the addresses carries the claim's
+//     sharing key (the IPAddress controller gives it on seeing the attach
+//     grant, UnkeyedHolder), the pin, the key and both authorship markers
+//     on the Service, in one patch: MetalLB gives the Service each address
+//     while its placeholder keeps it too (the same key, ports apart);
 //  2. wait until the Service holds every address;
 //  3. status.associatedTo on each address. The IPAddress controller keeps
 //     the hold placeholders for the whole attachment (binding.SharesHold):
@@ -78,7 +81,20 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 // No address is unheld at any instant.
 func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {
 	svc := s.svc
-	pin := PinValue(ips)
+	pin := binding.PinValue(ips)
+	if !binding.HoldsAll(svc, ips...) {
+		for _, ip := range ips {
+			var holders corev1.ServiceList
+			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
+				return err
+			}
+			if h := UnkeyedHolder(holders.Items, key, r.PlaceholderNamespace); h != nil {
+				log.FromContext(ctx).V(1).Info("waiting for the hold placeholder to carry the claim's sharing key",
+					"ip", ip, "placeholder", client.ObjectKeyFromObject(h))
+				return nil // the placeholder watch brings the Service back (sharersOfPlaceholder)
+			}
+		}
+	}
 	if _, err := r.pin(ctx, s, pin, key); err != nil {
 		return err
 	}
@@ -126,12 +142,12 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 		return nil // the address watch brings the Service back
 	}
 
-	pin := PinValue(ips)
+	pin := binding.PinValue(ips)
 	pinned, err := r.pin(ctx, s, pin, key)
 	if err != nil {
 		return err
 	}
-	if pinned || (newly && HandPin(svc) != "") {
+	if pinned || (newly && binding.HandPin(svc) != "") {
 		r.recordAssociated(s, pin, ModeGap, problem)
 	}
 	if binding.HoldsAll(svc, ips...) {
@@ -204,7 +220,7 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
 	want := svc.Annotations
-	if HandPin(svc) == "" {
+	if binding.HandPin(svc) == "" {
 		want = PinAnnotations(svc.Annotations, s.claimName, value, key)
 	}
 	// The grant label lets MetalLB give the Service an address of the

@@ -237,8 +237,8 @@ func (s *scope) situation() Situation {
 		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
 		OtherHolder:    s.otherHolder,
 		OtherDetaching: s.otherDetaching,
-		HandPin:        HandPin(s.svc),
-		Desired:        PinValue(addressIPs(s.addrs)),
+		HandPin:        binding.HandPin(s.svc),
+		Desired:        binding.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {
 		sit.ClaimFound = true

@@ -1,10 +1,6 @@
 package service
 
 import (
-	"net/netip"
-	"slices"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -41,54 +37,6 @@ func ReleaseStarted(svc *corev1.Service, release string) bool {
 	_, granted := svc.Labels[names.LabelGrant]
 	return !pinned && !granted
 }
-
-// PinValue renders IPs as a metallb.io/loadBalancerIPs value: canonical
-// forms, IPv4 before IPv6, ascending within a family, no duplicates,
-// comma-separated. Text that does not parse is dropped.
-func PinValue(ips []string) string {
-	var parsed []netip.Addr
-	for _, s := range ips {
-		ip, err := names.ParseAddress(s)
-		if err != nil {
-			continue
-		}
-		parsed = append(parsed, ip)
-	}
-	// netip orders IPv4 before IPv6, and numerically within a family.
-	slices.SortFunc(parsed, func(a, b netip.Addr) int { return a.Compare(b) })
-	parsed = slices.Compact(parsed)
-	out := make([]string, len(parsed))
-	for i, ip := range parsed {
-		out[i] = ip.String()
-	}
-	return strings.Join(out, ",")
-}
-
-// HandPin returns the MetalLB pin a Service carries without the driver's
-// authorship marker (metallb.io/loadBalancerIPs, its legacy twin, or
-// spec.loadBalancerIP), canonicalised with PinValue; "" when the Service
-// carries none or the driver wrote it.
-func HandPin(svc *corev1.Service) string {
-	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; ours {
-		return ""
-	}
-	for _, v := range []string{
-		svc.Annotations[names.MetalLBLoadBalancerIPs],
-		svc.Annotations[legacyLoadBalancerIPs],
-		svc.Spec.LoadBalancerIP,
-	} {
-		if strings.TrimSpace(v) != "" {
-			if p := PinValue(strings.Split(v, ",")); p != "" {
-				return p
-			}
-			return v
-		}
-	}
-	return ""
-}
-
-// legacyLoadBalancerIPs is MetalLB's deprecated spelling of the pin annotation.
-const legacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
 
 // addressIPs returns the canonical IPs of addresses.
 func addressIPs(addrs []*iadv1alpha1.IPAddress) []string {

@@ -22,6 +22,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -156,15 +157,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // sharersOfPlaceholder maps a placeholder (a Service exempt from conflict
-// detection) to the other Services that hold its IPs: a Service detached in
-// a shared handoff waits until the cache shows a placeholder holding its
-// addresses again. The handler calls it with the old and the new object.
+// detection) to the other Services that hold its IPs, and to the Service
+// the attach grant of its address names: a Service detached in a shared
+// handoff waits until the cache shows a placeholder holding its addresses
+// again, and one attaching in a shared handoff waits until the placeholder
+// carries the claim's sharing key. The handler calls it with the old and
+// the new object.
 func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) []reconcile.Request {
 	ph, ok := o.(*corev1.Service)
 	if !ok || !binding.Exempt(ph, r.PlaceholderNamespace) {
 		return nil
 	}
 	var reqs []reconcile.Request
+	if name := ph.Labels[names.LabelAddress]; name != "" {
+		a := &iadv1alpha1.IPAddress{}
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, a); err == nil {
+			if ns, svc, ok := strings.Cut(a.Annotations[names.AnnotationAttaching], "/"); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: svc}})
+			}
+		}
+	}
 	for _, ip := range binding.IngressIPs(ph) {
 		for _, req := range r.servicesByIndex(ctx, index.ServiceByIngressIP, ip) {
 			if req.Namespace != r.PlaceholderNamespace {

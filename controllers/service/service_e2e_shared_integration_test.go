@@ -287,7 +287,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	addrs := provisioned(t, "shared", "web-ip", "shared", iadv1alpha1.FamilyIPv4)
 	a, ip := addrs[0], addrs[0].Spec.Address
 	key := binding.SharingKey(a)
-	assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the placeholder carries the claim's key")
+	assert.NotContains(t, placeholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
 
 	attachShared, detachShared := counter(directionAttach, ModeShared), counter(directionDetach, ModeShared)
 	attachGap, unheld := counter(directionAttach, ModeGap), histogram(t, handoffUnheldSeconds).GetSampleCount()
@@ -300,6 +300,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	assert.Equal(t, hold, assertSharedThrough(t, a), "attaching deletes nothing")
 	s := getSvc(t, "shared", "web")
 	assert.Equal(t, key, s.Annotations[names.MetalLBAllowSharedIP], "the Service shared the address under the claim's key")
+	assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold was given the key for the shared handoff")
 	assert.Equal(t, "web-ip", s.Annotations[names.AnnotationSharedBy])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonAssociated, `claim "web-ip"`, ip, "shared handoff", "never unheld")
@@ -311,6 +312,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	patchAnnotations(t, "shared", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared", "web", a)
 	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the detach")
+	assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
 	assert.NotContains(t, getSvc(t, "shared", "web").Annotations, names.MetalLBAllowSharedIP, "the key the driver wrote is withdrawn")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonReleasing, ip, "shared handoff", "a placeholder holds the address")
@@ -354,7 +356,7 @@ func TestSharedHandoffDualStack(t *testing.T) {
 	require.Len(t, addrs, 2)
 	key := binding.SharingKey(addrs[0])
 	for _, a := range addrs {
-		assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "both placeholders carry the claim's key")
+		assert.NotContains(t, placeholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
 	}
 	var pin []string
 	for _, a := range addrs {
@@ -364,11 +366,11 @@ func TestSharedHandoffDualStack(t *testing.T) {
 
 	hold := holdUIDs(t, addrs...)
 	create(t, sharedLB("shared-dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
-	assertAssociated(t, "shared-dual", "web", "both", PinValue(pin), addrs...)
+	assertAssociated(t, "shared-dual", "web", "both", binding.PinValue(pin), addrs...)
 	assert.Equal(t, hold, assertSharedThrough(t, addrs...), "attaching deletes neither placeholder")
 	assert.Equal(t, key, getSvc(t, "shared-dual", "web").Annotations[names.MetalLBAllowSharedIP])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, PinValue(pin), "shared handoff")
+		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, binding.PinValue(pin), "shared handoff")
 	}, timeout, tick)
 
 	patchAnnotations(t, "shared-dual", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -125,7 +126,7 @@ func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
 			for _, a := range addrs {
 				ips = append(ips, a.Spec.Address)
 			}
-			pin := PinValue(ips)
+			pin := binding.PinValue(ips)
 			create(t, tt.svc(ns))
 			assertAssociated(t, ns, "web", "web-ip", pin, addrs...)
 

@@ -236,3 +236,38 @@ func TestAttachMode(t *testing.T) {
 		})
 	}
 }
+
+func TestUnkeyedHolder(t *testing.T) {
+	const key, phNS = "k", "iad-system"
+	holder := func(ns, name string, labelled bool, ann ...string) corev1.Service {
+		s := *workload(nil, ann...)
+		s.Namespace, s.Name = ns, name
+		if labelled {
+			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name    string
+		holders []corev1.Service
+		want    string
+	}{
+		{"nobody holds the address: nothing to wait for", nil, ""},
+		{"the hold carries the key", []corev1.Service{holder(phNS, "hold", true, names.MetalLBAllowSharedIP, key)}, ""},
+		{"the hold carries no key yet", []corev1.Service{holder(phNS, "hold", true)}, "hold"},
+		{"the hold carries another key", []corev1.Service{holder(phNS, "hold", true, names.MetalLBAllowSharedIP, "old")}, "hold"},
+		{"a workload without the key is not a placeholder", []corev1.Service{holder("tenant", "web", false)}, ""},
+		{"an unlabelled Service of the placeholder namespace is not a placeholder", []corev1.Service{holder(phNS, "x", false)}, ""},
+		{"the second holder lacks it", []corev1.Service{
+			holder(phNS, "hold", true, names.MetalLBAllowSharedIP, key), holder(phNS, "alloc", true)}, "alloc"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := UnkeyedHolder(tt.holders, key, phNS)
+			if tt.want == "" {
+				assert.Nil(t, got)
+			} else if assert.NotNil(t, got) {
+				assert.Equal(t, tt.want, got.Name)
+			}
+		})
+	}
+}

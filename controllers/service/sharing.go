@@ -1,8 +1,6 @@
 package service
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -25,16 +23,25 @@ func ShareProblem(svc *corev1.Service, key string) string {
 	if key == "" {
 		return "the claim's addresses are bound to different claim references, so they have no common sharing key"
 	}
-	if p := HandPin(svc); p != "" {
-		return fmt.Sprintf("the Service carries its own MetalLB pin (%s)", p)
+	return binding.ServiceShareProblem(svc)
+}
+
+// UnkeyedHolder returns, among the Services holding one of a claim's
+// addresses (holders), a placeholder that does not carry the claim's
+// sharing key key; nil when there is none. The shared handoff pins the
+// Service only once every placeholder holding the addresses carries the
+// key: the IPAddress controller gives a hold its key only for that
+// handoff (MetalLB reprocesses every Service for each key it sees first,
+// so holds nobody shares stay keyless), and MetalLB refuses an address to
+// a Service whose key its holder does not share, without trying again.
+func UnkeyedHolder(holders []corev1.Service, key, placeholderNamespace string) *corev1.Service {
+	for i := range holders {
+		h := &holders[i]
+		if binding.Exempt(h, placeholderNamespace) && h.Annotations[names.MetalLBAllowSharedIP] != key {
+			return h
+		}
 	}
-	if v, ok := svc.Annotations[names.MetalLBLegacyAllowSharedIP]; ok {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBLegacyAllowSharedIP, v)
-	}
-	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
-	}
-	return binding.ShapeProblem(svc)
+	return nil
 }
 
 // SharingKeyOf is the sharing key common to addrs (binding.SharingKey);
@@ -53,10 +60,7 @@ func SharingKeyOf(addrs []*iadv1alpha1.IPAddress) string {
 
 // SharesOurKey reports whether the Service's metallb.io/allow-shared-ip was
 // written by the driver: the shared-by marker is present.
-func SharesOurKey(svc *corev1.Service) bool {
-	_, ok := svc.Annotations[names.AnnotationSharedBy]
-	return ok
-}
+func SharesOurKey(svc *corev1.Service) bool { return binding.SharesOurKey(svc) }
 
 // GrantLabels is a Service's labels with the grant label of class (none
 // when class is empty). The input is not modified.

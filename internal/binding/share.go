@@ -33,6 +33,33 @@ func ShapeProblem(svc *corev1.Service) string {
 	return ""
 }
 
+// ServiceShareProblem explains why a Service cannot share a claim's
+// addresses with their placeholders; "" when it can. On top of MetalLB's
+// rules (ShapeProblem) the driver only writes its key on a Service that
+// carries no sharing key of its own, and only pins a Service that carries
+// no pin of its own (HandPin). The Service controller asks it before the
+// shared handoff, and the IPAddress controller before it gives the hold
+// placeholder the claim's key for that handoff, so both agree.
+func ServiceShareProblem(svc *corev1.Service) string {
+	if p := HandPin(svc); p != "" {
+		return fmt.Sprintf("the Service carries its own MetalLB pin (%s)", p)
+	}
+	if v, ok := svc.Annotations[names.MetalLBLegacyAllowSharedIP]; ok {
+		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBLegacyAllowSharedIP, v)
+	}
+	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
+		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
+	}
+	return ShapeProblem(svc)
+}
+
+// SharesOurKey reports whether the Service's metallb.io/allow-shared-ip was
+// written by the driver: the shared-by marker is present.
+func SharesOurKey(svc *corev1.Service) bool {
+	_, ok := svc.Annotations[names.AnnotationSharedBy]
+	return ok
+}
+
 // SharesHold reports whether svc, the Service the address is attached to,
 // is in a shared attachment: it carries the driver's pin and sharing key
 // (both authorship markers) with exactly the address's key, no sharing key

@@ -87,6 +87,10 @@ const (
 	// MetalLBAllowSharedIP, which MetalLB still reads when the current one
 	// is absent. The driver never writes it.
 	MetalLBLegacyAllowSharedIP = "metallb.universe.tf/allow-shared-ip"
+	// MetalLBLegacyLoadBalancerIPs is the deprecated spelling of
+	// MetalLBLoadBalancerIPs, which MetalLB still reads. The driver never
+	// writes it.
+	MetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
 )
 
 // LeaseID is the leader-election lease of one controller binary.
