@@ -71,6 +71,9 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
+	// blocked holds the pending claims blocked on their class's ledger
+	// (scope.blockedOnClass), which the address watch wakes.
+	blocked pendingClaims
 	// reported remembers what was last said on each claim, so Events (and
 	// the pool_exhausted counter) follow changes, not passes.
 	reported changes.Memo
@@ -138,20 +141,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	claim := &iadv1alpha1.IPAddressClaim{}
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.pending.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 			r.reported.ForgetPrefix(reportKey(req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !served(claim) {
-		r.pending.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
 	s, err := r.newScope(ctx, claim)
 	if err != nil || s == nil {
-		r.pending.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, err
 	}
 
@@ -165,11 +168,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pending = pending || !bound
 	}
 	r.pending.set(req.NamespacedName, s.class.Name, pending)
+	r.blocked.set(req.NamespacedName, s.class.Name, pending && s.blockedOnClass())
 	res, err := patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 	if err == nil && s.waitForCore && res.RequeueAfter == 0 {
 		// The core may bind the Available address to another claim;
 		// look again then.
 		res.RequeueAfter = coreWait
+	}
+	if err == nil && s.waitForRoom && res.RequeueAfter == 0 {
+		// Room frees when an address goes (the address watch) or when
+		// another claim's waiting placeholder goes, which nothing maps
+		// here; this is the fallback.
+		res.RequeueAfter = roomWait
 	}
 	if err == nil && s.waitForLedger && (res.RequeueAfter == 0 || res.RequeueAfter > ledgerWait) {
 		// The address watch brings the claim back when the unheld address
@@ -183,6 +193,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // held again waits at most before the driver looks again.
 const ledgerWait = 5 * time.Second
 
+// roomWait is how long a claim of a class the ledger shows full waits at
+// most before the driver looks again.
+const roomWait = 30 * time.Second
+
 // coreWait is how long a claim left to the core (an Available address could
 // serve it) waits before the driver looks again.
 const coreWait = 5 * time.Second
@@ -191,6 +205,7 @@ const coreWait = 5 * time.Second
 // claim controller and the placeholder garbage collector.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, EventSource)
+	r.blocked.quiet = true
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderWaitingByClass,
 		index.ClaimByClass, index.EventByInvolvedUID,
@@ -253,18 +268,29 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
+// forget drops a claim that is gone or no longer served from the pending
+// and blocked sets.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.pending.forget(key)
+	r.blocked.forget(key)
+}
+
 // addressToClaims maps an IPAddress to the claim its claimRef names, to the
 // claims of the placeholders labelled with its name (a claim stopped by a
 // LedgerMismatch resumes when the conflicting address goes away), and to
-// the pending claims of its class (a claim waiting for the address to be
-// held again, or to go, resumes when it is).
+// the claims of its class blocked on the class's ledger (a claim waiting
+// for the address to be held again, to go, or for room, resumes when it
+// is; scope.blockedOnClass). Claims waiting for MetalLB are not woken: on
+// a class with many claims in flight, waking every pending claim on every
+// address change made the claim controller's work grow with the square
+// of the burst.
 func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	a := o.(*iadv1alpha1.IPAddress)
 	seen := map[types.NamespacedName]bool{}
 	if ref := a.Spec.ClaimRef; ref != nil {
 		seen[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
 	}
-	for _, c := range r.pending.of(a.Spec.ClassName) {
+	for _, c := range r.blocked.of(a.Spec.ClassName) {
 		seen[c] = true
 	}
 	var phs corev1.ServiceList

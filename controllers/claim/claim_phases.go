@@ -35,9 +35,20 @@ type scope struct {
 	// Available address could serve it: the core binds those first.
 	waitForCore bool
 	// waitForLedger is set when a family was not provisioned because an
-	// address of the ledger is unheld in MetalLB for the moment.
+	// address of the ledger is unheld in MetalLB for the moment, or
+	// because the address MetalLB assigned is recorded by an IPAddress
+	// being deleted.
 	waitForLedger bool
+	// waitForRoom is set when a family was not provisioned because the
+	// ledger shows the class full.
+	waitForRoom bool
 }
+
+// blockedOnClass reports whether the pass left the claim waiting on the
+// state of its class's ledger (an address to be held again, to go, or
+// room), which only an address's change ends: the address watch wakes
+// such claims. A claim waiting for MetalLB is woken by its own placeholder.
+func (s *scope) blockedOnClass() bool { return s.waitForCore || s.waitForLedger || s.waitForRoom }
 
 // newScope fetches the claim's class and the addresses bound to it. It
 // returns nil (and records why on the claim) when the class cannot be
@@ -135,8 +146,10 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	}
 	// The core matches Available addresses of the class before it waits for
 	// the driver; provisioning now could bind the claim twice in one family.
+	// Read only: the cache's own objects, not copies of the class's whole
+	// ledger on every pass.
 	var addrs iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}); err != nil {
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	if name := availableFor(addrs.Items, f); name != "" {
@@ -157,6 +170,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		if r.tell(s.claim, f, corev1.EventTypeWarning, ReasonPoolExhausted, msgClassFull(f, s.class.Name, used, size)) {
 			allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
 		}
+		s.waitForRoom = true
 		return nil
 	}
 
@@ -314,6 +328,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		log.FromContext(ctx).Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",
 			"family", f, "ip", ip, "ipaddress", entry.Name)
 		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, ip, entry))
+		s.waitForLedger = true
 		return false, nil
 	case ledgerOurs:
 		addrName = entry.Name

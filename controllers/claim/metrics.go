@@ -38,11 +38,13 @@ func init() {
 }
 
 // pendingClaims tracks which claims still miss an address, to keep the
-// metallb_iad_claim_pending gauge exact as claims come and go.
+// metallb_iad_claim_pending gauge exact as claims come and go; with quiet
+// set it reports no gauge (the set of claims blocked on their class).
 type pendingClaims struct {
 	mu      sync.Mutex
 	classOf map[types.NamespacedName]string
 	count   map[string]int
+	quiet   bool
 }
 
 // set records whether the claim is pending, and under which class.
@@ -59,11 +61,17 @@ func (p *pendingClaims) set(claim types.NamespacedName, class string, pending bo
 		}
 		delete(p.classOf, claim)
 		p.count[old]--
-		claimsPending.WithLabelValues(old).Set(float64(p.count[old]))
+		p.report(old)
 	}
 	if pending {
 		p.classOf[claim] = class
 		p.count[class]++
+		p.report(class)
+	}
+}
+
+func (p *pendingClaims) report(class string) {
+	if !p.quiet {
 		claimsPending.WithLabelValues(class).Set(float64(p.count[class]))
 	}
 }

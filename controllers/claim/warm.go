@@ -72,6 +72,9 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		c = nil
 	}
 	target, ranges, served := warmTarget(c)
+	if idle, err := w.idle(ctx, req.Name, target); err != nil || idle {
+		return ctrl.Result{}, err
+	}
 
 	var addrs iadv1alpha1.IPAddressList
 	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: req.Name}); err != nil {
@@ -110,6 +113,28 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 	}
 	return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
+}
+
+// idle reports whether a class has nothing for the warm controller to do:
+// it asks for no warm address, and neither a warm placeholder nor an
+// address the driver labelled warm is left. The warm controller hears about
+// every address and placeholder of the class; for a class without warm
+// reservations (the default) this keeps each of those events from copying
+// the class's whole ledger.
+func (w *warmer) idle(ctx context.Context, class string, target int) (bool, error) {
+	if target > 0 {
+		return false, nil
+	}
+	phs, err := w.warmPlaceholders(ctx, class)
+	if err != nil || len(phs) > 0 {
+		return false, err
+	}
+	var warm iadv1alpha1.IPAddressList
+	if err := w.List(ctx, &warm, client.MatchingFields{index.AddressByClass: class},
+		client.MatchingLabels{names.LabelWarm: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	return len(warm.Items) == 0, nil
 }
 
 // warmTarget is how many warm addresses of each family a class asks for,
