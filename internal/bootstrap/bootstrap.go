@@ -54,7 +54,10 @@ type Options struct {
 	LeaderElectionNS       string
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	PlaceholderNamespace   string
+	// PprofBindAddress serves Go's /debug/pprof profiles; empty disables
+	// it (the default).
+	PprofBindAddress     string
+	PlaceholderNamespace string
 	MetalLBNamespace       string
 	// SharingKeyFile holds the secret the MetalLB sharing keys are derived
 	// from (names.SetSharingSecret).
@@ -98,6 +101,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "Address Go's /debug/pprof profiles are served on, for profiling the controller; empty disables it.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
 	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", DefaultMetalLBNamespace, "Namespace MetalLB watches for IPAddressPools and advertisements.")
 	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")
@@ -222,6 +226,7 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              names.LeaseID(o.Controller),
 		LeaderElectionNamespace:       o.LeaderElectionNS,

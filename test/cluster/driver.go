@@ -127,6 +127,10 @@ type Driver struct {
 	Controller  string
 	MetricsAddr string
 	HealthAddr  string
+	// PprofAddr serves the binary's /debug/pprof profiles when
+	// METALLB_IAD_PPROF is set (written to <name>.pprof in the process log
+	// directory too); empty otherwise.
+	PprofAddr string
 }
 
 // StartDriver runs one controller binary from binDir against the cluster,
@@ -164,6 +168,17 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 	name := controller
 	if _, err := os.Stat(filepath.Join(c.Dir, name+".log")); err == nil {
 		name = fmt.Sprintf("%s-%d", controller, time.Now().UnixNano())
+	}
+	if os.Getenv("METALLB_IAD_PPROF") != "" {
+		pp, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		d.PprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+		args = append(args, "--pprof-bind-address", d.PprofAddr)
+		if err := os.WriteFile(filepath.Join(c.Dir, name+".pprof"), []byte(d.PprofAddr+"\n"), 0o600); err != nil {
+			return nil, err
+		}
 	}
 	if d.Process, err = StartProcess(c.Dir, name, filepath.Join(binDir, controller), args...); err != nil {
 		return nil, err
