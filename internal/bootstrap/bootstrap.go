@@ -58,7 +58,7 @@ type Options struct {
 	// it (the default).
 	PprofBindAddress     string
 	PlaceholderNamespace string
-	MetalLBNamespace       string
+	MetalLBNamespace     string
 	// SharingKeyFile holds the secret the MetalLB sharing keys are derived
 	// from (names.SetSharingSecret).
 	SharingKeyFile string
