@@ -75,6 +75,27 @@ func cpuCol(cpu map[string]time.Duration) string {
 	return strings.Join(out, "/") + " s"
 }
 
+// writesCol formats each controller's writes per operation by verb, in
+// cluster.Controllers order; a controller that wrote nothing is left out.
+func writesCol(by map[string]map[string]float64, n int) string {
+	var out []string
+	for _, ctl := range cluster.Controllers {
+		var verbs []string
+		for _, verb := range []string{"POST", "PATCH", "DELETE"} {
+			if v := by[ctl][verb]; v > 0 {
+				verbs = append(verbs, fmt.Sprintf("%s %.1f", verb, v/float64(n)))
+			}
+		}
+		if len(verbs) > 0 {
+			out = append(out, ctl+": "+strings.Join(verbs, " "))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, "; ")
+}
+
 // scale is how big a run is. The default takes about half an hour on two
 // cores; BENCH_SCALE=large adds N=5,000, BENCH_SCALE=small is a quick look.
 type scale struct {

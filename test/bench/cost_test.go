@@ -40,6 +40,8 @@ type cost struct {
 	// driverReqs is the four driver controllers' requests, lease requests
 	// left out.
 	driverReqs float64
+	// writesBy is each controller's writes by verb (WritesByController).
+	writesBy map[string]map[string]float64
 	// metallb is what MetalLB's log shows.
 	metallb MetalLBLog
 	cpu     map[string]time.Duration
@@ -69,6 +71,7 @@ func (e *env) since(b *testing.B, s snap) cost {
 	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409")}
 	leases := c.reqs["PUT leases"] + c.reqs["POST leases"]
 	c.driverWrites = DriverWrites(s.drivers, now.drivers, leases)
+	c.writesBy = WritesByController(s.drivers, now.drivers)
 	for _, ctl := range cluster.Controllers {
 		c.driverReqs += now.drivers[ctl].Sum("rest_client_requests_total") - s.drivers[ctl].Sum("rest_client_requests_total")
 	}
@@ -241,6 +244,17 @@ func (c *cost) add(o cost) {
 		c.cpu[k] += v
 	}
 	c.driverWrites += o.driverWrites
+	if c.writesBy == nil {
+		c.writesBy = map[string]map[string]float64{}
+	}
+	for ctl, byVerb := range o.writesBy {
+		if c.writesBy[ctl] == nil {
+			c.writesBy[ctl] = map[string]float64{}
+		}
+		for verb, v := range byVerb {
+			c.writesBy[ctl][verb] += v
+		}
+	}
 	c.driverReqs += o.driverReqs
 	c.metallb.Reconciles += o.metallb.Reconciles
 	c.metallb.FullPasses += o.metallb.FullPasses

@@ -151,6 +151,22 @@ func TestDriverWrites(t *testing.T) {
 	assert.Zero(t, DriverWrites(before, before, 3), "never negative")
 }
 
+func TestWritesByController(t *testing.T) {
+	before := map[string]Metrics{"claim": {`rest_client_requests_total{code="201",host="h",method="POST"}`: 2}}
+	after := map[string]Metrics{
+		"claim": {`rest_client_requests_total{code="201",host="h",method="POST"}`: 7, `rest_client_requests_total{code="409",host="h",method="POST"}`: 1,
+			`rest_client_requests_total{code="200",host="h",method="GET"}`: 50},
+		"service": {`rest_client_requests_total{code="200",host="h",method="PATCH"}`: 4, `rest_client_requests_total{code="200",host="h",method="PUT"}`: 3,
+			`rest_client_requests_total{code="200",host="h",method="DELETE"}`: 1},
+	}
+	assert.Equal(t, map[string]map[string]float64{
+		"claim":   {"POST": 6},
+		"service": {"PATCH": 4, "DELETE": 1},
+	}, WritesByController(before, after), "writes by verb, every answer code, lease PUTs left out")
+	assert.Equal(t, "claim: POST 3.0; service: PATCH 2.0 DELETE 0.5", writesCol(WritesByController(before, after), 2))
+	assert.Equal(t, "-", writesCol(nil, 1))
+}
+
 func TestCountMetalLBLog(t *testing.T) {
 	log := `{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"x"}
 {"caller":"pool_status_controller.go:53","controller":"PoolStatusReconciler","level":"info","start reconcile":"metallb-system/p","ts":"x"}

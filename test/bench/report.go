@@ -202,6 +202,30 @@ func DriverWrites(before, after map[string]Metrics, leaseWrites float64) float64
 	return max(n-leaseWrites, 0)
 }
 
+// WritesByController is each driver controller's POST, PATCH and DELETE
+// requests between two scrapes of its metrics, by verb: where the driver's
+// writes go. The driver writes nothing with PUT except its lease renewals,
+// so leaving PUT out leaves out exactly those.
+func WritesByController(before, after map[string]Metrics) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for c, m := range after {
+		for series, v := range m {
+			name, l := ParseSeries(series)
+			if name != "rest_client_requests_total" {
+				continue
+			}
+			switch verb := l["method"]; verb {
+			case "POST", "PATCH", "DELETE":
+				if out[c] == nil {
+					out[c] = map[string]float64{}
+				}
+				out[c][verb] += v - before[c][series]
+			}
+		}
+	}
+	return out
+}
+
 // MetalLBLog counts what the MetalLB controller logged (at info level).
 type MetalLBLog struct {
 	// Reconciles is how many single-Service reconciles started (MetalLB's

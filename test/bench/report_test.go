@@ -47,6 +47,12 @@ func report() string {
 		rows = append(rows, []string{o.name, PerOp(o.cost.reqs, o.n, "leases")})
 	}
 	sb.WriteString(table("Requests per operation by verb and resource", rows))
+
+	rows = [][]string{{"OPERATION", "DRIVER WRITES PER OP BY CONTROLLER AND VERB (POST, PATCH, DELETE; Events included)"}}
+	for _, o := range results {
+		rows = append(rows, []string{o.name, writesCol(o.cost.writesBy, o.n)})
+	}
+	sb.WriteString(table("Where the driver's writes go", rows))
 	for _, x := range extras {
 		sb.WriteString(x)
 	}
