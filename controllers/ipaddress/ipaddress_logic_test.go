@@ -200,30 +200,12 @@ func TestPlanHold(t *testing.T) {
 				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
 		},
 		{
-			name:         "the grant names a Service on port 9/TCP (the gap handoff): the hold stays keyless",
+			name:         "the grant names a Service that cannot share (port 9/TCP: the gap handoff): the hold stays keyless",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys:     true,
 			attaching:    ptr.To(withPort(*asker(), 9)),
-			want:         want{held: heldByHold, key: "none"},
-		},
-		{
-			name:         "the grant names a Service with its own key, or asking for another claim: the hold stays keyless",
-			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
-			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
-			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
-			keepKeys:     true,
-			attaching:    asker(names.MetalLBAllowSharedIP, "mine"),
-			want:         want{held: heldByHold, key: "none"},
-		},
-		{
-			name:         "the grant names a Service that now asks for another claim: the hold stays keyless",
-			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
-			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
-			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
-			keepKeys:     true,
-			attaching:    asker(iadv1alpha1.ServiceClaimAnnotation, "other"),
 			want:         want{held: heldByHold, key: "none"},
 		},
 		{
@@ -494,6 +476,35 @@ func TestHandBackPhase(t *testing.T) {
 	assert.Equal(t, iadv1alpha1.AddressBound, handBackPhase(bindingStands))
 	assert.Equal(t, iadv1alpha1.AddressAvailable, handBackPhase(bindingNone))
 	assert.Equal(t, iadv1alpha1.AddressAvailable, handBackPhase(bindingBroken))
+}
+
+func TestSharesSoon(t *testing.T) {
+	a := bound(address("ip-192-0-2-7", "192.0.2.7"), "t", "c")
+	asker := func(edit func(*corev1.Service)) *corev1.Service {
+		s := svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, " c ")
+		edit(&s)
+		return &s
+	}
+	for _, tt := range []struct {
+		name string
+		svc  *corev1.Service
+		want bool
+	}{
+		{"a Service asking for the claim that can share", asker(func(*corev1.Service) {}), true},
+		{"no Service", nil, false},
+		{"being deleted", asker(func(s *corev1.Service) { s.DeletionTimestamp = ptr.To(metav1.Now()) }), false},
+		{"asking for another claim", asker(func(s *corev1.Service) { s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = "other" }), false},
+		{"in another namespace", asker(func(s *corev1.Service) { s.Namespace = "u" }), false},
+		{"with a sharing key of its own", asker(func(s *corev1.Service) { s.Annotations[names.MetalLBAllowSharedIP] = "mine" }), false},
+		{"with a pin of its own", asker(func(s *corev1.Service) { s.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.7" }), false},
+		{"on the placeholder's port", asker(func(s *corev1.Service) { *s = withPort(*s, 9) }), false},
+		{"with externalTrafficPolicy Local", asker(func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, sharesSoon(a, tt.svc)) })
+	}
+	assert.False(t, sharesSoon(address("ip-192-0-2-7", "192.0.2.7"), asker(func(*corev1.Service) {})), "an address bound to no claim")
 }
 
 func TestRenderHold(t *testing.T) {
