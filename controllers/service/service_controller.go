@@ -31,7 +31,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -146,11 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
 		return err
 	}
-	// Several Services at once: each worker has one Service, and two
-	// Services racing for one claim are settled by the attach grant's
-	// optimistic lock, as two replicas' would be.
 	return ctrl.NewControllerManagedBy(mgr).Named("service").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
@@ -160,9 +155,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
-
-// workers is how many Services the controller works on at once.
-const workers = 4
 
 // sharersOfPlaceholder maps a placeholder (a Service exempt from conflict
 // detection) to the other Services that hold its IPs, and to the Service
