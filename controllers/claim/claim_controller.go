@@ -71,10 +71,6 @@ type Reconciler struct {
 	Options controller.Options
 
 	pending pendingClaims
-	// classLocks serializes, per class and family, the decision to ask
-	// MetalLB for an address and the creation of the placeholder
-	// (createPlaceholder), across the controller's workers.
-	classLocks sync.Map
 	// blocked holds the pending claims blocked on their class's ledger
 	// (scope.blockedOnClass), which the address watch wakes.
 	blocked pendingClaims
@@ -201,10 +197,6 @@ const ledgerWait = 5 * time.Second
 // most before the driver looks again.
 const roomWait = 30 * time.Second
 
-// workers is how many claims the claim controller works on at once unless
-// Options say otherwise.
-const workers = 4
-
 // coreWait is how long a claim left to the core (an Available address could
 // serve it) waits before the driver looks again.
 const coreWait = 5 * time.Second
@@ -221,13 +213,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	// Several claims at once: each worker has one claim, and a claim's
-	// placeholder is created under its class's lock (createPlaceholder), so
-	// the class's room is never counted by two passes at the same time.
-	opts := r.Options
-	if opts.MaxConcurrentReconciles == 0 {
-		opts.MaxConcurrentReconciles = workers
-	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&iadv1alpha1.IPAddressClaim{}, builder.WithPredicates(stampedForUs())).
@@ -235,7 +220,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
-		WithOptions(opts).
+		WithOptions(r.Options).
 		Complete(r)
 	if err != nil {
 		return err

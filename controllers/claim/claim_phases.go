@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,12 +144,6 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	if live.UID != s.claim.UID || !served(live) {
 		return nil
 	}
-	// One pass at a time per class and family from here to the cache
-	// showing the new placeholder: the room and the ledger are counted from
-	// the cache, and two passes counting at once could both take the last
-	// free address.
-	unlock := r.lockClass(s.class.Name, f)
-	defer unlock()
 	// The core matches Available addresses of the class before it waits for
 	// the driver; provisioning now could bind the claim twice in one family.
 	// Read only: the cache's own objects, not copies of the class's whole
@@ -202,15 +195,6 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	r.untell(s.claim, f)
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
 	return r.waitForCache(ctx, ph)
-}
-
-// lockClass takes the lock of a class and family (classLocks) and returns
-// its release.
-func (r *Reconciler) lockClass(class string, f iadv1alpha1.IPFamily) func() {
-	m, _ := r.classLocks.LoadOrStore(class+"/"+string(f), &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
 }
 
 // waitingPlaceholders counts the allocation and warm placeholders of a
