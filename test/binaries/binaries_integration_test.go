@@ -72,7 +72,7 @@ func TestEachBinaryHoldsItsOwnLease(t *testing.T) {
 	defer cancel()
 	drivers := map[string]*cluster.Driver{}
 	for _, name := range cluster.Controllers {
-		d, err := c.StartDriver(ctx, binDir, name)
+		d, err := c.StartDriverReady(ctx, binDir, name)
 		require.NoError(t, err)
 		t.Cleanup(func() { d.Stop(10 * time.Second) })
 		drivers[name] = d
@@ -80,7 +80,6 @@ func TestEachBinaryHoldsItsOwnLease(t *testing.T) {
 	holders := map[string]bool{}
 	for _, name := range cluster.Controllers {
 		d := drivers[name]
-		require.NoError(t, d.WaitReady(ctx))
 		code, _ := get(t, "http://"+d.HealthAddr+"/healthz")
 		assert.Equal(t, http.StatusOK, code, "%s /healthz", name)
 
@@ -113,10 +112,9 @@ func TestSecondReplicaWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	key := client.ObjectKey{Namespace: cluster.DriverNamespace, Name: "metallb-iad-class"}
-	first, err := c.StartDriver(ctx, binDir, "class")
+	first, err := c.StartDriverReady(ctx, binDir, "class")
 	require.NoError(t, err)
 	defer first.Stop(10 * time.Second)
-	require.NoError(t, first.WaitReady(ctx))
 
 	lease := &coordinationv1.Lease{}
 	var holder string
@@ -127,10 +125,9 @@ func TestSecondReplicaWaits(t *testing.T) {
 		assert.NotEmpty(t, holder)
 	}, time.Minute, 100*time.Millisecond)
 
-	second, err := c.StartDriver(ctx, binDir, "class")
+	second, err := c.StartDriverReady(ctx, binDir, "class")
 	require.NoError(t, err)
 	defer second.Stop(10 * time.Second)
-	require.NoError(t, second.WaitReady(ctx))
 	_, body := get(t, "http://"+second.MetricsAddr+"/metrics")
 	assert.Contains(t, body, `leader_election_master_status{name="metallb-iad-class"} 0`, "the second replica is not leader")
 

@@ -65,8 +65,8 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 		}
 		if p.Exited() {
 			// The port is free only while nothing else binds it: until then
-			// a socket still bound to it (an outgoing connection that drew
-			// it as its ephemeral port) makes the listen fail; try again.
+			// a socket still bound to it (the old process's, lingering)
+			// makes the listen fail; try again.
 			if !portInUse(p.LogPath) {
 				return fmt.Errorf("kube-apiserver exited after a restart; see %s", p.LogPath)
 			}

@@ -11,9 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,6 +151,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
 	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
+	if err := c.choosePorts(); err != nil {
+		return nil, err
+	}
 	if opts.APIServer != nil {
 		if err := opts.APIServer(c.env.ControlPlane.GetAPIServer()); err != nil {
 			return nil, err
@@ -222,30 +227,75 @@ func (c *Cluster) startControllerManager(ctx context.Context, controllers []stri
 	return nil
 }
 
+// choosePorts gives etcd and the API server ports from FreePort rather than
+// envtest's own, which come from the range of outgoing connections' source
+// ports.
+func (c *Cluster) choosePorts() error {
+	var ports [3]int
+	for i := range ports {
+		p, err := FreePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+	}
+	if c.env.ControlPlane.Etcd == nil {
+		c.env.ControlPlane.Etcd = &envtest.Etcd{}
+	}
+	etcd := c.env.ControlPlane.Etcd
+	etcd.URL = &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	etcd.Configure().Set("listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[1]))
+	api := c.env.ControlPlane.GetAPIServer()
+	api.SecureServing.Address = "127.0.0.1"
+	api.SecureServing.Port = strconv.Itoa(ports[2])
+	return nil
+}
+
 // StartMetalLB starts (or restarts) the MetalLB controller process.
 func (c *Cluster) StartMetalLB(ctx context.Context) error {
 	c.metallb.Stop(5 * time.Second)
-	port, err := FreePort()
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return err
+		}
+		c.metallb, err = StartProcess(c.Dir, "metallb-controller", filepath.Join(BinDir(), "metallb-controller"),
+			"-kubeconfig", c.Kubeconfig,
+			"-namespace", MetalLBNamespace,
+			"-webhook-mode", "disabled",
+			"-disable-cert-rotation",
+			"-port", fmt.Sprint(port),
+			"-log-level", metallbLogLevel(c.MetalLBLogLevel),
+		)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = waitListening(wctx, c.metallb, fmt.Sprintf("127.0.0.1:%d", port))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lostPort := c.metallb.Exited() && AddrInUse(c.metallb)
+		c.metallb.Kill()
+		if attempt == 3 || !lostPort {
+			return fmt.Errorf("MetalLB controller did not come up (see %s): %w", c.metallb.LogPath, err)
+		}
 	}
-	c.metallb, err = StartProcess(c.Dir, "metallb-controller", filepath.Join(BinDir(), "metallb-controller"),
-		"-kubeconfig", c.Kubeconfig,
-		"-namespace", MetalLBNamespace,
-		"-webhook-mode", "disabled",
-		"-disable-cert-rotation",
-		"-port", fmt.Sprint(port),
-		"-log-level", metallbLogLevel(c.MetalLBLogLevel),
-	)
-	if err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+}
+
+// waitListening waits until p listens on addr, or p exits.
+func waitListening(ctx context.Context, p *Process, addr string) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := WaitTCP(wctx, fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-		return fmt.Errorf("MetalLB controller did not come up (see %s): %w", c.metallb.LogPath, err)
-	}
-	return nil
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return WaitTCP(ctx, addr)
 }
 
 // StopMetalLB stops the MetalLB controller (to simulate its outage).

@@ -186,6 +186,29 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 	return d, nil
 }
 
+// StartDriverReady starts a controller binary (StartDriver) and waits up to
+// two minutes until it is ready. A binary that lost the race for one of its
+// ports to another process is started again on new ports.
+func (c *Cluster) StartDriverReady(ctx context.Context, binDir, controller string, extraArgs ...string) (*Driver, error) {
+	for attempt := 1; ; attempt++ {
+		d, err := c.StartDriver(ctx, binDir, controller, extraArgs...)
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err = d.WaitReady(rctx)
+		cancel()
+		if err == nil {
+			return d, nil
+		}
+		lostPort := d.Exited() && AddrInUse(d.Process)
+		d.Kill()
+		if attempt == 3 || !lostPort {
+			return nil, err
+		}
+	}
+}
+
 // sharingKeyFile is the cluster's sharing secret, created on first use and
 // given to every driver binary, as the chart mounts one Secret into them.
 func (c *Cluster) sharingKeyFile() (string, error) {

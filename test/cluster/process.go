@@ -3,9 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -98,13 +101,50 @@ func (p *Process) Kill() {
 }
 
 // FreePort returns a TCP port on loopback that was free a moment ago.
+//
+// It is picked at random below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), never from it: a port the kernel hands out
+// for a listen on port 0 comes from the same range as the source ports of
+// outgoing connections, and every test process here opens hundreds of those
+// (to etcd, to the API server), so such a port was at times taken by a
+// connection between the check and the child's bind. Below the range only
+// another listener can take it, and a random pick makes two test processes
+// choosing the same one unlikely; ErrAddrInUse covers the rest.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo := ephemeralLow()
+	const base = 10000
+	for i := 0; i < 100; i++ {
+		port := base + portRand.IntN(lo-base)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port between %d and %d", base, lo)
+}
+
+var portRand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+
+// ephemeralLow is the lowest port the kernel uses for outgoing connections.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 11000 {
+				return lo
+			}
+		}
+	}
+	return 32768
+}
+
+// AddrInUse reports whether a process's log says it could not bind a port
+// that FreePort returned, because something else bound it first.
+func AddrInUse(p *Process) bool {
+	b, _ := os.ReadFile(p.LogPath)
+	return strings.Contains(string(b), "address already in use")
 }
 
 // WaitTCP waits until something listens on addr.

@@ -120,14 +120,8 @@ func (s *Stack) startCore() error {
 // StartReplica starts one more process of a controller and waits until it
 // is ready (a standby is ready too: readiness does not wait for the lease).
 func (s *Stack) StartReplica(ctx context.Context, controller string) (*Driver, error) {
-	d, err := s.StartDriver(ctx, s.BinDir, controller, s.replicaArgs...)
+	d, err := s.StartDriverReady(ctx, s.BinDir, controller, s.replicaArgs...)
 	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := d.WaitReady(rctx); err != nil {
-		d.Kill()
 		return nil, err
 	}
 	s.mu.Lock()
