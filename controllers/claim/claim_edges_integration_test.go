@@ -148,17 +148,33 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
 	}, timeout, tick, "MetalLB assigns the placeholder its address, and the cache shows it")
 
-	r := &Reconciler{Deps: bootstrap.Deps{Client: staleClaims{Client: cached, claim: stale}, APIReader: k,
+	live0 := &claimReads{Reader: k}
+	r := &Reconciler{Deps: bootstrap.Deps{Client: staleClaims{Client: cached, claim: stale}, APIReader: live0,
 		Recorder: record.NewFakeRecorder(100), PlaceholderNamespace: phNS}}
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(live)})
 	require.NoError(t, err)
 
+	assert.Equal(t, 1, live0.n, "the pass reached the record step and read the claim from the API server")
 	got := &corev1.Service{}
 	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(ph), got))
-	assert.Equal(t, "ip-10-10-23-7", got.Labels[names.LabelAddress], "the pass reached the record step")
+	assert.Empty(t, got.Labels[names.LabelAddress], "nothing written on the placeholder")
+	assert.Empty(t, got.Annotations[names.MetalLBLoadBalancerIPs], "nothing written on the placeholder")
 	err = k.Get(ctx, types.NamespacedName{Name: "ip-10-10-23-7"}, &iadv1alpha1.IPAddress{})
 	assert.True(t, apierrors.IsNotFound(err), "no IPAddress for a claim that no longer names the class: %v", err)
 	assert.False(t, strings.Contains(strings.Join(drain(r.Recorder.(*record.FakeRecorder)), "\n"), ReasonRecorded))
+}
+
+// claimReads counts the claims read through it.
+type claimReads struct {
+	client.Reader
+	n int
+}
+
+func (c *claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*iadv1alpha1.IPAddressClaim); ok {
+		c.n++
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
 func drain(r *record.FakeRecorder) []string {

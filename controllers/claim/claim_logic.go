@@ -215,11 +215,11 @@ const (
 	stepCreatePlaceholder
 	// stepWaitForMetalLB: the placeholder has no address yet: observe.
 	stepWaitForMetalLB
-	// stepRecord: the placeholder has an address: label and pin it, create
-	// the IPAddress, hand the placeholder over.
+	// stepRecord: the placeholder has an address: create the IPAddress,
+	// then hand the placeholder over to it.
 	stepRecord
-	// stepHandOver: the IPAddress the placeholder names is bound to the
-	// claim, but the placeholder is not handed over to it yet.
+	// stepHandOver: the IPAddress recording the placeholder's address is
+	// bound to the claim, but the placeholder is not handed over to it yet.
 	stepHandOver
 	// stepDropSurplus: the family is bound by another address (the core
 	// matched one meanwhile); the allocation placeholder is not needed.
@@ -232,6 +232,35 @@ const (
 // String names the step for logs.
 func (s step) String() string {
 	return [...]string{"None", "CreatePlaceholder", "WaitForMetalLB", "Record", "HandOver", "DropSurplus", "WaitForName"}[s]
+}
+
+// recordedBy returns the address among bound that records the allocation
+// placeholder ph: the one its address label names or, before the placeholder
+// is labelled (the IPAddress is created first), the one of the address
+// MetalLB assigned it. Nil when none does.
+func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) *iadv1alpha1.IPAddress {
+	label, ip := ph.Labels[names.LabelAddress], assignedIP(ph, f)
+	for _, a := range bound {
+		if label != "" {
+			if a.Name == label {
+				return a
+			}
+			continue
+		}
+		if got, err := names.ParseAddress(a.Spec.Address); err == nil && ip != "" && got.String() == ip {
+			return a
+		}
+	}
+	return nil
+}
+
+// handedOver reports whether the placeholder is already handed over to a:
+// a hold placeholder labelled with its name, owned by it, granted the
+// class's pool and pinned to ip.
+func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
+	return ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[names.LabelAddress] == a.Name &&
+		ownedByAddress(ph, a.Name) && names.Granted(ph.Labels, class) &&
+		(ip == "" || ph.Annotations[names.MetalLBLoadBalancerIPs] == ip)
 }
 
 // planFamily decides the next step for family f from the addresses bound
@@ -252,11 +281,8 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 		return stepWaitForName
 	}
 	if len(bound) > 0 {
-		label := ph.Labels[names.LabelAddress]
-		for _, a := range bound {
-			if label != "" && a.Name == label {
-				return stepHandOver
-			}
+		if recordedBy(f, bound, ph) != nil {
+			return stepHandOver
 		}
 		return stepDropSurplus
 	}

@@ -233,8 +233,14 @@ func TestPlanFamily(t *testing.T) {
 		{"placeholder without an address: wait for MetalLB", nil, testPlaceholder(alloc, "", ""), stepWaitForMetalLB},
 		{"placeholder with an IPv6 address only: still waiting for IPv4", nil, testPlaceholder(alloc, "", "2001:db8::1"), stepWaitForMetalLB},
 		{"placeholder assigned: record", nil, testPlaceholder(alloc, "", "192.0.2.1"), stepRecord},
-		{"crash after labelling and pinning: record again", nil, testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepRecord},
-		{"crash after creating the IPAddress: hand over", []*iadv1alpha1.IPAddress{&mine}, testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepHandOver},
+		{"labelled and pinned by an older driver: record again", nil, testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepRecord},
+		{"crash after creating the IPAddress: hand over", []*iadv1alpha1.IPAddress{&mine}, testPlaceholder(alloc, "", "192.0.2.1"), stepHandOver},
+		{"crash after creating the IPAddress, older driver's label: hand over", []*iadv1alpha1.IPAddress{&mine},
+			testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), stepHandOver},
+		{"unlabelled, bound address of another IP: drop", []*iadv1alpha1.IPAddress{&matched},
+			testPlaceholder(alloc, "", "192.0.2.1"), stepDropSurplus},
+		{"labelled for another address than the bound one with its IP: drop", []*iadv1alpha1.IPAddress{&mine},
+			testPlaceholder(alloc, "ip-192-0-2-7", "192.0.2.1"), stepDropSurplus},
 		{"crash after adding the owner reference only: hand over", []*iadv1alpha1.IPAddress{&mine},
 			testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepHandOver},
 		{"handed over: done", []*iadv1alpha1.IPAddress{&mine}, testPlaceholder(hold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), stepNone},
@@ -249,6 +255,36 @@ func TestPlanFamily(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, planFamily(iadv1alpha1.FamilyIPv4, tt.bound, tt.ph))
+		})
+	}
+}
+
+func TestHandedOver(t *testing.T) {
+	ref := &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: string(testUID)}
+	mine := testAddress("ip-192-0-2-1", "192.0.2.1", ref)
+	done := func() *corev1.Service {
+		ph := testPlaceholder(names.PlaceholderHold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1")
+		ph.Labels[names.LabelGrant] = "public"
+		ph.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.1"
+		return ph
+	}
+	tests := []struct {
+		name   string
+		change func(*corev1.Service)
+		want   bool
+	}{
+		{"label, owner, grant and pin", func(*corev1.Service) {}, true},
+		{"still an allocation placeholder", func(ph *corev1.Service) { ph.Labels[names.LabelPlaceholder] = names.PlaceholderAllocation }, false},
+		{"no owner reference", func(ph *corev1.Service) { ph.OwnerReferences = nil }, false},
+		{"no grant", func(ph *corev1.Service) { delete(ph.Labels, names.LabelGrant) }, false},
+		{"no pin", func(ph *corev1.Service) { delete(ph.Annotations, names.MetalLBLoadBalancerIPs) }, false},
+		{"labelled for another address", func(ph *corev1.Service) { ph.Labels[names.LabelAddress] = "ip-192-0-2-7" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ph := done()
+			tt.change(ph)
+			assert.Equal(t, tt.want, handedOver(ph, &mine, "192.0.2.1", "public"))
 		})
 	}
 }

@@ -99,10 +99,8 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	case stepRecord:
 		return r.record(ctx, s, f, ph)
 	case stepHandOver:
-		for _, a := range s.bound[f] {
-			if a.Name == ph.Labels[names.LabelAddress] {
-				return true, r.handOver(ctx, s, f, ph, a)
-			}
+		if a := recordedBy(f, s.bound[f], ph); a != nil {
+			return true, r.handOver(ctx, s, f, ph, a)
 		}
 		return true, nil
 	case stepDropSurplus:
@@ -301,10 +299,13 @@ func eventTime(e *corev1.Event) time.Time {
 	}
 }
 
-// record is step 3 once MetalLB has assigned an address, in three
-// idempotent sub-steps: (a) label and pin the placeholder, (b) create the
-// IPAddress, (c) hand the placeholder over to it. It reports whether the
-// family ended bound.
+// record is step 3 once MetalLB has assigned an address, in two
+// idempotent sub-steps: (a) create the IPAddress, pre-bound to the claim,
+// (b) hand the placeholder over to it in one patch (label, pin, grant,
+// owner reference). Until (b) the IPAddress controller knows the
+// placeholder by the claim's uid and the IP it holds, and neither creates
+// a hold for the address nor releases it. It reports whether the family
+// ended bound.
 func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (bool, error) {
 	ip := assignedIP(ph, f)
 	addr, _ := names.ParseAddress(ip) // assignedIP returns only parsed, canonical addresses
@@ -313,10 +314,8 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		return false, err
 	}
 
-	// Ask the ledger before anything is written on the placeholder: an
-	// address another IPAddress records is given back, never labelled,
-	// pinned or keyed (which the IPAddress controller would take for the
-	// other address's placeholder).
+	// Ask the ledger before anything is written: an address another
+	// IPAddress records is given back, never recorded, labelled or pinned.
 	verdict, entry, err := r.ledger(ctx, s.claim, ip, addrName)
 	if err != nil {
 		return false, err
@@ -333,33 +332,13 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	case ledgerOurs:
 		addrName = entry.Name
 	}
-
-	// (a) Label with the future IPAddress name and pin to the observed
-	// address, so a MetalLB restart cannot hand the placeholder another one.
-	// No sharing key: MetalLB reprocesses every Service when a Service's
-	// allocation first carries one, so the key is written only when a
-	// workload is about to share the address (by the IPAddress controller,
-	// for the shared handoff).
 	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
 		log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
 			"placeholder", ph.Name, "pinned", pin, "assigned", ip)
 		return false, nil
 	}
-	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip ||
-		!names.Granted(ph.Labels, s.class.Name) {
-		if err := patch.Meta(ctx, r, ph, func() {
-			if ph.Annotations == nil {
-				ph.Annotations = map[string]string{}
-			}
-			ph.Labels[names.LabelAddress] = addrName
-			ph.Labels[names.LabelGrant] = s.class.Name
-			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-		}); err != nil {
-			return false, fmt.Errorf("pin placeholder %s to %s: %w", ph.Name, ip, err)
-		}
-	}
 
-	// (b) Create the IPAddress, pre-bound to the claim.
+	// (a) Create the IPAddress, pre-bound to the claim.
 	a, err := r.ensureAddress(ctx, s, ip, addrName)
 	if err != nil || a == nil {
 		return false, err
@@ -372,7 +351,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		return false, nil
 	}
 
-	// (c) Hand the placeholder over to the IPAddress.
+	// (b) Hand the placeholder over to the IPAddress.
 	return true, r.handOver(ctx, s, f, ph, a)
 }
 
@@ -438,21 +417,27 @@ func giveBack(ctx context.Context, c client.Writer, class string, f iadv1alpha1.
 
 // heldByPlaceholder returns a function reporting whether one of the
 // placeholders labelled with an address holds its IP in MetalLB (from the
-// cache).
+// cache), or, before the hand-over, the allocation placeholder of the
+// claim the address is bound to.
 func (r *Reconciler) heldByPlaceholder(ctx context.Context) func(a *iadv1alpha1.IPAddress, ip string) bool {
 	return heldByPlaceholder(ctx, r.Client, r.PlaceholderNamespace)
 }
 
 func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
 	return func(a *iadv1alpha1.IPAddress, ip string) bool {
-		var phs corev1.ServiceList
-		if err := c.List(ctx, &phs, client.InNamespace(namespace),
-			client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
-			return false
+		lookups := []client.MatchingFields{{index.PlaceholderByAddress: a.Name}}
+		if ref := a.Spec.ClaimRef; ref != nil && ref.UID != "" {
+			lookups = append(lookups, client.MatchingFields{index.PlaceholderByClaimUID: ref.UID})
 		}
-		for i := range phs.Items {
-			if phs.Items[i].DeletionTimestamp == nil && assignedIP(&phs.Items[i], addressFamily(ip)) == ip {
-				return true
+		for _, m := range lookups {
+			var phs corev1.ServiceList
+			if err := c.List(ctx, &phs, client.InNamespace(namespace), m); err != nil {
+				return false
+			}
+			for i := range phs.Items {
+				if phs.Items[i].DeletionTimestamp == nil && assignedIP(&phs.Items[i], addressFamily(ip)) == ip {
+					return true
+				}
 			}
 		}
 		return false
@@ -527,18 +512,33 @@ func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddre
 	}
 }
 
-// handOver is step 3c: owner-reference the placeholder to its IPAddress and
-// relabel it a hold placeholder. From here the IPAddress controller owns it.
+// handOver is step 3b, in one patch of the placeholder: label it a hold
+// placeholder of the IPAddress, grant it the class's pool, pin it to the
+// address MetalLB assigned (so a MetalLB restart cannot hand it another)
+// and owner-reference it to the IPAddress. From here the IPAddress
+// controller owns it. No sharing key: MetalLB reprocesses every Service
+// when a Service's allocation first carries one, so the key is written
+// only when a workload is about to share the address (by the IPAddress
+// controller, for the shared handoff). One write, so MetalLB, which
+// rewrites a Service's status on each change it sees, sees one.
 func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, a *iadv1alpha1.IPAddress) error {
-	if ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ownedByAddress(ph, a.Name) {
+	ip := assignedIP(ph, f)
+	if handedOver(ph, a, ip, s.class.Name) {
 		return nil
 	}
 	if err := patch.Meta(ctx, r, ph, func() {
 		if !ownedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
+		if ph.Annotations == nil {
+			ph.Annotations = map[string]string{}
+		}
 		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
 		ph.Labels[names.LabelAddress] = a.Name
+		ph.Labels[names.LabelGrant] = s.class.Name
+		if ip != "" {
+			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		}
 	}); err != nil {
 		return fmt.Errorf("hand placeholder %s over to IPAddress %s: %w", ph.Name, a.Name, err)
 	}

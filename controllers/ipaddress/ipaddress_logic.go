@@ -378,6 +378,19 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		}
 	}
 
+	if len(placeholders) == 0 {
+		// The claim controller creates the IPAddress before it hands its
+		// allocation placeholder over: the address is held meanwhile, and
+		// neither a hold nor a release is due.
+		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
+			if a.Status.AssociatedTo != nil {
+				p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgBeingHandedOver(ip, ph)}
+				return p
+			}
+			p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, ph)}
+			return p
+		}
+	}
 	if w := a.Status.AssociatedTo; w != nil {
 		switch {
 		case attached != nil && attached.DeletionTimestamp != nil:
@@ -462,6 +475,32 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
 	return p
+}
+
+// recordingPlaceholder returns the allocation placeholder of the claim a
+// is bound to (by the claim's uid) that MetalLB assigned ip, not yet
+// handed over to a (labelled with another address or none); nil when there
+// is none.
+func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, holders []corev1.Service) *corev1.Service {
+	ref := a.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil
+	}
+	for i := range holders {
+		s := &holders[i]
+		if s.Namespace != placeholderNamespace || s.DeletionTimestamp != nil ||
+			s.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[names.LabelClaimUID] != ref.UID {
+			continue
+		}
+		if l := s.Labels[names.LabelAddress]; (l == "" || l == a.Name) && binding.Holds(s, ip) {
+			return s
+		}
+	}
+	return nil
+}
+
+func msgBeingHandedOver(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("MetalLB assigned %s to the claim's allocation placeholder %s/%s, which is being handed over to this address", ip, s.Namespace, s.Name)
 }
 
 // planShared plans a shared attachment: the attached Service carries the

@@ -81,6 +81,14 @@ func svcNames(list []*corev1.Service) []string {
 	return out
 }
 
+// recording is a claim's allocation placeholder MetalLB assigned ip, before
+// the hand-over.
+func recording(claimUID, ip string) corev1.Service {
+	s := svc(phNS, "alloc-ipv4-"+claimUID, "", ip)
+	s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation, names.LabelClaimUID: claimUID}
+	return s
+}
+
 func TestPlanHold(t *testing.T) {
 	const ip = "192.0.2.7"
 	const hold = "hold-ip-192-0-2-7"
@@ -138,6 +146,28 @@ func TestPlanHold(t *testing.T) {
 			holders:      []corev1.Service{svc(phNS, "alloc-ipv4-u1", ip, ip)},
 			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
 				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/alloc-ipv4-u1"}},
+		},
+		{
+			name:    "the claim's allocation placeholder, not handed over yet, holds: held, no hold created",
+			addr:    bound(address("ip-192-0-2-7", ip), "t", "c"),
+			holders: []corev1.Service{recording("claim-uid", ip)},
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/alloc-ipv4-claim-uid"}},
+		},
+		{
+			name:     "attached meanwhile while the allocation placeholder is handed over: wait, do not release",
+			addr:     associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			holders:  []corev1.Service{recording("claim-uid", ip)},
+			attached: func() *corev1.Service { s := svc("t", "web", "", ""); return &s }(),
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"MetalLB assigned 192.0.2.7 to the claim's allocation placeholder iad-system/alloc-ipv4-claim-uid, which is being handed over to this address"}},
+		},
+		{
+			name:    "another claim's allocation placeholder holds: not ours, the hold is created",
+			addr:    bound(address("ip-192-0-2-7", ip), "t", "c"),
+			holders: []corev1.Service{recording("other-uid", ip)},
+			want: want{create: true, key: "none", held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
 		},
 		{
 			name:         "placeholder not assigned yet: waiting",

@@ -385,6 +385,18 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 			plan = planHold(a, ip, r.PlaceholderNamespace, live, holders, attached, attaching)
 		}
 	}
+	if plan.Create {
+		// Nor a claim's allocation placeholder that holds the address and
+		// is about to be handed over (recordingPlaceholder).
+		ph, err := r.liveRecording(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if ph != nil {
+			holders = append(holders, *ph)
+			plan = planHold(a, ip, r.PlaceholderNamespace, phs, holders, attached, attaching)
+		}
+	}
 
 	var res ctrl.Result
 	logger := log.FromContext(ctx)
@@ -551,6 +563,26 @@ func (r *Reconciler) livePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddr
 	err := r.APIReader.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
 		client.MatchingLabels{names.LabelAddress: a.Name})
 	return ownPlaceholders(a, list.Items), err
+}
+
+// liveRecording reads from the API server the allocation placeholder of
+// the claim the address is bound to, and returns it when it holds the
+// address and is not handed over yet (recordingPlaceholder).
+func (r *Reconciler) liveRecording(ctx context.Context, s *scope) (*corev1.Service, error) {
+	ref := s.addr.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil, nil
+	}
+	family := iadv1alpha1.FamilyIPv4
+	if s.ip.Is6() {
+		family = iadv1alpha1.FamilyIPv6
+	}
+	ph := &corev1.Service{}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(types.UID(ref.UID), string(family))}
+	if err := r.APIReader.Get(ctx, key, ph); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return recordingPlaceholder(s.addr, s.ip.String(), r.PlaceholderNamespace, []corev1.Service{*ph}), nil
 }
 
 // teardown runs the driver's finalizer: delete the address's placeholders
