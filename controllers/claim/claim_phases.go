@@ -314,11 +314,42 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 		return false, err
 	}
 
-	// Ask the ledger before anything is written: an address another
-	// IPAddress records is given back, never recorded, labelled or pinned.
-	verdict, entry, err := r.ledger(ctx, s.claim, ip, addrName)
-	if err != nil {
+	// Ask the ledger (the cache) before anything is written: an address
+	// another IPAddress records is given back, never recorded, labelled or
+	// pinned. An entry the cache does not show yet is met by the Create,
+	// and judged the same way (ensureAddress).
+	var entries iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &entries, client.MatchingFields{index.AddressByIP: ip}); err != nil {
 		return false, err
+	}
+	verdict, entry := ledgerVerdict(entries.Items, s.claim)
+	if verdict == ledgerOurs {
+		addrName = entry.Name
+	}
+	if verdict == ledgerFree || verdict == ledgerOurs {
+		if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
+			log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
+				"placeholder", ph.Name, "pinned", pin, "assigned", ip)
+			return false, nil
+		}
+		// (a) Create the IPAddress, pre-bound to the claim.
+		a, err := r.ensureAddress(ctx, s, ip, addrName)
+		if err != nil || a == nil {
+			return false, err
+		}
+		if bindsClaim(a, s.claim.Namespace, s.claim.Name, s.claim.UID) {
+			// (b) Hand the placeholder over to the IPAddress.
+			return true, r.handOver(ctx, s, f, ph, a)
+		}
+		if got, err := names.ParseAddress(a.Spec.Address); err != nil || got.String() != ip {
+			// The name is taken by an entry for another address.
+			r.Recorder.Event(s.claim, corev1.EventTypeWarning, ReasonLedgerMismatch, msgLedgerMismatch(f, ip, a))
+			allocationsTotal.WithLabelValues(s.class.Name, string(f), resultLedgerMismatch).Inc()
+			log.FromContext(ctx).Info("ledger mismatch: the name of the address MetalLB assigned is recorded for another address",
+				"family", f, "ip", ip, "ipaddress", a.Name)
+			return false, nil
+		}
+		verdict, entry = ledgerVerdict([]iadv1alpha1.IPAddress{*a}, s.claim)
 	}
 	switch verdict {
 	case ledgerTaken:
@@ -328,61 +359,10 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 			"family", f, "ip", ip, "ipaddress", entry.Name)
 		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, ip, entry))
 		s.waitForLedger = true
-		return false, nil
-	case ledgerOurs:
-		addrName = entry.Name
 	}
-	if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
-		log.FromContext(ctx).Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
-			"placeholder", ph.Name, "pinned", pin, "assigned", ip)
-		return false, nil
-	}
-
-	// (a) Create the IPAddress, pre-bound to the claim.
-	a, err := r.ensureAddress(ctx, s, ip, addrName)
-	if err != nil || a == nil {
-		return false, err
-	}
-	if !bindsClaim(a, s.claim.Namespace, s.claim.Name, s.claim.UID) {
-		r.Recorder.Event(s.claim, corev1.EventTypeWarning, ReasonLedgerMismatch, msgLedgerMismatch(f, ip, a))
-		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultLedgerMismatch).Inc()
-		log.FromContext(ctx).Info("ledger mismatch: the address MetalLB assigned is recorded for someone else",
-			"family", f, "ip", ip, "ipaddress", a.Name)
-		return false, nil
-	}
-
-	// (b) Hand the placeholder over to the IPAddress.
-	return true, r.handOver(ctx, s, f, ph, a)
+	return false, nil
 }
 
-// ledger looks the IP up in the ledger (the cache's index of IPAddresses by
-// address) and decides whether the claim may record it. When the cache
-// knows no entry, the API server is asked for the entry the IP's name
-// would have, so that a cache lagging behind a new IPAddress does not let
-// the claim write on the placeholder.
-func (r *Reconciler) ledger(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, ip, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
-	var entries iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &entries, client.MatchingFields{index.AddressByIP: ip}); err != nil {
-		return ledgerFree, nil, err
-	}
-	if verdict, entry := ledgerVerdict(entries.Items, claim); verdict != ledgerFree {
-		return verdict, entry, nil
-	}
-	live := &iadv1alpha1.IPAddress{}
-	switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, live); {
-	case apierrors.IsNotFound(err):
-		return ledgerFree, nil, nil
-	case err != nil:
-		return ledgerFree, nil, err
-	}
-	if got, err := names.ParseAddress(live.Spec.Address); err != nil || got.String() != ip {
-		// The name is taken by an entry for another address: recording
-		// runs into it and reports a LedgerMismatch.
-		return ledgerFree, nil, nil
-	}
-	verdict, entry := ledgerVerdict([]iadv1alpha1.IPAddress{*live}, claim)
-	return verdict, entry, nil
-}
 
 // giveBack gives back an address an allocation placeholder of the claim
 // was assigned that the ledger records for someone else (giveBack), and
