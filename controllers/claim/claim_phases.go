@@ -363,7 +363,6 @@ func (r *Reconciler) record(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	return false, nil
 }
 
-
 // giveBack gives back an address an allocation placeholder of the claim
 // was assigned that the ledger records for someone else (giveBack), and
 // tells the claim. The claim draws again once every address of the ledger
