@@ -188,3 +188,84 @@ func drain(r *record.FakeRecorder) []string {
 		}
 	}
 }
+
+// laggingLedger is a cache that has not seen the class's IPAddresses yet,
+// and that shows class as a class it does not know under that name.
+type laggingLedger struct {
+	client.Client
+	class *iadv1alpha1.IPAddressClass
+}
+
+func (l laggingLedger) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *iadv1alpha1.IPAddress:
+		return apierrors.NewNotFound(iadv1alpha1.GroupVersion.WithResource("ipaddresses").GroupResource(), key.Name)
+	case *iadv1alpha1.IPAddressClass:
+		if key.Name == l.class.Name {
+			l.class.DeepCopyInto(o)
+			return nil
+		}
+	}
+	return l.Client.Get(ctx, key, obj, opts...)
+}
+
+func (l laggingLedger) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*iadv1alpha1.IPAddressList); ok {
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
+}
+
+// TestRecordMeetsAnEntryTheCacheLagsBehind: MetalLB assigned a claim's
+// placeholder an address whose IPAddress, bound to another claim, the
+// claim controller's cache does not show yet. Recording reads the ledger
+// from the cache only; the IPAddress's Create meets the entry, and the
+// address is given back as the cached ledger would have it: no
+// LedgerMismatch, nothing written on the placeholder or the entry.
+func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
+	ns := namespace(t)
+	cl := class(t, names.Provisioner, "", "10.10.24.3/32")
+	entry := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-24-3"},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address: "10.10.24.3", ClassName: cl,
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "team-b", Name: "db", UID: "0d4b0c7e-0000-4000-8000-000000000002"},
+			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+	require.NoError(t, k.Create(ctx, entry))
+	t.Cleanup(func() { deleteAddress(entry) })
+
+	// The claim names a class the suite's controller does not find, so
+	// only this test's pass acts on it; that pass sees the class under
+	// that name.
+	ghost := "missing-" + rand.String(4)
+	c := claim(t, ns, ghost, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	shown := &iadv1alpha1.IPAddressClass{}
+	require.NoError(t, k.Get(ctx, types.NamespacedName{Name: cl}, shown))
+	shown.Name = ghost
+
+	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.24.3"
+	require.NoError(t, k.Create(ctx, ph))
+	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
+	require.Eventually(t, func() bool {
+		got := &corev1.Service{}
+		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.24.3"
+	}, timeout, tick, "MetalLB assigns the placeholder the address, and the cache shows it")
+
+	rec := record.NewFakeRecorder(100)
+	r := &Reconciler{Deps: bootstrap.Deps{Client: laggingLedger{Client: cached, class: shown}, APIReader: k,
+		Recorder: rec, PlaceholderNamespace: phNS}}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	require.NoError(t, err)
+
+	err = k.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{})
+	assert.True(t, apierrors.IsNotFound(err), "the placeholder is deleted: the address is given back (%v)", err)
+	evs := strings.Join(drain(rec), "\n")
+	assert.Contains(t, evs, ReasonLedgerAddressReturned)
+	assert.NotContains(t, evs, ReasonLedgerMismatch)
+	cur := &iadv1alpha1.IPAddress{}
+	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(entry), cur))
+	assert.Equal(t, entry.Spec, cur.Spec, "the entry is untouched")
+}
