@@ -75,6 +75,9 @@ type Reconciler struct {
 	Options controller.Options
 
 	states addressStates
+	// allocated counts the Services holding a load-balancer address, the
+	// size of a MetalLB full pass (stale.go).
+	allocated allocatedServices
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
@@ -170,6 +173,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		index.AddressByIP, index.AddressByAssociation, index.AddressByClass, index.AddressByClaim,
 		index.ServiceByIngressIP, index.ServiceByPinnedIP, index.PlaceholderByAddress,
 	); err != nil {
+		return err
+	}
+	svcInformer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
+	if err != nil {
+		return err
+	}
+	if _, err := svcInformer.AddEventHandler(r.allocated.handler()); err != nil {
 		return err
 	}
 	opts := r.Options

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -67,15 +69,56 @@ const maxFormerHolders = 8
 const metallbAllocationFailed = "AllocationFailed"
 
 // staleRecheck is how often an address whose rightful holder gets nothing
-// from MetalLB is looked at again, to find a stale allocation that blocks it.
+// from MetalLB is looked at again, to find a stale allocation that blocks it,
+// beyond the time of one MetalLB full pass (passTime).
 const staleRecheck = 10 * time.Second
 
 // staleSettle is how long after MetalLB first refused a Service an address,
 // naming a Service that does not exist, the controller starts clearing
 // that allocation: time for MetalLB to process a deletion that just
 // happened (it then reprocesses every Service and the refused one gets the
-// address).
+// address), beyond the time of one MetalLB full pass (passTime).
 const staleSettle = 5 * time.Second
+
+// metallbStatusWritesPerSecond is the MetalLB controller's API client
+// limit (v0.15.2: 20 requests per second). On an API server that defaults
+// ipMode into a Service's load-balancer status, MetalLB writes the status of
+// every allocated Service again in each full pass, so a pass takes about the
+// number of allocated Services divided by this.
+const metallbStatusWritesPerSecond = 20
+
+// passTime is how long a MetalLB full pass takes with allocated Services
+// holding an address (see metallbStatusWritesPerSecond).
+func passTime(allocated int64) time.Duration {
+	return time.Duration(allocated) * time.Second / metallbStatusWritesPerSecond
+}
+
+// allocatedServices counts the Services that hold a load-balancer address
+// (an ingress IP), kept up to date from the controller's Service informer:
+// the size of MetalLB's full passes, without listing every Service.
+type allocatedServices struct{ n atomic.Int64 }
+
+func (c *allocatedServices) count() int64 { return c.n.Load() }
+
+// handler returns the informer event handler that keeps the count.
+func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
+	held := func(o any) int64 {
+		if svc, ok := o.(*corev1.Service); ok && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			return 1
+		}
+		return 0
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.n.Add(held(o)) },
+		UpdateFunc: func(old, cur any) { c.n.Add(held(cur) - held(old)) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			c.n.Add(-held(o))
+		},
+	}
+}
 
 // annotationStaleAllocation marks the short-lived Service the controller
 // creates to make MetalLB forget a stale allocation.
@@ -266,10 +309,15 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	}
 	// A holder deleted a moment ago may not be processed by MetalLB yet:
 	// give MetalLB staleSettle from its first refusal; and once the
-	// Service was poked, give MetalLB staleRecheck to answer.
-	wait := staleSettle - time.Since(eventFirstTime(failure))
+	// Service was poked, give MetalLB staleRecheck to answer. Both grow by
+	// one full pass of MetalLB's: a refusal met while it still works
+	// through the pass that processes the holder's deletion is answered by
+	// that pass, and clearing or poking meanwhile would only queue more
+	// passes behind it.
+	busy := passTime(r.allocated.count())
+	wait := staleSettle + busy - time.Since(eventFirstTime(failure))
 	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[annotationRetry]); err == nil {
-		wait = max(wait, staleRecheck-time.Since(poked))
+		wait = max(wait, staleRecheck+busy-time.Since(poked))
 	}
 	if wait > 0 {
 		return wait, nil
@@ -292,7 +340,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 			return 0, err
 		}
 	}
-	return staleRecheck, r.poke(ctx, blocked)
+	return staleRecheck + busy, r.poke(ctx, blocked)
 }
 
 // formerHolders are the Services of the placeholder namespace MetalLB

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
@@ -151,4 +152,43 @@ func TestAssignedTo(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
 		assignedTo(evs, "fd00:77::4", self, 8))
 	assert.Len(t, assignedTo(evs, "fd00:77::4", self, 1), 1, "bounded")
+}
+
+func TestPassTime(t *testing.T) {
+	for _, tt := range []struct {
+		allocated int64
+		want      time.Duration
+	}{
+		{0, 0},
+		{20, time.Second},
+		{121, 6050 * time.Millisecond},
+		{1121, 56050 * time.Millisecond},
+	} {
+		assert.Equal(t, tt.want, passTime(tt.allocated), "%d allocated Services", tt.allocated)
+	}
+}
+
+// TestAllocatedServices drives the informer handler through the events a
+// Service goes through: created without an address, assigned one, updated
+// while holding it, losing it, and deleted (also as a tombstone).
+func TestAllocatedServices(t *testing.T) {
+	var c allocatedServices
+	h := c.handler()
+	bare := &corev1.Service{}
+	held := &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+		Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.7"}}}}}
+
+	h.OnAdd(bare, false)
+	h.OnAdd(held, false)
+	assert.Equal(t, int64(1), c.count(), "only a Service holding an address counts")
+	h.OnUpdate(bare, held)
+	assert.Equal(t, int64(2), c.count(), "assigned")
+	h.OnUpdate(held, held)
+	assert.Equal(t, int64(2), c.count(), "still holding")
+	h.OnUpdate(held, bare)
+	assert.Equal(t, int64(1), c.count(), "lost its address")
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "t/web", Obj: held})
+	assert.Equal(t, int64(0), c.count(), "deleted, seen as a tombstone")
+	h.OnDelete(bare)
+	assert.Equal(t, int64(0), c.count())
 }
