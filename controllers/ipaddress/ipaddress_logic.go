@@ -2,7 +2,6 @@ package ipaddress
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"net/netip"
 	"slices"
 	"strings"
@@ -476,21 +475,6 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 	p.Held = &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msgWaiting(ip, live[0].Namespace, live[0].Name)}
 	return p
-}
-
-// firstReport reports whether the status change from orig to cur is the
-// controller's first report on an address: orig has no conditions, and the
-// conditions are all that changed. Nobody else's conditions can be lost by
-// writing them without a lock then, but for another controller's condition
-// written in the same instant, which that controller writes again when it
-// finds it missing.
-func firstReport(orig, cur *iadv1alpha1.IPAddressStatus) bool {
-	if len(orig.Conditions) > 0 || len(cur.Conditions) == 0 {
-		return false
-	}
-	o, c := *orig, *cur
-	o.Conditions, c.Conditions = nil, nil
-	return equality.Semantic.DeepEqual(o, c)
 }
 
 // recordingPlaceholder returns the allocation placeholder of the claim a

@@ -780,30 +780,3 @@ func TestGrantState(t *testing.T) {
 		})
 	}
 }
-
-func TestFirstReport(t *testing.T) {
-	held := metav1.Condition{Type: conditions.Held, Status: metav1.ConditionTrue, Reason: conditions.ReasonHeldByPlaceholder}
-	granted := metav1.Condition{Type: conditions.Granted, Status: metav1.ConditionTrue, Reason: conditions.ReasonHoldersGranted}
-	tests := []struct {
-		name      string
-		orig, cur iadv1alpha1.IPAddressStatus
-		want      bool
-	}{
-		{"no conditions yet, conditions only: unlocked", iadv1alpha1.IPAddressStatus{},
-			iadv1alpha1.IPAddressStatus{Conditions: []metav1.Condition{held, granted}}, true},
-		{"the core's phase is there already: still the first report", iadv1alpha1.IPAddressStatus{Phase: iadv1alpha1.AddressBound},
-			iadv1alpha1.IPAddressStatus{Phase: iadv1alpha1.AddressBound, Conditions: []metav1.Condition{held}}, true},
-		{"conditions there already: locked", iadv1alpha1.IPAddressStatus{Conditions: []metav1.Condition{granted}},
-			iadv1alpha1.IPAddressStatus{Conditions: []metav1.Condition{held, granted}}, false},
-		{"the phase changes too: locked", iadv1alpha1.IPAddressStatus{Phase: iadv1alpha1.AddressConflict},
-			iadv1alpha1.IPAddressStatus{Phase: iadv1alpha1.AddressBound, Conditions: []metav1.Condition{held}}, false},
-		{"the association changes too: locked", iadv1alpha1.IPAddressStatus{AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}},
-			iadv1alpha1.IPAddressStatus{Conditions: []metav1.Condition{held}}, false},
-		{"nothing to report", iadv1alpha1.IPAddressStatus{}, iadv1alpha1.IPAddressStatus{}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, firstReport(&tt.orig, &tt.cur))
-		})
-	}
-}

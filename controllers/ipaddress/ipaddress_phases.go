@@ -520,19 +520,11 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 // patchStatus writes the status the steps computed, in one merge patch with
 // an optimistic lock: it carries only the fields that changed (the
 // condition list is replaced as a whole, which the lock makes safe), so it
-// never clobbers what another controller wrote since the read. The first
-// report on an address (its conditions, and nothing else of its status) is
-// written without the lock (firstReport): the core writes the phase of a
-// new address at the same moment, and a lock on the whole object would
-// make one of the two writes fail and go again for nothing. Events about
+// never clobbers what another controller wrote since the read. Events about
 // the change are recorded once it is written.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
-		base := client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})
-		if firstReport(&s.orig.Status, &s.addr.Status) {
-			base = client.MergeFrom(s.orig)
-		}
-		if err := r.Status().Patch(ctx, s.addr, base); err != nil {
+		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
 			return err
 		}
 	}
