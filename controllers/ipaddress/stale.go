@@ -388,14 +388,18 @@ func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
 }
 
 // dropRetryMarks removes the poke's annotation from the address's
-// placeholders and attached Service once they hold the address.
+// placeholders and attached Service once they hold the address and every
+// other address their pin asks for (settled). A Service pinned to two
+// addresses, one held and one refused, keeps its mark: the refused
+// address's controller spaces its pokes by it, and would poke at once
+// if this one dropped it.
 func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders []corev1.Service, attached *corev1.Service) error {
 	svcs := []*corev1.Service{attached}
 	for i := range placeholders {
 		svcs = append(svcs, &placeholders[i])
 	}
 	for _, svc := range svcs {
-		if svc == nil || !binding.Holds(svc, ip) {
+		if svc == nil || !settled(svc, ip) {
 			continue
 		}
 		if _, ok := svc.Annotations[annotationRetry]; ok {
@@ -405,6 +409,12 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 		}
 	}
 	return nil
+}
+
+// settled reports whether the Service holds ip and every address its
+// MetalLB pin asks for.
+func settled(svc *corev1.Service, ip string) bool {
+	return binding.HoldsAll(svc, append(names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]), ip)...)
 }
 
 // setRetryMark sets (or, with nil, removes) the poke's annotation, in a

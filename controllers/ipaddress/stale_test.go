@@ -192,3 +192,30 @@ func TestAllocatedServices(t *testing.T) {
 	h.OnDelete(bare)
 	assert.Equal(t, int64(0), c.count())
 }
+
+func TestSettled(t *testing.T) {
+	svc := func(pin string, held ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		if pin != "" {
+			s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+		}
+		for _, ip := range held {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		svc  *corev1.Service
+		want bool
+	}{
+		{"holds its one pinned address", svc("10.0.0.2", "10.0.0.2"), true},
+		{"holds nothing", svc("10.0.0.2"), false},
+		{"holds the address, no pin", svc("", "10.0.0.2"), true},
+		{"holds every pinned address", svc("10.0.0.2,2001:db8::2", "10.0.0.2", "2001:db8::2"), true},
+		{"the other pinned address still refused", svc("10.0.0.2,2001:db8::2", "10.0.0.2"), false},
+		{"holds another address only", svc("2001:db8::2", "2001:db8::2"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, settled(tc.svc, "10.0.0.2")) })
+	}
+}
