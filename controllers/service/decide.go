@@ -352,3 +352,45 @@ func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
 func conflictMessage(svc *corev1.Service, ip string) string {
 	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
 }
+
+// OnePerFamily keeps, of a claim's addresses, one per IP family. A claim
+// holds two of a family when the core bound a replacement for an address
+// that was Lost (its pool deleted, say) and the lost one then recovered; a
+// Service takes one address per family, and MetalLB refuses a pin with two
+// of the same. The Service gets, per family, the address that is not Lost,
+// then the one already associated with it, then the one it holds, then the
+// first by name. The others stay the claim's, each held by its placeholder.
+// Addresses whose text does not parse are kept as they are.
+func OnePerFamily(addrs []*iadv1alpha1.IPAddress, svc *corev1.Service) []*iadv1alpha1.IPAddress {
+	rank := func(a *iadv1alpha1.IPAddress) int {
+		r := 0
+		if a.Status.Phase != iadv1alpha1.AddressLost {
+			r += 4
+		}
+		if AssociatedWith(a, svc.Namespace, svc.Name) {
+			r += 2
+		}
+		if binding.Holds(svc, a.Spec.Address) {
+			r++
+		}
+		return r
+	}
+	best := map[bool]*iadv1alpha1.IPAddress{}
+	var out []*iadv1alpha1.IPAddress
+	for _, a := range addrs {
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if err != nil {
+			out = append(out, a)
+			continue
+		}
+		cur, ok := best[ip.Is4()]
+		if !ok || rank(a) > rank(cur) || (rank(a) == rank(cur) && a.Name < cur.Name) {
+			best[ip.Is4()] = a
+		}
+	}
+	for _, a := range best {
+		out = append(out, a)
+	}
+	sortByName(out)
+	return out
+}

@@ -98,6 +98,11 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 		}
 		s.addrs = append(s.addrs, a)
 	}
+	if kept := OnePerFamily(s.addrs, svc); len(kept) < len(s.addrs) {
+		log.FromContext(ctx).V(1).Info("the claim holds more than one address of a family; the Service gets one of each",
+			"claim", s.claimName, "ips", addressIPs(kept))
+		s.addrs = kept
+	}
 	sortByName(s.addrs)
 
 	for _, a := range s.addrs {

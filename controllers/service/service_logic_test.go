@@ -256,3 +256,54 @@ func histogram(t require.TestingT, h prometheus.Histogram) *dto.Histogram {
 	require.NoError(t, h.Write(m))
 	return m.GetHistogram()
 }
+
+func TestOnePerFamily(t *testing.T) {
+	addr := func(name, ip string, phase iadv1alpha1.IPAddressPhase, associated bool) *iadv1alpha1.IPAddress {
+		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:   iadv1alpha1.IPAddressSpec{Address: ip},
+			Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
+		if associated {
+			a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}
+		}
+		return a
+	}
+	svc := func(held ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"}}
+		for _, ip := range held {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	bound := iadv1alpha1.AddressBound
+	lost := iadv1alpha1.AddressLost
+	v4a := addr("a4", "192.0.2.1", bound, false)
+	v4b := addr("b4", "192.0.2.2", bound, false)
+	v6a := addr("a6", "2001:db8::1", bound, false)
+	for _, tc := range []struct {
+		name  string
+		addrs []*iadv1alpha1.IPAddress
+		svc   *corev1.Service
+		want  []string
+	}{
+		{"none", nil, svc(), nil},
+		{"one of each family: both kept", []*iadv1alpha1.IPAddress{v6a, v4a}, svc(), []string{"a4", "a6"}},
+		{"two of a family, nothing to choose by: the first by name", []*iadv1alpha1.IPAddress{v4b, v4a}, svc(), []string{"a4"}},
+		{"a lost one gives way to its replacement",
+			[]*iadv1alpha1.IPAddress{addr("a4", "192.0.2.1", lost, true), v4b}, svc("192.0.2.1"), []string{"b4"}},
+		{"the one associated with the Service stays",
+			[]*iadv1alpha1.IPAddress{v4a, addr("b4", "192.0.2.2", bound, true)}, svc(), []string{"b4"}},
+		{"associated wins over held",
+			[]*iadv1alpha1.IPAddress{v4a, addr("b4", "192.0.2.2", bound, true)}, svc("192.0.2.1"), []string{"b4"}},
+		{"held wins over the name", []*iadv1alpha1.IPAddress{v4a, v4b}, svc("192.0.2.2"), []string{"b4"}},
+		{"per family: IPv6 untouched by the IPv4 choice", []*iadv1alpha1.IPAddress{v4a, v6a, v4b}, svc("192.0.2.2"), []string{"a6", "b4"}},
+		{"unparsable text is kept", []*iadv1alpha1.IPAddress{addr("x", "nonsense", bound, false), v4a}, svc(), []string{"a4", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range OnePerFamily(tc.addrs, tc.svc) {
+				got = append(got, a.Name)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
