@@ -82,6 +82,10 @@ type Reconciler struct {
 	// so a claim that waits through many passes is told once per change;
 	// decisions never read it.
 	told sync.Map
+
+	// pauses holds, per claim and family, the pause after an address was
+	// given back (drawPauses).
+	pauses drawPauses
 }
 
 // tell records a waiting Event on the claim unless the same one was the
@@ -180,6 +184,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// another claim's waiting placeholder goes, which nothing maps
 		// here; this is the fallback.
 		res.RequeueAfter = roomWait
+	}
+	if err == nil && s.paused > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > s.paused) {
+		// Nothing else brings the claim back when its pause is over.
+		res.RequeueAfter = s.paused
 	}
 	if err == nil && s.waitForLedger && (res.RequeueAfter == 0 || res.RequeueAfter > ledgerWait) {
 		// The address watch brings the claim back when the unheld address

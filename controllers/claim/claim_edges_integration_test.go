@@ -221,7 +221,8 @@ func (l laggingLedger) List(ctx context.Context, list client.ObjectList, opts ..
 // claim controller's cache does not show yet. Recording reads the ledger
 // from the cache only; the IPAddress's Create meets the entry, and the
 // address is given back as the cached ledger would have it: no
-// LedgerMismatch, nothing written on the placeholder or the entry.
+// LedgerMismatch, nothing written on the placeholder or the entry, and no
+// new placeholder during the pause that follows a give-back.
 func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, "", "10.10.24.3/32")
@@ -257,11 +258,24 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	rec := record.NewFakeRecorder(100)
 	r := &Reconciler{Deps: bootstrap.Deps{Client: laggingLedger{Client: cached, class: shown}, APIReader: k,
 		Recorder: rec, PlaceholderNamespace: phNS}}
-	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	require.NoError(t, err)
+	assert.Equal(t, giveBackPause, res.RequeueAfter, "the claim comes back when its pause is over")
 
 	err = k.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "the placeholder is deleted: the address is given back (%v)", err)
+
+	// A pass during the pause does not draw again (the lagging ledger shows
+	// nothing that would hold the claim otherwise).
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{}))
+	}, timeout, tick, "the cache shows the placeholder gone")
+	res, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	require.NoError(t, err)
+	assert.Positive(t, res.RequeueAfter)
+	assert.LessOrEqual(t, res.RequeueAfter, giveBackPause)
+	err = k.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{})
+	assert.True(t, apierrors.IsNotFound(err), "no placeholder during the pause (%v)", err)
 	evs := strings.Join(drain(rec), "\n")
 	assert.Contains(t, evs, ReasonLedgerAddressReturned)
 	assert.NotContains(t, evs, ReasonLedgerMismatch)

@@ -42,6 +42,10 @@ type scope struct {
 	// waitForRoom is set when a family was not provisioned because the
 	// ledger shows the class full.
 	waitForRoom bool
+	// paused is the longest pause left of a family that was not
+	// provisioned because the claim gave an address back a moment ago
+	// (drawPauses).
+	paused time.Duration
 }
 
 // blockedOnClass reports whether the pass left the claim waiting on the
@@ -91,6 +95,9 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	if st != stepWaitForMetalLB && st != stepWaitForName {
 		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
 	}
+	if st == stepNone {
+		r.pauses.forget(pauseKey(s.claim, f))
+	}
 	switch st {
 	case stepCreatePlaceholder:
 		return false, r.createPlaceholder(ctx, s, f)
@@ -133,6 +140,11 @@ func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alph
 // Its name is deterministic, so a racing pass collides on AlreadyExists
 // instead of allocating twice.
 func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) error {
+	if d := r.pauses.left(pauseKey(s.claim, f), time.Now()); d > 0 {
+		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
+		s.paused = max(s.paused, d)
+		return nil
+	}
 	// Creating reserves an address: make sure the claim is still there and
 	// still ours, not just in a cache that may lag behind its deletion.
 	live := &iadv1alpha1.IPAddressClaim{}
@@ -371,6 +383,7 @@ func (r *Reconciler) giveBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	if gave, err := giveBack(ctx, r, s.class.Name, f, ph, ip, entry); err != nil || !gave {
 		return err
 	}
+	s.paused = max(s.paused, r.pauses.gaveBack(pauseKey(s.claim, f), ip, time.Now()))
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, ip, entry))
 	return nil
 }

@@ -1,0 +1,92 @@
+package claim
+
+import (
+	"sync"
+	"time"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+)
+
+// giveBackPause is how long a claim waits, after giving back an address
+// MetalLB assigned its allocation placeholder, before it creates the
+// placeholder again; maxGiveBackPause bounds it as it doubles while MetalLB
+// keeps assigning the same address.
+//
+// The address given back is one the ledger records for someone else, often
+// a Service in a gap handoff whose hold was released a moment ago: MetalLB
+// gives the freed address to whichever of the two it processes first. A
+// placeholder created again at once (its name is the same, its uid is not)
+// races that Service in the very pass the deletion starts, and MetalLB,
+// whose cache still shows the old placeholder, fails its status update on
+// the new one and backs off every pending Service in the cluster. The
+// pause lets the pass run without the claim; a Service that stays blocked
+// for another reason costs one draw per pause, not one per second.
+const (
+	giveBackPause    = 2 * time.Second
+	maxGiveBackPause = time.Minute
+)
+
+// drawPauses remembers, per claim and family, when the claim gave back an
+// address, and until when it waits before it draws again. It is a pause,
+// not a decision: what a pass does is still derived from the cluster, and a
+// restart that loses it only makes the claim draw at once.
+type drawPauses struct {
+	mu sync.Mutex
+	m  map[string]drawPause
+}
+
+type drawPause struct {
+	ip    string
+	times int
+	until time.Time
+}
+
+// gaveBack records that key gave back ip at now, and returns the pause:
+// giveBackPause, doubled for each time in a row the same address came back.
+func (p *drawPauses) gaveBack(key, ip string, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]drawPause{}
+	}
+	for k, e := range p.m {
+		if now.Sub(e.until) > maxGiveBackPause {
+			delete(p.m, k) // long over: forget it
+		}
+	}
+	e := p.m[key]
+	if e.ip != ip || now.Sub(e.until) > maxGiveBackPause {
+		e = drawPause{ip: ip}
+	}
+	e.times++
+	d := giveBackPause
+	for i := 1; i < e.times && d < maxGiveBackPause; i++ {
+		d *= 2
+	}
+	d = min(d, maxGiveBackPause)
+	e.until = now.Add(d)
+	p.m[key] = e
+	return d
+}
+
+// left returns how much of key's pause is left at now (0 if none).
+func (p *drawPauses) left(key string, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.m[key]; ok && now.Before(e.until) {
+		return e.until.Sub(now)
+	}
+	return 0
+}
+
+// forget drops key's pauses: the family was recorded.
+func (p *drawPauses) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, key)
+}
+
+// pauseKey is the claim's family's key in drawPauses.
+func pauseKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
+	return string(c.UID) + "/" + string(f)
+}
