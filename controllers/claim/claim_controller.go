@@ -88,10 +88,16 @@ type Reconciler struct {
 	pauses drawPauses
 }
 
+// memoKey names one family of one claim (by uid) in the controller's
+// memos: told and pauses.
+func memoKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
+	return string(c.UID) + "/" + string(f)
+}
+
 // tell records a waiting Event on the claim unless the same one was the
 // last recorded for that family, and reports whether it recorded it.
 func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, eventType, reason, msg string) bool {
-	key := string(c.UID) + "/" + string(f)
+	key := memoKey(c, f)
 	if last, ok := r.told.Swap(key, reason+"\x00"+msg); ok && last == reason+"\x00"+msg {
 		return false
 	}
@@ -101,7 +107,7 @@ func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily,
 
 // untell forgets the last waiting Event of a family that stopped waiting.
 func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) {
-	r.told.Delete(string(c.UID) + "/" + string(f))
+	r.told.Delete(memoKey(c, f))
 }
 
 // CacheOptions narrows the manager's cache to what the claim controller

@@ -96,7 +96,7 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
 	}
 	if st == stepNone {
-		r.pauses.forget(pauseKey(s.claim, f))
+		r.pauses.forget(memoKey(s.claim, f))
 	}
 	switch st {
 	case stepCreatePlaceholder:
@@ -140,7 +140,7 @@ func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alph
 // Its name is deterministic, so a racing pass collides on AlreadyExists
 // instead of allocating twice.
 func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) error {
-	if d := r.pauses.left(pauseKey(s.claim, f), time.Now()); d > 0 {
+	if d := r.pauses.left(memoKey(s.claim, f), time.Now()); d > 0 {
 		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
 		s.paused = max(s.paused, d)
 		return nil
@@ -383,7 +383,7 @@ func (r *Reconciler) giveBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	if gave, err := giveBack(ctx, r, s.class.Name, f, ph, ip, entry); err != nil || !gave {
 		return err
 	}
-	s.paused = max(s.paused, r.pauses.gaveBack(pauseKey(s.claim, f), ip, time.Now()))
+	s.paused = max(s.paused, r.pauses.gaveBack(memoKey(s.claim, f), ip, time.Now()))
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, ip, entry))
 	return nil
 }

@@ -3,8 +3,6 @@ package claim
 import (
 	"sync"
 	"time"
-
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 // giveBackPause is how long a claim waits, after giving back an address
@@ -84,9 +82,4 @@ func (p *drawPauses) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, key)
-}
-
-// pauseKey is the claim's family's key in drawPauses.
-func pauseKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
-	return string(c.UID) + "/" + string(f)
 }
