@@ -147,8 +147,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		res = earliest(res, sr)
 	}
-	if err := r.patchStatus(ctx, s); err != nil {
+	wait, err := r.patchStatus(ctx, s)
+	if err != nil {
 		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
+	}
+	if wait > 0 {
+		return earliest(res, ctrl.Result{RequeueAfter: wait}), nil
 	}
 	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
 	return res, nil

@@ -299,6 +299,29 @@ func conflictSettling(a *iadv1alpha1.IPAddress, now time.Time) time.Duration {
 	return 0
 }
 
+// firstReportWindow is how long after an address's creation its first
+// status report waits for the core to set the phase.
+const firstReportWindow = 10 * time.Second
+
+// firstReportDeferral is how much longer the first status report on a new
+// address (orig has no status at all) should wait; 0 to write it now. Right
+// after an address is created the core writes it two or three times (its
+// finalizer, the claim's uid, the phase, the last one once it has taken the
+// address in), and a status patch locked to the version before one of them
+// fails and is written again. So a report of conditions only waits until the
+// phase is set, or the window has passed for a core that is slow or down.
+// A phase the driver sets (Lost, Conflict) is written at once.
+func firstReportDeferral(orig, next *iadv1alpha1.IPAddress, now time.Time) time.Duration {
+	if orig.Status.Phase != "" || len(orig.Status.Conditions) > 0 || orig.Status.AssociatedTo != nil ||
+		next.Status.Phase != "" || orig.DeletionTimestamp != nil {
+		return 0
+	}
+	if d := orig.CreationTimestamp.Add(firstReportWindow).Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
 // binding looks up the claim the address's claimRef names, on the API
 // server: the hand-back decides between Bound and Available on it, and the
 // controller keeps no cache of claims.
@@ -406,7 +429,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		// also stops this pass if the address was associated meanwhile.
 		h := plan.Held
 		if conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) {
-			if err := r.patchStatus(ctx, s); err != nil {
+			if err := r.writeStatus(ctx, s); err != nil {
 				return ctrl.Result{}, err
 			}
 			s.rebase()
@@ -522,7 +545,22 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 // condition list is replaced as a whole, which the lock makes safe), so it
 // never clobbers what another controller wrote since the read. Events about
 // the change are recorded once it is written.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+//
+// The first report on a new address waits for the core to take it in
+// (firstReportDeferral): the core's own writes then wake the pass that
+// writes it, and it does not race them. The wait is returned.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (time.Duration, error) {
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
+		if wait := firstReportDeferral(s.orig, s.addr, time.Now()); wait > 0 {
+			return wait, nil
+		}
+	}
+	return 0, r.writeStatus(ctx, s)
+}
+
+// writeStatus is patchStatus without the wait, for a write the pass cannot
+// go on without.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
 		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
 			return err
