@@ -132,9 +132,12 @@ const annotationRetry = names.Domain + "metallb-retry"
 // blockedService returns the Service that should hold the address in
 // MetalLB's books and holds nothing, while no other Service holds the
 // address: the address's own live placeholder when it is not attached, or
-// the attached Service when it is pinned to ip and no placeholder is left,
-// or when it shares the address with its placeholder (a shared attachment:
-// the placeholder holding it does not make the Service hold it).
+// the attached Service when it is pinned to ip and no placeholder is left.
+// In a shared attachment both should hold it, and neither holding it makes
+// the other blocked: the attached Service when it holds nothing, else the
+// hold placeholder (a hold re-armed beside the Service after a MetalLB
+// restart can meet the allocation of the deleted placeholder it replaces,
+// which has the same key and port).
 // It returns nil when the address is held or nobody is waiting for it.
 // placeholders are the address's own, holders every Service MetalLB assigned
 // ip to, attached the Service named by status.associatedTo (nil if none).
@@ -147,7 +150,8 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 	shared := a.Status.AssociatedTo != nil && binding.SharesHold(a, attached)
 	for i := range holders {
 		h := &holders[i]
-		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) || (shared && isOneOf(h, placeholders)) {
+		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) ||
+			(shared && (isOneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
 			continue
 		}
 		return nil
@@ -168,8 +172,16 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 		return nil
 	}
 	for _, pin := range names.SplitIPs(attached.Annotations[names.MetalLBLoadBalancerIPs]) {
-		if pin == ip {
+		if pin == ip && !isOneOf(attached, holders) {
 			return attached
+		}
+	}
+	if shared {
+		for i := range placeholders {
+			ph := &placeholders[i]
+			if ph.DeletionTimestamp == nil && pinnedExactly(ph, ip) && !isOneOf(ph, holders) {
+				return ph
+			}
 		}
 	}
 	return nil

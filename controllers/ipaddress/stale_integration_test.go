@@ -11,12 +11,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -263,5 +265,59 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	})
 
 	requireCleared(t, a.Name, ip, testPlaceholderNamespace+"/handback-former")
+	requireIngress(t, web, ip)
+}
+
+// TestStaleAllocationClearedInSharedAttachment: the address is attached in
+// a shared attachment, so its hold should hold it beside the Service. The
+// placeholder that held it (here a placeholder-shaped Service with the
+// address's key, as the claim's allocation placeholder is once handed
+// over) is deleted in MetalLB's start-up window, and the re-armed hold is
+// refused ("port TCP/9 is already in use") while the Service holds the
+// address. The Service holding it does not make the hold's wait a conflict:
+// the controller clears the stale allocation and the hold gets the address.
+func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
+	ctx := context.Background()
+	const ip, blockerIP = "192.0.2.170", "192.0.2.174"
+	a := heldAddress(t, "sharedstale", "192.0.2.168/29", ip, &iadv1alpha1.ClaimReference{Namespace: "sharedstale-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f2f2"})
+	key := binding.SharingKey(getAddress(t, a.Name))
+
+	// The address's hold goes (attached to a Service that does not take
+	// it); a placeholder-shaped Service with the address's key takes the
+	// address, and web shares it with that one (the same key, ports apart).
+	namespace(t, "sharedstale-tenant")
+	idle := loadBalancer("sharedstale-tenant", "idle", nil)
+	idle.Spec.Type = corev1.ServiceTypeClusterIP
+	idle.Spec.AllocateLoadBalancerNodePorts = nil
+	require.NoError(t, adm.Create(ctx, idle))
+	attachTo(t, a.Name, "sharedstale-tenant", "idle")
+	former := formerPlaceholder(t, "sharedstale-former", ip, key)
+	web := loadBalancer("sharedstale-tenant", "web", map[string]string{
+		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
+		names.AnnotationPinnedBy:           "web-ip",
+		names.AnnotationSharedBy:           "web-ip",
+		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
+	})
+	require.NoError(t, adm.Create(ctx, web))
+	requireIngress(t, web, ip)
+
+	// The former placeholder is deleted while MetalLB is starting, and the
+	// address is attached to web in a shared attachment: the controller
+	// re-arms the hold beside web, and MetalLB refuses it.
+	deleteInStartingWindow(t, "sharedstale-tenant", "sharedstale", blockerIP, a.Name, former, func() {
+		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+			st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "sharedstale-tenant", Name: "web"}
+		})
+	})
+
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		phs := placeholders(ct, a.Name)
+		require.Len(ct, phs, 1)
+		assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
+		held := meta.FindStatusCondition(getAddress(t, a.Name).Status.Conditions, conditions.Held)
+		require.NotNil(ct, held)
+		assert.Equal(ct, metav1.ConditionTrue, held.Status)
+	}, 2*time.Minute, tick, "the re-armed hold gets the address beside web")
+	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/sharedstale-former")
 	requireIngress(t, web, ip)
 }

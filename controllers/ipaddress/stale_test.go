@@ -104,6 +104,9 @@ func TestBlockedService(t *testing.T) {
 		{"shared attachment: both hold it", sharedAddr, []corev1.Service{heldHold}, []corev1.Service{heldHold, *sharing(true)}, sharing(true), ""},
 		{"shared attachment: only the placeholder holds it, the Service is blocked", sharedAddr, []corev1.Service{heldHold}, []corev1.Service{heldHold}, sharing(false), "web"},
 		{"shared attachment: neither holds it, the Service is blocked", sharedAddr, []corev1.Service{hold}, nil, sharing(false), "web"},
+		{"shared attachment: only the Service holds it, the placeholder is blocked", sharedAddr, []corev1.Service{hold}, []corev1.Service{*sharing(true)}, sharing(true), "hold"},
+		{"shared attachment: the Service holds it and the placeholder is not pinned yet", sharedAddr, []corev1.Service{svc("ph", "hold", "", false)}, []corev1.Service{*sharing(true)}, sharing(true), ""},
+		{"shared attachment: the Service and a rogue hold it", sharedAddr, []corev1.Service{hold}, []corev1.Service{*sharing(true), svc("x", "rogue", ip, true)}, sharing(true), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
