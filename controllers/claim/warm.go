@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +57,16 @@ const (
 // path (placeholder, pin, record, hand over).
 type warmer struct {
 	bootstrap.Deps
+	// pauses holds, per class and family, the pause after a warm
+	// placeholder gave an address back (drawPauses): warm placeholders are
+	// named anew each time, but MetalLB hands the next one the same
+	// address while its owner waits for it.
+	pauses drawPauses
+}
+
+// warmKey names one family of one class in the warm controller's pauses.
+func warmKey(className string, f iadv1alpha1.IPFamily) string {
+	return className + "/" + string(f)
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete
@@ -100,6 +111,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
 	}
 	var errs []error
+	var res ctrl.Result
 	v4, v6 := classparams.FamilySizes(ranges)
 	sizes := map[iadv1alpha1.IPFamily]float64{iadv1alpha1.FamilyIPv4: v4, iadv1alpha1.FamilyIPv6: v6}
 	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
@@ -108,11 +120,15 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		if size == 0 && t > 0 {
 			t = 0
 		}
-		if err := w.reconcileFamily(ctx, c, req.Name, f, t, size, ranges, addrs.Items, phs); err != nil {
+		wait, err := w.reconcileFamily(ctx, c, req.Name, f, t, size, ranges, addrs.Items, phs)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+			res.RequeueAfter = wait
+		}
 	}
-	return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
+	return patch.OnConflict(ctx, conflictRetry, res, errs...)
 }
 
 // idle reports whether a class has nothing for the warm controller to do:
@@ -270,14 +286,14 @@ func inRanges(ranges []classparams.AddressRange, ip string) bool {
 }
 
 func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressClass, className string, f iadv1alpha1.IPFamily,
-	target int, size float64, ranges []classparams.AddressRange, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) error {
+	target int, size float64, ranges []classparams.AddressRange, addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) (time.Duration, error) {
 	if target < 0 {
-		return nil // parameters that do not parse: change nothing
+		return 0, nil // parameters that do not parse: change nothing
 	}
 	// Claims' placeholders still waiting for MetalLB take room too.
 	waiting, err := countWaiting(ctx, w.Client, w.PlaceholderNamespace, className, f)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, ph := range phs {
 		if ph.Annotations[names.AnnotationFamily] == string(f) && ph.Labels[names.LabelPlaceholder] == names.PlaceholderWarm &&
@@ -288,18 +304,18 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 	p := planWarm(f, target, size-float64(max(waiting, 0)), ranges, addrs, phs)
 	for _, ph := range p.record {
 		if err := w.record(ctx, c, className, f, ph); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, ph := range p.dropPlaceholders {
 		if err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete surplus warm placeholder %s: %w", ph.Name, err)
+			return 0, fmt.Errorf("delete surplus warm placeholder %s: %w", ph.Name, err)
 		}
 	}
 	for _, a := range p.dropAddresses {
 		// The precondition makes sure the core has not bound it meanwhile.
 		if err := w.Delete(ctx, a, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
+			return 0, fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
 		}
 		if inRanges(ranges, a.Spec.Address) {
 			log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", className)
@@ -323,20 +339,26 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 		if a := unsettledAddress(addrs, f, heldByPlaceholder(ctx, w.Client, w.PlaceholderNamespace)); a != nil {
 			log.FromContext(ctx).V(1).Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 				"class", className, "family", f, "ipaddress", a.Name)
-			return nil
+			return 0, nil
+		}
+		// After a give-back, MetalLB would hand the next warm placeholder
+		// the same address while its owner still waits for it.
+		if left := w.pauses.left(warmKey(className, f), time.Now()); left > 0 {
+			log.FromContext(ctx).V(1).Info("pausing after a give-back before warming again", "class", className, "family", f, "for", left)
+			return left, nil
 		}
 	}
 	for range p.create {
 		ph := renderWarmPlaceholder(w.PlaceholderNamespace, className, f)
 		if err := w.Create(ctx, ph); err != nil {
-			return fmt.Errorf("create warm placeholder for class %s: %w", className, err)
+			return 0, fmt.Errorf("create warm placeholder for class %s: %w", className, err)
 		}
 		log.FromContext(ctx).V(1).Info("created warm placeholder", "class", className, "family", f, "placeholder", ph.Name)
 		if err := patch.WaitForCache(ctx, w.Client, w.APIReader, ph, nil, cacheWait); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // record turns a warm placeholder MetalLB has given an address into the
@@ -445,6 +467,7 @@ func (w *warmer) giveBack(ctx context.Context, c *iadv1alpha1.IPAddressClass, f 
 	if gave, err := giveBack(ctx, w, c.Name, f, ph, ip, entry); err != nil || !gave {
 		return err
 	}
+	w.pauses.gaveBack(warmKey(c.Name, f), ip, time.Now())
 	w.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonWarmReturned,
 		"MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
 		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -211,4 +212,52 @@ func plainPinned(t *testing.T, ns, pool, ip string) {
 		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(svc), svc))
 		require.NotEmpty(ct, svc.Status.LoadBalancer.Ingress)
 	}, timeout, tick, "MetalLB never gives %s to the plain Service", ip)
+}
+
+// TestWarmGiveBackPauses: MetalLB hands a warm placeholder an address the
+// ledger records for a Service attached to it in a gap handoff that has
+// not got it yet. The warm controller gives it back and pauses before it
+// draws again (2 s, doubling while the same address comes back): warm
+// placeholders are named anew each time, and without the pause the next
+// one would get the same address at once, in a loop of Service creations
+// and deletions, each deletion a full pass in MetalLB.
+func TestWarmGiveBackPauses(t *testing.T) {
+	ns := namespace(t)
+	cl := warmClass(t, "10.10.33.0/30", 0)
+	// The first address of the range, which MetalLB hands out first, is
+	// attached to a Service that does not hold it yet.
+	taken := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-33-0"},
+		Spec: iadv1alpha1.IPAddressSpec{Address: "10.10.33.0", ClassName: cl.Name,
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: "web-ip"},
+			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+	}
+	require.NoError(t, k.Create(ctx, taken))
+	t.Cleanup(func() { deleteAddress(taken) })
+	taken.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
+	require.NoError(t, k.Status().Update(ctx, taken))
+	orig := cl.DeepCopy()
+	cl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.33.0/30"],"warmAddresses":1}`)}
+	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
+
+	returned := func(t require.TestingT) int {
+		var evs corev1.EventList
+		require.NoError(t, k.List(ctx, &evs, client.InNamespace("default")))
+		n := 0
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == cl.Name && e.Reason == ReasonWarmReturned {
+				n += max(int(e.Count), 1)
+			}
+		}
+		return n
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Positive(ct, returned(ct))
+	}, timeout, tick, "MetalLB hands a warm placeholder the attached address and the driver gives it back")
+	time.Sleep(7 * time.Second)
+	// Given back at 0 s, then after pauses of 2 s and 4 s: three times, and
+	// a fourth would mean a pause was cut short.
+	n := returned(t)
+	assert.GreaterOrEqual(t, n, 2, "the warm controller draws again after its pause")
+	assert.LessOrEqual(t, n, 3, "the warm controller pauses between draws of an address it gave back")
 }
