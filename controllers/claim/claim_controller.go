@@ -222,7 +222,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.blocked.quiet = true
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderWaitingByClass,
-		index.ClaimByClass, index.EventByInvolvedUID,
+		index.ClaimByClass, index.EventByInvolvedUID, index.WarmPlaceholderByClass, index.WarmAddressByClass,
 	); err != nil {
 		return err
 	}

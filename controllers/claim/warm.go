@@ -146,8 +146,7 @@ func (w *warmer) idle(ctx context.Context, class string, target int) (bool, erro
 		return false, err
 	}
 	var warm iadv1alpha1.IPAddressList
-	if err := w.List(ctx, &warm, client.MatchingFields{index.AddressByClass: class},
-		client.MatchingLabels{names.LabelWarm: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.List(ctx, &warm, client.MatchingFields{index.WarmAddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	return len(warm.Items) == 0, nil
@@ -517,14 +516,12 @@ func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv
 func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*corev1.Service, error) {
 	var list corev1.ServiceList
 	if err := w.List(ctx, &list, client.InNamespace(w.PlaceholderNamespace),
-		client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}); err != nil {
+		client.MatchingFields{index.WarmPlaceholderByClass: className}); err != nil {
 		return nil, err
 	}
-	var out []*corev1.Service
+	out := make([]*corev1.Service, 0, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Annotations[names.AnnotationClass] == className {
-			out = append(out, &list.Items[i])
-		}
+		out = append(out, &list.Items[i])
 	}
 	return out, nil
 }

@@ -45,6 +45,12 @@ const (
 	// MetalLB has not given an address yet by the class they draw from:
 	// addresses asked for and not in the ledger yet.
 	PlaceholderWaitingByClass = "iad.placeholder.waitingByClass"
+	// WarmPlaceholderByClass indexes warm placeholders not handed over yet
+	// by the class they draw from.
+	WarmPlaceholderByClass = "iad.placeholder.warmByClass"
+	// WarmAddressByClass indexes the IPAddresses the driver recorded as
+	// warm (names.LabelWarm) by spec.className.
+	WarmAddressByClass = "iad.spec.className.warm"
 
 	// ClaimByClass indexes claims by status.className.
 	ClaimByClass = "iad.claim.class"
@@ -123,6 +129,18 @@ var All = []Indexer{
 			return nil
 		}
 		return []string{class}
+	}},
+	{&corev1.Service{}, WarmPlaceholderByClass, func(o client.Object) []string {
+		if class := o.GetAnnotations()[names.AnnotationClass]; class != "" && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderWarm {
+			return []string{class}
+		}
+		return nil
+	}},
+	{&iadv1alpha1.IPAddress{}, WarmAddressByClass, func(o client.Object) []string {
+		if o.GetLabels()[names.LabelWarm] == "true" {
+			return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
+		}
+		return nil
 	}},
 	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
 		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {

@@ -7,8 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // countingIndexer fails, as the informer cache does, when a field is
@@ -38,4 +43,37 @@ func TestRegisterIsIdempotentPerManager(t *testing.T) {
 	require.NoError(t, Register(ctx, fakeManager{indexer: two}, AddressByClaim), "another manager")
 	assert.Equal(t, map[string]int{AddressByClaim: 1, AddressByIP: 1, AddressByClass: 1}, one.fields)
 	assert.Equal(t, map[string]int{AddressByClaim: 1}, two.fields)
+}
+
+// indexFunc returns the function of the named index.
+func indexFunc(t *testing.T, field string) client.IndexerFunc {
+	t.Helper()
+	for _, ix := range All {
+		if ix.Field == field {
+			return ix.Func
+		}
+	}
+	t.Fatalf("no index %s", field)
+	return nil
+}
+
+func TestWarmIndexes(t *testing.T) {
+	placeholder := func(role, class string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{names.LabelPlaceholder: role},
+			Annotations: map[string]string{names.AnnotationClass: class},
+		}}
+	}
+	byClass := indexFunc(t, WarmPlaceholderByClass)
+	assert.Equal(t, []string{"gold"}, byClass(placeholder(names.PlaceholderWarm, "gold")), "a warm placeholder")
+	assert.Nil(t, byClass(placeholder(names.PlaceholderHold, "gold")), "handed over: a hold now")
+	assert.Nil(t, byClass(placeholder(names.PlaceholderAllocation, "gold")), "a claim's")
+	assert.Nil(t, byClass(placeholder(names.PlaceholderWarm, "")), "no class")
+
+	address := func(labels map[string]string) *iadv1alpha1.IPAddress {
+		return &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: iadv1alpha1.IPAddressSpec{ClassName: "gold"}}
+	}
+	warm := indexFunc(t, WarmAddressByClass)
+	assert.Equal(t, []string{"gold"}, warm(address(map[string]string{names.LabelWarm: "true"})), "recorded warm")
+	assert.Nil(t, warm(address(nil)), "a claim's or an administrator's")
 }
