@@ -472,20 +472,21 @@ func (e *env) memoryReport(b *testing.B, n int) {
 	mem := e.memory(b)
 	var addrs iadv1alpha1.IPAddressList
 	require.NoError(b, e.k.List(e.ctx, &addrs))
-	rows := [][]string{{"CONTROLLER", "RSS", "PEAK RSS", "HEAP IN USE", "LIVE HEAP", "LIVE HEAP PER ADDRESS"}}
+	rows := [][]string{{"CONTROLLER", "RSS", "ANON", "FILE", "PEAK RSS", "HEAP IN USE", "LIVE HEAP", "LIVE HEAP PER ADDRESS"}}
 	for _, ctl := range cluster.Controllers {
 		m := mem[ctl]
-		rows = append(rows, []string{ctl, MiB(m.proc.RSS), MiB(m.proc.HWM), MiB(m.heap), MiB(m.live),
+		rows = append(rows, []string{ctl, MiB(m.proc.RSS), MiB(m.proc.Anon), MiB(m.proc.File), MiB(m.proc.HWM), MiB(m.heap), MiB(m.live),
 			strings.TrimPrefix(KiB(Ratio(m.live, float64(len(addrs.Items)))), "+")})
 		b.ReportMetric(m.proc.RSS/(1<<20), ctl+"_rss_MiB")
-		memRSS[ctl] = m.proc.RSS
+		memRSS[ctl] = m.proc
 	}
 	note(table(fmt.Sprintf("Memory per controller after the N=%d claims (%d IPAddresses, %d Services in the cluster); "+
-		"RSS = VmRSS, PEAK = VmHWM; heap from /metrics right after fresh GCs", n, len(addrs.Items), e.countServices(b)), rows))
+		"RSS = VmRSS (ANON = RssAnon: heap and stacks; FILE = RssFile: mostly the binary's own pages), PEAK = VmHWM; "+
+		"heap from /metrics right after fresh GCs", n, len(addrs.Items), e.countServices(b)), rows))
 }
 
-// memRSS is each controller's RSS at the largest N, for the targets.
-var memRSS = map[string]float64{}
+// memRSS is each controller's memory at the largest N, for the targets.
+var memRSS = map[string]ProcMem{}
 
 // restartResult is one controller's restart.
 type restartResult struct {

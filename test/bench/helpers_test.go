@@ -75,7 +75,11 @@ func TestParseProcStatus(t *testing.T) {
 	status := "Name:\tclaim\nVmPeak:\t 1300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n"
 	pm, err := ParseProcStatus(status)
 	require.NoError(t, err)
-	assert.Equal(t, ProcMem{RSS: 40960 * 1024, HWM: 51200 * 1024}, pm)
+	assert.Equal(t, ProcMem{RSS: 40960 * 1024, HWM: 51200 * 1024}, pm, "an older kernel: no RssAnon or RssFile")
+
+	pm, err = ParseProcStatus(status + "RssAnon:\t   12288 kB\nRssFile:\t   28672 kB\nRssShmem:\t0 kB\n")
+	require.NoError(t, err)
+	assert.Equal(t, ProcMem{RSS: 40960 * 1024, HWM: 51200 * 1024, Anon: 12288 * 1024, File: 28672 * 1024}, pm)
 
 	_, err = ParseProcStatus("Name:\tclaim\nVmRSS:\t 40960 kB\n")
 	assert.ErrorContains(t, err, "VmRSS or VmHWM missing")

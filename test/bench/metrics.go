@@ -119,15 +119,23 @@ type ProcMem struct {
 	RSS float64
 	// HWM is the peak resident set size (VmHWM), in bytes.
 	HWM float64
+	// Anon is the anonymous part of RSS (RssAnon: heap, stacks), in bytes.
+	Anon float64
+	// File is the file-backed part of RSS (RssFile: mostly the binary's
+	// own pages, which the kernel can drop and read again), in bytes.
+	File float64
 }
 
-// ParseProcStatus reads VmRSS and VmHWM from the text of /proc/<pid>/status.
+// ParseProcStatus reads VmRSS and VmHWM, and RssAnon and RssFile where the
+// kernel reports them, from the text of /proc/<pid>/status.
 func ParseProcStatus(text string) (ProcMem, error) {
 	var pm ProcMem
+	fields := map[string]*float64{"VmRSS": &pm.RSS, "VmHWM": &pm.HWM, "RssAnon": &pm.Anon, "RssFile": &pm.File}
 	var seen int
 	for _, line := range strings.Split(text, "\n") {
 		key, val, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		dst, known := fields[key]
+		if !ok || !known {
 			continue
 		}
 		f := strings.Fields(val)
@@ -138,12 +146,10 @@ func ParseProcStatus(text string) (ProcMem, error) {
 		if err != nil {
 			return pm, fmt.Errorf("%s: %w", key, err)
 		}
-		if key == "VmRSS" {
-			pm.RSS = kb * 1024
-		} else {
-			pm.HWM = kb * 1024
+		*dst = kb * 1024
+		if key == "VmRSS" || key == "VmHWM" {
+			seen++
 		}
-		seen++
 	}
 	if seen != 2 {
 		return pm, fmt.Errorf("VmRSS or VmHWM missing from process status")

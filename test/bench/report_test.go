@@ -172,13 +172,16 @@ func targets() string {
 			fmt.Sprintf("%.1f vs %.1f (%.2fx)", per(z), per(a), r), r >= 0.8 && r <= 1.2, true)
 	}
 	if len(memRSS) > 0 {
-		worst, who := 0.0, ""
+		var worst ProcMem
+		who := ""
 		for c, v := range memRSS {
-			if v > worst {
+			if v.RSS > worst.RSS {
 				worst, who = v, c
 			}
 		}
-		add("RSS <= 64 MiB per controller at the largest N", fmt.Sprintf("largest %s (%s)", MiB(worst), who), worst <= 64<<20, true)
+		add("RSS <= 64 MiB per controller at the largest N",
+			fmt.Sprintf("largest %s (%s; %s anonymous, %s file-backed)", MiB(worst.RSS), who, MiB(worst.Anon), MiB(worst.File)),
+			worst.RSS <= 64<<20, true)
 	}
 	if len(restarts) > 0 {
 		var slowest time.Duration
