@@ -3,6 +3,7 @@ package claim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,21 @@ func addressesOfClass(t require.TestingT, class string) []iadv1alpha1.IPAddress 
 		}
 	}
 	return out
+}
+
+// boundEntry creates an IPAddress of class for ip, bound to the claim
+// ns/claim, as the ledger would record it, and deletes it after the test.
+func boundEntry(t *testing.T, class, ip, ns, claim string) *iadv1alpha1.IPAddress {
+	t.Helper()
+	a := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-" + strings.ReplaceAll(ip, ".", "-")},
+		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: class,
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim},
+			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
+	}
+	require.NoError(t, k.Create(ctx, a))
+	t.Cleanup(func() { deleteAddress(a) })
+	return a
 }
 
 // warmOf is the class's warm addresses: no claimRef, Available, not being
@@ -160,14 +176,7 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 	cl := warmClass(t, "10.10.31.0/30", 0)
 	// One of the four addresses is already in the ledger and in use.
 	plainPinned(t, ns, names.PoolName(cl.Name), "10.10.31.3")
-	static := &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-31-3"},
-		Spec: iadv1alpha1.IPAddressSpec{Address: "10.10.31.3", ClassName: cl.Name,
-			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: "someone"},
-			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
-	}
-	require.NoError(t, k.Create(ctx, static))
-	t.Cleanup(func() { deleteAddress(static) })
+	static := boundEntry(t, cl.Name, "10.10.31.3", ns, "someone")
 	// The plain Service holds it, not a placeholder or a Service attached
 	// through its claim: the IPAddress controller (not running here) puts
 	// it in Conflict. Unsettled, the driver would ask MetalLB for nothing.
@@ -226,14 +235,7 @@ func TestWarmGiveBackPauses(t *testing.T) {
 	cl := warmClass(t, "10.10.33.0/30", 0)
 	// The first address of the range, which MetalLB hands out first, is
 	// attached to a Service that does not hold it yet.
-	taken := &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-10-33-0"},
-		Spec: iadv1alpha1.IPAddressSpec{Address: "10.10.33.0", ClassName: cl.Name,
-			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: "web-ip"},
-			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
-	}
-	require.NoError(t, k.Create(ctx, taken))
-	t.Cleanup(func() { deleteAddress(taken) })
+	taken := boundEntry(t, cl.Name, "10.10.33.0", ns, "web-ip")
 	taken.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
 	require.NoError(t, k.Status().Update(ctx, taken))
 	orig := cl.DeepCopy()

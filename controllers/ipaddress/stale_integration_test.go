@@ -102,6 +102,19 @@ func attachTo(t *testing.T, address, ns, name string) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, address)) }, timeout, tick)
 }
 
+// attachToIdle makes namespace ns and a ClusterIP Service "idle" in it,
+// which does not take the address, and attaches the address to it, so the
+// address's hold goes.
+func attachToIdle(t *testing.T, address, ns string) {
+	t.Helper()
+	namespace(t, ns)
+	idle := loadBalancer(ns, "idle", nil)
+	idle.Spec.Type = corev1.ServiceTypeClusterIP
+	idle.Spec.AllocateLoadBalancerNodePorts = nil
+	require.NoError(t, adm.Create(context.Background(), idle))
+	attachTo(t, address, ns, "idle")
+}
+
 // formerPlaceholder makes a Service shaped like a placeholder of an address
 // (in the placeholder namespace, pinned to ip with the address's sharing
 // key, on the hold's port) and waits until MetalLB has given it ip.
@@ -197,19 +210,13 @@ func TestStaleAllocationCleared(t *testing.T) {
 // already in use"); the controller finds the former holder in MetalLB's
 // IPAllocated Events of the placeholder namespace and clears it.
 func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
-	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.154", "192.0.2.158"
 	a := heldAddress(t, "former", "192.0.2.152/29", ip, &iadv1alpha1.ClaimReference{Namespace: "former-tenant", Name: "db-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f0f0"})
 
 	// The address is attached to a Service that does not take it (no pin),
 	// so its hold goes; a placeholder-shaped Service with the address's key
 	// takes the address instead, as an allocation placeholder would.
-	namespace(t, "former-tenant")
-	idle := loadBalancer("former-tenant", "idle", nil)
-	idle.Spec.Type = corev1.ServiceTypeClusterIP
-	idle.Spec.AllocateLoadBalancerNodePorts = nil
-	require.NoError(t, adm.Create(ctx, idle))
-	attachTo(t, a.Name, "former-tenant", "idle")
+	attachToIdle(t, a.Name, "former-tenant")
 	former := formerPlaceholder(t, "former-placeholder", ip, binding.SharingKey(getAddress(t, a.Name)))
 
 	deleteInStartingWindow(t, "former-tenant", "former", blockerIP, a.Name, former, func() {
@@ -285,12 +292,7 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	// The address's hold goes (attached to a Service that does not take
 	// it); a placeholder-shaped Service with the address's key takes the
 	// address, and web shares it with that one (the same key, ports apart).
-	namespace(t, "sharedstale-tenant")
-	idle := loadBalancer("sharedstale-tenant", "idle", nil)
-	idle.Spec.Type = corev1.ServiceTypeClusterIP
-	idle.Spec.AllocateLoadBalancerNodePorts = nil
-	require.NoError(t, adm.Create(ctx, idle))
-	attachTo(t, a.Name, "sharedstale-tenant", "idle")
+	attachToIdle(t, a.Name, "sharedstale-tenant")
 	former := formerPlaceholder(t, "sharedstale-former", ip, key)
 	web := loadBalancer("sharedstale-tenant", "web", map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
