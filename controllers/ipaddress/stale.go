@@ -133,11 +133,11 @@ const annotationRetry = names.Domain + "metallb-retry"
 // MetalLB's books and holds nothing, while no other Service holds the
 // address: the address's own live placeholder when it is not attached, or
 // the attached Service when it is pinned to ip and no placeholder is left.
-// In a shared attachment both should hold it, and neither holding it makes
-// the other blocked: the attached Service when it holds nothing, else the
-// hold placeholder (a hold re-armed beside the Service after a MetalLB
-// restart can meet the allocation of the deleted placeholder it replaces,
-// which has the same key and port).
+// In a shared attachment both should hold it, and neither counts as
+// someone else: the attached Service is blocked when it holds nothing, else
+// the hold placeholder when it holds nothing (a hold re-armed beside the
+// Service after a MetalLB restart can meet the allocation of the deleted
+// placeholder it replaces, which has the same key and port).
 // It returns nil when the address is held or nobody is waiting for it.
 // placeholders are the address's own, holders every Service MetalLB assigned
 // ip to, attached the Service named by status.associatedTo (nil if none).
