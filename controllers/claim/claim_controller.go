@@ -191,14 +191,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// here; this is the fallback.
 		res.RequeueAfter = roomWait
 	}
-	if err == nil && s.paused > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > s.paused) {
+	if err == nil && s.paused > 0 {
 		// Nothing else brings the claim back when its pause is over.
-		res.RequeueAfter = s.paused
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: s.paused})
 	}
-	if err == nil && s.waitForLedger && (res.RequeueAfter == 0 || res.RequeueAfter > ledgerWait) {
+	if err == nil && s.waitForLedger {
 		// The address watch brings the claim back when the unheld address
 		// changes; this is the fallback.
-		res.RequeueAfter = ledgerWait
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: ledgerWait})
 	}
 	return res, err
 }

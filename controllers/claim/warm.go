@@ -124,9 +124,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
-			res.RequeueAfter = wait
-		}
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: wait})
 	}
 	return patch.OnConflict(ctx, conflictRetry, res, errs...)
 }

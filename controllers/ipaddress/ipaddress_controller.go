@@ -145,25 +145,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 		}
-		res = earliest(res, sr)
+		res = patch.Sooner(res, sr)
 	}
 	wait, err := r.patchStatus(ctx, s)
 	if err != nil {
 		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
 	}
 	if wait > 0 {
-		return earliest(res, ctrl.Result{RequeueAfter: wait}), nil
+		return patch.Sooner(res, ctrl.Result{RequeueAfter: wait}), nil
 	}
 	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
 	return res, nil
-}
-
-// earliest combines two results, keeping the sooner requeue.
-func earliest(a, b ctrl.Result) ctrl.Result {
-	if a.RequeueAfter == 0 || (b.RequeueAfter != 0 && b.RequeueAfter < a.RequeueAfter) {
-		return b
-	}
-	return a
 }
 
 // SetupWithManager registers the indexes the controller reads and the

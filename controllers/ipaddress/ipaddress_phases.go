@@ -493,7 +493,7 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		res = earliest(res, ctrl.Result{RequeueAfter: again})
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: again})
 	}
 	return res, nil
 }

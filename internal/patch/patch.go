@@ -82,6 +82,15 @@ func RemoveFinalizer(ctx context.Context, c client.Writer, obj client.Object, fi
 	return true, nil
 }
 
+// Sooner combines two results of one pass, keeping the sooner requeue (a
+// result without one yields to the other).
+func Sooner(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter != 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
+}
+
 // OnConflict is the one conflict retry of the controllers. A pass whose
 // errors (nil ones are ignored) are all optimistic-lock conflicts acted on
 // a stale read; the newer version's own event follows, so the pass is

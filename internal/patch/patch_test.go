@@ -94,6 +94,15 @@ func TestFinalizers(t *testing.T) {
 	assert.Empty(t, got.Finalizers)
 }
 
+func TestSooner(t *testing.T) {
+	none, one, two := ctrl.Result{}, ctrl.Result{RequeueAfter: time.Second}, ctrl.Result{RequeueAfter: 2 * time.Second}
+	assert.Equal(t, one, Sooner(two, one))
+	assert.Equal(t, one, Sooner(one, two))
+	assert.Equal(t, one, Sooner(none, one))
+	assert.Equal(t, one, Sooner(one, none))
+	assert.Equal(t, none, Sooner(none, none))
+}
+
 func TestOnConflict(t *testing.T) {
 	ctx := context.Background()
 	res := ctrl.Result{RequeueAfter: time.Minute}
