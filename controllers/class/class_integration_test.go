@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -613,6 +614,46 @@ func TestPoolNameTaken(t *testing.T) {
 	adv := waitL2(t, "taken")
 	assert.NotEqual(t, squatter.UID, adv.UID)
 	assert.Equal(t, []string{"iad-taken"}, adv.Spec.IPAddressPools)
+}
+
+// cacheBehind is a cache that has not yet seen any MetalLB object.
+type cacheBehind struct{ client.Client }
+
+func (b cacheBehind) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *metallbv1beta1.IPAddressPool, *metallbv1beta1.L2Advertisement, *metallbv1beta1.BGPAdvertisement:
+		return apierrors.NewNotFound(metallbv1beta1.GroupVersion.WithResource("unknown").GroupResource(), key.Name)
+	}
+	return b.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestControlledElsewhereLooksPastTheCache: an advertisement created by
+// someone else a moment before the class is still found taken while the
+// cache has not seen it, so the pool is not created before the refusal.
+func TestControlledElsewhereLooksPastTheCache(t *testing.T) {
+	ctx := context.Background()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "lagging-owner"}}
+	require.NoError(t, c.Client.Create(ctx, owner))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), owner) })
+	squatter := &metallbv1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{
+		Namespace: mlbNS, Name: "iad-lagging",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}},
+	}}
+	require.NoError(t, c.Client.Create(ctx, squatter))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), squatter) })
+
+	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "lagging", UID: "lagging-uid"}}
+	p, err := ParseParameters(params(`{"addresses": ["203.0.113.48/28"]}`))
+	require.NoError(t, err)
+	pool, adv := Render(class, p, mlbNS)
+	r := &Reconciler{Deps: bootstrap.Deps{Client: cacheBehind{c.Client}, APIReader: c.Client, MetalLBNamespace: mlbNS}}
+
+	msg, err := r.controlledElsewhere(ctx, pool)
+	require.NoError(t, err)
+	assert.Empty(t, msg, "the pool's name is free")
+	msg, err = r.controlledElsewhere(ctx, adv)
+	require.NoError(t, err)
+	assert.Equal(t, "cannot render L2Advertisement metallb-system/iad-lagging: it is controlled by ConfigMap lagging-owner already", msg)
 }
 
 // TestTooLongName refuses a class whose name cannot make a pool name.

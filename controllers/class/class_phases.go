@@ -306,14 +306,19 @@ func msgWaitingForGrant(namespace, pool string, waiting []string) string {
 }
 
 // controlledElsewhere returns why desired cannot be rendered when an object
-// of its kind and name exists (in the cache) and is controlled by something
-// other than the class; "" otherwise.
+// of its kind and name exists and is controlled by something other than the
+// class; "" otherwise. An object the cache does not hold is looked up on the
+// API server: one created a moment ago by someone else must stop the pool
+// from being created before its advertisement is found taken.
 func (r *Reconciler) controlledElsewhere(ctx context.Context, desired client.Object) (string, error) {
 	existing, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
 		return "", fmt.Errorf("cannot copy a %T", desired)
 	}
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if kerrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	}
 	if kerrors.IsNotFound(err) {
 		return "", nil
 	}
