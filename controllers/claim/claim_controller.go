@@ -86,6 +86,11 @@ type Reconciler struct {
 	// pauses holds, per claim and family, the pause after an address was
 	// given back (drawPauses).
 	pauses drawPauses
+	// written remembers the version each patch of an allocation
+	// placeholder was locked to, so that a pass on a cache that has not
+	// shown the patch yet waits for it instead of patching again into a
+	// conflict.
+	written patch.Written
 }
 
 // memoKey names one family of one claim (by uid) in the controller's

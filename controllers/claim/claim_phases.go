@@ -90,6 +90,12 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 	if err != nil {
 		return false, err
 	}
+	if ph != nil && r.written.Behind(client.ObjectKeyFromObject(ph).String(), ph.ResourceVersion) {
+		// The placeholder's own event brings the claim back once the
+		// cache shows the patch.
+		log.FromContext(ctx).V(1).Info("the cache has not shown this controller's last patch of the placeholder yet", "placeholder", ph.Name)
+		return len(s.bound[f]) > 0, nil
+	}
 	st := planFamily(f, s.bound[f], ph)
 	log.FromContext(ctx).V(1).Info("family", "family", f, "step", st.String())
 	if st != stepWaitForMetalLB && st != stepWaitForName {
@@ -234,7 +240,7 @@ func countWaiting(ctx context.Context, c client.Reader, namespace, class string,
 // back here.
 func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) error {
 	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool || !names.Granted(ph.Labels, s.class.Name) {
-		if err := patch.Meta(ctx, r, ph, func() {
+		if err := r.patchPlaceholder(ctx, ph, func() {
 			if ph.Annotations == nil {
 				ph.Annotations = map[string]string{}
 			}
@@ -518,7 +524,7 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	if handedOver(ph, a, ip, s.class.Name) {
 		return nil
 	}
-	if err := patch.Meta(ctx, r, ph, func() {
+	if err := r.patchPlaceholder(ctx, ph, func() {
 		if !ownedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
@@ -591,4 +597,17 @@ func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddr
 		return "", err
 	}
 	return classctl.Refusal(class, classes.Items), nil
+}
+
+// patchPlaceholder patches an allocation placeholder (patch.Meta) and
+// remembers the version the patch was locked to (written).
+func (r *Reconciler) patchPlaceholder(ctx context.Context, ph *corev1.Service, change func()) error {
+	before := ph.ResourceVersion
+	if err := patch.Meta(ctx, r, ph, change); err != nil {
+		return err
+	}
+	if ph.ResourceVersion != before {
+		r.written.Wrote(client.ObjectKeyFromObject(ph).String(), before)
+	}
+	return nil
 }

@@ -81,6 +81,10 @@ type Reconciler struct {
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
+	// written remembers the version each status write was locked to, so
+	// that a pass on a cache that has not shown the write yet stops
+	// instead of writing the same report again into a conflict.
+	written patch.Written
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;patch
@@ -107,9 +111,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, a); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.states.forget(req.Name)
+			r.written.Forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.written.Behind(a.Name, a.ResourceVersion) {
+		// The write's own event brings the address back; the requeue is
+		// only a safety net.
+		log.FromContext(ctx).V(1).Info("the cache has not shown this controller's last status write yet")
+		return ctrl.Result{RequeueAfter: retryAfter}, nil
 	}
 	if a.DeletionTimestamp != nil {
 		r.states.forget(a.Name)

@@ -565,6 +565,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
 			return err
 		}
+		if s.addr.ResourceVersion != s.orig.ResourceVersion {
+			// (A patch the API server found nothing to change in leaves
+			// the version as it was: nothing for the cache to show.)
+			r.written.Wrote(s.addr.Name, s.orig.ResourceVersion)
+		}
 	}
 	for _, e := range s.afterPatch {
 		r.Recorder.Event(e.obj, e.eventType, e.reason, e.msg)

@@ -1,8 +1,8 @@
 // Package patch holds the few ways the controllers write what they own:
 // merge patches of metadata, spec or status that carry an optimistic lock,
 // the finalizer add and remove built on them, the one retry that turns a
-// lost optimistic-lock race into a quiet requeue, and the wait until the
-// cache shows a write.
+// lost optimistic-lock race into a quiet requeue, the wait until the cache
+// shows a write, and the record that lets a pass see that it has not.
 package patch
 
 import (

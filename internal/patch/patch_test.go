@@ -164,3 +164,30 @@ func TestWaitForCache(t *testing.T) {
 	assert.Error(t, WaitForCache(ctx, c, nil, gone, nil, 100*time.Millisecond), "without a live reader it waits until the timeout")
 	assert.Equal(t, map[string]string{"a": "1"}, s.Labels, "obj itself is not changed")
 }
+
+func TestWritten(t *testing.T) {
+	var w Written
+	assert.False(t, w.Behind("a", "10"), "nothing written")
+
+	w.Wrote("a", "10")
+	assert.True(t, w.Behind("a", "10"), "the cache still shows the version the write was locked to")
+	assert.True(t, w.Behind("a", "10"), "and keeps saying so until the cache moves on")
+	assert.False(t, w.Behind("b", "10"), "per object")
+
+	assert.False(t, w.Behind("a", "11"), "the cache shows the write")
+	assert.False(t, w.Behind("a", "10"), "the record is dropped once the cache moved on")
+
+	w.Wrote("a", "13")
+	w.Forget("a")
+	assert.False(t, w.Behind("a", "13"), "forgotten")
+
+	// A record nobody read again (its object was deleted) does not stay.
+	w.m.Store("old", writtenAt{basedOn: "7", at: time.Now().Add(-writtenMaxAge - time.Second)})
+	assert.False(t, w.Behind("old", "7"), "a record past its age is not waited on")
+	w.m.Store("old", writtenAt{basedOn: "7", at: time.Now().Add(-writtenMaxAge - time.Second)})
+	w.lastSweep = time.Time{}
+	w.Wrote("b", "1")
+	_, kept := w.m.Load("old")
+	assert.False(t, kept, "swept by a later write")
+	assert.True(t, w.Behind("b", "1"))
+}
