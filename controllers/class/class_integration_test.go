@@ -590,19 +590,28 @@ func TestBadParameters(t *testing.T) {
 	}
 }
 
+// squat creates, in the MetalLB namespace, an L2Advertisement named name
+// and controlled by a ConfigMap named owner (deleted when the test ends).
+func squat(t *testing.T, name, owner string) *metallbv1beta1.L2Advertisement {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: owner}}
+	require.NoError(t, c.Client.Create(ctx, cm))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), cm) })
+	squatter := &metallbv1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{
+		Namespace: mlbNS, Name: name,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)}},
+	}}
+	require.NoError(t, c.Client.Create(ctx, squatter))
+	return squatter
+}
+
 // TestPoolNameTaken refuses a class whose advertisement name is held by an
 // object someone else controls; nothing is rendered half-way, and the class
 // is rendered once the name is free.
 func TestPoolNameTaken(t *testing.T) {
 	ctx := context.Background()
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "taken-owner"}}
-	require.NoError(t, c.Client.Create(ctx, owner))
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), owner) })
-	squatter := &metallbv1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{
-		Namespace: mlbNS, Name: "iad-taken",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}},
-	}}
-	require.NoError(t, c.Client.Create(ctx, squatter))
+	squatter := squat(t, "iad-taken", "taken-owner")
 
 	ourClass(t, "taken", `{"addresses": ["203.0.113.16/28"]}`)
 	waitEvent(t, "taken", corev1.EventTypeWarning, ReasonPoolNameTaken,
@@ -632,14 +641,7 @@ func (b cacheBehind) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // cache has not seen it, so the pool is not created before the refusal.
 func TestControlledElsewhereLooksPastTheCache(t *testing.T) {
 	ctx := context.Background()
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "lagging-owner"}}
-	require.NoError(t, c.Client.Create(ctx, owner))
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), owner) })
-	squatter := &metallbv1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{
-		Namespace: mlbNS, Name: "iad-lagging",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}},
-	}}
-	require.NoError(t, c.Client.Create(ctx, squatter))
+	squatter := squat(t, "iad-lagging", "lagging-owner")
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), squatter) })
 
 	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "lagging", UID: "lagging-uid"}}
