@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -131,11 +130,16 @@ func allConflicts(err error) bool {
 	return apierrors.IsConflict(err)
 }
 
-// cachePoll is how often WaitForCache looks at the cache; every
-// liveEvery-th look it asks the API server whether the object is gone.
+// WaitForCache looks at the cache first after firstPoll and then at twice
+// the interval each time, up to maxPoll: a watch event usually follows the
+// write's answer within a millisecond or two, and a pass that waits for it
+// holds its worker (the claim controller's draws run one at a time, so
+// this wait is part of every claim). Every liveEvery it asks the API server
+// whether the object is gone.
 const (
-	cachePoll = 10 * time.Millisecond
-	liveEvery = 50
+	firstPoll = time.Millisecond
+	maxPoll   = 10 * time.Millisecond
+	liveEvery = 500 * time.Millisecond
 )
 
 // WaitForCache waits, at most timeout, until the cache shows the object of
@@ -147,24 +151,28 @@ const (
 func WaitForCache(ctx context.Context, cache, live client.Reader, obj client.Object, seen func(client.Object) bool, timeout time.Duration) error {
 	key := client.ObjectKeyFromObject(obj)
 	probe := obj.DeepCopyObject().(client.Object)
-	polls := 0
-	err := wait.PollUntilContextTimeout(ctx, cachePoll, timeout, true, func(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	nextLive := time.Now().Add(liveEvery)
+	for poll := firstPoll; ; poll = min(2*poll, maxPoll) {
 		err := cache.Get(ctx, key, probe)
-		if err == nil {
-			return seen == nil || seen(probe), nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		if polls++; live != nil && polls%liveEvery == 0 {
+		switch {
+		case err == nil:
+			if seen == nil || seen(probe) {
+				return nil
+			}
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("wait for the cache to show %s: %w", key, err)
+		case live != nil && !time.Now().Before(nextLive):
+			nextLive = time.Now().Add(liveEvery)
 			if err := live.Get(ctx, key, probe); apierrors.IsNotFound(err) {
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for the cache to show %s: %w", key, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the cache to show %s: %w", key, ctx.Err())
+		case <-time.After(poll):
+		}
 	}
-	return nil
 }
