@@ -22,15 +22,7 @@ import (
 // when an address of the class is freed, the claim proceeds.
 func TestFullClassAsksMetalLBForNothing(t *testing.T) {
 	ns := namespace(t)
-	cidr := "10.10.32.0/31"
-	cl := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "full-" + rand.String(6)},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q]}`, cidr)}},
-	}
-	require.NoError(t, k.Create(ctx, cl))
-	t.Cleanup(func() { _ = k.Delete(ctx, cl) })
-	pool(t, cl.Name, cidr)
+	cl := rangedClass(t, "10.10.32.0/31")
 
 	c1 := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
 	c2 := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
@@ -51,4 +43,54 @@ func TestFullClassAsksMetalLBForNothing(t *testing.T) {
 	ph3, a3 := recorded(t, c3, iadv1alpha1.FamilyIPv4)
 	assert.Equal(t, a1.Spec.Address, a3.Spec.Address, "the freed address serves the waiting claim")
 	assert.Equal(t, names.PlaceholderHold, ph3.Labels[names.LabelPlaceholder])
+}
+
+// TestRoomCountsUnrecordedPlaceholders: of six claims created at once on a
+// class with room for two, two get a placeholder and the others wait with
+// PoolExhausted, MetalLB asked for nothing on their behalf. The later
+// claims are looked at while MetalLB has answered the first placeholders
+// and their addresses are not recorded yet, so the class's room must count
+// those placeholders too.
+func TestRoomCountsUnrecordedPlaceholders(t *testing.T) {
+	ns := namespace(t)
+	cl := rangedClass(t, "10.10.34.0/31")
+
+	cs := make([]*iadv1alpha1.IPAddressClaim, 6)
+	for i := range cs {
+		cs[i] = claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	}
+
+	var waiting []*iadv1alpha1.IPAddressClaim
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		waiting = nil
+		for _, c := range cs {
+			if len(addressesOf(ct, c)) == 0 {
+				waiting = append(waiting, c)
+			}
+		}
+		require.Len(ct, waiting, len(cs)-2, "two claims are recorded")
+		for _, c := range waiting {
+			require.NotEmpty(ct, events(ct, c, ReasonPoolExhausted), "%s is told the class is full", c.Name)
+		}
+	}, timeout, tick)
+	for _, c := range waiting {
+		err := k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), &corev1.Service{})
+		assert.True(t, apierrors.IsNotFound(err), "%s: no allocation placeholder beyond the class's room: %v", c.Name, err)
+		assert.Contains(t, events(t, c, ReasonPoolExhausted)[0].Message, "asks MetalLB for nothing")
+	}
+}
+
+// rangedClass creates a class of the driver whose parameters give its
+// range, and the class pool MetalLB serves it from.
+func rangedClass(t *testing.T, cidr string) *iadv1alpha1.IPAddressClass {
+	t.Helper()
+	cl := &iadv1alpha1.IPAddressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "full-" + rand.String(6)},
+		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
+			Parameters: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q]}`, cidr)}},
+	}
+	require.NoError(t, k.Create(ctx, cl))
+	t.Cleanup(func() { _ = k.Delete(ctx, cl) })
+	pool(t, cl.Name, cidr)
+	return cl
 }

@@ -390,13 +390,38 @@ func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, m
 	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
 }
 
+// unrecorded counts the placeholders of family f (allocation and warm
+// placeholders of one class) whose address no entry of the class's ledger
+// records: MetalLB has not answered them yet, or the driver has not
+// recorded the answer yet. Each one takes an address of the class's room
+// that the ledger does not count.
+func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) int {
+	n := 0
+	answered := map[string]bool{}
+	for i := range phs {
+		if phs[i].Annotations[names.AnnotationFamily] != string(f) {
+			continue
+		}
+		if ip := assignedIP(&phs[i], f); ip != "" {
+			answered[ip] = true
+		} else {
+			n++
+		}
+	}
+	for i := 0; i < len(addrs) && len(answered) > 0; i++ {
+		delete(answered, addrs[i].Spec.Address)
+	}
+	return n + len(answered)
+}
+
 // classFull reports whether a class's ranges have no address of family f
 // left: the addresses of f in the ledger (any phase, being deleted
 // included: MetalLB holds them until their teardown) and the placeholders
-// still waiting for MetalLB fill them. It also returns that count and the
+// drawing from the class that the ledger does not record (unrecorded) fill
+// them. It also returns that count and the
 // number of addresses of f in the ranges. A class whose parameters do not
 // parse is never called full: MetalLB decides then.
-func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, waiting int) (bool, int, float64) {
+func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int) (bool, int, float64) {
 	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
 		return false, 0, 0
@@ -406,7 +431,7 @@ func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []ia
 	if f == iadv1alpha1.FamilyIPv6 {
 		size = v6
 	}
-	used := waiting
+	used := drawn
 	for i := range addrs {
 		if addrs[i].Spec.ClassName == c.Name && addressFamily(addrs[i].Spec.Address) == f {
 			used++

@@ -446,3 +446,29 @@ func TestAvailableFor(t *testing.T) {
 		})
 	}
 }
+
+func TestUnrecorded(t *testing.T) {
+	alloc := func(ingress string) corev1.Service {
+		return *testPlaceholder(names.PlaceholderAllocation, "", ingress)
+	}
+	v6 := alloc("")
+	v6.Annotations[names.AnnotationFamily] = string(iadv1alpha1.FamilyIPv6)
+	ledger := []iadv1alpha1.IPAddress{testAddress("ip-192-0-2-1", "192.0.2.1", nil), testAddress("ip-192-0-2-2", "192.0.2.2", nil)}
+	for _, tc := range []struct {
+		name string
+		phs  []corev1.Service
+		want int
+	}{
+		{"none", nil, 0},
+		{"not answered by MetalLB yet", []corev1.Service{alloc(""), alloc("")}, 2},
+		{"answered, not recorded yet", []corev1.Service{alloc("192.0.2.9")}, 1},
+		{"answered and recorded, not handed over yet", []corev1.Service{alloc("192.0.2.1")}, 0},
+		{"two answered with one address count once", []corev1.Service{alloc("192.0.2.9"), alloc("192.0.2.9")}, 1},
+		{"another family", []corev1.Service{v6}, 0},
+		{"all of it", []corev1.Service{alloc(""), alloc("192.0.2.2"), alloc("192.0.2.8"), v6}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, ledger))
+		})
+	}
+}

@@ -175,11 +175,11 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	}
 	// MetalLB does not retry an allocation it could not make: never ask it
 	// for an address the ledger and the class's ranges say it cannot give.
-	waiting, err := r.waitingPlaceholders(ctx, s.class.Name, f)
+	drawn, err := r.unrecordedDraws(ctx, s.class.Name, f, addrs.Items)
 	if err != nil {
 		return err
 	}
-	if full, used, size := classFull(s.class, f, addrs.Items, waiting); full {
+	if full, used, size := classFull(s.class, f, addrs.Items, drawn); full {
 		log.FromContext(ctx).V(1).Info("the class is full; not asking MetalLB", "family", f, "used", used, "size", size)
 		// Once per change: the claim waits through many passes while the
 		// class stays full.
@@ -213,24 +213,16 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 	return r.waitForCache(ctx, ph)
 }
 
-// waitingPlaceholders counts the allocation and warm placeholders of a
-// class and family MetalLB has not given an address yet.
-func (r *Reconciler) waitingPlaceholders(ctx context.Context, class string, f iadv1alpha1.IPFamily) (int, error) {
-	return countWaiting(ctx, r.Client, r.PlaceholderNamespace, class, f)
-}
-
-func countWaiting(ctx context.Context, c client.Reader, namespace, class string, f iadv1alpha1.IPFamily) (int, error) {
+// unrecordedDraws counts what takes room in a class beside its ledger:
+// the allocation and warm placeholders of the family whose address no
+// entry of the ledger (addrs) records yet, answered by MetalLB or not.
+func (r *Reconciler) unrecordedDraws(ctx context.Context, class string, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) (int, error) {
 	var phs corev1.ServiceList
-	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{index.PlaceholderWaitingByClass: class}); err != nil {
+	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace), client.MatchingFields{index.PlaceholderDrawnByClass: class},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
-	n := 0
-	for i := range phs.Items {
-		if phs.Items[i].Annotations[names.AnnotationFamily] == string(f) {
-			n++
-		}
-	}
-	return n, nil
+	return unrecorded(phs.Items, f, addrs), nil
 }
 
 // observe is step 2 while MetalLB has assigned nothing: keep the placeholder

@@ -287,18 +287,16 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 	if target < 0 {
 		return 0, nil // parameters that do not parse: change nothing
 	}
-	// Claims' placeholders still waiting for MetalLB take room too.
-	waiting, err := countWaiting(ctx, w.Client, w.PlaceholderNamespace, className, f)
-	if err != nil {
+	// Claims' placeholders take room too until their address is recorded.
+	var drawn corev1.ServiceList
+	if err := w.List(ctx, &drawn, client.InNamespace(w.PlaceholderNamespace), client.MatchingFields{index.PlaceholderDrawnByClass: className},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
-	for _, ph := range phs {
-		if ph.Annotations[names.AnnotationFamily] == string(f) && ph.Labels[names.LabelPlaceholder] == names.PlaceholderWarm &&
-			len(ph.Status.LoadBalancer.Ingress) == 0 {
-			waiting--
-		}
-	}
-	p := planWarm(f, target, size-float64(max(waiting, 0)), ranges, addrs, phs)
+	claims := slices.DeleteFunc(drawn.Items, func(ph corev1.Service) bool {
+		return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
+	})
+	p := planWarm(f, target, size-float64(unrecorded(claims, f, addrs)), ranges, addrs, phs)
 	for _, ph := range p.record {
 		if err := w.record(ctx, c, className, f, ph); err != nil {
 			return 0, err

@@ -41,10 +41,10 @@ const (
 	PlaceholderByAddress = "iad.placeholder.address"
 	// PlaceholderByClaimUID indexes allocation placeholders by claim uid.
 	PlaceholderByClaimUID = "iad.placeholder.claimUID"
-	// PlaceholderWaitingByClass indexes allocation and warm placeholders
-	// MetalLB has not given an address yet by the class they draw from:
-	// addresses asked for and not in the ledger yet.
-	PlaceholderWaitingByClass = "iad.placeholder.waitingByClass"
+	// PlaceholderDrawnByClass indexes allocation and warm placeholders (not
+	// handed over yet) by the class they draw from: addresses asked for,
+	// answered by MetalLB or not, and not in the ledger yet.
+	PlaceholderDrawnByClass = "iad.placeholder.drawnByClass"
 	// WarmPlaceholderByClass indexes warm placeholders not handed over yet
 	// by the class they draw from.
 	WarmPlaceholderByClass = "iad.placeholder.warmByClass"
@@ -121,11 +121,10 @@ var All = []Indexer{
 		}
 		return nil
 	}},
-	{&corev1.Service{}, PlaceholderWaitingByClass, func(o client.Object) []string {
+	{&corev1.Service{}, PlaceholderDrawnByClass, func(o client.Object) []string {
 		role := o.GetLabels()[names.LabelPlaceholder]
 		class := o.GetAnnotations()[names.AnnotationClass]
-		if (role != names.PlaceholderAllocation && role != names.PlaceholderWarm) || class == "" ||
-			len(o.(*corev1.Service).Status.LoadBalancer.Ingress) > 0 {
+		if (role != names.PlaceholderAllocation && role != names.PlaceholderWarm) || class == "" {
 			return nil
 		}
 		return []string{class}
