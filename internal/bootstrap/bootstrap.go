@@ -220,8 +220,10 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	if o.SkipNameValidation {
 		controllers.SkipNameValidation = &o.SkipNameValidation
 	}
+	events := newPatientBroadcaster()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Controller:                    controllers,
+		EventBroadcaster:              events, //nolint:staticcheck // core/v1 Events, as the project uses
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -236,6 +238,9 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(events); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -1,0 +1,77 @@
+package bootstrap
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/record"
+)
+
+// An Event the API server refuses as Forbidden is tried forbiddenTries
+// times in all, forbiddenWait apart.
+const (
+	forbiddenTries = 4
+	forbiddenWait  = time.Second
+)
+
+// patientBroadcaster is the manager's Event broadcaster. Its sink tries an
+// Event the API server refuses as Forbidden a few more times before it
+// gives up: right after an API server starts, its authorizer refuses every
+// request until it has loaded the RBAC objects, and client-go drops an
+// Event refused with any API status for good. A Warning such as an
+// address's `Lost` would be gone with it, and nothing says it again.
+type patientBroadcaster struct {
+	record.EventBroadcaster
+}
+
+func newPatientBroadcaster() patientBroadcaster {
+	return patientBroadcaster{EventBroadcaster: record.NewBroadcaster()}
+}
+
+// StartRecordingToSink records to sink, patiently.
+func (b patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
+	return b.EventBroadcaster.StartRecordingToSink(patientSink{EventSink: sink, wait: forbiddenWait})
+}
+
+// Start shuts the broadcaster down when the manager stops (the manager
+// does so only for a broadcaster of its own). It needs no lease.
+func (b patientBroadcaster) Start(ctx context.Context) error {
+	<-ctx.Done()
+	b.Shutdown()
+	return nil
+}
+
+// NeedLeaderElection reports that the broadcaster runs on standbys too.
+func (patientBroadcaster) NeedLeaderElection() bool { return false }
+
+// patientSink tries again, wait apart, what the API server refuses as
+// Forbidden, forbiddenTries times in all.
+type patientSink struct {
+	record.EventSink
+	wait time.Duration
+}
+
+func (s patientSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.patiently(func() (*corev1.Event, error) { return s.EventSink.Create(e) })
+}
+
+func (s patientSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.patiently(func() (*corev1.Event, error) { return s.EventSink.Update(e) })
+}
+
+func (s patientSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.patiently(func() (*corev1.Event, error) { return s.EventSink.Patch(e, data) })
+}
+
+func (s patientSink) patiently(write func() (*corev1.Event, error)) (*corev1.Event, error) {
+	for try := 1; ; try++ {
+		ev, err := write()
+		if !apierrors.IsForbidden(err) || try == forbiddenTries {
+			return ev, err
+		}
+		time.Sleep(s.wait)
+	}
+}
