@@ -416,11 +416,11 @@ func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha
 
 // classFull reports whether a class's ranges have no address of family f
 // left: the addresses of f in the ledger (any phase, being deleted
-// included: MetalLB holds them until their teardown) and the placeholders
-// drawing from the class that the ledger does not record (unrecorded) fill
-// them. It also returns that count and the
-// number of addresses of f in the ranges. A class whose parameters do not
-// parse is never called full: MetalLB decides then.
+// included: MetalLB holds them until their teardown) and drawn, the
+// placeholders drawing from the class whose address the ledger does not
+// record (unrecorded), fill them. It also returns that count and the number
+// of addresses of f in the ranges. A class whose parameters do not parse is
+// never called full: MetalLB decides then.
 func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int) (bool, int, float64) {
 	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
