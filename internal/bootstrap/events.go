@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,29 +24,39 @@ const (
 // request until it has loaded the RBAC objects, and client-go drops an
 // Event refused with any API status for good. A Warning such as an
 // address's `Lost` would be gone with it, and nothing says it again.
+//
+// The manager hands one broadcaster to each of its recorder providers, and
+// each starts recording to a sink of its own: only the first is kept, or
+// every Event would be written once per provider.
 type patientBroadcaster struct {
 	record.EventBroadcaster
+	once sync.Once
+	sink watch.Interface
 }
 
-func newPatientBroadcaster() patientBroadcaster {
-	return patientBroadcaster{EventBroadcaster: record.NewBroadcaster()}
+func newPatientBroadcaster() *patientBroadcaster {
+	return &patientBroadcaster{EventBroadcaster: record.NewBroadcaster()}
 }
 
-// StartRecordingToSink records to sink, patiently.
-func (b patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
-	return b.EventBroadcaster.StartRecordingToSink(patientSink{EventSink: sink, wait: forbiddenWait})
+// StartRecordingToSink records to the first sink it is given, patiently,
+// and ignores the others.
+func (b *patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
+	b.once.Do(func() {
+		b.sink = b.EventBroadcaster.StartRecordingToSink(patientSink{EventSink: sink, wait: forbiddenWait})
+	})
+	return b.sink
 }
 
 // Start shuts the broadcaster down when the manager stops (the manager
 // does so only for a broadcaster of its own). It needs no lease.
-func (b patientBroadcaster) Start(ctx context.Context) error {
+func (b *patientBroadcaster) Start(ctx context.Context) error {
 	<-ctx.Done()
 	b.Shutdown()
 	return nil
 }
 
 // NeedLeaderElection reports that the broadcaster runs on standbys too.
-func (patientBroadcaster) NeedLeaderElection() bool { return false }
+func (*patientBroadcaster) NeedLeaderElection() bool { return false }
 
 // patientSink tries again, wait apart, what the API server refuses as
 // Forbidden, forbiddenTries times in all.

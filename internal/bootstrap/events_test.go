@@ -2,13 +2,16 @@ package bootstrap
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -50,4 +53,31 @@ func TestPatientSink(t *testing.T) {
 			assert.Equal(t, tc.wantWrites, inner.writes)
 		})
 	}
+}
+
+// countingSink counts the Events created through it.
+type countingSink struct {
+	record.EventSink
+	created atomic.Int32
+}
+
+func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	s.created.Add(1)
+	return e, nil
+}
+
+// TestPatientBroadcasterRecordsOnce: the manager's recorder providers each
+// start recording to a sink of their own; an Event is still written once.
+func TestPatientBroadcasterRecordsOnce(t *testing.T) {
+	b := newPatientBroadcaster()
+	defer b.Shutdown()
+	first, second := &countingSink{}, &countingSink{}
+	b.StartRecordingToSink(first)
+	b.StartRecordingToSink(second)
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "test"}).Event(pod, corev1.EventTypeWarning, "Lost", "gone")
+	assert.Eventually(t, func() bool { return first.created.Load() == 1 }, 5*time.Second, 10*time.Millisecond, "the first sink writes the Event")
+	assert.Never(t, func() bool { return first.created.Load()+second.created.Load() > 1 }, 300*time.Millisecond, 10*time.Millisecond,
+		"and only it: one write per Event")
 }
