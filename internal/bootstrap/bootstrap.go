@@ -240,9 +240,6 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(events); err != nil {
-		return nil, err
-	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -27,7 +26,11 @@ const (
 //
 // The manager hands one broadcaster to each of its recorder providers, and
 // each starts recording to a sink of its own: only the first is kept, or
-// every Event would be written once per provider.
+// every Event would be written once per provider. The manager does not shut
+// down a broadcaster it was given, and nothing here does either: a
+// provider starts recording on its first Event, which can come while the
+// manager stops, and a broadcaster shut down by then logs an error. The
+// process's end stops it.
 type patientBroadcaster struct {
 	record.EventBroadcaster
 	once sync.Once
@@ -46,17 +49,6 @@ func (b *patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.I
 	})
 	return b.sink
 }
-
-// Start shuts the broadcaster down when the manager stops (the manager
-// does so only for a broadcaster of its own). It needs no lease.
-func (b *patientBroadcaster) Start(ctx context.Context) error {
-	<-ctx.Done()
-	b.Shutdown()
-	return nil
-}
-
-// NeedLeaderElection reports that the broadcaster runs on standbys too.
-func (*patientBroadcaster) NeedLeaderElection() bool { return false }
 
 // patientSink tries again, wait apart, what the API server refuses as
 // Forbidden, forbiddenTries times in all.
