@@ -217,12 +217,22 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 // the allocation and warm placeholders of the family whose address no
 // entry of the ledger (addrs) records yet, answered by MetalLB or not.
 func (r *Reconciler) unrecordedDraws(ctx context.Context, class string, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) (int, error) {
-	var phs corev1.ServiceList
-	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace), client.MatchingFields{index.PlaceholderDrawnByClass: class},
-		client.UnsafeDisableDeepCopy); err != nil {
+	phs, err := drawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
+	if err != nil {
 		return 0, err
 	}
-	return unrecorded(phs.Items, f, addrs), nil
+	return unrecorded(phs, f, addrs), nil
+}
+
+// drawnPlaceholders lists, read only, the allocation and warm placeholders
+// drawing from a class (not handed over yet).
+func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class string) ([]corev1.Service, error) {
+	var phs corev1.ServiceList
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{index.PlaceholderDrawnByClass: class},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return phs.Items, nil
 }
 
 // observe is step 2 while MetalLB has assigned nothing: keep the placeholder

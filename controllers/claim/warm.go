@@ -288,12 +288,11 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 		return 0, nil // parameters that do not parse: change nothing
 	}
 	// Claims' placeholders take room too until their address is recorded.
-	var drawn corev1.ServiceList
-	if err := w.List(ctx, &drawn, client.InNamespace(w.PlaceholderNamespace), client.MatchingFields{index.PlaceholderDrawnByClass: className},
-		client.UnsafeDisableDeepCopy); err != nil {
+	drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, className)
+	if err != nil {
 		return 0, err
 	}
-	claims := slices.DeleteFunc(drawn.Items, func(ph corev1.Service) bool {
+	claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 		return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
 	})
 	p := planWarm(f, target, size-float64(unrecorded(claims, f, addrs)), ranges, addrs, phs)
