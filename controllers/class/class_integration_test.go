@@ -636,6 +636,47 @@ func (b cacheBehind) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	return b.Client.Get(ctx, key, obj, opts...)
 }
 
+// List finds no MetalLB pool and no class.
+func (b cacheBehind) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *metallbv1beta1.IPAddressPoolList, *iadv1alpha1.IPAddressClassList:
+		return nil
+	}
+	return b.Client.List(ctx, list, opts...)
+}
+
+// TestOverlapLooksPastTheCache: a pool created by someone else a moment
+// before the class, and an older class the cache has not seen yet, still
+// refuse the class's pool: before a pool's ranges change the overlap is
+// looked for on the API server.
+func TestOverlapLooksPastTheCache(t *testing.T) {
+	ctx := context.Background()
+	live := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "lagging-plain"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.224/28"}},
+	}
+	require.NoError(t, c.Client.Create(ctx, live))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), live) })
+	older := ourClass(t, "lagging-older", `{"addresses": ["198.51.100.224/28"]}`)
+	waitPool(t, older.Name, "198.51.100.224/28")
+	r := &Reconciler{Deps: bootstrap.Deps{Client: cacheBehind{c.Client}, APIReader: c.Client, MetalLBNamespace: mlbNS}}
+
+	for _, tc := range []struct{ addresses, want string }{
+		{"203.0.113.232/29", "addresses 203.0.113.232/29 overlap 203.0.113.224/28 of IPAddressPool lagging-plain (not rendered by this driver)"},
+		{"198.51.100.232/29", `addresses 198.51.100.232/29 overlap 198.51.100.224/28 of the older class "lagging-older"`},
+	} {
+		class := &iadv1alpha1.IPAddressClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "lagging-younger", UID: "lagging-younger-uid", CreationTimestamp: metav1.Now()},
+			Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, Parameters: params(`{"addresses": ["` + tc.addresses + `"]}`)},
+		}
+		_, ref, err := r.decide(ctx, class)
+		require.NoError(t, err)
+		require.NotNil(t, ref, tc.addresses)
+		assert.Equal(t, ReasonOverlappingRanges, ref.reason)
+		assert.Contains(t, ref.message, tc.want)
+	}
+}
+
 // TestControlledElsewhereLooksPastTheCache: an advertisement created by
 // someone else a moment before the class is still found taken while the
 // cache has not seen it, so the pool is not created before the refusal.

@@ -50,12 +50,29 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	if err != nil {
 		return Parameters{}, &refusal{reason: ReasonInvalidParameters, message: err.Error()}, nil
 	}
-	occupants, err := r.occupants(ctx, class)
+	occupants, err := r.occupants(ctx, r.Client, class)
 	if err != nil {
 		return Parameters{}, nil, err
 	}
 	refusing, adoptable := SplitAdoptable(occupants, params.AdoptExisting)
-	if o := FindOverlap(params.Addresses, refusing); o != nil {
+	o := FindOverlap(params.Addresses, refusing)
+	if o == nil {
+		// The cache may not hold a pool or class created a moment ago. Before
+		// the pool's ranges change, look on the API server itself: MetalLB
+		// refuses its whole configuration when two pools overlap.
+		changing, err := r.rangesChange(ctx, class, params)
+		if err != nil {
+			return Parameters{}, nil, err
+		}
+		if changing {
+			if occupants, err = r.occupants(ctx, r.APIReader, class); err != nil {
+				return Parameters{}, nil, err
+			}
+			refusing, adoptable = SplitAdoptable(occupants, params.AdoptExisting)
+			o = FindOverlap(params.Addresses, refusing)
+		}
+	}
+	if o != nil {
 		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
 	}
 	dropped, err := r.dropped(ctx, class, params)
@@ -143,19 +160,34 @@ func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
 		!equality.Semantic.DeepEqual(o.Status.AssociatedTo, n.Status.AssociatedTo)
 }
 
+// rangesChange tells whether rendering the class would create its pool or
+// change the pool's addresses, going by the cache.
+func (r *Reconciler) rangesChange(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (bool, error) {
+	desired, _ := Render(class, params, r.MetalLBNamespace)
+	existing := &metallbv1beta1.IPAddressPool{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if kerrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !slices.Equal(existing.Spec.Addresses, desired.Spec.Addresses), nil
+}
+
 // occupants lists what the class's addresses must not overlap: the
 // parameters of this driver's older classes (oldest first), then every
-// other IPAddressPool in the MetalLB namespace (by name). Both come from the
-// informer cache.
-func (r *Reconciler) occupants(ctx context.Context, class *iadv1alpha1.IPAddressClass) ([]Occupant, error) {
+// other IPAddressPool in the MetalLB namespace (by name), as read from
+// from: the informer cache, or the API server before the pool's ranges change.
+func (r *Reconciler) occupants(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass) ([]Occupant, error) {
 	var classes iadv1alpha1.IPAddressClassList
-	if err := r.List(ctx, &classes); err != nil {
+	if err := from.List(ctx, &classes); err != nil {
 		return nil, err
 	}
 	out := OlderClasses(class, classes.Items)
 
 	var pools metallbv1beta1.IPAddressPoolList
-	if err := r.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {
+	if err := from.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(pools.Items, func(a, b metallbv1beta1.IPAddressPool) int { return strings.Compare(a.Name, b.Name) })
