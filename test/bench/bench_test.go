@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -591,6 +592,14 @@ func (e *env) memory(b *testing.B) map[string]memSample {
 		s.proc, err = ReadProcMem(d.Pid())
 		require.NoError(b, err, "read /proc status of %s", c)
 		out[c] = s
+		if d.PprofAddr != "" {
+			// With METALLB_IAD_PPROF, keep the heap profile beside the logs:
+			// go tool pprof -sample_index=inuse_space -top <dir>/<controller>.heap.pb.gz
+			path := filepath.Join(e.c.Dir, c+".heap.pb.gz")
+			if err := SaveURL("http://"+d.PprofAddr+"/debug/pprof/heap?gc=1", path); err != nil {
+				b.Logf("heap profile of %s: %v", c, err)
+			}
+		}
 	}
 	return out
 }

@@ -245,3 +245,25 @@ func ReadMachineCPU() (MachineCPU, error) {
 	}
 	return ParseMachineStat(string(b))
 }
+
+// SaveURL writes what a GET of url answers to path.
+func SaveURL(url, path string) error {
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
