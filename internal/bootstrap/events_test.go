@@ -2,15 +2,18 @@ package bootstrap
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 )
@@ -59,11 +62,53 @@ func TestPatientSink(t *testing.T) {
 type countingSink struct {
 	record.EventSink
 	created atomic.Int32
+	patched atomic.Int32
 }
 
 func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
 	s.created.Add(1)
 	return e, nil
+}
+
+func (s *countingSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	s.patched.Add(1)
+	return e, nil
+}
+
+// TestPatientBroadcasterRemembersRecentEvents: a repeat of a recent Event is
+// folded into the existing one (a PATCH of its count); a repeat after
+// eventCacheSize other Events is written anew, so the correlator's memory
+// stays bounded however many objects the controller records Events on.
+func TestPatientBroadcasterRemembersRecentEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		others      int
+		wantPatched int32
+		wantCreated int32
+	}{
+		{"a repeat after a few other Events is folded", 10, 1, 11},
+		{"a repeat after more than eventCacheSize others is written anew", eventCacheSize + 10, 0, eventCacheSize + 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newPatientBroadcaster()
+			defer b.Shutdown()
+			sink := &countingSink{}
+			b.StartRecordingToSink(sink)
+			rec := b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "test"})
+			pod := func(i int) *corev1.Pod {
+				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i), UID: types.UID(fmt.Sprint("u", i))}}
+			}
+			rec.Event(pod(0), corev1.EventTypeNormal, "Bound", "bound")
+			for i := range tc.others {
+				rec.Event(pod(i+1), corev1.EventTypeNormal, "Bound", "bound")
+			}
+			require.Eventually(t, func() bool { return sink.created.Load() == int32(tc.others)+1 }, 10*time.Second, 10*time.Millisecond)
+			rec.Event(pod(0), corev1.EventTypeNormal, "Bound", "bound")
+			assert.Eventually(t, func() bool { return sink.created.Load()+sink.patched.Load() == int32(tc.others)+2 }, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, tc.wantPatched, sink.patched.Load())
+			assert.Equal(t, tc.wantCreated, sink.created.Load())
+		})
+	}
 }
 
 // TestPatientBroadcasterRecordsOnce: the manager's recorder providers each
