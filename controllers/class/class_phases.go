@@ -50,27 +50,9 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	if err != nil {
 		return Parameters{}, &refusal{reason: ReasonInvalidParameters, message: err.Error()}, nil
 	}
-	occupants, err := r.occupants(ctx, r.Client, class)
+	o, adoptable, err := r.overlap(ctx, r.Client, class, params)
 	if err != nil {
 		return Parameters{}, nil, err
-	}
-	refusing, adoptable := SplitAdoptable(occupants, params.AdoptExisting)
-	o := FindOverlap(params.Addresses, refusing)
-	if o == nil {
-		// The cache may not hold a pool or class created a moment ago. Before
-		// the pool's ranges change, look on the API server itself: MetalLB
-		// refuses its whole configuration when two pools overlap.
-		changing, err := r.rangesChange(ctx, class, params)
-		if err != nil {
-			return Parameters{}, nil, err
-		}
-		if changing {
-			if occupants, err = r.occupants(ctx, r.APIReader, class); err != nil {
-				return Parameters{}, nil, err
-			}
-			refusing, adoptable = SplitAdoptable(occupants, params.AdoptExisting)
-			o = FindOverlap(params.Addresses, refusing)
-		}
 	}
 	if o != nil {
 		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
@@ -82,6 +64,21 @@ func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressCla
 	if len(dropped) > 0 {
 		return Parameters{}, &refusal{reason: ReasonAddressesInUse,
 			message: DroppedMessage(r.MetalLBNamespace+"/"+names.PoolName(class.Name), dropped), params: &params}, nil
+	}
+	// The cache may not hold a pool or class created a moment ago. Before
+	// the pool's ranges change, look on the API server itself: MetalLB
+	// refuses its whole configuration when two pools overlap.
+	changing, err := r.rangesChange(ctx, class, params)
+	if err != nil {
+		return Parameters{}, nil, err
+	}
+	if changing {
+		if o, adoptable, err = r.overlap(ctx, r.APIReader, class, params); err != nil {
+			return Parameters{}, nil, err
+		}
+		if o != nil {
+			return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
+		}
 	}
 	r.reportAdoptOverlap(ctx, class, FindOverlap(params.Addresses, adoptable))
 	return params, nil, nil
@@ -158,6 +155,18 @@ func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
 		o.Spec.ClassName != n.Spec.ClassName ||
 		!equality.Semantic.DeepEqual(o.Spec.ClaimRef, n.Spec.ClaimRef) ||
 		!equality.Semantic.DeepEqual(o.Status.AssociatedTo, n.Status.AssociatedTo)
+}
+
+// overlap returns the first overlap of the class's addresses with what they
+// must not overlap, and the live pools they may overlap (adoptExisting), as
+// read from from.
+func (r *Reconciler) overlap(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass, params Parameters) (*Overlap, []Occupant, error) {
+	occupants, err := r.occupants(ctx, from, class)
+	if err != nil {
+		return nil, nil, err
+	}
+	refusing, adoptable := SplitAdoptable(occupants, params.AdoptExisting)
+	return FindOverlap(params.Addresses, refusing), adoptable, nil
 }
 
 // rangesChange tells whether rendering the class would create its pool or
