@@ -44,7 +44,7 @@ func statusPuts(t *testing.T, cs kubernetes.Interface) float64 {
 
 // TestMetalLBRewritesStatusOnEveryEvent pins down a behaviour of the
 // MetalLB controller on this API server that the driver's design counts on
-// (docs/design.md §3, "what a MetalLB pass costs"): the API server fills in
+// (docs/design.md §4, "What a full pass costs"): the API server fills in
 // ingress[].ipMode (VIP) on every LoadBalancer Service, MetalLB v0.15.2
 // computes the status without it, so each time MetalLB processes an
 // allocated Service it writes the status again, an identical one. Any
