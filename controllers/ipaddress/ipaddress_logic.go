@@ -255,12 +255,15 @@ func repairedAnnotations(in map[string]string, ip, key string) map[string]string
 // and the Services the binding authorizes) carries the grant label of the
 // address's class, so MetalLB keeps their assignments when the class pool
 // admits only granted Services. Holders without authority are not waited
-// for: taking the address from them is the point of the grant.
+// for: taking the address from them is the point of the grant. Nor is a
+// Service the driver is releasing (binding.Releasing): a detach withdraws
+// its grant label on purpose, while MetalLB still shows it holding the
+// address for a moment.
 func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
 	var missing []string
 	for i := range holders {
 		s := &holders[i]
-		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && !authorized(a, s)) {
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || binding.Releasing(s))) {
 			continue
 		}
 		if !names.Granted(s.Labels, a.Spec.ClassName) {

@@ -777,6 +777,12 @@ func TestRepairedAnnotations(t *testing.T) {
 		repairedAnnotations(map[string]string{names.MetalLBAllowSharedIP: "old"}, "192.0.2.7", ""), "no key: a key is taken away")
 }
 
+// annotated is s with annotations.
+func annotated(s corev1.Service, annotations map[string]string) corev1.Service {
+	s.Annotations = annotations
+	return s
+}
+
 func TestGrantState(t *testing.T) {
 	a := &iadv1alpha1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
@@ -802,6 +808,12 @@ func TestGrantState(t *testing.T) {
 		{"ungranted placeholder", []corev1.Service{svc("iad", "hold", "")}, metav1.ConditionFalse, "iad/hold"},
 		{"workload granted another class", []corev1.Service{svc("shop", "web", "private")}, metav1.ConditionFalse, "shop/web"},
 		{"a holder without authority is not waited for", []corev1.Service{svc("rogue", "grab", "")}, metav1.ConditionTrue, ""},
+		{"a workload released by withdrawing its grant is not waited for",
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip"})}, metav1.ConditionTrue, ""},
+		{"nor one released with the release pin",
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "::"})}, metav1.ConditionTrue, ""},
+		{"a pinned workload without the grant is waited for",
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "192.0.2.1"})}, metav1.ConditionFalse, "shop/old"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

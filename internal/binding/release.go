@@ -45,6 +45,22 @@ func IsReleasePin(v string) bool {
 	return err == nil && ip.IsUnspecified()
 }
 
+// Releasing reports whether the driver is letting svc go: it carries the
+// driver's pinned-by marker and either the release pin, or neither a pin
+// nor the grant label (the release by grant withdrawal, ReleaseAnnotations
+// with release empty). MetalLB taking an address from such a Service is
+// what the driver asked for.
+func Releasing(svc *corev1.Service) bool {
+	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; !ours {
+		return false
+	}
+	if pin, pinned := svc.Annotations[names.MetalLBLoadBalancerIPs]; pinned {
+		return IsReleasePin(pin)
+	}
+	_, granted := svc.Labels[names.LabelGrant]
+	return !granted
+}
+
 // ServiceFamilies returns the Service's IP families: spec.ipFamilies, else
 // the families of its cluster IPs.
 func ServiceFamilies(svc *corev1.Service) []corev1.IPFamily {

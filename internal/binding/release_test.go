@@ -58,3 +58,29 @@ func TestReleaseAndWithdrawnAnnotations(t *testing.T) {
 		ReleaseAnnotations(hand, "::"), "a key without the shared-by marker is not the driver's")
 	assert.Equal(t, map[string]string{names.MetalLBAllowSharedIP: "team-a"}, WithdrawnAnnotations(hand))
 }
+
+func TestReleasing(t *testing.T) {
+	granted := map[string]string{names.LabelGrant: "public"}
+	pinned := map[string]string{names.AnnotationPinnedBy: "ip", names.MetalLBLoadBalancerIPs: "203.0.113.7"}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		labels      map[string]string
+		want        bool
+	}{
+		{"attached: pin, marker and grant", pinned, granted, false},
+		{"pinned by the driver, grant not written yet", pinned, nil, false},
+		{"the release pin", ReleaseAnnotations(pinned, "::"), nil, true},
+		{"the release pin, grant label still there", ReleaseAnnotations(pinned, "::"), granted, true},
+		{"released by grant: no pin, no grant, the marker stays", ReleaseAnnotations(pinned, ""), nil, true},
+		{"no pin but still granted", ReleaseAnnotations(pinned, ""), granted, false},
+		{"withdrawn: no marker", WithdrawnAnnotations(pinned), nil, false},
+		{"a tenant's own release-like pin, no marker", map[string]string{names.MetalLBLoadBalancerIPs: "::"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := svcWith(nil, corev1.IPv4Protocol)
+			svc.Annotations, svc.Labels = tc.annotations, tc.labels
+			assert.Equal(t, tc.want, Releasing(svc))
+		})
+	}
+}
