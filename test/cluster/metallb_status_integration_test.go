@@ -1,10 +1,8 @@
 package cluster_test
 
 import (
-	"bufio"
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cozystack/metallb-iad/test/bench"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -24,22 +23,9 @@ import (
 // answered. Only MetalLB writes the status of Services here.
 func statusPuts(t *testing.T, cs kubernetes.Interface) float64 {
 	t.Helper()
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	m, err := bench.ScrapeAPIServer(context.Background(), cs)
 	require.NoError(t, err)
-	var n float64
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, "apiserver_request_total{") || !strings.Contains(l, `resource="services"`) ||
-			!strings.Contains(l, `subresource="status"`) || !strings.Contains(l, `verb="PUT"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
-		require.NoError(t, err)
-		n += v
-	}
-	return n
+	return bench.APIRequests(nil, m)["PUT services/status"]
 }
 
 // TestMetalLBRewritesStatusOnEveryEvent pins down a behaviour of the
