@@ -118,17 +118,17 @@ func benchScale() scale {
 	return scale{claims: []int{200, 1000}, background: []int{300, 1000}, single: 5, warm: 50}
 }
 
-// claimMany creates n IPv4 claims of class in namespace at once (prefix-0,
-// prefix-1, ...) and waits until every one is Bound and its address Held.
-// It returns create → Bound and create → Bound and Held per claim, and the
-// time from the first create until the last claim was both.
-func (e *env) claimMany(b *testing.B, namespace, class, prefix string, n int) (bound, ready Summary, total time.Duration) {
+// claimMany creates IPv4 claims of class in namespace, one per name, at
+// once and waits until every one is Bound and its address Held. It returns
+// create → Bound and create → Bound and Held per claim, and the time from
+// the first create until the last claim was both.
+func (e *env) claimMany(b *testing.B, namespace, class string, names []string) (bound, ready Summary, total time.Duration) {
 	b.Helper()
+	n := len(names)
 	boundX := make([]*expectation, n)
 	heldX := make([]*expectation, n)
 	starts := make([]time.Time, n)
-	for i := range n {
-		name := fmt.Sprintf("%s-%d", prefix, i)
+	for i, name := range names {
 		boundX[i] = e.w.expect(claimKey(namespace, name), isBound)
 		heldX[i] = e.w.expect(addressOfKey(namespace, name), isHeld)
 	}
@@ -136,7 +136,7 @@ func (e *env) claimMany(b *testing.B, namespace, class, prefix string, n int) (b
 	require.NoError(b, parallel(n, 16, func(i int) error {
 		starts[i] = time.Now()
 		return e.k.Create(e.ctx, &iadv1alpha1.IPAddressClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%d", prefix, i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: names[i]},
 			Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: class, Family: iadv1alpha1.FamilyIPv4},
 		})
 	}), "create claims")
@@ -265,10 +265,38 @@ func (e *env) repin(b *testing.B, ns string, svcs, ips []string) (Summary, time.
 	return latencies(starts, got, t0)
 }
 
-func seq(prefix string, n int) []string {
+// handoffSet creates n claims of the handoff benchmark's class (ip-from,
+// ...), for each a Service that can share with its placeholder
+// (shared-from, ...) and one that takes the gap handoff because it uses
+// the placeholder's port (gap-from, ...), and n plain Services to re-pin
+// (repin-from, ...). It waits until the claims are Bound and Held and every
+// Service has an address (the workloads get one from the plain pool, which
+// assigns automatically, as a cluster's default pool would).
+func (e *env) handoffSet(b *testing.B, ns, class, repinNS string, from, n int) (claims, shared, gap, repins []string) {
+	b.Helper()
+	claims = seq("ip", from, n)
+	e.claimMany(b, ns, class, claims)
+	shared, gap = seq("shared", from, n), seq("gap", from, n)
+	got := make([]*expectation, 0, 2*n)
+	for i := range n {
+		got = append(got, e.w.expect(serviceKey(ns, shared[i]), anyIngress), e.w.expect(serviceKey(ns, gap[i]), anyIngress))
+	}
+	require.NoError(b, parallel(2*n, 16, func(i int) error {
+		if i < n {
+			return e.k.Create(e.ctx, plainService(ns, shared[i], 80))
+		}
+		return e.k.Create(e.ctx, plainService(ns, gap[i-n], 9))
+	}), "create workload Services")
+	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "workload Services get an address")
+	e.createPlain(b, repinNS, "repin", from, n)
+	e.settle(b)
+	return claims, shared, gap, seq("repin", from, n)
+}
+
+func seq(prefix string, from, n int) []string {
 	out := make([]string, n)
 	for i := range n {
-		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+		out[i] = fmt.Sprintf("%s-%d", prefix, from+i)
 	}
 	return out
 }
@@ -281,32 +309,19 @@ func BenchmarkHandoff(b *testing.B) {
 	sc := benchScale()
 	const m = 30
 	for range b.N {
+		// One at a time on an idle cluster: one claim, its two workloads and
+		// one plain Service. Every Service in the cluster is in each of
+		// MetalLB's full passes, so more Services would make each pass of a
+		// single handoff longer; the rows below show that cost.
 		ns, class := e.newClass(b, "handoff", 2*m, "")
-		e.claimMany(b, ns, class, "ip", m)
-		claims := seq("ip", m)
-		addrs := make([]iadv1alpha1.ClaimedAddress, m)
-		for i := range m {
-			addrs[i] = e.claimAddress(b, ns, claims[i])
-		}
-		// shared-i can share with the placeholder; gap-i uses the
-		// placeholder's port, so the driver takes the gap handoff.
-		shared, gap := seq("shared", m), seq("gap", m)
-		require.NoError(b, parallel(2*m, 16, func(i int) error {
-			if i < m {
-				return e.k.Create(e.ctx, plainService(ns, shared[i], 80))
-			}
-			return e.k.Create(e.ctx, plainService(ns, gap[i-m], 9))
-		}), "create workload Services")
 		const repinNS = "bench-repin"
-		e.createPlain(b, repinNS, "repin", 0, m)
-		repins := seq("repin", m)
-		e.settle(b)
-
-		// One at a time on an idle cluster.
+		claims, shared, gap, repins := e.handoffSet(b, ns, class, repinNS, 0, 1)
+		idle := fmt.Sprintf("one at a time, idle (%d Services)", e.countServices(b))
 		kinds := []struct {
 			name string
-			svcs []string
-		}{{"shared", shared}, {"gap", gap}}
+			svcs *[]string
+		}{{"shared", &shared}, {"gap", &gap}}
+		addrs := []iadv1alpha1.ClaimedAddress{e.claimAddress(b, ns, claims[0])}
 		var plainLat []time.Duration
 		var plainCost cost
 		for r := range sc.single {
@@ -316,25 +331,33 @@ func BenchmarkHandoff(b *testing.B) {
 			plainLat = append(plainLat, lat.P50)
 			e.settle(b)
 		}
-		base := record(&op{section: "handoff", name: "plain re-pin, one at a time, idle", n: sc.single, lat: Summarize(plainLat), total: plainCost.dur, cost: plainCost})
+		base := record(&op{section: "handoff", name: "plain re-pin, " + idle, n: sc.single, lat: Summarize(plainLat), total: plainCost.dur, cost: plainCost})
 		for _, k := range kinds {
 			var att, det []time.Duration
 			var attCost, detCost cost
 			for range sc.single {
 				s := e.snap(b)
-				lat, _ := e.attach(b, ns, k.svcs[:1], claims[:1], addrs[:1])
+				lat, _ := e.attach(b, ns, (*k.svcs)[:1], claims[:1], addrs)
 				att = append(att, lat.P50)
 				e.settle(b)
 				attCost.add(e.since(b, s))
 				s = e.snap(b)
-				lat, _ = e.detach(b, ns, k.svcs[:1], addrs[:1])
+				lat, _ = e.detach(b, ns, (*k.svcs)[:1], addrs)
 				det = append(det, lat.P50)
 				e.settle(b)
 				detCost.add(e.since(b, s))
 			}
-			record(&op{section: "handoff", name: k.name + " attach, one at a time, idle", n: sc.single, lat: Summarize(att), total: attCost.dur, cost: attCost, base: base})
-			record(&op{section: "handoff", name: k.name + " detach, one at a time, idle", n: sc.single, lat: Summarize(det), total: detCost.dur, cost: detCost, base: base})
+			record(&op{section: "handoff", name: k.name + " attach, " + idle, n: sc.single, lat: Summarize(att), total: attCost.dur, cost: attCost, base: base})
+			record(&op{section: "handoff", name: k.name + " detach, " + idle, n: sc.single, lat: Summarize(det), total: detCost.dur, cost: detCost, base: base})
 		}
+
+		// The other m-1 claims, their workloads and plain Services.
+		c, sh, g, rp := e.handoffSet(b, ns, class, repinNS, 1, m-1)
+		claims, shared, gap, repins = append(claims, c...), append(shared, sh...), append(gap, g...), append(repins, rp...)
+		for _, name := range c {
+			addrs = append(addrs, e.claimAddress(b, ns, name))
+		}
+		e.settle(b)
 
 		// 30 at once with background Services.
 		const bgNS = "bench-bg"
@@ -356,19 +379,15 @@ func BenchmarkHandoff(b *testing.B) {
 			base := record(&op{section: "handoff", name: "plain re-pin, " + label, n: m, lat: lat, total: total, cost: e.since(b, s)})
 			for _, k := range kinds {
 				s := e.snap(b)
-				lat, total := e.attach(b, ns, k.svcs, claims, addrs)
+				lat, total := e.attach(b, ns, *k.svcs, claims, addrs)
 				e.settle(b)
 				record(&op{section: "handoff", name: k.name + " attach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
 				s = e.snap(b)
-				lat, total = e.detach(b, ns, k.svcs, addrs)
+				lat, total = e.detach(b, ns, *k.svcs, addrs)
 				e.settle(b)
 				record(&op{section: "handoff", name: k.name + " detach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
 			}
 		}
-		e.deleteServices(b, bgNS)
-		e.deleteServices(b, repinNS)
-		e.deleteServices(b, ns)
-		e.deleteClaims(b, ns, class)
 	}
 }
 
@@ -385,7 +404,7 @@ func BenchmarkWarmReservations(b *testing.B) {
 		lat, total := e.createPlain(b, plainNS, "svc", 0, n)
 		e.settle(b)
 		base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d (warm comparison)", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
-		e.deleteServices(b, plainNS)
+		e.sweep(b, plainNS)
 
 		ns, class := e.newClass(b, "warm", 3*n, fmt.Sprintf(`,"warmAddresses":%d`, n))
 		t0 := time.Now()
@@ -393,7 +412,7 @@ func BenchmarkWarmReservations(b *testing.B) {
 		fill := time.Since(t0)
 		e.settle(b)
 		s = e.snap(b)
-		bound, _, total := e.claimMany(b, ns, class, "ip", n)
+		bound, _, total := e.claimMany(b, ns, class, seq("ip", 0, n))
 		c := e.since(b, s)
 		record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, warm reservations covering the burst, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})
 		// The refill after the burst, measured apart.
@@ -447,12 +466,12 @@ func BenchmarkClaimToBound(b *testing.B) {
 			lat, total := e.createPlain(b, plainNS, "svc", 0, n)
 			e.settle(b)
 			base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
-			e.deleteServices(b, plainNS)
+			e.sweep(b, plainNS)
 
 			ns, class := e.newClass(b, fmt.Sprintf("claims-%d", n), n+16, "")
 			e.settle(b)
 			s = e.snap(b)
-			bound, ready, total := e.claimMany(b, ns, class, "ip", n)
+			bound, ready, total := e.claimMany(b, ns, class, seq("ip", 0, n))
 			e.settle(b)
 			c := e.since(b, s)
 			record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -184,19 +183,6 @@ func TestCountMetalLBLog(t *testing.T) {
 {"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}
 `
 	assert.Equal(t, MetalLBLog{Reconciles: 1, FullPasses: 2, ForcedReloads: 1, FailedPasses: 1, HandleFailures: 1, UpdateFailures: 2, Conflicts: 1}, CountMetalLBLog(log))
-}
-
-func TestReconciled(t *testing.T) {
-	log := strings.Join([]string{
-		`{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"x"}`,
-		`{"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","start reconcile":"metallbreload/reload","ts":"x"}`,
-		`{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"other/b","ts":"x"}`,
-		`{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/c","ts":"x"}`,
-		`partial line "start reconcile":"ns/d`,
-	}, "\n")
-	pending := map[string]bool{"ns/a": true, "ns/c": true, "ns/d": true, "metallbreload/reload": true}
-	assert.Equal(t, 2, Reconciled(log, pending))
-	assert.Equal(t, map[string]bool{"ns/d": true, "metallbreload/reload": true}, pending)
 }
 
 func TestResyncWrites(t *testing.T) {

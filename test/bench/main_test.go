@@ -29,8 +29,9 @@ import (
 // converge within it, and never judge how fast it did.
 const converge = 3 * time.Minute
 
-// env is the one control plane all benchmarks share, started by the first
-// benchmark that needs it (unit tests of the helpers need none).
+// env is one benchmark's control plane. Each benchmark starts its own and
+// stops it when it ends, so none waits for MetalLB to digest what the one
+// before it left behind (unit tests of the helpers need none).
 type env struct {
 	s       *cluster.Stack
 	c       *cluster.Cluster
@@ -42,40 +43,29 @@ type env struct {
 	ctx     context.Context
 }
 
-var (
-	envOnce sync.Once
-	theEnv  *env
-	envErr  error
-)
-
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
 	code := m.Run()
 	if r := report(); r != "" {
 		fmt.Print(r)
 	}
-	if theEnv != nil {
-		theEnv.stop()
-	}
 	os.Exit(code)
 }
 
-// setup returns the shared environment, starting it on first use.
+// setup starts the benchmark's own environment and stops it when the
+// benchmark ends.
 func setup(b *testing.B) *env {
 	b.Helper()
-	envOnce.Do(func() {
-		t0 := time.Now()
-		theEnv, envErr = start()
-		if envErr == nil {
-			fmt.Printf("bench: control plane, MetalLB, reference core and the four driver binaries up in %s\n",
-				time.Since(t0).Round(time.Millisecond))
-			if os.Getenv("KEEP_CLUSTER_LOGS") != "" {
-				fmt.Printf("bench: process logs in %s\n", theEnv.c.Dir)
-			}
-		}
-	})
-	require.NoError(b, envErr, "start the local control plane and the driver")
-	return theEnv
+	t0 := time.Now()
+	e, err := start()
+	require.NoError(b, err, "start the local control plane and the driver")
+	b.Cleanup(e.stop)
+	fmt.Printf("bench: control plane, MetalLB, reference core and the four driver binaries up in %s\n",
+		time.Since(t0).Round(time.Millisecond))
+	if os.Getenv("KEEP_CLUSTER_LOGS") != "" {
+		fmt.Printf("bench: process logs in %s\n", e.c.Dir)
+	}
+	return e
 }
 
 // start brings up the whole stack (cluster.StartStack: the control plane

@@ -282,26 +282,3 @@ func CountMetalLBLog(text string) MetalLBLog {
 	}
 	return c
 }
-
-// Reconciled removes from pending (keys "namespace/name") every Service
-// that MetalLB's log text shows a single-Service reconcile of, and returns
-// how many it removed. MetalLB logs one for each Service event it
-// processes, a deletion included.
-func Reconciled(text string, pending map[string]bool) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.Contains(line, `"controller":"ServiceReconciler",`) {
-			continue
-		}
-		_, rest, ok := strings.Cut(line, `"start reconcile":"`)
-		if !ok {
-			continue
-		}
-		key, _, _ := strings.Cut(rest, `"`)
-		if pending[key] {
-			delete(pending, key)
-			n++
-		}
-	}
-	return n
-}

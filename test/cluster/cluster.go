@@ -81,7 +81,9 @@ type Cluster struct {
 	env     *envtest.Environment
 	kcm     *Process
 	metallb *Process
-	ownDir  bool
+	// metallbRuns counts MetalLB restarts, to name the logs kept.
+	metallbRuns int
+	ownDir      bool
 
 	// apiserver is kube-apiserver once RestartAPIServer replaced envtest's
 	// process with one of ours, started with apiArgs.
@@ -251,9 +253,15 @@ func (c *Cluster) choosePorts() error {
 	return nil
 }
 
-// StartMetalLB starts (or restarts) the MetalLB controller process.
+// StartMetalLB starts (or restarts) the MetalLB controller process. A
+// restart keeps the old process's log beside the new one, as
+// metallb-controller-<n>.log.
 func (c *Cluster) StartMetalLB(ctx context.Context) error {
 	c.metallb.Stop(5 * time.Second)
+	if c.metallb != nil {
+		c.metallbRuns++
+		_ = os.Rename(c.metallb.LogPath, filepath.Join(c.Dir, fmt.Sprintf("metallb-controller-%d.log", c.metallbRuns)))
+	}
 	for attempt := 1; ; attempt++ {
 		port, err := FreePort()
 		if err != nil {
@@ -298,7 +306,6 @@ func waitListening(ctx context.Context, p *Process, addr string) error {
 	return WaitTCP(ctx, addr)
 }
 
-// StopMetalLB stops the MetalLB controller (to simulate its outage).
 func metallbLogLevel(l string) string {
 	if l == "" {
 		return "warn"
@@ -306,6 +313,7 @@ func metallbLogLevel(l string) string {
 	return l
 }
 
+// StopMetalLB stops the MetalLB controller (to simulate its outage).
 func (c *Cluster) StopMetalLB() { c.metallb.Stop(5 * time.Second) }
 
 // MetalLB is the running MetalLB controller process.
