@@ -226,7 +226,7 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		EventBroadcaster:              events, //nolint:staticcheck // core/v1 Events, as the project uses
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress, FilterProvider: uncompressedMetrics},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
