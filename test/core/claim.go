@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -23,7 +25,16 @@ const conflictRetry = 100 * time.Millisecond
 // claimReconciler binds claims to addresses and reports their status.
 type claimReconciler struct {
 	client.Client
+	// binding holds the addresses a pass of another worker is binding at
+	// this moment (name → the claim's uid), so that claims created at once
+	// each take the smallest address nobody is taking, rather than all
+	// racing for the same one and all but one re-listing after the
+	// conflict.
+	binding sync.Map
 }
+
+// claimWorkers is how many claims the core reconciles at once.
+const claimWorkers = 4
 
 // Reconcile runs one claim pass, re-derived from the cluster.
 func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -38,28 +49,28 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if claim.DeletionTimestamp != nil {
 		return quiet(r.finalize(ctx, claim, collected))
 	}
-	if err := r.ensureFinalizer(ctx, claim); err != nil {
+	// The class is resolved before the finalizer is ensured so that both
+	// metadata steps (the finalizer, then the provisioner stamp) are one
+	// patch when a new claim needs both.
+	var res *resolution
+	missing := missingFamilies(claim.Spec.Family, collected)
+	if len(missing) > 0 {
+		if res, err = r.resolve(ctx, claim); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.ensureMetadata(ctx, claim, res); err != nil {
 		return quiet(err)
 	}
 	if err := r.fillUIDs(ctx, claim, collected); err != nil {
 		return quiet(err)
 	}
-
-	var res *resolution
-	if missing := missingFamilies(claim.Spec.Family, collected); len(missing) > 0 {
-		if res, err = r.resolve(ctx, claim); err != nil {
-			return ctrl.Result{}, err
+	if res != nil && res.Class != nil {
+		bound, err := r.bind(ctx, claim, res.Class.Name, missing)
+		if err != nil {
+			return quiet(err)
 		}
-		if res.Class != nil {
-			if err := r.stampProvisioner(ctx, claim, res.Class); err != nil {
-				return quiet(err)
-			}
-			bound, err := r.bind(ctx, claim, res.Class.Name, missing)
-			if err != nil {
-				return quiet(err)
-			}
-			collected = append(collected, bound...)
-		}
+		collected = append(collected, bound...)
 	}
 	return quiet(r.writeStatus(ctx, claim, claimStatus(claim, collected, res)))
 }
@@ -105,12 +116,26 @@ func (r *claimReconciler) finalize(ctx context.Context, claim *iadv1alpha1.IPAdd
 	return patchFinalizers(ctx, r.Client, claim, orig)
 }
 
-func (r *claimReconciler) ensureFinalizer(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) error {
-	if controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
+// ensureMetadata adds the claim-protection finalizer and, when the claim
+// still misses a family and its class resolved, stamps the class's
+// provisioner (it follows the class if the claim is retargeted before
+// binding): one patch for whatever of the two is missing.
+func (r *claimReconciler) ensureMetadata(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, res *resolution) error {
+	stamp := ""
+	if res != nil && res.Class != nil && claim.Annotations[iadv1alpha1.ProvisionerAnnotation] != res.Class.Spec.Provisioner {
+		stamp = res.Class.Spec.Provisioner
+	}
+	if controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) && stamp == "" {
 		return nil
 	}
 	orig := claim.DeepCopy()
 	controllerutil.AddFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer)
+	if stamp != "" {
+		if claim.Annotations == nil {
+			claim.Annotations = map[string]string{}
+		}
+		claim.Annotations[iadv1alpha1.ProvisionerAnnotation] = stamp
+	}
 	return patchFinalizers(ctx, r.Client, claim, orig)
 }
 
@@ -143,20 +168,6 @@ func (r *claimReconciler) resolve(ctx context.Context, claim *iadv1alpha1.IPAddr
 	return &res, nil
 }
 
-// stampProvisioner sets the provisioner annotation to the resolved class's
-// provisioner, following the class if the claim was retargeted.
-func (r *claimReconciler) stampProvisioner(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass) error {
-	if claim.Annotations[iadv1alpha1.ProvisionerAnnotation] == class.Spec.Provisioner {
-		return nil
-	}
-	orig := claim.DeepCopy()
-	if claim.Annotations == nil {
-		claim.Annotations = map[string]string{}
-	}
-	claim.Annotations[iadv1alpha1.ProvisionerAnnotation] = class.Spec.Provisioner
-	return r.Patch(ctx, claim, client.MergeFrom(orig))
-}
-
 // bind binds, per missing family, the smallest-named candidate by writing
 // its claimRef under an optimistic lock, and returns what it bound. No
 // candidate: the family waits for the driver.
@@ -167,20 +178,51 @@ func (r *claimReconciler) bind(ctx context.Context, claim *iadv1alpha1.IPAddress
 	}
 	var bound []iadv1alpha1.IPAddress
 	for _, f := range missing {
-		a := pickCandidate(claim, f, class, candidates)
+		a := r.take(claim, f, class, candidates)
 		if a == nil {
 			continue
 		}
-		orig := a.DeepCopy()
-		a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)}
-		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		err := r.bindOne(ctx, claim, a)
+		r.binding.Delete(a.Name)
+		if err != nil {
 			return nil, err
 		}
-		ctrl.LoggerFrom(ctx).Info("bound address", "address", a.Name, "ip", a.Spec.Address)
-		r.waitForCache(ctx, a)
 		bound = append(bound, *a)
 	}
 	return bound, nil
+}
+
+// take picks the smallest candidate for family that no other pass is
+// binding and marks it as being bound by claim.
+func (r *claimReconciler) take(claim *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, class string, candidates []iadv1alpha1.IPAddress) *iadv1alpha1.IPAddress {
+	own := false
+	for {
+		a := pickCandidate(claim, f, class, candidates)
+		if a == nil {
+			return nil
+		}
+		if _, taken := r.binding.LoadOrStore(a.Name, claim.UID); !taken {
+			return a
+		}
+		if !own { // the caller's list serves its other families
+			candidates, own = slices.Clone(candidates), true
+		}
+		name := a.Name
+		candidates = slices.DeleteFunc(candidates, func(c iadv1alpha1.IPAddress) bool { return c.Name == name })
+	}
+}
+
+// bindOne writes claim into a's claimRef under an optimistic lock and waits
+// until the cache shows it.
+func (r *claimReconciler) bindOne(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress) error {
+	orig := a.DeepCopy()
+	a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)}
+	if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("bound address", "address", a.Name, "ip", a.Spec.Address)
+	r.waitForCache(ctx, a)
+	return nil
 }
 
 // candidates returns the address named by spec.addressName, or every address
@@ -208,7 +250,7 @@ func (r *claimReconciler) candidates(ctx context.Context, claim *iadv1alpha1.IPA
 // written, so the next pass cannot bind a second address for the same
 // family from a stale read. On timeout the next pass simply re-reads.
 func (r *claimReconciler) waitForCache(ctx context.Context, a *iadv1alpha1.IPAddress) {
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 		cur := &iadv1alpha1.IPAddress{}
 		if err := r.Get(ctx, client.ObjectKeyFromObject(a), cur); err != nil {
 			return false, nil

@@ -55,11 +55,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	opts := controller.Options{SkipNameValidation: &skipNameValidation}
 
 	cr := &claimReconciler{Client: mgr.GetClient()}
+	claimOpts := opts
+	claimOpts.MaxConcurrentReconciles = claimWorkers
 	if err := ctrl.NewControllerManagedBy(mgr).Named("core-claim").
 		For(&iadv1alpha1.IPAddressClaim{}).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(cr.claimsForAddress)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(cr.claimsForClass)).
-		WithOptions(opts).
+		WithOptions(claimOpts).
 		Complete(cr); err != nil {
 		return err
 	}

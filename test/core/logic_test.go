@@ -433,3 +433,32 @@ func TestReclaimAction(t *testing.T) {
 		})
 	}
 }
+
+func TestTakeSkipsAddressesBeingBound(t *testing.T) {
+	avail := iadv1alpha1.AddressAvailable
+	candidates := []iadv1alpha1.IPAddress{
+		addr("a-1", "10.0.0.1", "x", avail, nil),
+		addr("a-2", "10.0.0.2", "x", avail, nil),
+		addr("a-3", "10.0.0.3", "x", avail, nil),
+	}
+	r := &claimReconciler{}
+	first, second := claimOf(iadv1alpha1.FamilyIPv4), claimOf(iadv1alpha1.FamilyIPv4)
+	first.UID, second.UID = "uid-1", "uid-2"
+
+	// Two claims reconciled at once: the second takes the next address, not
+	// the one the first is binding.
+	require.Equal(t, "a-1", r.take(first, iadv1alpha1.FamilyIPv4, "x", candidates).Name)
+	require.Equal(t, "a-2", r.take(second, iadv1alpha1.FamilyIPv4, "x", candidates).Name)
+	// The first bound a-1 (or failed): a-1 is free to take again.
+	r.binding.Delete("a-1")
+	require.Equal(t, "a-1", r.take(second, iadv1alpha1.FamilyIPv4, "x", candidates).Name)
+	require.Equal(t, "a-3", r.take(first, iadv1alpha1.FamilyIPv4, "x", candidates).Name)
+	// Every candidate is being bound: nothing to take.
+	require.Nil(t, r.take(claimOf(iadv1alpha1.FamilyIPv4), iadv1alpha1.FamilyIPv4, "x", candidates))
+	// The caller's list is left as it was.
+	var names []string
+	for _, c := range candidates {
+		names = append(names, c.Name)
+	}
+	require.Equal(t, []string{"a-1", "a-2", "a-3"}, names)
+}
