@@ -151,15 +151,6 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		s.paused = max(s.paused, d)
 		return nil
 	}
-	// Creating reserves an address: make sure the claim is still there and
-	// still ours, not just in a cache that may lag behind its deletion.
-	live := &iadv1alpha1.IPAddressClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if live.UID != s.claim.UID || !served(live) {
-		return nil
-	}
 	// The core matches Available addresses of the class before it waits for
 	// the driver; provisioning now could bind the claim twice in one family.
 	// Read only: the cache's own objects, not copies of the class's whole
@@ -200,6 +191,18 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		return nil
 	}
 
+	// Creating reserves an address: make sure the claim is still there and
+	// still ours, not just in a cache that may lag behind its deletion. Last
+	// of the checks, as the only one on the API server: a claim the checks
+	// above hold back (an Available address of the class is waiting for the
+	// core, the class is full) costs no request.
+	live := &iadv1alpha1.IPAddressClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if live.UID != s.claim.UID || !served(live) {
+		return nil
+	}
 	ph := renderPlaceholder(r.PlaceholderNamespace, s.claim, s.class.Name, f)
 	if err := r.Create(ctx, ph); err != nil {
 		if apierrors.IsAlreadyExists(err) {
