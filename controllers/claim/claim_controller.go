@@ -39,6 +39,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
 // ControllerName is the claim controller's name, in logs and metrics.
@@ -117,8 +118,9 @@ func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamil
 
 // CacheOptions narrows the manager's cache to what the claim controller
 // reads: Services only in the placeholder namespace and only placeholders
-// (labelled names.LabelPlaceholder), and of Events only MetalLB's
-// AllocationFailed reports in that namespace. The binary and the tests both
+// (labelled names.LabelPlaceholder), trimmed as the other controllers trim
+// theirs (servicecache.Trim: the claim controller only patches them), and
+// of Events only MetalLB's AllocationFailed reports in that namespace. The binary and the tests both
 // build their manager with it.
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
@@ -129,6 +131,7 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 		&corev1.Service{}: {
 			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},
 			Label:      labels.NewSelector().Add(*isPlaceholder),
+			Transform:  servicecache.Trim,
 		},
 		&corev1.Event{}: {
 			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},

@@ -1,7 +1,8 @@
 // Package servicecache holds the one cache transform for Services, shared
 // by the controllers that cache every Service of the cluster (the Service
-// and the IPAddress controller): the cache keeps only what they read, so a
-// cluster with many Services costs them little memory.
+// and the IPAddress controller) and by the claim controller for its
+// placeholders: the cache keeps only what they read, so a cluster with many
+// Services costs them little memory.
 package servicecache
 
 import (
