@@ -83,3 +83,56 @@ func (p *drawPauses) forget(key string) {
 	defer p.mu.Unlock()
 	delete(p.m, key)
 }
+
+// refillQuiet is how long a class's warm addresses must stay untaken before
+// the warm controller refills them, and refillMax how long a refill waits
+// at most. A burst of claims is bound to warm addresses by the core; a
+// refill started at the first binding competes with the rest of the burst
+// for the API server (and MetalLB's queue), and the burst is what the warm
+// addresses are for. Waiting until the burst has passed, or at most
+// refillMax, hands the refill the same work a moment later.
+const (
+	refillQuiet = 300 * time.Millisecond
+	refillMax   = 2 * time.Second
+)
+
+// refillDelays remembers, per class and family, since when the warm
+// controller has seen addresses missing and when the shortfall last grew.
+// Like drawPauses it only delays: a restart that loses it refills at once.
+type refillDelays struct {
+	mu sync.Mutex
+	m  map[string]shortfall
+}
+
+type shortfall struct {
+	n           int
+	since, grew time.Time
+}
+
+// wait records that key lacks n warm addresses at now and returns how long
+// its refill should still wait: until refillQuiet after the shortfall last
+// grew, and no longer than refillMax after it was first seen. When nothing
+// is left to wait the shortfall is forgotten, so the next one starts anew.
+func (r *refillDelays) wait(key string, n int, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]shortfall{}
+	}
+	s, seen := r.m[key]
+	switch {
+	case !seen:
+		s = shortfall{n: n, since: now, grew: now}
+	case n > s.n:
+		s.n, s.grew = n, now
+	default:
+		s.n = n
+	}
+	left := min(s.grew.Add(refillQuiet).Sub(now), s.since.Add(refillMax).Sub(now))
+	if left <= 0 {
+		delete(r.m, key)
+		return 0
+	}
+	r.m[key] = s
+	return left
+}

@@ -39,3 +39,30 @@ func TestDrawPauses(t *testing.T) {
 	p.gaveBack("d/IPv4", "10.0.0.9", later.Add(2*maxGiveBackPause+giveBackPause))
 	assert.Len(t, p.m, 1, "pauses long over are forgotten")
 }
+
+func TestRefillDelays(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type step struct {
+		at, lack int
+		want     time.Duration
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a first shortfall waits the quiet time", []step{{0, 3, refillQuiet}, {100, 3, 200 * time.Millisecond}, {300, 3, 0}}},
+		{"a shortfall that grows waits again", []step{{0, 1, refillQuiet}, {200, 5, refillQuiet}, {400, 5, 100 * time.Millisecond}, {500, 5, 0}}},
+		{"a shortfall that shrinks does not", []step{{0, 5, refillQuiet}, {200, 2, 100 * time.Millisecond}}},
+		{"a burst that goes on is refilled after refillMax", []step{{0, 1, refillQuiet}, {250, 2, refillQuiet}, {1900, 30, 100 * time.Millisecond}, {2000, 31, 0}}},
+		{"once refilled, the next shortfall starts anew", []step{{0, 1, refillQuiet}, {300, 1, 0}, {5000, 2, refillQuiet}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r refillDelays
+			for _, s := range tc.steps {
+				assert.Equal(t, s.want, r.wait("c/IPv4", s.lack, at(s.at)), "at %d ms, %d missing", s.at, s.lack)
+			}
+			assert.Equal(t, refillQuiet, r.wait("other/IPv4", 1, at(0)), "classes and families wait apart")
+		})
+	}
+}

@@ -62,6 +62,9 @@ type warmer struct {
 	// named anew each time, but MetalLB hands the next one the same
 	// address while its owner waits for it.
 	pauses drawPauses
+	// refills holds back a refill while a burst of claims is still taking
+	// the class's warm addresses (refillQuiet).
+	refills refillDelays
 }
 
 // warmKey names one family of one class in the warm controller's pauses.
@@ -339,6 +342,13 @@ func (w *warmer) reconcileFamily(ctx context.Context, c *iadv1alpha1.IPAddressCl
 		// the same address while its owner still waits for it.
 		if left := w.pauses.left(warmKey(className, f), time.Now()); left > 0 {
 			log.FromContext(ctx).V(1).Info("pausing after a give-back before warming again", "class", className, "family", f, "for", left)
+			return left, nil
+		}
+		// Claims may still be taking warm addresses: let the burst be bound
+		// first.
+		if left := w.refills.wait(warmKey(className, f), p.create, time.Now()); left > 0 {
+			log.FromContext(ctx).V(1).Info("warm addresses were taken a moment ago; refilling once the burst has passed",
+				"class", className, "family", f, "missing", p.create, "in", left)
 			return left, nil
 		}
 	}
