@@ -27,16 +27,23 @@ import (
 // Controllers are the driver's four controllers, one binary each.
 var Controllers = []string{"class", "claim", "service", "ipaddress"}
 
+// BuildFlags are the flags the Dockerfile and `make build` build the
+// controllers with: a static binary without symbol table or DWARF.
+var BuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
 // DriverNamespace is where the local control plane runs the driver: its
 // leases and (by default) its placeholder Services live there.
 const DriverNamespace = "metallb-iad-system"
 
-// BuildDriver builds the four controller binaries into dir (the Go build
-// cache makes a rebuild quick).
+// BuildDriver builds the four controller binaries into dir the way the
+// image builds them (BuildFlags, without cgo), so tests and benchmarks run
+// what ships (the Go build cache makes a rebuild quick).
 func BuildDriver(dir string) error {
 	for _, c := range Controllers {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		args := append([]string{"build"}, BuildFlags...)
+		cmd := exec.Command("go", append(args, "-o", filepath.Join(dir, c), "./cmd/"+c)...)
 		cmd.Dir = manifests.Root()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v: %s", c, err, out)
 		}
