@@ -23,6 +23,9 @@ type snap struct {
 	drivers map[string]Metrics
 	logOff  int64
 	cpu     cpuUse
+	// conflictsBy is the audit log's count of refused status updates so
+	// far, by the writer each is attributed to.
+	conflictsBy map[string]float64
 }
 
 // cost is what one operation cost, between two snaps.
@@ -34,6 +37,10 @@ type cost struct {
 	reqs map[Request]float64
 	// conflicts is the 409 answers among reqs.
 	conflicts map[Request]float64
+	// conflictsBy is MetalLB's refused status updates by the writer of
+	// the Service's last write before each (the audit log): the driver,
+	// MetalLB itself or the user (the benchmark).
+	conflictsBy map[string]float64
 	// driverWrites is the four driver controllers' writes, lease renewals
 	// left out.
 	driverWrites float64
@@ -61,14 +68,18 @@ func (e *env) apiMetrics(b *testing.B) Metrics {
 
 func (e *env) snap(b *testing.B) snap {
 	b.Helper()
-	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: FileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b)}
+	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: FileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b), conflictsBy: e.audit.Totals()}
 }
 
 // since is the cost of what happened after s.
 func (e *env) since(b *testing.B, s snap) cost {
 	b.Helper()
 	now := e.snap(b)
-	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409")}
+	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409"),
+		conflictsBy: map[string]float64{}}
+	for k, v := range now.conflictsBy {
+		c.conflictsBy[k] = v - s.conflictsBy[k]
+	}
 	leases := c.reqs["PUT leases"] + c.reqs["POST leases"]
 	c.driverWrites = DriverWrites(s.drivers, now.drivers, leases)
 	c.writesBy = WritesByController(s.drivers, now.drivers)
@@ -234,6 +245,12 @@ func (c *cost) add(o cost) {
 	}
 	for k, v := range o.conflicts {
 		c.conflicts[k] += v
+	}
+	if c.conflictsBy == nil {
+		c.conflictsBy = map[string]float64{}
+	}
+	for k, v := range o.conflictsBy {
+		c.conflictsBy[k] += v
 	}
 	for k, v := range o.cpu {
 		c.cpu[k] += v

@@ -41,6 +41,8 @@ type env struct {
 	drivers map[string]*cluster.Driver
 	cancel  context.CancelFunc
 	ctx     context.Context
+	// audit attributes MetalLB's refused status updates to their cause.
+	audit *ConflictTracker
 }
 
 func TestMain(m *testing.M) {
@@ -82,10 +84,11 @@ func start() (e *env, err error) {
 	}()
 	ctx := e.ctx
 	// MetalLB logs its full passes over every Service only at info level.
-	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{MetalLBLogLevel: "info"}}); err != nil {
+	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{MetalLBLogLevel: "info", AuditPolicy: AuditPolicy}}); err != nil {
 		return e, err
 	}
 	e.c = e.s.Cluster
+	e.audit = NewConflictTracker(e.c.AuditLogPath())
 	// The benchmark's own client runs without client-side rate limiting,
 	// as controller-runtime configures a deployed controller (and as the
 	// stack runs the core), so it does not skew the driver's figures.

@@ -65,6 +65,9 @@ type Options struct {
 	// Controllers replaces the controllers kube-controller-manager runs
 	// (garbagecollector and namespace when empty).
 	Controllers []string
+	// AuditPolicy, when set, is the API server's audit policy (YAML): it
+	// then writes an audit log, as JSON lines, to AuditLogPath.
+	AuditPolicy string
 }
 
 // Cluster is a running local control plane.
@@ -100,6 +103,10 @@ type Cluster struct {
 	stopOnce sync.Once
 	stopSig  chan struct{}
 }
+
+// AuditLogPath is where the API server writes its audit log when
+// Options.AuditPolicy is set.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.Dir, "audit.log") }
 
 // BinDir is where `make tools` puts the control-plane binaries.
 func BinDir() string { return filepath.Join(manifests.Root(), "bin", "k8s") }
@@ -155,6 +162,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
 	if err := c.choosePorts(); err != nil {
 		return nil, err
+	}
+	if opts.AuditPolicy != "" {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		args := c.env.ControlPlane.GetAPIServer().Configure()
+		args.Set("audit-policy-file", policy)
+		args.Set("audit-log-path", c.AuditLogPath())
+		args.Set("audit-log-format", "json")
+		args.Set("audit-log-mode", "blocking")
 	}
 	if opts.APIServer != nil {
 		if err := opts.APIServer(c.env.ControlPlane.GetAPIServer()); err != nil {

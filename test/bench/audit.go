@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+)
+
+// Who wrote a Service last before MetalLB's status update of it was
+// refused with 409: the writer whose change made the version MetalLB held
+// stale.
+const (
+	// WriterDriver is one of the driver's four controllers (their
+	// ServiceAccounts).
+	WriterDriver = "driver"
+	// WriterMetalLB is MetalLB itself: a full pass read the Service from a
+	// cache that did not show MetalLB's own status write yet.
+	WriterMetalLB = "MetalLB"
+	// WriterOther is anyone else: the benchmark acting as the user (its
+	// annotations, its plain re-pins) or a controller of the control plane.
+	WriterOther = "user"
+)
+
+// driverUserPrefix names the driver's ServiceAccounts on the local control
+// plane.
+const driverUserPrefix = "system:serviceaccount:metallb-iad-system:"
+
+// auditEvent is the part of one audit log line (audit.k8s.io/v1 Event,
+// JSON) the attribution reads.
+type auditEvent struct {
+	Stage     string `json:"stage"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// writer classifies who made a request.
+func (e *auditEvent) writer() string {
+	switch {
+	case strings.HasPrefix(e.User.Username, driverUserPrefix):
+		return WriterDriver
+	case strings.HasPrefix(e.UserAgent, "metallb-controller"):
+		return WriterMetalLB
+	}
+	return WriterOther
+}
+
+// ConflictTracker reads the API server's audit log of Service writes as it
+// grows and attributes each 409 answer to MetalLB's status update of a
+// Service to the last successful write of that Service before it.
+type ConflictTracker struct {
+	path string
+	off  int64
+	// last is the writer of each Service's last successful write seen.
+	last map[string]string
+	// total counts the refused updates seen so far, by writer.
+	total map[string]float64
+}
+
+// NewConflictTracker tracks the audit log at path from its start.
+func NewConflictTracker(path string) *ConflictTracker {
+	return &ConflictTracker{path: path, last: map[string]string{}, total: map[string]float64{}}
+}
+
+// Totals reads the complete lines added since the last call and returns
+// how many of MetalLB's status updates were refused so far, by the writer
+// each is attributed to (a counter: subtract two readings for a window).
+func (t *ConflictTracker) Totals() map[string]float64 {
+	if t == nil {
+		return nil
+	}
+	if f, err := os.Open(t.path); err == nil {
+		defer f.Close()
+		if _, err := f.Seek(t.off, io.SeekStart); err == nil {
+			if data, err := io.ReadAll(f); err == nil {
+				end := bytes.LastIndexByte(data, '\n') + 1 // a line being written waits for the next call
+				t.off += int64(end)
+				t.attribute(data[:end])
+			}
+		}
+	}
+	out := make(map[string]float64, len(t.total))
+	for k, v := range t.total {
+		out[k] = v
+	}
+	return out
+}
+
+// attribute processes whole audit log lines in order.
+func (t *ConflictTracker) attribute(lines []byte) {
+	out := t.total
+	sc := bufio.NewScanner(bytes.NewReader(lines))
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
+			continue
+		}
+		if e.Stage != "ResponseComplete" || e.ObjectRef.Resource != "services" {
+			continue
+		}
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		code := e.ResponseStatus.Code
+		switch {
+		case code == 409 && e.ObjectRef.Subresource == "status" && e.writer() == WriterMetalLB:
+			by := t.last[key]
+			if by == "" {
+				by = WriterOther
+			}
+			out[by]++
+		case code >= 200 && code < 300 && e.Verb != "delete":
+			t.last[key] = e.writer()
+		case code >= 200 && code < 300:
+			delete(t.last, key)
+		}
+	}
+}
+
+// AuditPolicy is the API server's audit policy for the benchmark: every
+// write to a Service or its status at metadata level, nothing else.
+const AuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources:
+  - group: ""
+    resources: ["services", "services/status"]
+- level: None
+`
