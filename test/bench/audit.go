@@ -37,6 +37,11 @@ type auditEvent struct {
 	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// ImpersonatedUser is who the request acted as: the local control
+	// plane runs each controller as its ServiceAccount by impersonation.
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Namespace   string `json:"namespace"`
@@ -50,8 +55,12 @@ type auditEvent struct {
 
 // writer classifies who made a request.
 func (e *auditEvent) writer() string {
+	user := e.User.Username
+	if e.ImpersonatedUser != nil {
+		user = e.ImpersonatedUser.Username
+	}
 	switch {
-	case strings.HasPrefix(e.User.Username, driverUserPrefix):
+	case strings.HasPrefix(user, driverUserPrefix):
 		return WriterDriver
 	case strings.HasPrefix(e.UserAgent, "metallb-controller"):
 		return WriterMetalLB
@@ -122,10 +131,10 @@ func (t *ConflictTracker) attribute(lines []byte) {
 				by = WriterOther
 			}
 			out[by]++
-		case code >= 200 && code < 300 && e.Verb != "delete":
-			t.last[key] = e.writer()
 		case code >= 200 && code < 300:
-			delete(t.last, key)
+			// A deletion is a write too: of a Service with a finalizer it
+			// sets deletionTimestamp (a Service that is gone answers 404).
+			t.last[key] = e.writer()
 		}
 	}
 }
