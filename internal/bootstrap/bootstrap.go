@@ -94,8 +94,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Sustained requests per second the controller may send to the API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Requests the controller may send to the API server in a burst.")
+	// A claim costs the claim controller five requests besides its Events
+	// (two creates, a patch and two reads of the claim on the API server),
+	// so at 50 per second the client's own limiter, not MetalLB, paced a
+	// burst of claims (BENCHMARKS.md). The API server's priority and
+	// fairness still protects it from a busy controller.
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "Sustained requests per second the controller may send to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "Requests the controller may send to the API server in a burst.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
