@@ -256,14 +256,14 @@ func repairedAnnotations(in map[string]string, ip, key string) map[string]string
 // address's class, so MetalLB keeps their assignments when the class pool
 // admits only granted Services. Holders without authority are not waited
 // for: taking the address from them is the point of the grant. Nor is a
-// Service the driver is releasing (binding.Releasing): a detach withdraws
-// its grant label on purpose, while MetalLB still shows it holding the
-// address for a moment.
+// Service the driver is releasing (binding.Releasing) or has let go
+// (binding.LetGo): a detach withdraws its grant label on purpose, while
+// MetalLB still shows it holding the address for a moment.
 func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
 	var missing []string
 	for i := range holders {
 		s := &holders[i]
-		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || binding.Releasing(s))) {
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || binding.Releasing(s) || binding.LetGo(a, s))) {
 			continue
 		}
 		if !names.Granted(s.Labels, a.Spec.ClassName) {
@@ -368,8 +368,9 @@ type holdPlan struct {
 // stays, holding the address beside the Service, and one is created if
 // none is left once the Service holds the address; for any other
 // attachment (the gap handoff) the placeholders are deleted. While the
-// attached Service is being deleted nothing is created or deleted: its
-// association is cleared next. The placeholders carry the binding's
+// attached Service is being deleted, or has been let go in one write
+// (binding.LetGo) and MetalLB is taking the address back, nothing is
+// created or deleted: its association is cleared next. The placeholders carry the binding's
 // sharing key only where a workload shares the address with them, or is
 // about to (holdKey).
 func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
@@ -396,7 +397,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 	}
 	if w := a.Status.AssociatedTo; w != nil {
 		switch {
-		case attached != nil && attached.DeletionTimestamp != nil:
+		case attached != nil && (attached.DeletionTimestamp != nil || binding.LetGo(a, attached)):
 			return planLeaving(a, ip, w, live, len(placeholders))
 		case binding.SharesHold(a, attached):
 			return planShared(a, ip, placeholderNamespace, w, attached, live, len(placeholders))
@@ -547,9 +548,10 @@ func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *ia
 }
 
 // planLeaving plans an address attached to a Service that is being
-// deleted: nothing is created or deleted (the association is cleared
-// next, and a placeholder that shares the address keeps holding it
-// through the Service's deletion); only the Held condition follows what
+// deleted or that the Service controller let go (binding.LetGo): nothing
+// is created or deleted (the association is cleared next, and a
+// placeholder that shares the address keeps holding it through the
+// Service's deletion or release); only the Held condition follows what
 // holds the address. total counts the placeholders, those being deleted
 // included.
 func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadReference, live []*corev1.Service, total int) holdPlan {
@@ -673,8 +675,13 @@ const (
 // releaseStep decides the teardown's next step for one Service and the
 // annotations to write for it (see releaseServices). Only a Service whose
 // pin the driver wrote (pinned-by marker) and which the address's binding
-// authorizes or whose pin names the IP is the teardown's to release.
+// authorizes or whose pin names the IP is the teardown's to release. A
+// Service the Service controller let go in one write (binding.LetGo) has
+// nothing left to write: the teardown waits while it still holds the IP.
 func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (releaseAction, map[string]string) {
+	if binding.LetGo(a, svc) && binding.Holds(svc, ip) {
+		return releaseWait, nil
+	}
 	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; !ours || svc.DeletionTimestamp != nil {
 		return releaseNone, nil
 	}

@@ -413,6 +413,32 @@ func TestPlanHold(t *testing.T) {
 				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7, which shares it with Service t/web, " +
 					"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}},
 		},
+		{
+			name:         "attached Service let go in one write (shared): the placeholder stays and keeps its key, nothing created or deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip), svc("t", "web", "", ip)},
+			attached:     ptr.To(svc("t", "web", "", ip)),
+			want: want{held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7, which shares it with Service t/web, " +
+					"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}},
+		},
+		{
+			name:         "attached Service that asks for the claim, not pinned yet (a gap handoff attaching it): the placeholder is deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     asker(),
+			want:         want{delete: []string{phNS + "/" + hold}},
+		},
+		{
+			name:     "attached Service let go in one write (gap): no hold yet, until the association is cleared",
+			addr:     associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			holders:  []corev1.Service{svc("t", "web", "", ip)},
+			attached: ptr.To(svc("t", "web", "", ip)),
+			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
+				"No placeholder holds the address: it is released for Service t/web"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -681,6 +707,24 @@ func TestReleaseStep(t *testing.T) {
 			assert.Equal(t, tt.ann, ann)
 		})
 	}
+
+	// A Service let go in one write (binding.LetGo) is waited for while it
+	// holds the IP, and left alone once MetalLB has taken it back.
+	associated := associated(a.DeepCopy(), "t", "web")
+	for _, tt := range []struct {
+		name string
+		svc  *corev1.Service
+		want releaseAction
+	}{
+		{"let go, still holding: wait", svc(map[string]string{"keep": "me"}, ip), releaseWait},
+		{"let go, MetalLB took it back: nothing to do", svc(map[string]string{"keep": "me"}), releaseNone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ann := releaseStep(tt.svc, associated, ip)
+			assert.Equal(t, tt.want, got)
+			assert.Nil(t, ann, "nothing to write")
+		})
+	}
 }
 
 func TestAddressState(t *testing.T) {
@@ -812,6 +856,8 @@ func TestGrantState(t *testing.T) {
 			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip"})}, metav1.ConditionTrue, ""},
 		{"nor one released with the release pin",
 			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "::"})}, metav1.ConditionTrue, ""},
+		{"nor the workload let go in one write (no marker, no grant, still associated)",
+			[]corev1.Service{svc("shop", "web", "")}, metav1.ConditionTrue, ""},
 		{"a pinned workload without the grant is waited for",
 			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "192.0.2.1"})}, metav1.ConditionFalse, "shop/old"},
 	}

@@ -93,9 +93,20 @@ func heldAddress(t *testing.T, class, cidr, ip string, ref *iadv1alpha1.ClaimRef
 }
 
 // attachTo records the address as attached to the Service ns/name and
-// waits until its hold goes.
+// waits until its hold goes. The Service first gets the grant label of the
+// address's class, as the Service controller gives every Service it
+// attaches (an associated Service without it, and without the driver's
+// marker, is one the driver is letting go: binding.LetGo).
 func attachTo(t *testing.T, address, ns, name string) {
 	t.Helper()
+	svc := &corev1.Service{}
+	require.NoError(t, adm.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, svc))
+	orig := svc.DeepCopy()
+	if svc.Labels == nil {
+		svc.Labels = map[string]string{}
+	}
+	svc.Labels[names.LabelGrant] = getAddress(t, address).Spec.ClassName
+	require.NoError(t, adm.Patch(context.Background(), svc, client.MergeFrom(orig)))
 	patchStatus(t, address, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: name}
 	})

@@ -270,6 +270,17 @@ func msgReleasing(ips []string, release, mode string) string {
 		strings.Join(ips, ","), release)
 }
 
+// msgLettingGo is the Releasing Event's message on a Service detached in
+// one write (binding.LetGo).
+func msgLettingGo(ips []string, mode string) string {
+	how := ""
+	if mode == ModeShared {
+		how = " (shared handoff: a placeholder keeps holding the address)"
+	}
+	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and the grant label %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
+		strings.Join(ips, ","), how, names.LabelGrant)
+}
+
 // msgGivingUp is the Releasing Event's message on a Service whose addresses
 // are given up (their claim or the addresses themselves are being deleted).
 func msgGivingUp(claim string, ips []string, release string) string {

@@ -39,6 +39,16 @@ import (
 //     ingress no longer shows them. The pinned-by marker keeps the Service
 //     authorized meanwhile.
 //
+// A detach of everything the Service holds, from class pools that admit
+// only Services carrying the grant label, of a Service that no longer asks
+// for the claim, writes the Service once instead (binding.LetGo): in the gap handoff, or in a shared one where a
+// placeholder already holds each address beside the Service, the pin, the
+// key, the markers and the grant label go in one patch while the addresses
+// stay associated with the Service, which keeps it authorized until
+// MetalLB has taken them back; then the associations are cleared. MetalLB
+// sees one change of the Service, and no second write races the full pass
+// its release starts.
+//
 // Addresses are given up when one of them is being deleted or the claim
 // the pin is for is gone or being deleted: no hold comes back for them, so
 // the release runs at once, and the Events say so. The IPAddress
@@ -55,7 +65,7 @@ import (
 // with but should not be (the claim lost them); the Service keeps its pin
 // for the others.
 func (r *Reconciler) detachStale(ctx context.Context, s *scope, stale []*iadv1alpha1.IPAddress) (bool, error) {
-	return r.release(ctx, s, stale)
+	return r.release(ctx, s, stale, false)
 }
 
 // detachAll detaches every address the Service is associated with or
@@ -70,16 +80,17 @@ func (r *Reconciler) detachAll(ctx context.Context, s *scope) (bool, error) {
 		}
 	}
 	givingUp := s.givingUp(addrs) // as the addresses were before the release
-	if done, err := r.release(ctx, s, addrs); err != nil || !done {
+	if done, err := r.release(ctx, s, addrs, true); err != nil || !done {
 		return done, err
 	}
 	return true, r.withdraw(ctx, s, addrs, givingUp)
 }
 
 // release runs, for addrs, the handoff back and the release sequence
-// described at detachStale, then clears their associations. It reports
-// whether it finished.
-func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+// described at detachStale, then clears their associations. all says addrs
+// are everything the Service holds or is pinned for, so the Service may be
+// let go in one write. It reports whether it finished.
+func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (bool, error) {
 	svc := s.svc
 	_, ours := svc.Annotations[names.AnnotationPinnedBy]
 	deleting := svc.DeletionTimestamp != nil
@@ -104,6 +115,15 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 		}
 		if !ReleaseStarted(svc, release) {
 			mode := DetachMode(svc, ips, SharingKeyOf(addrs), givingUp)
+			if all && byGrant && !asksFor(svc, addrs) {
+				beside, err := r.heldBeside(ctx, addrs)
+				if err != nil {
+					return false, err
+				}
+				if mode == ModeGap || beside {
+					return false, r.letGo(ctx, s, ips, mode)
+				}
+			}
 			if mode == ModeShared {
 				cleared, err := r.clearAssociations(ctx, s, addrs, false)
 				if err != nil {
@@ -144,11 +164,75 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 			return false, nil // the Service watch brings it back when MetalLB lets go
 		}
 	}
+	if !deleting && lettingGo(svc, addrs) {
+		return false, nil // let go in one write; the Service watch brings it back when MetalLB has
+	}
 
 	if _, err := r.clearAssociations(ctx, s, addrs, givingUp); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// letGo detaches the Service in one write (binding.LetGo): its pin, the
+// driver's sharing key, the markers and the grant label go together, while
+// the addresses stay associated with it until MetalLB has taken them back.
+func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode string) error {
+	svc := s.svc
+	holds := binding.Holds(svc, ips...)
+	if err := patch.Meta(ctx, r, svc, func() {
+		svc.Annotations = binding.WithdrawnAnnotations(svc.Annotations)
+		svc.Labels = UngrantedLabels(svc.Labels)
+	}); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("releasing addresses from MetalLB in one write", "ips", ips, "mode", mode)
+	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgLettingGo(ips, mode))
+	if holds {
+		handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
+	}
+	return nil
+}
+
+// asksFor reports whether the Service's claim annotation still names the
+// claim of one of addrs: then it is not let go in one write (binding.LetGo
+// tells such a Service from one a gap handoff is attaching by the
+// annotation).
+func asksFor(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
+	return slices.ContainsFunc(addrs, func(a *iadv1alpha1.IPAddress) bool { return binding.Asks(svc, a) })
+}
+
+// lettingGo reports whether one of addrs was let go in one write
+// (binding.LetGo) and the Service's ingress still shows it: MetalLB has not
+// taken it back yet, and the association keeps the Service authorized
+// until it has.
+func lettingGo(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
+	for _, a := range addrs {
+		if binding.LetGo(a, svc) && binding.Holds(svc, addressIPs([]*iadv1alpha1.IPAddress{a})...) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldBeside reports whether one of each address's own placeholders holds
+// it beside the Service (a shared attachment), looking up from the cache
+// the Services that hold each IP.
+func (r *Reconciler) heldBeside(ctx context.Context, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+	for _, a := range addrs {
+		var holders corev1.ServiceList
+		for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
+			var l corev1.ServiceList
+			if err := r.List(ctx, &l, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
+				return false, err
+			}
+			holders.Items = append(holders.Items, l.Items...)
+		}
+		if !HeldBeside(a, holders.Items, r.PlaceholderNamespace) {
+			return false, nil
+		}
+	}
+	return len(addrs) > 0, nil
 }
 
 // withdraw removes, once addrs are detached, the driver's pin, key and

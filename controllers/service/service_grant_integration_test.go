@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -20,6 +22,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -164,13 +167,30 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 
 // detachAndCheck removes the claim annotation as the tenant and waits until
 // the address is held again and the Service keeps nothing of the driver's:
-// no pin (never a release pin), no marker, no grant label, no address.
+// no pin (never a release pin), no marker, no grant label, no address. The
+// driver writes the Service once for it (binding.LetGo): one change of its
+// metadata after the tenant's, and the address stays associated with the
+// Service until MetalLB has taken the address back.
 func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv1alpha1.IPAddress) {
 	t.Helper()
 	s := getSvc(t, ns, name)
 	orig := s.DeepCopy()
 	delete(s.Annotations, iadv1alpha1.ServiceClaimAnnotation)
+	metaChanges := watchMetadata(t, ns, name)
 	require.NoError(t, tenant.Patch(context.Background(), s, client.MergeFrom(orig)))
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		// Until MetalLB has let go, the association authorizes the Service
+		// (the address is read first: the association is cleared only after
+		// the Service stopped holding, so a later read of the Service that
+		// still holds must meet it).
+		addr := getAddr(t, a.Name)
+		svc := getSvc(t, ns, name)
+		if !binding.Holds(svc, a.Spec.Address) {
+			break
+		}
+		assert.True(t, AssociatedWith(addr, ns, name) || svc.Annotations[names.AnnotationPinnedBy] != "",
+			"the Service holds the address with the association or the marker")
+	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		s := getSvc(t, ns, name)
 		assert.Empty(t, ingress(s))
@@ -183,7 +203,44 @@ func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv
 	for _, e := range events(t, "Service", ns, name) {
 		assert.False(t, releasePinFailure(e), "no impossible pin during the detach: %s", e.Message)
 	}
+	assert.Equal(t, 2, metaChanges(), "the tenant's write and one of the driver's")
 	require.NoError(t, tenant.Delete(context.Background(), getSvc(t, ns, name)))
+}
+
+// watchMetadata watches one Service from now on and returns a function
+// that stops the watch and reports how many times its annotations or
+// labels changed. MetalLB's writes are not counted: they change the status
+// and the one annotation MetalLB keeps there (ip-allocated-from-pool).
+func watchMetadata(t *testing.T, ns, name string) func() int {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
+	require.NoError(t, err)
+	cur := getSvc(t, ns, name)
+	w, err := wc.Watch(context.Background(), &corev1.ServiceList{}, client.InNamespace(ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion}})
+	require.NoError(t, err)
+	changes := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := cur
+		for ev := range w.ResultChan() {
+			svc, ok := ev.Object.(*corev1.Service)
+			if !ok {
+				continue
+			}
+			if !maps.Equal(notMetalLBs(svc.Annotations), notMetalLBs(last.Annotations)) || !maps.Equal(svc.Labels, last.Labels) {
+				changes++
+			}
+			last = svc
+		}
+	}()
+	return func() int {
+		time.Sleep(time.Second) // a late write would show
+		w.Stop()
+		<-done
+		return changes
+	}
 }
 
 // TestUpgradeToGrantKeepsEveryAddress starts from what an older driver
@@ -286,4 +343,11 @@ func retryStatus(ctx context.Context, a *iadv1alpha1.IPAddress, change func(*iad
 // a release pin (the unspecified address of either family).
 func releasePinFailure(e corev1.Event) bool {
 	return e.Reason == "AllocationFailed" && (strings.Contains(e.Message, "0.0.0.0") || strings.Contains(e.Message, `"::"`))
+}
+
+// notMetalLBs is annotations without the one MetalLB writes itself.
+func notMetalLBs(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	delete(out, "metallb.io/ip-allocated-from-pool")
+	return out
 }

@@ -109,6 +109,13 @@ func HandedBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, holders []corev1.
 	if !conditions.IsTrue(a.Status.Conditions, conditions.Held) {
 		return false
 	}
+	return HeldBeside(a, holders, placeholderNamespace)
+}
+
+// HeldBeside reports whether one of the address's own placeholders is
+// among holders (the Services MetalLB assigned the address to) and holds
+// it: in a shared attachment, beside the Service.
+func HeldBeside(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) bool {
 	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
 	for i := range holders {
 		h := &holders[i]

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -23,6 +24,14 @@ import (
 // Removing the pin alone would not do: MetalLB keeps an existing
 // assignment that is still valid for its pool, so the Service would keep
 // an address that left the ledger.
+//
+// A detach of every address a Service holds, where the class pool admits
+// only Services carrying the grant label, takes one write instead (LetGo):
+// the pin, the key, the markers and the grant label go together while the
+// address's status.associatedTo still names the Service, which keeps it
+// authorized until MetalLB has taken the address back; the association is
+// cleared after that. MetalLB reads the Service once, not twice, and no
+// second write of the Service races the full pass its release starts.
 
 // ReleasePinValue is the pin the driver writes on a Service to make MetalLB
 // take its addresses back. MetalLB keeps an address on a Service even after
@@ -59,6 +68,32 @@ func Releasing(svc *corev1.Service) bool {
 	}
 	_, granted := svc.Labels[names.LabelGrant]
 	return !granted
+}
+
+// LetGo reports whether svc was detached from the address in one write
+// (see the top of this file): it is still the Service the address's
+// status.associatedTo names, not being deleted, no longer asks for the
+// address's claim, and carries neither the driver's pinned-by marker nor a
+// grant label. An associated Service that still asks for the claim and is
+// not pinned yet is one the gap handoff is attaching; one that does not
+// ask for it any more, stripped of both, is one the Service controller
+// let go: MetalLB takes the address back from it, and the association is
+// cleared once it has.
+func LetGo(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
+	at := a.Status.AssociatedTo
+	if svc == nil || at == nil || at.Kind != "Service" || at.Namespace != svc.Namespace || at.Name != svc.Name || svc.DeletionTimestamp != nil {
+		return false
+	}
+	_, marked := svc.Annotations[names.AnnotationPinnedBy]
+	_, granted := svc.Labels[names.LabelGrant]
+	return !marked && !granted && !Asks(svc, a)
+}
+
+// Asks reports whether svc's claim annotation names the claim the address
+// is bound to (a Service names a claim of its own namespace).
+func Asks(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	ref := a.Spec.ClaimRef
+	return ref != nil && ref.Name != "" && ref.Namespace == svc.Namespace && svc.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name
 }
 
 // ServiceFamilies returns the Service's IP families: spec.ipFamilies, else

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -83,4 +84,48 @@ func TestReleasing(t *testing.T) {
 			assert.Equal(t, tc.want, Releasing(svc))
 		})
 	}
+}
+
+func TestLetGo(t *testing.T) {
+	granted := map[string]string{names.LabelGrant: "public"}
+	otherClass := map[string]string{names.LabelGrant: "private"}
+	pinned := map[string]string{names.AnnotationPinnedBy: "ip", names.MetalLBLoadBalancerIPs: "203.0.113.7"}
+	associated := &iadv1alpha1.IPAddress{
+		Spec: iadv1alpha1.IPAddressSpec{ClassName: "public",
+			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "ip"}},
+		Status: iadv1alpha1.IPAddressStatus{AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}},
+	}
+	elsewhere := associated.DeepCopy()
+	elsewhere.Status.AssociatedTo.Name = "api"
+	for _, tc := range []struct {
+		name        string
+		addr        *iadv1alpha1.IPAddress
+		annotations map[string]string
+		labels      map[string]string
+		deleting    bool
+		want        bool
+	}{
+		{"attached: pin, marker and grant", associated, pinned, granted, false, false},
+		{"let go in one write: nothing of the driver's left", associated, WithdrawnAnnotations(pinned), nil, false, true},
+		{"the grant of another class: not the driver's one write", associated, WithdrawnAnnotations(pinned), otherClass, false, false},
+		{"released in two steps, the marker still there", associated, ReleaseAnnotations(pinned, ""), nil, false, false},
+		{"the marker gone, the grant still there", associated, WithdrawnAnnotations(pinned), granted, false, false},
+		{"associated with another Service", elsewhere, WithdrawnAnnotations(pinned), nil, false, false},
+		{"not associated", &iadv1alpha1.IPAddress{Spec: associated.Spec}, WithdrawnAnnotations(pinned), nil, false, false},
+		{"being deleted: its deletion frees the address", associated, WithdrawnAnnotations(pinned), nil, true, false},
+		{"still asks for the claim: a gap handoff attaching it, not pinned yet", associated,
+			map[string]string{iadv1alpha1.ServiceClaimAnnotation: "ip"}, nil, false, false},
+		{"asks for another claim now", associated,
+			map[string]string{iadv1alpha1.ServiceClaimAnnotation: "other"}, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := svcWith(nil, corev1.IPv4Protocol)
+			svc.Annotations, svc.Labels = tc.annotations, tc.labels
+			if tc.deleting {
+				svc.DeletionTimestamp = &metav1.Time{}
+			}
+			assert.Equal(t, tc.want, LetGo(tc.addr, svc))
+		})
+	}
+	assert.False(t, LetGo(associated, nil))
 }
