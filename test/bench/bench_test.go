@@ -97,7 +97,7 @@ func writesCol(by map[string]map[string]float64, n int) string {
 	return strings.Join(out, "; ")
 }
 
-// scale is how big a run is. The default takes about half an hour on two
+// scale is how big a run is. The default takes about 20 minutes on two
 // cores; BENCH_SCALE=large adds N=5,000, BENCH_SCALE=small is a quick look.
 type scale struct {
 	claims     []int
