@@ -92,6 +92,9 @@ type Reconciler struct {
 	// shown the patch yet waits for it instead of patching again into a
 	// conflict.
 	written patch.Written
+	// draws serializes, per class, the decision to draw an address and the
+	// draw, with the warm controller's (drawLocks).
+	draws drawLocks
 }
 
 // memoKey names one family of one claim (by uid) in the controller's
@@ -228,6 +231,10 @@ const coreWait = 5 * time.Second
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, EventSource)
 	r.blocked.quiet = true
+	opts := r.Options
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = claimWorkers
+	}
 	if err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderDrawnByClass,
 		index.ClaimByClass, index.EventByInvolvedUID, index.WarmPlaceholderByClass, index.WarmAddressByClass,
@@ -242,7 +249,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
-		WithOptions(r.Options).
+		WithOptions(opts).
 		Complete(r)
 	if err != nil {
 		return err
@@ -252,7 +259,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := gc.setupWithManager(mgr, r.Options); err != nil {
 		return err
 	}
-	w := &warmer{Deps: r.Deps}
+	w := &warmer{Deps: r.Deps, draws: &r.draws}
 	return w.setupWithManager(mgr, r.Options)
 }
 

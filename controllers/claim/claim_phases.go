@@ -151,6 +151,9 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		s.paused = max(s.paused, d)
 		return nil
 	}
+	// From the ledger's reading to the cache showing the placeholder, no
+	// other pass draws from the class (drawLocks).
+	defer r.draws.lock(s.class.Name)()
 	// The core matches Available addresses of the class before it waits for
 	// the driver; provisioning now could bind the claim twice in one family.
 	// Read only: the cache's own objects, not copies of the class's whole

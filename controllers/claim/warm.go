@@ -65,6 +65,9 @@ type warmer struct {
 	// refills holds back a refill while a burst of claims is still taking
 	// the class's warm addresses (refillQuiet).
 	refills refillDelays
+	// draws is the claim controller's: a warm pass holds its class's lock
+	// from reading the ledger to its last draw (drawLocks).
+	draws *drawLocks
 }
 
 // warmKey names one family of one class in the warm controller's pauses.
@@ -90,6 +93,7 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 
+	defer w.draws.lock(req.Name)()
 	var addrs iadv1alpha1.IPAddressList
 	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: req.Name}); err != nil {
 		return ctrl.Result{}, err

@@ -41,13 +41,13 @@ import (
 //
 // A detach of everything the Service holds, from class pools that admit
 // only Services carrying the grant label, of a Service that no longer asks
-// for the claim, writes the Service once instead (binding.LetGo): in the gap handoff, or in a shared one where a
-// placeholder already holds each address beside the Service, the pin, the
-// key, the markers and the grant label go in one patch while the addresses
-// stay associated with the Service, which keeps it authorized until
-// MetalLB has taken them back; then the associations are cleared. MetalLB
-// sees one change of the Service, and no second write races the full pass
-// its release starts.
+// for the claim, writes the Service once instead (binding.LetGo). In the
+// gap handoff, or in a shared one where a placeholder already holds each
+// address beside the Service, the pin, the key, the markers and the grant
+// label go in one patch while the addresses stay associated with the
+// Service, which keeps it authorized until MetalLB has taken them back;
+// then the associations are cleared. MetalLB sees one change of the
+// Service, and no second write races the full pass its release starts.
 //
 // Addresses are given up when one of them is being deleted or the claim
 // the pin is for is gone or being deleted: no hold comes back for them, so
@@ -116,11 +116,14 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 		if !ReleaseStarted(svc, release) {
 			mode := DetachMode(svc, ips, SharingKeyOf(addrs), givingUp)
 			if all && byGrant && !asksFor(svc, addrs) {
-				beside, err := r.heldBeside(ctx, addrs)
-				if err != nil {
-					return false, err
+				oneWrite := mode == ModeGap
+				if !oneWrite {
+					var err error
+					if oneWrite, err = r.heldBeside(ctx, addrs); err != nil {
+						return false, err
+					}
 				}
-				if mode == ModeGap || beside {
+				if oneWrite {
 					return false, r.letGo(ctx, s, ips, mode)
 				}
 			}
