@@ -3,9 +3,10 @@ package claim
 import "sync"
 
 // claimWorkers is how many claims the claim controller reconciles at once
-// (unless its Options say otherwise). One worker was the pace of a burst of
-// claims before MetalLB was: each claim takes two passes (draw, then
-// record), and every pass waits on the API server.
+// (unless its Options say otherwise). Each claim takes two passes (draw,
+// then record), and every pass waits on the API server; with one worker a
+// claim's recording waited behind other claims' draws. The gain measured
+// at N = 1,000 was small (BENCHMARKS.md): MetalLB's pace bounds a burst.
 const claimWorkers = 4
 
 // drawLocks serializes, per class, what decides that MetalLB can give the

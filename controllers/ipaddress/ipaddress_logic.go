@@ -370,9 +370,9 @@ type holdPlan struct {
 // attachment (the gap handoff) the placeholders are deleted. While the
 // attached Service is being deleted, or has been let go in one write
 // (binding.LetGo) and MetalLB is taking the address back, nothing is
-// created or deleted: its association is cleared next. The placeholders carry the binding's
-// sharing key only where a workload shares the address with them, or is
-// about to (holdKey).
+// created or deleted: its association is cleared next. The placeholders
+// carry the binding's sharing key only where a workload shares the address
+// with them, or is about to (holdKey).
 func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
 	var p holdPlan
 	var live []*corev1.Service
