@@ -223,19 +223,29 @@ func lettingGo(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
 // the Services that hold each IP.
 func (r *Reconciler) heldBeside(ctx context.Context, addrs []*iadv1alpha1.IPAddress) (bool, error) {
 	for _, a := range addrs {
-		var holders corev1.ServiceList
-		for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
-			var l corev1.ServiceList
-			if err := r.List(ctx, &l, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
-				return false, err
-			}
-			holders.Items = append(holders.Items, l.Items...)
+		holders, err := r.holdersOf(ctx, a)
+		if err != nil {
+			return false, err
 		}
-		if !HeldBeside(a, holders.Items, r.PlaceholderNamespace) {
+		if !HeldBeside(a, holders, r.PlaceholderNamespace) {
 			return false, nil
 		}
 	}
 	return len(addrs) > 0, nil
+}
+
+// holdersOf returns, from the cache, the Services whose ingress shows the
+// address's IP.
+func (r *Reconciler) holdersOf(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
+	var out []corev1.Service
+	for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
+		var l corev1.ServiceList
+		if err := r.List(ctx, &l, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+	}
+	return out, nil
 }
 
 // withdraw removes, once addrs are detached, the driver's pin, key and
@@ -320,13 +330,11 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 // (HandedBack), looking up from the cache the Services that hold each IP.
 func (r *Reconciler) handedBack(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress) (bool, error) {
 	for _, a := range addrs {
-		var holders corev1.ServiceList
-		for _, ip := range addressIPs([]*iadv1alpha1.IPAddress{a}) {
-			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
-				return false, err
-			}
+		holders, err := r.holdersOf(ctx, a)
+		if err != nil {
+			return false, err
 		}
-		if !HandedBack(a, s.svc, holders.Items, r.PlaceholderNamespace) {
+		if !HandedBack(a, s.svc, holders, r.PlaceholderNamespace) {
 			return false, nil
 		}
 	}
