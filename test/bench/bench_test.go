@@ -189,6 +189,7 @@ func (e *env) deleteClaims(b *testing.B, namespace, class string) {
 		return true
 	})
 	e.settle(b)
+	step("delete the claims of class " + class)
 }
 
 // attach annotates svcs[i] with claims[i] at once and waits until each
@@ -290,6 +291,7 @@ func (e *env) handoffSet(b *testing.B, ns, class, repinNS string, from, n int) (
 	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "workload Services get an address")
 	e.createPlain(b, repinNS, "repin", from, n)
 	e.settle(b)
+	step(fmt.Sprintf("handoff: %d claims, their workloads and plain Services", n))
 	return claims, shared, gap, seq("repin", from, n)
 }
 
@@ -368,6 +370,7 @@ func BenchmarkHandoff(b *testing.B) {
 				have = bg
 			}
 			e.settle(b)
+			step(fmt.Sprintf("handoff: %d background Services", bg))
 			label := fmt.Sprintf("%d at once, %d background (%d Services)", m, bg, e.countServices(b))
 			ips := make([]string, m)
 			for i := range m {
@@ -490,6 +493,7 @@ func BenchmarkClaimToBound(b *testing.B) {
 func (e *env) memoryReport(b *testing.B, n int) {
 	b.Helper()
 	mem := e.memory(b)
+	step("memory")
 	var addrs iadv1alpha1.IPAddressList
 	require.NoError(b, e.k.List(e.ctx, &addrs))
 	rows := [][]string{{"CONTROLLER", "RSS", "ANON", "FILE", "PEAK RSS", "HEAP IN USE", "LIVE HEAP", "LIVE HEAP PER ADDRESS"}}
@@ -536,6 +540,7 @@ func (e *env) restartReport(b *testing.B, n int) {
 		c := e.since(b, s)
 		r := restartResult{ctl: ctl, converge: at.Sub(t0), cost: c}
 		restarts = append(restarts, r)
+		step("restart: " + ctl)
 		rows = append(rows, []string{ctl, fmtD(r.converge), fmt.Sprintf("%.0f", reconciles), fmt.Sprintf("%.0f", ResyncWrites(c.reqs)),
 			fmt.Sprintf("%.0f", MetalLBWrites(c.reqs)), PerOp(c.reqs, 1, "leases")})
 	}

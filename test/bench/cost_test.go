@@ -146,9 +146,22 @@ var (
 
 func record(o *op) *op {
 	resultsMu.Lock()
-	defer resultsMu.Unlock()
 	results = append(results, o)
+	resultsMu.Unlock()
+	step(o.section + ": " + o.name)
 	return o
+}
+
+// lastStep is when the previous step of the run ended.
+var lastStep = time.Now()
+
+// step prints how long the part of the run that just ended took, so a
+// run's output shows where its time goes.
+func step(what string) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	fmt.Printf("bench: %7.1fs  %s\n", time.Since(lastStep).Seconds(), what)
+	lastStep = time.Now()
 }
 
 // note adds a rendered table to the final report.
@@ -220,6 +233,7 @@ func (e *env) sweep(b *testing.B, ns string) {
 		return strings.Contains(ReadFrom(e.c.MetalLB().LogPath, 0), metallbPassEnd)
 	})
 	e.settle(b)
+	step("sweep " + ns)
 }
 
 // metallbPassEnd is the line MetalLB logs (at info level) when a full pass

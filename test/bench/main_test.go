@@ -64,6 +64,7 @@ func setup(b *testing.B) *env {
 	b.Cleanup(e.stop)
 	fmt.Printf("bench: control plane, MetalLB, reference core and the four driver binaries up in %s\n",
 		time.Since(t0).Round(time.Millisecond))
+	step("start")
 	if os.Getenv("KEEP_CLUSTER_LOGS") != "" {
 		fmt.Printf("bench: process logs in %s\n", e.c.Dir)
 	}
