@@ -170,7 +170,7 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		"--metallb-namespace", MetalLBNamespace,
 		"--metrics-bind-address", d.MetricsAddr,
 		"--health-probe-bind-address", d.HealthAddr,
-		"--zap-log-level", "info",
+		"--zap-log-level", driverLogLevel(),
 	}, extraArgs...)
 	name := controller
 	if _, err := os.Stat(filepath.Join(c.Dir, name+".log")); err == nil {
@@ -300,4 +300,13 @@ func RunWithManager(ctx context.Context, mgr interface {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 	}
 	return code
+}
+
+// driverLogLevel is the controllers' log level: $METALLB_IAD_LOG_LEVEL
+// (debug shows every decision logged at V(1)), info when empty.
+func driverLogLevel() string {
+	if l := os.Getenv("METALLB_IAD_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "info"
 }
