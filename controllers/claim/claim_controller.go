@@ -206,6 +206,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Nothing else brings the claim back when its pause is over.
 		res = patch.Sooner(res, ctrl.Result{RequeueAfter: s.paused})
 	}
+	if err == nil && s.recheck > 0 {
+		// MetalLB refused the placeholder while the ledger shows room:
+		// nothing in the API changes while its books are stale.
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: s.recheck})
+	}
 	if err == nil && s.waitForLedger {
 		// The address watch brings the claim back when the unheld address
 		// changes; this is the fallback.

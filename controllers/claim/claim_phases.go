@@ -46,6 +46,9 @@ type scope struct {
 	// provisioned because the claim gave an address back a moment ago
 	// (drawPauses).
 	paused time.Duration
+	// recheck is when to look again at a placeholder MetalLB refused for
+	// lack of room the ledger shows (staleClearer).
+	recheck time.Duration
 }
 
 // blockedOnClass reports whether the pass left the claim waiting on the
@@ -290,7 +293,30 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 	if r.report(s.claim, string(f), corev1.EventTypeWarning, reason, msg) && reason == ReasonPoolExhausted {
 		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
 	}
-	return nil
+	if reason != ReasonPoolExhausted {
+		return nil
+	}
+	return r.clearFree(ctx, s, f, eventFirstTime(failure), ph)
+}
+
+// clearFree asks the staleClearer to look for stale allocations of the
+// class's free addresses in MetalLB, which refused the claim's placeholder
+// for lack of room since refusedSince.
+func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) error {
+	defer r.draws.lock(s.class.Name)()
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	drawn, err := r.unrecordedDraws(ctx, s.class.Name, f, addrs.Items)
+	if err != nil {
+		return err
+	}
+	wait, err := (&staleClearer{r.Deps}).clearFree(ctx, s.class, f, addrs.Items, drawn, refusedSince, []*corev1.Service{ph})
+	if wait > 0 && (s.recheck == 0 || wait < s.recheck) {
+		s.recheck = wait
+	}
+	return err
 }
 
 // latestAllocationFailure is the most recent AllocationFailed Event of a
@@ -309,6 +335,18 @@ func latestAllocationFailure(evs []corev1.Event) *corev1.Event {
 		}
 	}
 	return latest
+}
+
+// eventFirstTime is when an Event first happened, whichever API wrote it.
+func eventFirstTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
 }
 
 // eventTime is when an Event last happened, whichever API wrote it.

@@ -132,6 +132,10 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 			errs = append(errs, err)
 		}
 		res = patch.Sooner(res, ctrl.Result{RequeueAfter: wait})
+		if wait, err = w.clearRefused(ctx, c, f, addrs.Items, phs); err != nil {
+			errs = append(errs, err)
+		}
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: wait})
 	}
 	return patch.OnConflict(ctx, conflictRetry, res, errs...)
 }
@@ -562,4 +566,45 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(toClass)).
 		WithOptions(opts).
 		Complete(w)
+}
+
+// clearRefused looks for stale allocations of the class's free addresses
+// in MetalLB (staleClearer) when MetalLB refused a warm placeholder of
+// family f for lack of room. The caller holds the class's draw lock.
+func (w *warmer) clearRefused(ctx context.Context, c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
+	addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) (time.Duration, error) {
+	if c == nil {
+		return 0, nil
+	}
+	var since time.Time
+	var refused []*corev1.Service
+	for _, ph := range phs {
+		if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || assignedIP(ph, f) != "" {
+			continue
+		}
+		var evs corev1.EventList
+		if err := w.List(ctx, &evs, client.InNamespace(w.PlaceholderNamespace),
+			client.MatchingFields{index.EventByInvolvedUID: string(ph.UID)}); err != nil {
+			return 0, err
+		}
+		failure := latestAllocationFailure(evs.Items)
+		if failure == nil {
+			continue
+		}
+		if reason, _ := allocationFailure(f, c.Name, failure.Message); reason != ReasonPoolExhausted {
+			continue
+		}
+		refused = append(refused, ph)
+		if t := eventFirstTime(failure); since.IsZero() || t.Before(since) {
+			since = t
+		}
+	}
+	if since.IsZero() {
+		return 0, nil
+	}
+	drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, c.Name)
+	if err != nil {
+		return 0, err
+	}
+	return (&staleClearer{w.Deps}).clearFree(ctx, c, f, addrs, unrecorded(drawn, f, addrs), since, refused)
 }

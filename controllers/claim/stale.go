@@ -1,0 +1,214 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Stale allocations of free addresses.
+//
+// MetalLB v0.15.2 ignores single-Service events until its first full pass
+// after a start succeeds (docs/design.md §3, stale allocations). A
+// placeholder deleted in that window keeps its address in MetalLB's
+// allocator, invisible in the API. The IPAddress controller clears such an
+// allocation when it keeps an address of the ledger from its hold; when the
+// address was deleted meanwhile (a claim deleted, a warm address trimmed),
+// nobody's address is blocked, and MetalLB refuses every new placeholder
+// of the class with "no free address" while the ledger shows room. The
+// claim controller then clears the stale allocations of the class's free
+// addresses the same way: a headless Service of the deleted placeholder's
+// name, created and deleted at once, makes MetalLB process the name and
+// forget the allocation, and the full pass that follows serves the
+// waiting placeholders.
+
+// staleWait is how long a placeholder must have been refused for lack of
+// room the ledger shows before the class's free addresses are looked for
+// in MetalLB's books, and how often that is done again while it lasts: a
+// placeholder deleted a moment ago may not be processed by MetalLB yet.
+const staleWait = 10 * time.Second
+
+// maxStaleClears bounds the Services one pass creates and deletes.
+const maxStaleClears = 16
+
+// metallbIPAllocated is the reason of the Normal Event MetalLB records on a
+// Service it assigned addresses to.
+const metallbIPAllocated = "IPAllocated"
+
+// annotationStaleAllocation marks the short-lived Service created to make
+// MetalLB forget a stale allocation (the IPAddress controller uses the
+// same).
+const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
+
+// ReasonStaleAllocationCleared (Normal, on the class): a stale allocation
+// of a free address was cleared.
+const ReasonStaleAllocationCleared = "StaleAllocationCleared"
+
+// staleHolders returns, from MetalLB's IPAllocated Events, the Services it
+// assigned an address of family f in ranges that no entry of the ledger
+// records, with that address: the Services that may still book a free
+// address in MetalLB. A Service appears once.
+func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]string {
+	out := map[types.NamespacedName]string{}
+	for i := range evs {
+		e := &evs[i]
+		if e.Reason != metallbIPAllocated || e.InvolvedObject.Kind != "Service" {
+			continue
+		}
+		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
+		for _, ip := range quotedAddresses(e.Message) {
+			if addressFamily(ip) != f || ledger[ip] || !inRanges(ranges, ip) {
+				continue
+			}
+			out[key] = ip
+		}
+	}
+	return out
+}
+
+// quotedAddresses returns the addresses quoted in a message of MetalLB's
+// (`Assigned IP ["10.0.0.1","fd00::1"]`), in the ledger's form.
+func quotedAddresses(msg string) []string {
+	var out []string
+	parts := strings.Split(msg, `"`)
+	for i := 1; i < len(parts); i += 2 {
+		if a, err := names.ParseAddress(parts[i]); err == nil {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+// staleClearer clears stale allocations of a class's free addresses. The
+// claim and warm controllers share it. Its APIReader reads Events with a
+// field selector the cache does not serve, and confirms a Service is gone.
+type staleClearer struct{ bootstrap.Deps }
+
+// clearFree looks, for a class whose ledger and waiting placeholders
+// leave room in family f while MetalLB refused the placeholders refused
+// for lack of it since refusedSince, for Services of the placeholder
+// namespace that no longer exist and that MetalLB assigned a free address
+// of the class, and clears each stale allocation. Then it pokes the
+// refused placeholders: MetalLB does not retry them by itself, and a
+// clear it had already made on its own started no pass. It returns when
+// to look again while the refusal may last.
+func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
+	addrs []iadv1alpha1.IPAddress, drawn int, refusedSince time.Time, refused []*corev1.Service) (time.Duration, error) {
+	wait := staleWait - time.Since(refusedSince)
+	for _, ph := range refused {
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[annotationRetry]); err == nil {
+			wait = max(wait, staleWait-time.Since(poked))
+		}
+	}
+	if wait > 0 {
+		return wait, nil
+	}
+	// The refused placeholder is one of the draws: room for it means the
+	// ledger and the other draws leave at least one address free.
+	if full, _, _ := classFull(class, f, addrs, drawn-1); full {
+		return 0, nil // MetalLB is right: the class is full
+	}
+	p, err := classparams.ParseParameters(class.Spec.Parameters)
+	if err != nil {
+		return 0, nil
+	}
+	ledger := map[string]bool{}
+	for i := range addrs {
+		if a, err := names.ParseAddress(addrs[i].Spec.Address); err == nil {
+			ledger[a.String()] = true
+		}
+	}
+	// Only MetalLB and the driver write Events in the placeholder
+	// namespace.
+	var evs corev1.EventList
+	if err := c.APIReader.List(ctx, &evs, client.InNamespace(c.PlaceholderNamespace),
+		client.MatchingFields{"reason": metallbIPAllocated}); err != nil {
+		return 0, err
+	}
+	cleared := 0
+	for key, ip := range staleHolders(evs.Items, f, p.Addresses, ledger) {
+		if cleared == maxStaleClears {
+			break
+		}
+		ok, err := c.clear(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			cleared++
+			log.FromContext(ctx).Info("cleared a stale MetalLB allocation of a free address", "class", class.Name, "service", key, "ip", ip)
+			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleFreeCleared(ip, key))
+		}
+	}
+	for _, ph := range refused {
+		if err := c.poke(ctx, ph); err != nil {
+			return 0, err
+		}
+	}
+	return staleWait, nil
+}
+
+// annotationRetry carries the time a refused Service was last given to
+// MetalLB again (the IPAddress controller uses the same, and removes it
+// once the Service holds its address).
+const annotationRetry = names.Domain + "metallb-retry"
+
+// poke makes MetalLB process a placeholder once more, by writing the time
+// into an annotation, in a merge patch of that one key.
+func (c *staleClearer) poke(ctx context.Context, ph *corev1.Service) error {
+	log.FromContext(ctx).Info("asking MetalLB to look at a refused placeholder again", "placeholder", ph.Name)
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		annotationRetry: time.Now().UTC().Format(time.RFC3339Nano)}}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, ph.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
+}
+
+// clear makes MetalLB process the name key once more if no Service of that
+// name exists: a headless Service of that name is created and deleted at
+// once (only the one created here, by uid). It reports whether it did.
+func (c *staleClearer) clear(ctx context.Context, key types.NamespacedName) (bool, error) {
+	switch err := c.APIReader.Get(ctx, key, &corev1.Service{}); {
+	case err == nil:
+		return false, nil // it exists: MetalLB's books are right about it
+	case !apierrors.IsNotFound(err):
+		return false, err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Annotations: map[string]string{annotationStaleAllocation: "free address"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // created just now by someone else: MetalLB processes that one
+		}
+		return false, fmt.Errorf("create a Service to clear MetalLB's allocation of %s: %w", key, err)
+	}
+	uid := svc.UID
+	if err := c.Delete(ctx, svc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func msgStaleFreeCleared(ip string, key types.NamespacedName) string {
+	return fmt.Sprintf("MetalLB still booked %s, which no IPAddress records, for Service %s, which no longer exists "+
+		"(MetalLB missed its deletion while it was starting), and refused new placeholders for lack of room; "+
+		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
+}
