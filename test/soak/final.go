@@ -389,3 +389,91 @@ func quiet(ctx context.Context, k client.Client, d time.Duration) ([]string, err
 	sort.Strings(changed)
 	return changed, nil
 }
+
+// FinalWarm is the invariant of warm reservations at rest.
+const FinalWarm = "warm-reservations-kept"
+
+// WarmClass is what a class with warm reservations asks for at the end of
+// a run: Warm Available addresses of each family, out of Size addresses
+// per family.
+type WarmClass struct{ Size, Warm int }
+
+// CheckWarm evaluates, for each class of classes and each family, that the
+// class keeps as many warm addresses (Available, bound to no claim, taken
+// from the class's ranges) as it asks for, or as many as the addresses
+// the rest of its ledger leaves free: a warm address counts against the
+// class like any other, and none is kept beyond the number asked for.
+func CheckWarm(s *State, classes map[string]WarmClass) (int, []Finding) {
+	type key struct {
+		class string
+		v6    bool
+	}
+	warm, other := map[key]int{}, map[key]int{}
+	for i := range s.Addresses {
+		a := &s.Addresses[i]
+		if _, ok := classes[a.Spec.ClassName]; !ok || a.DeletionTimestamp != nil {
+			continue
+		}
+		k := key{a.Spec.ClassName, is6(a.Spec.Address)}
+		if a.Status.Phase == iadv1alpha1.AddressAvailable && a.Spec.ClaimRef == nil && a.Spec.Source.FromClass != nil {
+			warm[k]++
+		} else {
+			other[k]++
+		}
+	}
+	checks := 0
+	var out []Finding
+	for name, c := range classes {
+		for _, v6 := range []bool{false, true} {
+			checks++
+			k := key{name, v6}
+			want := min(c.Warm, max(c.Size-other[k], 0))
+			if warm[k] != want {
+				fam := "IPv4"
+				if v6 {
+					fam = "IPv6"
+				}
+				out = append(out, Finding{FinalWarm, fmt.Sprintf("class %s keeps %d warm %s addresses, want %d (warmAddresses %d, %d of %d taken otherwise)",
+					name, warm[k], fam, want, c.Warm, other[k], c.Size)})
+			}
+		}
+	}
+	return checks, out
+}
+
+// Describe renders, for a run that did not converge, every address and
+// every Service that holds or waits for an IP of the soak's classes: what
+// to read first when an invariant does not hold.
+func Describe(s *State) []string {
+	var out []string
+	for i := range s.Addresses {
+		a := &s.Addresses[i]
+		line := fmt.Sprintf("address %s %s class %s phase %s", a.Name, a.Spec.Address, a.Spec.ClassName, a.Status.Phase)
+		if ref := a.Spec.ClaimRef; ref != nil {
+			line += fmt.Sprintf(" claim %s/%s", ref.Namespace, ref.Name)
+		}
+		if at := a.Status.AssociatedTo; at != nil {
+			line += fmt.Sprintf(" attached to %s/%s", at.Namespace, at.Name)
+		}
+		if a.DeletionTimestamp != nil {
+			line += " (being deleted)"
+		}
+		out = append(out, line)
+	}
+	for i := range s.Services {
+		sv := &s.Services[i]
+		if sv.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		ips := IngressIPs(sv)
+		soak := false
+		for _, ip := range ips {
+			soak = soak || Universe(ip)
+		}
+		if !soak && len(ips) > 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("service %s/%s ingress %v labels %v annotations %v", sv.Namespace, sv.Name, ips, sv.Labels, driverAnnotations(sv)))
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -214,4 +215,42 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv("SOAK_KILLS", "many")
 	_, err = FromEnv(Short())
 	assert.ErrorContains(t, err, "SOAK_KILLS")
+}
+
+func TestCheckWarm(t *testing.T) {
+	warm := func(name, ip string) iadv1alpha1.IPAddress {
+		a := addr(name, ip, iadv1alpha1.AddressAvailable, "", "")
+		a.Spec.ClassName = "w"
+		a.Spec.Source.FromClass = &iadv1alpha1.FromClassSource{}
+		return *a
+	}
+	bound := func(name, ip string) iadv1alpha1.IPAddress {
+		a := addr(name, ip, iadv1alpha1.AddressBound, "t", name)
+		a.Spec.ClassName = "w"
+		a.Spec.Source.FromClass = &iadv1alpha1.FromClassSource{}
+		return *a
+	}
+	v4 := []iadv1alpha1.IPAddress{warm("a", "10.77.3.0"), warm("b", "10.77.3.1")}
+	v6 := []iadv1alpha1.IPAddress{warm("c", "fd00:77:3::"), warm("d", "fd00:77:3::1")}
+	for _, tc := range []struct {
+		name  string
+		addrs []iadv1alpha1.IPAddress
+		class WarmClass
+		bad   int
+	}{
+		{"two of each family, two asked for", append(slices.Clone(v4), v6...), WarmClass{Size: 8, Warm: 2}, 0},
+		{"one IPv6 address short", append(slices.Clone(v4), v6[0]), WarmClass{Size: 8, Warm: 2}, 1},
+		{"one more than asked for in each family", append(slices.Clone(v4), v6...), WarmClass{Size: 8, Warm: 1}, 2},
+		{"none asked for, none kept", nil, WarmClass{Size: 8, Warm: 0}, 0},
+		{"the rest of the ledger leaves room for one", append([]iadv1alpha1.IPAddress{v4[0], v6[0]},
+			bound("e", "10.77.3.2"), bound("f", "10.77.3.3"), bound("g", "fd00:77:3::2"), bound("h", "fd00:77:3::3")),
+			WarmClass{Size: 3, Warm: 2}, 0},
+		{"a Bound address is not warm", []iadv1alpha1.IPAddress{bound("e", "10.77.3.2"), v6[0]}, WarmClass{Size: 8, Warm: 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks, findings := CheckWarm(&State{Addresses: tc.addrs}, map[string]WarmClass{"w": tc.class})
+			assert.Equal(t, 2, checks, "one check per family")
+			assert.Len(t, findings, tc.bad, "%v", findings)
+		})
+	}
 }

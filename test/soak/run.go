@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,6 +104,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		state, err := ListState(ctx, k)
 		if err == nil {
 			checks, rep.Findings = CheckFinal(state, cluster.DriverNamespace, w.Retained())
+			n, warm := CheckWarm(state, st.warmClasses())
+			checks[FinalWarm] += n
+			rep.Findings = append(rep.Findings, warm...)
 			if len(rep.Findings) == 0 {
 				rep.Converged = true
 				break
@@ -114,6 +118,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		time.Sleep(2 * time.Second)
 	}
 	rep.ConvergeTime = time.Since(t2)
+	if !rep.Converged {
+		if state, err := ListState(ctx, k); err == nil {
+			for _, line := range Describe(state) {
+				say("at the end: %s", line)
+			}
+			// Where MetalLB said it put each address of the soak's classes.
+			var evs corev1.EventList
+			if err := k.List(ctx, &evs, client.MatchingFields{"reason": "IPAllocated"}); err == nil {
+				for _, e := range evs.Items {
+					for _, part := range strings.Split(e.Message, `"`) {
+						if Universe(part) {
+							say("at the end: MetalLB assigned %s to %s/%s (last %s)", part, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.LastTimestamp.Format(time.TimeOnly))
+						}
+					}
+				}
+			}
+		}
+	}
 	w.Finish()
 	if rep.Converged {
 		// Nothing may keep being rewritten: within the convergence bound,
@@ -161,7 +183,7 @@ func setup(ctx context.Context, s *cluster.Stack, k client.Client) error {
 		}
 	}
 	for _, c := range Classes {
-		if err := k.Create(ctx, c.Object(c.Wide)); err != nil {
+		if err := k.Create(ctx, c.Object(c.Wide, c.Warm)); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,7 @@ type storm struct {
 	out   func(format string, args ...any)
 	seq   int
 	edit  map[string]int // editable class -> addresses per family now
+	warm  map[string]int // class -> warm reservations per family now
 	claim []claimRec     // live claims the storm created, oldest first
 	svcs  []types.NamespacedName
 	rogue []types.NamespacedName
@@ -78,10 +79,10 @@ type storm struct {
 
 func newStorm(cfg Config, k client.Client, s *cluster.Stack, out func(string, ...any)) *storm {
 	st := &storm{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), k: k, s: s, out: out,
-		edit: map[string]int{}, ops: map[string]int{}, opErrors: map[string]int{},
+		edit: map[string]int{}, warm: map[string]int{}, ops: map[string]int{}, opErrors: map[string]int{},
 		faults: make(chan fault, 64), kills: map[string]int{}}
 	for _, c := range Classes {
-		st.edit[c.Name] = c.Wide
+		st.edit[c.Name], st.warm[c.Name] = c.Wide, c.Warm
 	}
 	return st
 }
@@ -128,6 +129,7 @@ func (st *storm) mix() []weighted {
 		{"claim-by-address-name", 3, st.claimByName},
 		{"class-grow", 1, st.classGrow},
 		{"class-shrink", 1, st.classShrink},
+		{"class-warm", 2, st.classWarm},
 		{"placeholder-delete", 2, st.placeholderDelete},
 		{"placeholder-edit", 2, st.placeholderEdit},
 		{"pool-edit", 1, st.poolEdit},
@@ -510,18 +512,52 @@ func (st *storm) editable() class {
 	return out[st.pick(len(out))]
 }
 
-func (st *storm) setClassSize(ctx context.Context, c class, n int) error {
+// setClass gives a class n addresses per family and w warm reservations.
+func (st *storm) setClass(ctx context.Context, c class, n, w int) error {
 	cur := &iadv1alpha1.IPAddressClass{}
 	if err := st.k.Get(ctx, client.ObjectKey{Name: c.Name}, cur); err != nil {
 		return err
 	}
 	base := cur.DeepCopy()
-	cur.Spec.Parameters = c.Object(n).Spec.Parameters
+	cur.Spec.Parameters = c.Object(n, w).Spec.Parameters
 	if err := st.k.Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	st.edit[c.Name] = n
+	st.edit[c.Name], st.warm[c.Name] = n, w
 	return nil
+}
+
+func (st *storm) setClassSize(ctx context.Context, c class, n int) error {
+	return st.setClass(ctx, c, n, st.warm[c.Name])
+}
+
+// warmClasses is what each class that may have warm reservations asks
+// for now.
+func (st *storm) warmClasses() map[string]WarmClass {
+	out := map[string]WarmClass{}
+	for _, c := range Classes {
+		if c.Warm > 0 {
+			out[c.Name] = WarmClass{Size: st.edit[c.Name], Warm: st.warm[c.Name]}
+		}
+	}
+	return out
+}
+
+// classWarm changes how many warm reservations a class keeps, from none
+// to one more than it starts with: warm addresses are drawn, dropped and
+// bound to claims while everything else goes on.
+func (st *storm) classWarm(ctx context.Context) error {
+	var warm []class
+	for _, c := range Classes {
+		if c.Warm > 0 {
+			warm = append(warm, c)
+		}
+	}
+	if len(warm) == 0 {
+		return nil // no class of this run keeps warm reservations
+	}
+	c := warm[st.pick(len(warm))]
+	return st.setClass(ctx, c, st.edit[c.Name], st.pick(c.Warm+2))
 }
 
 // classGrow widens a class's ranges.

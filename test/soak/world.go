@@ -3,6 +3,7 @@ package soak
 import (
 	"fmt"
 	"net/netip"
+	"os"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -25,6 +26,9 @@ type class struct {
 	Wide     int    // addresses per family in the wide form
 	Narrow   int    // addresses per family in the narrow form (0: not editable)
 	Editable bool
+	// Warm is the most warm reservations (warmAddresses) the storm gives
+	// the class, and the number it starts with; 0: the class never has any.
+	Warm int
 }
 
 // Classes are the soak's classes; every one serves both families, so Dual
@@ -33,6 +37,18 @@ var Classes = []class{
 	{Name: "soak-retain", Reclaim: iadv1alpha1.ReclaimRetain, V4: "10.77.0.0", V6: "fd00:77::", Wide: 8},
 	{Name: "soak-delete", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.1.0", V6: "fd00:77:1::", Wide: 8},
 	{Name: "soak-edit", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.2.0", V6: "fd00:77:2::", Wide: 8, Narrow: 4, Editable: true},
+}
+
+// warmClass keeps warm reservations, which the storm resizes (class-warm).
+// It joins the soak with SOAK_WARM=1: with it, the short soak with seed 1
+// ends with the class short of its warm addresses (MetalLB refuses the warm
+// placeholders while the ledger shows room), a case not solved yet.
+var warmClass = class{Name: "soak-warm", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.3.0", V6: "fd00:77:3::", Wide: 8, Warm: 3}
+
+func init() {
+	if os.Getenv("SOAK_WARM") != "" {
+		Classes = append(Classes, warmClass)
+	}
 }
 
 // Ranges returns the class's MetalLB ranges holding n addresses per family.
@@ -49,9 +65,13 @@ func (c class) Ranges(n int) []string {
 	return out
 }
 
-// Object is the class with n addresses per family.
-func (c class) Object(n int) *iadv1alpha1.IPAddressClass {
+// Object is the class with n addresses per family and w warm reservations
+// of each family.
+func (c class) Object(n, w int) *iadv1alpha1.IPAddressClass {
 	params := fmt.Sprintf(`{"addresses":[%q,%q]}`, c.Ranges(n)[0], c.Ranges(n)[1])
+	if w > 0 {
+		params = fmt.Sprintf(`{"addresses":[%q,%q],"warmAddresses":%d}`, c.Ranges(n)[0], c.Ranges(n)[1], w)
+	}
 	return cluster.Class(c.Name, c.Reclaim, params)
 }
 
