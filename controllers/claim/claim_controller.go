@@ -95,6 +95,9 @@ type Reconciler struct {
 	// draws serializes, per class, the decision to draw an address and the
 	// draw, with the warm controller's (drawLocks).
 	draws drawLocks
+	// cleared remembers the Services whose stale MetalLB allocation was
+	// cleared lately (staleClearer), shared with the warm controller.
+	cleared staleMemo
 }
 
 // memoKey names one family of one claim (by uid) in the controller's
@@ -264,7 +267,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := gc.setupWithManager(mgr, r.Options); err != nil {
 		return err
 	}
-	w := &warmer{Deps: r.Deps, draws: &r.draws}
+	w := &warmer{Deps: r.Deps, draws: &r.draws, cleared: &r.cleared}
 	return w.setupWithManager(mgr, r.Options)
 }
 

@@ -312,7 +312,7 @@ func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFa
 	if err != nil {
 		return err
 	}
-	wait, err := (&staleClearer{r.Deps}).clearFree(ctx, s.class, f, addrs.Items, drawn, refusedSince, []*corev1.Service{ph})
+	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs.Items, drawn, refusedSince, []*corev1.Service{ph})
 	if wait > 0 && (s.recheck == 0 || wait < s.recheck) {
 		s.recheck = wait
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,15 +46,6 @@ const staleWait = 10 * time.Second
 // maxStaleClears bounds the Services one pass creates and deletes.
 const maxStaleClears = 16
 
-// metallbIPAllocated is the reason of the Normal Event MetalLB records on a
-// Service it assigned addresses to.
-const metallbIPAllocated = "IPAllocated"
-
-// annotationStaleAllocation marks the short-lived Service created to make
-// MetalLB forget a stale allocation (the IPAddress controller uses the
-// same).
-const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
-
 // ReasonStaleAllocationCleared (Normal, on the class): a stale allocation
 // of a free address was cleared.
 const ReasonStaleAllocationCleared = "StaleAllocationCleared"
@@ -66,7 +58,7 @@ func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classpara
 	out := map[types.NamespacedName]string{}
 	for i := range evs {
 		e := &evs[i]
-		if e.Reason != metallbIPAllocated || e.InvolvedObject.Kind != "Service" {
+		if e.Reason != names.MetalLBIPAllocated || e.InvolvedObject.Kind != "Service" {
 			continue
 		}
 		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
@@ -96,7 +88,42 @@ func quotedAddresses(msg string) []string {
 // staleClearer clears stale allocations of a class's free addresses. The
 // claim and warm controllers share it. Its APIReader reads Events with a
 // field selector the cache does not serve, and confirms a Service is gone.
-type staleClearer struct{ bootstrap.Deps }
+type staleClearer struct {
+	bootstrap.Deps
+	// cleared remembers the names cleared lately.
+	cleared *staleMemo
+}
+
+// staleAgain is how long a name once cleared is not cleared again: a
+// refusal that outlasts the clear has another cause (a Service of a
+// tenant's namespace still booked, which this controller may not touch).
+const staleAgain = 5 * time.Minute
+
+// staleMemo remembers when each Service name was last cleared.
+type staleMemo struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+// due reports whether key was not cleared within staleAgain of now, and if
+// so records now as its last clear. Entries older than that are dropped.
+func (m *staleMemo) due(key types.NamespacedName, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, t := range m.at {
+		if now.Sub(t) >= staleAgain {
+			delete(m.at, k)
+		}
+	}
+	if _, ok := m.at[key]; ok {
+		return false
+	}
+	if m.at == nil {
+		m.at = map[types.NamespacedName]time.Time{}
+	}
+	m.at[key] = now
+	return true
+}
 
 // clearFree looks, for a class whose ledger and waiting placeholders
 // leave room in family f while MetalLB refused the placeholders refused
@@ -110,7 +137,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	addrs []iadv1alpha1.IPAddress, drawn int, refusedSince time.Time, refused []*corev1.Service) (time.Duration, error) {
 	wait := staleWait - time.Since(refusedSince)
 	for _, ph := range refused {
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[annotationRetry]); err == nil {
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil {
 			wait = max(wait, staleWait-time.Since(poked))
 		}
 	}
@@ -136,13 +163,16 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	// namespace.
 	var evs corev1.EventList
 	if err := c.APIReader.List(ctx, &evs, client.InNamespace(c.PlaceholderNamespace),
-		client.MatchingFields{"reason": metallbIPAllocated}); err != nil {
+		client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
 		return 0, err
 	}
 	cleared := 0
 	for key, ip := range staleHolders(evs.Items, f, p.Addresses, ledger) {
 		if cleared == maxStaleClears {
 			break
+		}
+		if !c.cleared.due(key, time.Now()) {
+			continue
 		}
 		ok, err := c.clear(ctx, key)
 		if err != nil {
@@ -162,17 +192,12 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	return staleWait, nil
 }
 
-// annotationRetry carries the time a refused Service was last given to
-// MetalLB again (the IPAddress controller uses the same, and removes it
-// once the Service holds its address).
-const annotationRetry = names.Domain + "metallb-retry"
-
 // poke makes MetalLB process a placeholder once more, by writing the time
 // into an annotation, in a merge patch of that one key.
 func (c *staleClearer) poke(ctx context.Context, ph *corev1.Service) error {
 	log.FromContext(ctx).Info("asking MetalLB to look at a refused placeholder again", "placeholder", ph.Name)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		annotationRetry: time.Now().UTC().Format(time.RFC3339Nano)}}})
+		names.AnnotationMetalLBRetry: time.Now().UTC().Format(time.RFC3339Nano)}}})
 	if err != nil {
 		return err
 	}
@@ -191,7 +216,7 @@ func (c *staleClearer) clear(ctx context.Context, key types.NamespacedName) (boo
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-			Annotations: map[string]string{annotationStaleAllocation: "free address"}},
+			Annotations: map[string]string{names.AnnotationClearsStaleAllocation: "free address"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
 	}
 	if err := c.Create(ctx, svc); err != nil {

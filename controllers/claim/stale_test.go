@@ -2,6 +2,7 @@ package claim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func TestQuotedAddresses(t *testing.T) {
@@ -31,12 +33,12 @@ func TestStaleHolders(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "iad", Name: name}}
 	}
 	evs := []corev1.Event{
-		ev("warm-ipv4-a", metallbIPAllocated, `Assigned IP ["10.77.3.0"]`),
-		ev("hold-ip-10-77-3-5", metallbIPAllocated, `Assigned IP ["10.77.3.5"]`),
+		ev("warm-ipv4-a", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.0"]`),
+		ev("hold-ip-10-77-3-5", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.5"]`),
 		ev("alloc-ipv4-b", MetalLBAllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
-		ev("other-pool", metallbIPAllocated, `Assigned IP ["10.99.0.1"]`),
-		ev("warm-ipv6-c", metallbIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
-		ev("dual", metallbIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
+		ev("other-pool", names.MetalLBIPAllocated, `Assigned IP ["10.99.0.1"]`),
+		ev("warm-ipv6-c", names.MetalLBIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
+		ev("dual", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
 	}
 	ledger := map[string]bool{"10.77.3.5": true}
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "iad", Name: n} }
@@ -48,4 +50,17 @@ func TestStaleHolders(t *testing.T) {
 		staleHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger))
 	assert.Empty(t, staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges,
 		map[string]bool{"10.77.3.0": true, "10.77.3.1": true, "10.77.3.5": true}), "every address in the ledger")
+}
+
+func TestStaleMemoClearsANameOncePerWhile(t *testing.T) {
+	var m staleMemo
+	a, b := types.NamespacedName{Namespace: "iad", Name: "a"}, types.NamespacedName{Namespace: "iad", Name: "b"}
+	t0 := time.Now()
+	assert.True(t, m.due(a, t0), "never cleared")
+	assert.False(t, m.due(a, t0.Add(staleAgain-time.Second)), "cleared a moment ago")
+	assert.True(t, m.due(b, t0.Add(time.Second)), "another name")
+	assert.True(t, m.due(a, t0.Add(staleAgain)), "long enough ago")
+	assert.Len(t, m.at, 2)
+	assert.True(t, m.due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0.Add(3*staleAgain)))
+	assert.Len(t, m.at, 1, "old entries are dropped")
 }

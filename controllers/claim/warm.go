@@ -68,6 +68,9 @@ type warmer struct {
 	// draws is the claim controller's: a warm pass holds its class's lock
 	// from reading the ledger to its last draw (drawLocks).
 	draws *drawLocks
+	// cleared is the claim controller's memory of stale allocations
+	// cleared lately, shared.
+	cleared *staleMemo
 }
 
 // warmKey names one family of one class in the warm controller's pauses.
@@ -606,5 +609,5 @@ func (w *warmer) clearRefused(ctx context.Context, c *iadv1alpha1.IPAddressClass
 	if err != nil {
 		return 0, err
 	}
-	return (&staleClearer{w.Deps}).clearFree(ctx, c, f, addrs, unrecorded(drawn, f, addrs), since, refused)
+	return (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, c, f, addrs, unrecorded(drawn, f, addrs), since, refused)
 }

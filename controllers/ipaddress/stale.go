@@ -57,10 +57,6 @@ const ReasonStaleAllocationCleared = "StaleAllocationCleared"
 // address with another sharing key.
 const inUseBy = "address also in use by "
 
-// metallbIPAllocated is the reason of the Normal Event MetalLB records on a
-// Service it assigned an address to.
-const metallbIPAllocated = "IPAllocated"
-
 // maxFormerHolders bounds how many former holders one pass looks at.
 const maxFormerHolders = 8
 
@@ -119,15 +115,6 @@ func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
 		},
 	}
 }
-
-// annotationStaleAllocation marks the short-lived Service the controller
-// creates to make MetalLB forget a stale allocation.
-const annotationStaleAllocation = names.Domain + "clears-stale-allocation"
-
-// annotationRetry carries the time the controller last made MetalLB
-// process a refused Service again (poke); it is removed once the Service
-// holds its address.
-const annotationRetry = names.Domain + "metallb-retry"
 
 // blockedService returns the Service that should hold the address in
 // MetalLB's books and holds nothing, while no other Service holds the
@@ -291,7 +278,7 @@ func renderStaleClearer(key types.NamespacedName, a *iadv1alpha1.IPAddress) *cor
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   key.Namespace,
 			Name:        key.Name,
-			Annotations: map[string]string{annotationStaleAllocation: a.Name},
+			Annotations: map[string]string{names.AnnotationClearsStaleAllocation: a.Name},
 		},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
 	}
@@ -328,7 +315,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	// passes behind it.
 	busy := passTime(r.allocated.count())
 	wait := staleSettle + busy - time.Since(eventFirstTime(failure))
-	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[annotationRetry]); err == nil {
+	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[names.AnnotationMetalLBRetry]); err == nil {
 		wait = max(wait, staleRecheck+busy-time.Since(poked))
 	}
 	if wait > 0 {
@@ -363,7 +350,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip string) ([]types.NamespacedName, error) {
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingFields{"reason": metallbIPAllocated}); err != nil {
+		client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
 		return nil, err
 	}
 	return assignedTo(evs.Items, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
@@ -377,7 +364,7 @@ func assignedTo(evs []corev1.Event, ip string, self types.NamespacedName, limit 
 	for i := range evs {
 		e := &evs[i]
 		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
-		if e.Reason != metallbIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
+		if e.Reason != names.MetalLBIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
 			continue
 		}
 		seen[key] = true
@@ -414,7 +401,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 		if svc == nil || !settled(svc, ip) {
 			continue
 		}
-		if _, ok := svc.Annotations[annotationRetry]; ok {
+		if _, ok := svc.Annotations[names.AnnotationMetalLBRetry]; ok {
 			if err := r.setRetryMark(ctx, svc, nil); err != nil {
 				return err
 			}
@@ -432,7 +419,7 @@ func settled(svc *corev1.Service, ip string) bool {
 // setRetryMark sets (or, with nil, removes) the poke's annotation, in a
 // merge patch of that one key.
 func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{annotationRetry: v}}}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{names.AnnotationMetalLBRetry: v}}}
 	body, err := json.Marshal(patch)
 	if err != nil {
 		return err

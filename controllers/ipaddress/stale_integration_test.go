@@ -210,7 +210,7 @@ func TestStaleAllocationCleared(t *testing.T) {
 	}, timeout, tick)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, ph := range placeholders(ct, a.Name) {
-			assert.NotContains(ct, ph.Annotations, annotationRetry, "the retry mark goes once the hold holds")
+			assert.NotContains(ct, ph.Annotations, names.AnnotationMetalLBRetry, "the retry mark goes once the hold holds")
 		}
 	}, timeout, tick)
 }

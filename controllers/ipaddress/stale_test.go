@@ -145,12 +145,12 @@ func TestAssignedTo(t *testing.T) {
 	}
 	self := types.NamespacedName{Namespace: "ph", Name: "hold-ip6-x"}
 	evs := []corev1.Event{
-		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(metallbIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(metallbIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
-		ev(metallbIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
+		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
+		ev(names.MetalLBIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
 		ev(metallbAllocationFailed, "ph", "alloc-ipv6-c", `port TCP/9 is already in use on "fd00:77::4"`),
-		ev(metallbIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
+		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
 	}
 	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
 		assignedTo(evs, "fd00:77::4", self, 8))

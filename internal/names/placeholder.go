@@ -30,3 +30,19 @@ func HoldPlaceholderName(addressName string) string {
 	sum := sha256.Sum256([]byte(addressName))
 	return "hold-" + hex.EncodeToString(sum[:])[:40]
 }
+
+// Stale allocations in MetalLB (docs/design.md §3): the marks the
+// IPAddress and claim controllers share.
+const (
+	// AnnotationClearsStaleAllocation marks the short-lived headless
+	// Service created (and deleted at once) to make MetalLB forget an
+	// allocation it keeps for a Service that no longer exists.
+	AnnotationClearsStaleAllocation = Domain + "clears-stale-allocation"
+	// AnnotationMetalLBRetry carries the time a Service MetalLB refused was
+	// last given to MetalLB again; removed once the Service holds its
+	// address.
+	AnnotationMetalLBRetry = Domain + "metallb-retry"
+	// MetalLBIPAllocated is the reason of the Normal Event MetalLB records
+	// on a Service it assigned addresses to.
+	MetalLBIPAllocated = "IPAllocated"
+)
