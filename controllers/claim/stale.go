@@ -50,12 +50,19 @@ const maxStaleClears = 16
 // of a free address was cleared.
 const ReasonStaleAllocationCleared = "StaleAllocationCleared"
 
+// assignment is an address MetalLB reported assigning, and when it last
+// did.
+type assignment struct {
+	ip string
+	at time.Time
+}
+
 // staleHolders returns, from MetalLB's IPAllocated Events, the Services it
 // assigned an address of family f in ranges that no entry of the ledger
 // records, with that address: the Services that may still book a free
-// address in MetalLB. A Service appears once.
-func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]string {
-	out := map[types.NamespacedName]string{}
+// address in MetalLB. A Service appears once, with its latest Event.
+func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]assignment {
+	out := map[types.NamespacedName]assignment{}
 	for i := range evs {
 		e := &evs[i]
 		if e.Reason != names.MetalLBIPAllocated || e.InvolvedObject.Kind != "Service" {
@@ -66,7 +73,9 @@ func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classpara
 			if addressFamily(ip) != f || ledger[ip] || !inRanges(ranges, ip) {
 				continue
 			}
-			out[key] = ip
+			if prev, ok := out[key]; !ok || eventTime(e).After(prev.at) {
+				out[key] = assignment{ip: ip, at: eventTime(e)}
+			}
 		}
 	}
 	return out
@@ -94,34 +103,41 @@ type staleClearer struct {
 	cleared *staleMemo
 }
 
-// staleAgain is how long a name once cleared is not cleared again: a
-// refusal that outlasts the clear has another cause (a Service of a
-// tenant's namespace still booked, which this controller may not touch).
-const staleAgain = 5 * time.Minute
+// staleForget is how long the memory of a clear is kept: longer than
+// MetalLB's Events live (an hour by default).
+const staleForget = 2 * time.Hour
 
-// staleMemo remembers when each Service name was last cleared.
+// staleMemo remembers, for each Service name cleared, the time of the
+// IPAllocated Event it was cleared for: a name is cleared once per
+// assignment MetalLB reports. A refusal that outlasts the clear has
+// another cause (a Service of a tenant's namespace still booked, which
+// this controller may not touch), and clearing again would only write.
 type staleMemo struct {
 	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
+	at map[types.NamespacedName]staleClear
 }
 
-// due reports whether key was not cleared within staleAgain of now, and if
-// so records now as its last clear. Entries older than that are dropped.
-func (m *staleMemo) due(key types.NamespacedName, now time.Time) bool {
+// staleClear is one clear: the assignment it was for, and when.
+type staleClear struct{ assigned, cleared time.Time }
+
+// due reports whether key was not cleared yet for an assignment at or
+// after assigned, and if so records the clear at now. Clears older than
+// staleForget are forgotten.
+func (m *staleMemo) due(key types.NamespacedName, assigned, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, t := range m.at {
-		if now.Sub(t) >= staleAgain {
+	for k, c := range m.at {
+		if now.Sub(c.cleared) >= staleForget {
 			delete(m.at, k)
 		}
 	}
-	if _, ok := m.at[key]; ok {
+	if c, ok := m.at[key]; ok && !assigned.After(c.assigned) {
 		return false
 	}
 	if m.at == nil {
-		m.at = map[types.NamespacedName]time.Time{}
+		m.at = map[types.NamespacedName]staleClear{}
 	}
-	m.at[key] = now
+	m.at[key] = staleClear{assigned: assigned, cleared: now}
 	return true
 }
 
@@ -167,13 +183,14 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		return 0, err
 	}
 	cleared := 0
-	for key, ip := range staleHolders(evs.Items, f, p.Addresses, ledger) {
+	for key, as := range staleHolders(evs.Items, f, p.Addresses, ledger) {
 		if cleared == maxStaleClears {
 			break
 		}
-		if !c.cleared.due(key, time.Now()) {
+		if !c.cleared.due(key, as.at, time.Now()) {
 			continue
 		}
+		ip := as.ip
 		ok, err := c.clear(ctx, key)
 		if err != nil {
 			return 0, err
@@ -183,6 +200,12 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 			log.FromContext(ctx).Info("cleared a stale MetalLB allocation of a free address", "class", class.Name, "service", key, "ip", ip)
 			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleFreeCleared(ip, key))
 		}
+	}
+	if cleared == 0 {
+		// Nothing of the placeholder namespace is left to clear: the
+		// refused placeholders' own Events bring them back when MetalLB
+		// answers again.
+		return 0, nil
 	}
 	for _, ph := range refused {
 		if err := c.poke(ctx, ph); err != nil {

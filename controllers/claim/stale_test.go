@@ -43,24 +43,31 @@ func TestStaleHolders(t *testing.T) {
 	ledger := map[string]bool{"10.77.3.5": true}
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "iad", Name: n} }
 
+	ips := func(m map[types.NamespacedName]assignment) map[types.NamespacedName]string {
+		out := map[types.NamespacedName]string{}
+		for k, v := range m {
+			out[k] = v.ip
+		}
+		return out
+	}
 	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv4-a"): "10.77.3.0", key("dual"): "10.77.3.1"},
-		staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges, ledger),
+		ips(staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges, ledger)),
 		"free IPv4 addresses of the class only: not the ledger's, not another pool's, not a refusal")
 	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv6-c"): "fd00:77:3::2", key("dual"): "fd00:77:3::1"},
-		staleHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger))
+		ips(staleHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger)))
 	assert.Empty(t, staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges,
 		map[string]bool{"10.77.3.0": true, "10.77.3.1": true, "10.77.3.5": true}), "every address in the ledger")
 }
 
-func TestStaleMemoClearsANameOncePerWhile(t *testing.T) {
+func TestStaleMemoClearsANameOncePerAssignment(t *testing.T) {
 	var m staleMemo
 	a, b := types.NamespacedName{Namespace: "iad", Name: "a"}, types.NamespacedName{Namespace: "iad", Name: "b"}
 	t0 := time.Now()
-	assert.True(t, m.due(a, t0), "never cleared")
-	assert.False(t, m.due(a, t0.Add(staleAgain-time.Second)), "cleared a moment ago")
-	assert.True(t, m.due(b, t0.Add(time.Second)), "another name")
-	assert.True(t, m.due(a, t0.Add(staleAgain)), "long enough ago")
-	assert.Len(t, m.at, 2)
-	assert.True(t, m.due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0.Add(3*staleAgain)))
-	assert.Len(t, m.at, 1, "old entries are dropped")
+	assigned := t0.Add(-time.Minute)
+	assert.True(t, m.due(a, assigned, t0), "never cleared")
+	assert.False(t, m.due(a, assigned, t0.Add(time.Hour)), "cleared for that assignment already")
+	assert.True(t, m.due(b, assigned, t0), "another name")
+	assert.True(t, m.due(a, t0.Add(time.Minute), t0.Add(2*time.Minute)), "a later assignment")
+	assert.True(t, m.due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0, t0.Add(staleForget+time.Minute)))
+	assert.Len(t, m.at, 2, "clears older than staleForget are forgotten")
 }

@@ -489,7 +489,14 @@ func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (ctrl.Result, er
 		}
 	}
 	if !plan.Create && len(plan.Delete) == 0 {
-		again, err := r.clearStaleAllocations(ctx, s, phs, attached)
+		// A Service a shared handoff is attaching the address to is one of
+		// its rightful holders too: MetalLB may refuse it for an allocation
+		// it kept from a former holder with the same key and port.
+		rightful := attached
+		if a.Status.AssociatedTo == nil && binding.SharesHold(a, attaching) {
+			rightful = attaching
+		}
+		again, err := r.clearStaleAllocations(ctx, s, phs, rightful)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

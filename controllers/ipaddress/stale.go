@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -134,7 +135,9 @@ func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
 // sharing key, only until the re-armed hold shares it, so a stale
 // allocation that keeps the hold out would keep both waiting for good.
 func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
-	shared := a.Status.AssociatedTo != nil && binding.SharesHold(a, attached)
+	// attached is the Service the address is attached to or, while it is
+	// attached to none, the one a shared handoff is attaching it to.
+	shared := binding.SharesHold(a, attached)
 	for i := range holders {
 		h := &holders[i]
 		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) ||
@@ -146,7 +149,7 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 	if a.Status.Phase == iadv1alpha1.AddressLost || a.DeletionTimestamp != nil {
 		return nil
 	}
-	if a.Status.AssociatedTo == nil {
+	if a.Status.AssociatedTo == nil && !shared {
 		for i := range placeholders {
 			ph := &placeholders[i]
 			if ph.DeletionTimestamp == nil && pinnedExactly(ph, ip) {
@@ -342,18 +345,24 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	return staleRecheck + busy, r.poke(ctx, blocked)
 }
 
-// formerHolders are the Services of the placeholder namespace MetalLB
-// assigned ip to (its IPAllocated Events say so), besides svc: where
-// MetalLB refuses svc the address only because the placeholder port is
+// formerHolders are the Services MetalLB assigned ip to (its IPAllocated
+// Events say so), besides svc, in the placeholder namespace and in svc's
+// own: where MetalLB refuses svc the address only because a port is
 // taken, the holder carries the same sharing key, so it is one of the
-// address's former placeholders.
+// address's former placeholders, or a Service of the claim's namespace
+// the address was attached to before (a shared attachment on the same
+// port).
 func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip string) ([]types.NamespacedName, error) {
-	var evs corev1.EventList
-	if err := r.APIReader.List(ctx, &evs, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
-		return nil, err
+	var all []corev1.Event
+	for _, ns := range slices.Compact([]string{svc.Namespace, r.PlaceholderNamespace}) {
+		var evs corev1.EventList
+		if err := r.APIReader.List(ctx, &evs, client.InNamespace(ns),
+			client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
+			return nil, err
+		}
+		all = append(all, evs.Items...)
 	}
-	return assignedTo(evs.Items, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
+	return assignedTo(all, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
 }
 
 // assignedTo lists, at most limit, the Services other than self that

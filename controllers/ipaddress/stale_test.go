@@ -107,6 +107,9 @@ func TestBlockedService(t *testing.T) {
 		{"shared attachment: only the Service holds it, the placeholder is blocked", sharedAddr, []corev1.Service{hold}, []corev1.Service{*sharing(true)}, sharing(true), "hold"},
 		{"shared attachment: the Service holds it and the placeholder is not pinned yet", sharedAddr, []corev1.Service{svc("ph", "hold", "", false)}, []corev1.Service{*sharing(true)}, sharing(true), ""},
 		{"shared attachment: the Service and a rogue hold it", sharedAddr, []corev1.Service{hold}, []corev1.Service{*sharing(true), svc("x", "rogue", ip, true)}, sharing(true), ""},
+		{"shared handoff under way: the hold holds it, the Service being attached is blocked", bound, []corev1.Service{heldHold}, []corev1.Service{heldHold}, sharing(false), "web"},
+		{"shared handoff under way: both hold it", bound, []corev1.Service{heldHold}, []corev1.Service{heldHold, *sharing(true)}, sharing(true), ""},
+		{"a Service being attached without the claim's key is not a rightful holder beside the hold", bound, []corev1.Service{heldHold}, []corev1.Service{heldHold}, &web, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
