@@ -2,15 +2,12 @@ package claim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -19,6 +16,7 @@ import (
 	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // Stale allocations of free addresses.
@@ -191,7 +189,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 			continue
 		}
 		ip := as.ip
-		ok, err := c.clear(ctx, key)
+		ok, err := stale.Clear(ctx, c, c.APIReader, key, "free address "+ip)
 		if err != nil {
 			return 0, err
 		}
@@ -208,51 +206,11 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		return 0, nil
 	}
 	for _, ph := range refused {
-		if err := c.poke(ctx, ph); err != nil {
+		if err := stale.Poke(ctx, c, ph); err != nil {
 			return 0, err
 		}
 	}
 	return staleWait, nil
-}
-
-// poke makes MetalLB process a placeholder once more, by writing the time
-// into an annotation, in a merge patch of that one key.
-func (c *staleClearer) poke(ctx context.Context, ph *corev1.Service) error {
-	log.FromContext(ctx).Info("asking MetalLB to look at a refused placeholder again", "placeholder", ph.Name)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		names.AnnotationMetalLBRetry: time.Now().UTC().Format(time.RFC3339Nano)}}})
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(c.Patch(ctx, ph.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
-}
-
-// clear makes MetalLB process the name key once more if no Service of that
-// name exists: a headless Service of that name is created and deleted at
-// once (only the one created here, by uid). It reports whether it did.
-func (c *staleClearer) clear(ctx context.Context, key types.NamespacedName) (bool, error) {
-	switch err := c.APIReader.Get(ctx, key, &corev1.Service{}); {
-	case err == nil:
-		return false, nil // it exists: MetalLB's books are right about it
-	case !apierrors.IsNotFound(err):
-		return false, err
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-			Annotations: map[string]string{names.AnnotationClearsStaleAllocation: "free address"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
-	}
-	if err := c.Create(ctx, svc); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return false, nil // created just now by someone else: MetalLB processes that one
-		}
-		return false, fmt.Errorf("create a Service to clear MetalLB's allocation of %s: %w", key, err)
-	}
-	uid := svc.UID
-	if err := c.Delete(ctx, svc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 func msgStaleFreeCleared(ip string, key types.NamespacedName) string {

@@ -2,7 +2,6 @@ package ipaddress
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +17,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // Stale allocations in MetalLB.
@@ -273,20 +271,6 @@ func eventRecordTime(e *corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// renderStaleClearer is the short-lived Service that makes MetalLB forget
-// the allocation of a deleted Service of the same name: headless, no
-// selector, no ports, not a LoadBalancer.
-func renderStaleClearer(key types.NamespacedName, a *iadv1alpha1.IPAddress) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   key.Namespace,
-			Name:        key.Name,
-			Annotations: map[string]string{names.AnnotationClearsStaleAllocation: a.Name},
-		},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
-	}
-}
-
 // clearStaleAllocations looks for a stale allocation in MetalLB that keeps
 // the address from its rightful holder, and clears it (see above). It
 // returns when to look again: soon while the holder is still blocked.
@@ -391,8 +375,7 @@ func assignedTo(evs []corev1.Event, ip string, self types.NamespacedName, limit 
 // does not make it look at the others again. The time also spaces the
 // pokes (staleRecheck).
 func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
-	log.FromContext(ctx).Info("asking MetalLB to look at a Service again", "service", client.ObjectKeyFromObject(svc))
-	return r.setRetryMark(ctx, svc, time.Now().UTC().Format(time.RFC3339Nano))
+	return stale.Poke(ctx, r, svc)
 }
 
 // dropRetryMarks removes the poke's annotation from the address's
@@ -428,38 +411,15 @@ func settled(svc *corev1.Service, ip string) bool {
 // setRetryMark sets (or, with nil, removes) the poke's annotation, in a
 // merge patch of that one key.
 func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{names.AnnotationMetalLBRetry: v}}}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(r.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
+	return stale.SetRetryMark(ctx, r, svc, v)
 }
 
 // clearStaleAllocation makes MetalLB process the name key once more, if no
 // Service of that name exists: a headless Service of that name is created
 // and deleted at once (only the one created here, by uid).
 func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IPAddress, ip string, key types.NamespacedName) error {
-	switch err := r.APIReader.Get(ctx, key, &corev1.Service{}); {
-	case err == nil:
-		return nil // it exists: MetalLB's books are right about it
-	case !apierrors.IsNotFound(err):
-		return err
-	}
-	svc := renderStaleClearer(key, a)
-	switch err := r.Create(ctx, svc); {
-	case apierrors.IsAlreadyExists(err):
-		return nil // someone created it just now: MetalLB processes that one
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		// The namespace is gone or being deleted: a new Service cannot be
-		// created there, and MetalLB keeps the address until it restarts.
-		log.FromContext(ctx).Info("cannot clear a stale MetalLB allocation", "service", key, "error", err.Error())
-		return nil
-	case err != nil:
-		return err
-	}
-	uid := svc.UID
-	if err := r.Delete(ctx, svc, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+	cleared, err := stale.Clear(ctx, r, r.APIReader, key, a.Name)
+	if err != nil || !cleared {
 		return err
 	}
 	log.FromContext(ctx).Info("cleared a stale MetalLB allocation", "service", key, "ip", ip)
