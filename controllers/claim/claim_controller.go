@@ -151,6 +151,14 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 //
+// Clearing a stale allocation of a free address (stale.go) reads MetalLB's
+// IPAllocated Events in every namespace, and creates and deletes a
+// headless Service where the Service MetalLB still books the address for
+// no longer exists; it never touches a Service that exists. These reads
+// go to the API server, not the cache.
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;create;delete
+//
 // Placeholders and MetalLB's Events about them live in the placeholder
 // namespace, and the cache (CacheOptions) watches Services and Events only
 // there: a Role in that namespace grants it. The namespace below is the

@@ -22,18 +22,19 @@ import (
 // Stale allocations of free addresses.
 //
 // MetalLB v0.15.2 ignores single-Service events until its first full pass
-// after a start succeeds (docs/design.md §3, stale allocations). A
-// placeholder deleted in that window keeps its address in MetalLB's
-// allocator, invisible in the API. The IPAddress controller clears such an
+// after a start succeeds (docs/design.md §3, stale allocations). A Service
+// deleted in that window keeps its address in MetalLB's allocator,
+// invisible in the API. The IPAddress controller clears such an
 // allocation when it keeps an address of the ledger from its hold; when the
 // address was deleted meanwhile (a claim deleted, a warm address trimmed),
 // nobody's address is blocked, and MetalLB refuses every new placeholder
 // of the class with "no free address" while the ledger shows room. The
 // claim controller then clears the stale allocations of the class's free
-// addresses the same way: a headless Service of the deleted placeholder's
-// name, created and deleted at once, makes MetalLB process the name and
-// forget the allocation, and the full pass that follows serves the
-// waiting placeholders.
+// addresses the same way: a headless Service of the deleted Service's
+// name (a placeholder, or a tenant's Service the address was attached to),
+// created and deleted at once, makes MetalLB process the name and forget
+// the allocation, and the full pass that follows serves the waiting
+// placeholders.
 
 // staleWait is how long a placeholder must have been refused for lack of
 // room the ledger shows before the class's free addresses are looked for
@@ -58,12 +59,14 @@ type assignment struct {
 // staleHolders returns, from MetalLB's IPAllocated Events, the Services it
 // assigned an address of family f in ranges that no entry of the ledger
 // records, with that address: the Services that may still book a free
-// address in MetalLB. A Service appears once, with its latest Event.
+// address in MetalLB. A Service appears once, with its latest Event. An
+// Event is believed only about its own namespace: anyone who may write
+// Events in a namespace could name another one's Service.
 func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]assignment {
 	out := map[types.NamespacedName]assignment{}
 	for i := range evs {
 		e := &evs[i]
-		if e.Reason != names.MetalLBIPAllocated || e.InvolvedObject.Kind != "Service" {
+		if e.Reason != names.MetalLBIPAllocated || e.InvolvedObject.Kind != "Service" || e.InvolvedObject.Namespace != e.Namespace {
 			continue
 		}
 		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
@@ -105,23 +108,61 @@ type staleClearer struct {
 // MetalLB's Events live (an hour by default).
 const staleForget = 2 * time.Hour
 
+// staleRetryMax caps the wait before the same assignment is cleared again.
+const staleRetryMax = 10 * time.Minute
+
 // staleMemo remembers, for each Service name cleared, the time of the
-// IPAllocated Event it was cleared for: a name is cleared once per
-// assignment MetalLB reports. A refusal that outlasts the clear has
-// another cause (a Service of a tenant's namespace still booked, which
-// this controller may not touch), and clearing again would only write.
+// IPAllocated Event it was cleared for and how often it was cleared for
+// it. A clear that MetalLB ignores (it was made while MetalLB's first pass
+// after a start still failed, when it drops single-Service events too) is
+// made again while the refusal lasts, each time after twice the wait
+// before (staleWait, 20 s, 40 s, ... up to staleRetryMax): a clear MetalLB
+// took ends the refusal, and one it ignored is not left for good.
 type staleMemo struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]staleClear
+	// last is when the last clear was made that created and deleted a
+	// Service, for any name.
+	last time.Time
 }
 
-// staleClear is one clear: the assignment it was for, and when.
-type staleClear struct{ assigned, cleared time.Time }
+// lastClear is when the last clear was made that created and deleted a
+// Service, for any name.
+func (m *staleMemo) lastClear() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
 
-// due reports whether key was not cleared yet for an assignment at or
-// after assigned, and if so records the clear at now. Clears older than
-// staleForget are forgotten.
-func (m *staleMemo) due(key types.NamespacedName, assigned, now time.Time) bool {
+// made records that a clear created and deleted a Service at now.
+func (m *staleMemo) made(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = now
+}
+
+// staleClear is the clears of one name: the assignment they were for, when
+// the last one was made and how many were made.
+type staleClear struct {
+	assigned, cleared time.Time
+	times             int
+}
+
+// retryAfter is how long after the last clear the same assignment may be
+// cleared again.
+func (c staleClear) retryAfter() time.Duration {
+	wait := staleWait
+	for i := 1; i < c.times && wait < staleRetryMax; i++ {
+		wait *= 2
+	}
+	return min(wait, staleRetryMax)
+}
+
+// due reports whether key is to be cleared now for an assignment at
+// assigned (a later assignment than the last clear's, or the same one
+// once its retry wait is over), and if so records the clear at now; if
+// not, how long until it is. Clears older than staleForget are forgotten.
+func (m *staleMemo) due(key types.NamespacedName, assigned, now time.Time) (bool, time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, c := range m.at {
@@ -129,21 +170,26 @@ func (m *staleMemo) due(key types.NamespacedName, assigned, now time.Time) bool 
 			delete(m.at, k)
 		}
 	}
-	if c, ok := m.at[key]; ok && !assigned.After(c.assigned) {
-		return false
+	c, ok := m.at[key]
+	switch {
+	case !ok || assigned.After(c.assigned):
+		c = staleClear{assigned: assigned}
+	case now.Sub(c.cleared) < c.retryAfter():
+		return false, c.retryAfter() - now.Sub(c.cleared)
 	}
 	if m.at == nil {
 		m.at = map[types.NamespacedName]staleClear{}
 	}
-	m.at[key] = staleClear{assigned: assigned, cleared: now}
-	return true
+	c.cleared, c.times = now, c.times+1
+	m.at[key] = c
+	return true, 0
 }
 
 // clearFree looks, for a class whose ledger and waiting placeholders
 // leave room in family f while MetalLB refused the placeholders refused
-// for lack of it since refusedSince, for Services of the placeholder
-// namespace that no longer exist and that MetalLB assigned a free address
-// of the class, and clears each stale allocation. Then it pokes the
+// for lack of it since refusedSince, for Services that no longer exist
+// and that MetalLB assigned a free address of the class, and clears each
+// stale allocation. Then it pokes the
 // refused placeholders: MetalLB does not retry them by itself, and a
 // clear it had already made on its own started no pass. It returns when
 // to look again while the refusal may last.
@@ -173,19 +219,22 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 			ledger[a.String()] = true
 		}
 	}
-	// Only MetalLB and the driver write Events in the placeholder
-	// namespace.
+	// The holder is a placeholder, or a tenant's Service the address
+	// was attached to: MetalLB's Events in every namespace.
 	var evs corev1.EventList
-	if err := c.APIReader.List(ctx, &evs, client.InNamespace(c.PlaceholderNamespace),
-		client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
+	if err := c.APIReader.List(ctx, &evs, client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
 		return 0, err
 	}
 	cleared := 0
+	var next time.Duration // until the next clear that is not due yet
 	for key, as := range staleHolders(evs.Items, f, p.Addresses, ledger) {
 		if cleared == maxStaleClears {
 			break
 		}
-		if !c.cleared.due(key, as.at, time.Now()) {
+		if due, after := c.cleared.due(key, as.at, time.Now()); !due {
+			if next == 0 || after < next {
+				next = after
+			}
 			continue
 		}
 		ip := as.ip
@@ -195,22 +244,47 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		}
 		if ok {
 			cleared++
+			c.cleared.made(time.Now())
 			log.FromContext(ctx).Info("cleared a stale MetalLB allocation of a free address", "class", class.Name, "service", key, "ip", ip)
 			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleFreeCleared(ip, key))
 		}
 	}
+	poke := refused
 	if cleared == 0 {
-		// Nothing of the placeholder namespace is left to clear: the
-		// refused placeholders' own Events bring them back when MetalLB
-		// answers again.
-		return 0, nil
+		// Nothing is due to be cleared now. A clear made for another
+		// refused placeholder since this one was refused or poked made
+		// MetalLB forget an allocation without looking at this one again
+		// (it reprocesses every Service only when the cleared Service had
+		// a sharing key): poke those. Look again when the next clear is
+		// due, if the refusal lasts until then; the refused placeholders'
+		// own Events bring them back sooner when MetalLB answers.
+		poke = clearedSince(refused, refusedSince, c.cleared.lastClear())
+		if len(poke) == 0 {
+			return next, nil
+		}
 	}
-	for _, ph := range refused {
+	for _, ph := range poke {
 		if err := stale.Poke(ctx, c, ph); err != nil {
 			return 0, err
 		}
 	}
 	return staleWait, nil
+}
+
+// clearedSince returns the placeholders last refused (at refusedSince) or
+// poked before lastClear.
+func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) []*corev1.Service {
+	var out []*corev1.Service
+	for _, ph := range refused {
+		asked := refusedSince
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
+			asked = poked
+		}
+		if lastClear.After(asked) {
+			out = append(out, ph)
+		}
+	}
+	return out
 }
 
 func msgStaleFreeCleared(ip string, key types.NamespacedName) string {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -29,7 +30,7 @@ func TestStaleHolders(t *testing.T) {
 	require.NoError(t, err)
 	ranges := []classparams.AddressRange{v4, v6}
 	ev := func(name, reason, msg string) corev1.Event {
-		return corev1.Event{Reason: reason, Message: msg,
+		return corev1.Event{Reason: reason, Message: msg, ObjectMeta: metav1.ObjectMeta{Namespace: "iad"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "iad", Name: name}}
 	}
 	evs := []corev1.Event{
@@ -39,6 +40,10 @@ func TestStaleHolders(t *testing.T) {
 		ev("other-pool", names.MetalLBIPAllocated, `Assigned IP ["10.99.0.1"]`),
 		ev("warm-ipv6-c", names.MetalLBIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
 		ev("dual", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
+		{Reason: names.MetalLBIPAllocated, Message: `Assigned IP ["10.77.3.2"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-b", Name: "forged"}},
+		{Reason: names.MetalLBIPAllocated, Message: `Assigned IP ["10.77.3.3"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-a", Name: "svc"}},
 	}
 	ledger := map[string]bool{"10.77.3.5": true}
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "iad", Name: n} }
@@ -50,24 +55,69 @@ func TestStaleHolders(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv4-a"): "10.77.3.0", key("dual"): "10.77.3.1"},
+	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv4-a"): "10.77.3.0", key("dual"): "10.77.3.1",
+		{Namespace: "tenant-a", Name: "svc"}: "10.77.3.3"},
 		ips(staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges, ledger)),
-		"free IPv4 addresses of the class only: not the ledger's, not another pool's, not a refusal")
+		"free IPv4 addresses of the class only: not the ledger's, not another pool's, not a refusal, "+
+			"not a Service an Event of another namespace names")
 	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv6-c"): "fd00:77:3::2", key("dual"): "fd00:77:3::1"},
 		ips(staleHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger)))
 	assert.Empty(t, staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges,
-		map[string]bool{"10.77.3.0": true, "10.77.3.1": true, "10.77.3.5": true}), "every address in the ledger")
+		map[string]bool{"10.77.3.0": true, "10.77.3.1": true, "10.77.3.3": true, "10.77.3.5": true}), "every address in the ledger")
 }
 
-func TestStaleMemoClearsANameOncePerAssignment(t *testing.T) {
+func TestStaleMemoClearsAgainAfterGrowingWaits(t *testing.T) {
 	var m staleMemo
-	a, b := types.NamespacedName{Namespace: "iad", Name: "a"}, types.NamespacedName{Namespace: "iad", Name: "b"}
-	t0 := time.Now()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := types.NamespacedName{Namespace: "iad", Name: "a"}
+	b := types.NamespacedName{Namespace: "tenant", Name: "b"}
 	assigned := t0.Add(-time.Minute)
-	assert.True(t, m.due(a, assigned, t0), "never cleared")
-	assert.False(t, m.due(a, assigned, t0.Add(time.Hour)), "cleared for that assignment already")
-	assert.True(t, m.due(b, assigned, t0), "another name")
-	assert.True(t, m.due(a, t0.Add(time.Minute), t0.Add(2*time.Minute)), "a later assignment")
-	assert.True(t, m.due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0, t0.Add(staleForget+time.Minute)))
-	assert.Len(t, m.at, 2, "clears older than staleForget are forgotten")
+	due := func(k types.NamespacedName, assigned, now time.Time) bool {
+		ok, _ := m.due(k, assigned, now)
+		return ok
+	}
+
+	assert.True(t, due(a, assigned, t0), "never cleared")
+	assert.True(t, m.lastClear().IsZero(), "a clear is made once a Service was created and deleted")
+	m.made(t0)
+	assert.Equal(t, t0, m.lastClear())
+	ok, after := m.due(a, assigned, t0.Add(time.Second))
+	assert.False(t, ok, "cleared for that assignment a moment ago")
+	assert.Equal(t, staleWait-time.Second, after, "until the first retry")
+	assert.True(t, due(a, assigned, t0.Add(staleWait)), "a clear MetalLB ignored is made again")
+	assert.False(t, due(a, assigned, t0.Add(staleWait+staleWait)), "the second wait is twice the first")
+	assert.True(t, due(a, assigned, t0.Add(3*staleWait)))
+
+	// The waits double up to staleRetryMax.
+	now := t0.Add(3 * staleWait)
+	for range 10 {
+		now = now.Add(staleRetryMax)
+		require.True(t, due(a, assigned, now))
+	}
+	assert.False(t, due(a, assigned, now.Add(staleRetryMax-time.Second)))
+
+	assert.True(t, due(b, assigned, t0), "another name")
+	assert.True(t, due(b, t0.Add(time.Minute), t0.Add(time.Minute+time.Second)), "a later assignment starts afresh")
+	assert.False(t, due(b, t0.Add(time.Minute), t0.Add(time.Minute+2*time.Second)))
+	assert.True(t, due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0, t0.Add(staleForget+time.Minute)))
+}
+
+func TestClearedSince(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ph := func(name string, poked time.Time) *corev1.Service {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if !poked.IsZero() {
+			svc.Annotations = map[string]string{names.AnnotationMetalLBRetry: poked.Format(time.RFC3339Nano)}
+		}
+		return svc
+	}
+	never := ph("never-poked", time.Time{})
+	before := ph("poked-before", t0.Add(time.Second))
+	after := ph("poked-after", t0.Add(time.Minute))
+	refused := []*corev1.Service{never, before, after}
+
+	assert.Equal(t, []*corev1.Service{never, before}, clearedSince(refused, t0, t0.Add(30*time.Second)),
+		"a clear since the refusal or the last poke")
+	assert.Empty(t, clearedSince(refused, t0, t0.Add(-time.Second)), "the last clear came before the refusal")
+	assert.Empty(t, clearedSince(refused, t0, time.Time{}), "nothing cleared yet")
 }

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -177,18 +176,9 @@ func requireEvent(t *testing.T, namespace, object, reason string) string {
 	return msg
 }
 
+// loadBalancer is a tenant's LoadBalancer Service (cluster.LoadBalancer).
 func loadBalancer(ns, name string, annotations map[string]string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			IPFamilies:                    []corev1.IPFamily{corev1.IPv4Protocol},
-			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
-			Selector:                      map[string]string{"app": name},
-			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}
+	return cluster.LoadBalancer(ns, name, annotations)
 }
 
 // grantSharing takes the attach grant on the address for Service ns/name,

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,66 +18,16 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
-// startingWindow restarts MetalLB and keeps it in its start-up window, in
-// which MetalLB v0.15.2 ignores every single-Service event: an admission
-// policy refuses MetalLB's status write of a blocker Service pinned to
-// blockerIP in namespace ns, so MetalLB's first full pass keeps failing.
-// It returns once that pass has run (the class pool counts booked
-// addresses) and a function that ends the window.
+// startingWindow restarts MetalLB and keeps it in its start-up window
+// (cluster.StartingWindow) with a blocker Service in namespace ns pinned to
+// blockerIP, an address of class; booked is how many addresses of class
+// MetalLB's first pass books.
 func startingWindow(t *testing.T, ns, class, blockerIP string, booked int64) (end func()) {
 	t.Helper()
-	ctx := context.Background()
-	c.StopMetalLB()
-	name := "starting-window-" + class
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-						Resources: []string{"services/status"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.namespace != '" + ns + "' || object.metadata.name != 'blocker'"}},
-		},
-	}
-	bind := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	require.NoError(t, adm.Create(ctx, policy))
-	require.NoError(t, adm.Create(ctx, bind))
-	end = func() {
-		_ = adm.Delete(context.Background(), bind)
-		_ = adm.Delete(context.Background(), policy)
-	}
-	t.Cleanup(end)
 	blocker := loadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
-	require.NoError(t, adm.Create(ctx, blocker))
-	t.Cleanup(func() { _ = adm.Delete(context.Background(), blocker) })
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := &corev1.Service{}
-		require.NoError(ct, adm.Get(ctx, client.ObjectKeyFromObject(blocker), got))
-		got.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: blockerIP}}
-		err := adm.Status().Update(ctx, got)
-		assert.True(ct, apierrors.IsInvalid(err) || apierrors.IsForbidden(err), "the policy refuses the blocker's status: %v", err)
-	}, timeout, tick)
-
-	require.NoError(t, c.StartMetalLB(ctx))
-	// MetalLB's first pass has run once its pool counts the addresses it
-	// booked, the blocker's included (which it cannot write).
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		pool := &metallbv1beta1.IPAddressPool{}
-		require.NoError(ct, adm.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)}, pool))
-		assert.Equal(ct, booked, pool.Status.AssignedIPv4)
-	}, timeout, tick, "MetalLB's first pass booked %d addresses of class %s", booked, class)
-	return end
+	return c.StartingWindow(t, blocker, names.PoolName(class), booked)
 }
 
 // heldAddress makes class (with the range cidr) and an address of ip in it,

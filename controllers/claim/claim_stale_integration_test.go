@@ -1,0 +1,72 @@
+package claim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// TestStaleAllocationOfATenantServiceCleared: a tenant's Service that held
+// the only address of a class is deleted while MetalLB is starting, so
+// MetalLB keeps booking the address for it while no IPAddress records it.
+// A claim of the class is then refused by MetalLB for lack of room; the
+// claim controller, with the rights it has on Services outside the
+// placeholder namespace, clears the stale allocation (a headless Service of
+// the deleted Service's name, created and deleted) and says so on the
+// class, and the claim gets the address.
+func TestStaleAllocationOfATenantServiceCleared(t *testing.T) {
+	ns := namespace(t)
+	cl := rangedClass(t, "10.10.38.0/32")
+	blockers := rangedClass(t, "10.10.39.0/32")
+
+	former := pinnedService(ns, "former", "10.10.38.0")
+	require.NoError(t, k.Create(ctx, former))
+	requireIngress(t, former, "10.10.38.0", timeout)
+
+	// The blocker's pool counts it only once the restarted MetalLB's first
+	// pass has run, which books former first (it holds an address).
+	end := clu.StartingWindow(t, pinnedService(ns, "blocker", "10.10.39.0"), names.PoolName(blockers.Name), 1)
+	require.NoError(t, k.Delete(ctx, former))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.True(ct, apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})))
+	}, timeout, tick)
+	end()
+	// MetalLB leaves its start-up window at its next retry of the first
+	// pass, which writes the blocker's address; the deletion of former was
+	// dropped, and MetalLB still books 10.10.38.0 for it.
+	requireIngress(t, pinnedService(ns, "blocker", ""), "10.10.39.0", 2*time.Minute)
+
+	c := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	_, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	assert.Equal(t, "10.10.38.0", a.Spec.Address)
+	ev := eventually(t, cl, ReasonStaleAllocationCleared)
+	assert.Contains(t, ev.Message, ns+"/former")
+	assert.Contains(t, ev.Message, "10.10.38.0")
+	err := k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})
+	assert.True(t, apierrors.IsNotFound(err), "the headless Service made to clear the allocation is gone: %v", err)
+}
+
+// pinnedService is a LoadBalancer Service of a tenant asking MetalLB for ip.
+func pinnedService(ns, name, ip string) *corev1.Service {
+	return cluster.LoadBalancer(ns, name, map[string]string{names.MetalLBLoadBalancerIPs: ip})
+}
+
+// requireIngress waits until the Service svc names holds ip.
+func requireIngress(t *testing.T, svc *corev1.Service, ip string, within time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := &corev1.Service{}
+		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(svc), got))
+		require.Len(ct, got.Status.LoadBalancer.Ingress, 1)
+		assert.Equal(ct, ip, got.Status.LoadBalancer.Ingress[0].IP)
+	}, within, tick, "%s/%s never gets %s", svc.Namespace, svc.Name, ip)
+}
