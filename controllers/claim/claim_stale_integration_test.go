@@ -26,31 +26,72 @@ import (
 func TestStaleAllocationOfATenantServiceCleared(t *testing.T) {
 	ns := namespace(t)
 	cl := rangedClass(t, "10.10.38.0/32")
-	blockers := rangedClass(t, "10.10.39.0/32")
+	former := staleTenantAllocation(t, ns, "10.10.38.0", "10.10.39.0")
 
-	former := pinnedService(ns, "former", "10.10.38.0")
+	c := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	_, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
+	assert.Equal(t, "10.10.38.0", a.Spec.Address)
+	requireStaleCleared(t, cl, former, "10.10.38.0")
+}
+
+// TestStaleAllocationBlockingAWarmReservationCleared: the same stale
+// allocation keeps a class from its warm reservation. MetalLB's refusal
+// changes nothing on the warm placeholder, only an Event: the warm
+// controller hears of it from the Event, clears the allocation, and the
+// class gets its warm address.
+func TestStaleAllocationBlockingAWarmReservationCleared(t *testing.T) {
+	ns := namespace(t)
+	cl := rangedClass(t, "10.10.40.0/32")
+	t.Cleanup(func() { cleanupClass(cl.Name) })
+	former := staleTenantAllocation(t, ns, "10.10.40.0", "10.10.41.0")
+
+	orig := cl.DeepCopy()
+	cl.Spec.Parameters.Raw = []byte(`{"addresses":["10.10.40.0/32"],"warmAddresses":1}`)
+	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		addrs := addressesOfClass(ct, cl.Name)
+		require.Len(ct, addrs, 1)
+		assert.Equal(ct, "10.10.40.0", addrs[0].Spec.Address)
+		assert.Nil(ct, addrs[0].Spec.ClaimRef, "a warm address")
+	}, timeout, tick, "the class gets its warm address")
+	requireStaleCleared(t, cl, former, "10.10.40.0")
+}
+
+// staleTenantAllocation makes MetalLB book ip, an address of a class's
+// pool, for a tenant's Service of namespace ns that no longer exists: the
+// Service, pinned to ip, is deleted while MetalLB is starting
+// (cluster.StartingWindow, with a blocker pinned to blockerIP, the only
+// address of another class made here). It returns the deleted Service.
+func staleTenantAllocation(t *testing.T, ns, ip, blockerIP string) *corev1.Service {
+	t.Helper()
+	blockers := rangedClass(t, blockerIP+"/32")
+	former := pinnedService(ns, "former", ip)
 	require.NoError(t, k.Create(ctx, former))
-	requireIngress(t, former, "10.10.38.0", timeout)
+	requireIngress(t, former, ip, timeout)
 
 	// The blocker's pool counts it only once the restarted MetalLB's first
 	// pass has run, which books former first (it holds an address).
-	end := clu.StartingWindow(t, pinnedService(ns, "blocker", "10.10.39.0"), names.PoolName(blockers.Name), 1)
+	end := clu.StartingWindow(t, pinnedService(ns, "blocker", blockerIP), names.PoolName(blockers.Name), 1)
 	require.NoError(t, k.Delete(ctx, former))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.True(ct, apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})))
 	}, timeout, tick)
 	end()
-	// MetalLB leaves its start-up window at its next retry of the first
-	// pass, which writes the blocker's address; the deletion of former was
-	// dropped, and MetalLB still books 10.10.38.0 for it.
-	requireIngress(t, pinnedService(ns, "blocker", ""), "10.10.39.0", 2*time.Minute)
+	// MetalLB leaves its start-up window at the pass that writes the
+	// blocker's address; the deletion of former was dropped, and MetalLB
+	// still books ip for it.
+	requireIngress(t, pinnedService(ns, "blocker", ""), blockerIP, 2*time.Minute)
+	return former
+}
 
-	c := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	_, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
-	assert.Equal(t, "10.10.38.0", a.Spec.Address)
+// requireStaleCleared checks that the class tells the stale allocation of
+// ip for the deleted Service former was cleared, and that the Service made
+// to clear it is gone.
+func requireStaleCleared(t *testing.T, cl *iadv1alpha1.IPAddressClass, former *corev1.Service, ip string) {
+	t.Helper()
 	ev := eventually(t, cl, ReasonStaleAllocationCleared)
-	assert.Contains(t, ev.Message, ns+"/former")
-	assert.Contains(t, ev.Message, "10.10.38.0")
+	assert.Contains(t, ev.Message, former.Namespace+"/"+former.Name)
+	assert.Contains(t, ev.Message, ip)
 	err := k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "the headless Service made to clear the allocation is gone: %v", err)
 }

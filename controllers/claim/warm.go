@@ -559,6 +559,22 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 	}
+	// MetalLB refusing a warm placeholder changes nothing on the Service,
+	// only an Event (the cache holds its AllocationFailed Events in the
+	// placeholder namespace): the class looks at the refusal then
+	// (clearRefused).
+	refusal := func(ctx context.Context, o client.Object) []reconcile.Request {
+		ev := o.(*corev1.Event)
+		if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != w.PlaceholderNamespace {
+			return nil
+		}
+		ph := &corev1.Service{}
+		if err := w.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil ||
+			ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm {
+			return nil
+		}
+		return toClass(ctx, ph)
+	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.(*iadv1alpha1.IPAddressClass).Spec.Provisioner == names.Provisioner
 	})
@@ -567,6 +583,7 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 		For(&iadv1alpha1.IPAddressClass{}, builder.WithPredicates(ours)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(toClass)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(toClass)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(refusal)).
 		WithOptions(opts).
 		Complete(w)
 }

@@ -35,18 +35,28 @@ func warmClass(t *testing.T, cidr string, warm int) *iadv1alpha1.IPAddressClass 
 	pool(t, c.Name, cidr)
 	t.Cleanup(func() {
 		_ = k.Delete(ctx, c)
-		for _, a := range addressesOfClass(t, c.Name) {
-			deleteAddress(&a)
-		}
-		var phs corev1.ServiceList
-		_ = k.List(ctx, &phs, client.InNamespace(phNS))
-		for i := range phs.Items {
-			if phs.Items[i].Annotations[names.AnnotationClass] == c.Name {
-				_ = k.Delete(ctx, &phs.Items[i])
-			}
-		}
+		cleanupClass(c.Name)
 	})
 	return c
+}
+
+// cleanupClass deletes the addresses of a class (as deleteAddress does)
+// and its placeholders.
+func cleanupClass(class string) {
+	var l iadv1alpha1.IPAddressList
+	_ = k.List(ctx, &l)
+	for i := range l.Items {
+		if l.Items[i].Spec.ClassName == class {
+			deleteAddress(&l.Items[i])
+		}
+	}
+	var phs corev1.ServiceList
+	_ = k.List(ctx, &phs, client.InNamespace(phNS))
+	for i := range phs.Items {
+		if phs.Items[i].Annotations[names.AnnotationClass] == class {
+			_ = k.Delete(ctx, &phs.Items[i])
+		}
+	}
 }
 
 func addressesOfClass(t require.TestingT, class string) []iadv1alpha1.IPAddress {
