@@ -100,6 +100,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	}
 	t2 := time.Now()
 	var checks map[string]int
+	lastSaid := t2
 	for {
 		state, err := ListState(ctx, k)
 		if err == nil {
@@ -110,6 +111,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 			if len(rep.Findings) == 0 {
 				rep.Converged = true
 				break
+			}
+			// What convergence still waits for, every 20 s: where a slow
+			// convergence spends its time.
+			if time.Since(lastSaid) >= 20*time.Second {
+				lastSaid = time.Now()
+				f := rep.Findings[0]
+				say("converging for %s, %d findings left; first: %s: %s", time.Since(t2).Round(time.Second), len(rep.Findings), f.Kind, f.Detail)
 			}
 		}
 		if time.Since(t2) > cfg.Converge {
