@@ -121,24 +121,33 @@ const staleRetryMax = 10 * time.Minute
 type staleMemo struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]staleClear
-	// last is when the last clear was made that created and deleted a
-	// Service, for any name.
-	last time.Time
+	// last is, per class, when the last clear was made for it that
+	// created and deleted a Service.
+	last map[string]time.Time
 }
 
-// lastClear is when the last clear was made that created and deleted a
-// Service, for any name.
-func (m *staleMemo) lastClear() time.Time {
+// lastClear is when the last clear was made for class that created and
+// deleted a Service.
+func (m *staleMemo) lastClear(class string) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.last
+	return m.last[class]
 }
 
-// made records that a clear created and deleted a Service at now.
-func (m *staleMemo) made(now time.Time) {
+// made records that a clear for class created and deleted a Service at
+// now.
+func (m *staleMemo) made(class string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last = now
+	if m.last == nil {
+		m.last = map[string]time.Time{}
+	}
+	for c, at := range m.last {
+		if now.Sub(at) >= staleForget {
+			delete(m.last, c)
+		}
+	}
+	m.last[class] = now
 }
 
 // staleClear is the clears of one name: the assignment they were for, when
@@ -189,10 +198,10 @@ func (m *staleMemo) due(key types.NamespacedName, assigned, now time.Time) (bool
 // leave room in family f while MetalLB refused the placeholders refused
 // for lack of it since refusedSince, for Services that no longer exist
 // and that MetalLB assigned a free address of the class, and clears each
-// stale allocation. Then it pokes the
-// refused placeholders: MetalLB does not retry them by itself, and a
-// clear it had already made on its own started no pass. It returns when
-// to look again while the refusal may last.
+// stale allocation. Then it pokes the refused placeholders: MetalLB does
+// not retry them by itself, and a clear it had already made on its own
+// started no pass. It returns when to look again while the refusal may
+// last.
 func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
 	addrs []iadv1alpha1.IPAddress, drawn int, refusedSince time.Time, refused []*corev1.Service) (time.Duration, error) {
 	wait := staleWait - time.Since(refusedSince)
@@ -244,7 +253,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		}
 		if ok {
 			cleared++
-			c.cleared.made(time.Now())
+			c.cleared.made(class.Name, time.Now())
 			log.FromContext(ctx).Info("cleared a stale MetalLB allocation of a free address", "class", class.Name, "service", key, "ip", ip)
 			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleFreeCleared(ip, key))
 		}
@@ -258,7 +267,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		// a sharing key): poke those. Look again when the next clear is
 		// due, if the refusal lasts until then; the refused placeholders'
 		// own Events bring them back sooner when MetalLB answers.
-		poke = clearedSince(refused, refusedSince, c.cleared.lastClear())
+		poke = clearedSince(refused, refusedSince, c.cleared.lastClear(class.Name))
 		if len(poke) == 0 {
 			return next, nil
 		}

@@ -78,9 +78,10 @@ func TestStaleMemoClearsAgainAfterGrowingWaits(t *testing.T) {
 	}
 
 	assert.True(t, due(a, assigned, t0), "never cleared")
-	assert.True(t, m.lastClear().IsZero(), "a clear is made once a Service was created and deleted")
-	m.made(t0)
-	assert.Equal(t, t0, m.lastClear())
+	assert.True(t, m.lastClear("c").IsZero(), "a clear is made once a Service was created and deleted")
+	m.made("c", t0)
+	assert.Equal(t, t0, m.lastClear("c"))
+	assert.True(t, m.lastClear("other").IsZero(), "per class")
 	ok, after := m.due(a, assigned, t0.Add(time.Second))
 	assert.False(t, ok, "cleared for that assignment a moment ago")
 	assert.Equal(t, staleWait-time.Second, after, "until the first retry")
