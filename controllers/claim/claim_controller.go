@@ -358,15 +358,26 @@ func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []rec
 // eventToClaim maps MetalLB's AllocationFailed Event on a placeholder to
 // the placeholder's claim.
 func (r *Reconciler) eventToClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	ph := eventPlaceholder(ctx, r, r.PlaceholderNamespace, o)
+	if ph == nil {
+		return nil
+	}
+	return r.placeholderToClaim(ctx, ph)
+}
+
+// eventPlaceholder is the placeholder, read from the cache, that an Event
+// of MetalLB's (o) is about; nil when the Event is about another object, or
+// the placeholder is gone (nothing to report on then).
+func eventPlaceholder(ctx context.Context, c client.Reader, placeholderNS string, o client.Object) *corev1.Service {
 	ev := o.(*corev1.Event)
-	if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != r.PlaceholderNamespace {
+	if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != placeholderNS {
 		return nil
 	}
 	ph := &corev1.Service{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil {
-		return nil // not a placeholder, or gone: nothing to report on
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil {
+		return nil
 	}
-	return r.placeholderToClaim(ctx, ph)
+	return ph
 }
 
 // classToClaims maps a class to the claims the core resolved to it, so a

@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // cacheWait bounds how long a pass waits for the cache to show an object it
@@ -296,7 +297,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 	if reason != ReasonPoolExhausted {
 		return nil
 	}
-	return r.clearFree(ctx, s, f, eventFirstTime(failure), ph)
+	return r.clearFree(ctx, s, f, stale.EventFirstTime(failure), ph)
 }
 
 // clearFree asks the staleClearer to look for stale allocations of the
@@ -329,38 +330,12 @@ func latestAllocationFailure(evs []corev1.Event) *corev1.Event {
 		if e.Reason != MetalLBAllocationFailed {
 			continue
 		}
-		t := eventTime(e)
+		t := stale.EventTime(e)
 		if latest == nil || t.After(at) {
 			latest, at = e, t
 		}
 	}
 	return latest
-}
-
-// eventFirstTime is when an Event first happened, whichever API wrote it.
-func eventFirstTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.FirstTimestamp.IsZero():
-		return e.FirstTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	default:
-		return e.CreationTimestamp.Time
-	}
-}
-
-// eventTime is when an Event last happened, whichever API wrote it.
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	default:
-		return e.CreationTimestamp.Time
-	}
 }
 
 // record is step 3 once MetalLB has assigned an address, in two

@@ -74,8 +74,8 @@ func staleHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classpara
 			if addressFamily(ip) != f || ledger[ip] || !inRanges(ranges, ip) {
 				continue
 			}
-			if prev, ok := out[key]; !ok || eventTime(e).After(prev.at) {
-				out[key] = assignment{ip: ip, at: eventTime(e)}
+			if prev, ok := out[key]; !ok || stale.EventTime(e).After(prev.at) {
+				out[key] = assignment{ip: ip, at: stale.EventTime(e)}
 			}
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // WarmControllerName is the name of the controller that keeps a class's
@@ -564,13 +565,8 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 	// placeholder namespace): the class looks at the refusal then
 	// (clearRefused).
 	refusal := func(ctx context.Context, o client.Object) []reconcile.Request {
-		ev := o.(*corev1.Event)
-		if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != w.PlaceholderNamespace {
-			return nil
-		}
-		ph := &corev1.Service{}
-		if err := w.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil ||
-			ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm {
+		ph := eventPlaceholder(ctx, w, w.PlaceholderNamespace, o)
+		if ph == nil || ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm {
 			return nil
 		}
 		return toClass(ctx, ph)
@@ -615,7 +611,7 @@ func (w *warmer) clearRefused(ctx context.Context, c *iadv1alpha1.IPAddressClass
 			continue
 		}
 		refused = append(refused, ph)
-		if t := eventFirstTime(failure); since.IsZero() || t.Before(since) {
+		if t := stale.EventFirstTime(failure); since.IsZero() || t.Before(since) {
 			since = t
 		}
 	}

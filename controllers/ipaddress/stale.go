@@ -233,42 +233,11 @@ func latestAllocationFailure(evs []corev1.Event, uid types.UID) *corev1.Event {
 		if e.Reason != metallbAllocationFailed || e.InvolvedObject.UID != uid {
 			continue
 		}
-		if latest == nil || eventTime(e).After(eventTime(latest)) {
+		if latest == nil || stale.EventTime(e).After(stale.EventTime(latest)) {
 			latest = e
 		}
 	}
 	return latest
-}
-
-// eventFirstTime is when an Event first happened, whichever API wrote it.
-func eventFirstTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.FirstTimestamp.IsZero():
-		return e.FirstTimestamp.Time
-	default:
-		return eventRecordTime(e)
-	}
-}
-
-// eventTime is when an Event last happened, whichever API wrote it.
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	default:
-		return eventRecordTime(e)
-	}
-}
-
-// eventRecordTime is an Event's time where it has none of the older API's
-// timestamps: its eventTime, else when the object was created.
-func eventRecordTime(e *corev1.Event) time.Time {
-	if !e.EventTime.IsZero() {
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 // clearStaleAllocations looks for a stale allocation in MetalLB that keeps
@@ -301,7 +270,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	// that pass, and clearing or poking meanwhile would only queue more
 	// passes behind it.
 	busy := passTime(r.allocated.count())
-	wait := staleSettle + busy - time.Since(eventFirstTime(failure))
+	wait := staleSettle + busy - time.Since(stale.EventFirstTime(failure))
 	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[names.AnnotationMetalLBRetry]); err == nil {
 		wait = max(wait, staleRecheck+busy-time.Since(poked))
 	}

@@ -71,3 +71,32 @@ func SetRetryMark(ctx context.Context, c client.Client, svc *corev1.Service, v a
 	}
 	return client.IgnoreNotFound(c.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
 }
+
+// EventFirstTime is when an Event first happened, whichever API wrote it.
+func EventFirstTime(e *corev1.Event) time.Time {
+	if !e.FirstTimestamp.IsZero() {
+		return e.FirstTimestamp.Time
+	}
+	return eventRecordTime(e)
+}
+
+// EventTime is when an Event last happened, whichever API wrote it.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	default:
+		return eventRecordTime(e)
+	}
+}
+
+// eventRecordTime is an Event's time where it has none of the older API's
+// timestamps: its eventTime, else when the object was created.
+func eventRecordTime(e *corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
