@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -152,16 +153,71 @@ func record(o *op) *op {
 	return o
 }
 
-// lastStep is when the previous step of the run ended.
-var lastStep = time.Now()
+// The run's clock (under resultsMu): when the run and its previous step
+// started, the running benchmark's MetalLB log and how far it has been
+// read, the full passes read from it, and where each benchmark's time went.
+var (
+	runStart = time.Now()
+	lastStep = runStart
+	stepLog  string
+	stepFile os.FileInfo
+	stepOff  int64
+	passes   PassClock
+	benches  []*benchClock
+)
 
-// step prints how long the part of the run that just ended took, so a
-// run's output shows where its time goes.
+// benchClock is where one benchmark's time went: its wall time, from the
+// end of the step before its start (the previous benchmark's teardown
+// included) to its last step, and the full passes MetalLB made in it.
+type benchClock struct {
+	name     string
+	wall     time.Duration
+	passes   int
+	inPasses time.Duration
+}
+
+// beginBench counts the next steps against the benchmark name, and the
+// full passes of the MetalLB controller whose log is at path.
+func beginBench(name, path string) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	benches = append(benches, &benchClock{name: name})
+	stepLog, stepOff, passes = path, FileSize(path), PassClock{}
+	stepFile, _ = os.Stat(path)
+}
+
+// step prints how long the part of the run that just ended took, and how
+// many full passes MetalLB made in it and for how long, so a run's output
+// shows where its time goes.
 func step(what string) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
-	fmt.Printf("bench: %7.1fs  %s\n", time.Since(lastStep).Seconds(), what)
+	d := time.Since(lastStep)
 	lastStep = time.Now()
+	line := fmt.Sprintf("bench: %7.1fs  %s", d.Seconds(), what)
+	before := passes
+	if stepLog != "" {
+		if st, err := os.Stat(stepLog); err == nil && !os.SameFile(st, stepFile) {
+			// A new MetalLB process (a sweep restarts it) has a log of its
+			// own; the pass the old one was in never ended.
+			stepFile, stepOff, passes.started = st, 0, time.Time{}
+		}
+		text := ReadFrom(stepLog, stepOff)
+		text = text[:strings.LastIndexByte(text, '\n')+1] // whole lines only
+		stepOff += int64(len(text))
+		passes.Read(text)
+	}
+	n, in := passes.Passes-before.Passes, passes.Time-before.Time
+	if n > 0 {
+		line += fmt.Sprintf("  (MetalLB: %d full passes, %.0fs)", n, in.Seconds())
+	}
+	fmt.Println(line)
+	if len(benches) > 0 {
+		cur := benches[len(benches)-1]
+		cur.wall += d
+		cur.passes += n
+		cur.inPasses += in
+	}
 }
 
 // note adds a rendered table to the final report.

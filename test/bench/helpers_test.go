@@ -193,3 +193,26 @@ func TestResyncWrites(t *testing.T) {
 	assert.InDelta(t, 2, ResyncWrites(reqs), 1e-9, "only the driver's writes")
 	assert.InDelta(t, 104, MetalLBWrites(reqs), 1e-9, "Service and pool status")
 }
+
+func TestPassClock(t *testing.T) {
+	line := func(what, ts string) string {
+		return `{"caller":"service_controller_reload.go:63","controller":"ServiceReconciler - reprocessAll","level":"info","` +
+			what + `":"metallbreload/reload","ts":"` + ts + `"}` + "\n"
+	}
+	var p PassClock
+	// An end without its start (the pass began before the log was read) is
+	// not counted; a single-Service reconcile is not a pass.
+	p.Read(line("end reconcile", "2026-12-01T10:00:00Z") +
+		`{"controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"2026-12-01T10:00:01Z"}` + "\n" +
+		line("start reconcile", "2026-12-01T10:00:02Z"))
+	assert.Equal(t, PassClock{started: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC)}, p)
+	// The pass ends in the next piece; the one after it starts and ends there.
+	p.Read(line("end reconcile", "2026-12-01T10:00:58Z") +
+		line("start reconcile", "2026-12-01T10:01:00Z") + line("end reconcile", "2026-12-01T10:01:03Z"))
+	assert.Equal(t, 2, p.Passes)
+	assert.Equal(t, 59*time.Second, p.Time)
+	assert.True(t, p.started.IsZero())
+	// A line without a time changes nothing.
+	p.Read(`{"controller":"ServiceReconciler - reprocessAll","start reconcile":"metallbreload/reload"}` + "\n")
+	assert.True(t, p.started.IsZero())
+}

@@ -62,6 +62,7 @@ func setup(b *testing.B) *env {
 	e, err := start()
 	require.NoError(b, err, "start the local control plane and the driver")
 	b.Cleanup(e.stop)
+	beginBench(strings.TrimPrefix(b.Name(), "Benchmark"), e.c.MetalLB().LogPath)
 	fmt.Printf("bench: control plane, MetalLB, reference core and the four driver binaries up in %s\n",
 		time.Since(t0).Round(time.Millisecond))
 	step("start")

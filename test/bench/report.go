@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ParseSeries splits a series as written in the exposition format
@@ -281,4 +282,51 @@ func CountMetalLBLog(text string) MetalLBLog {
 		}
 	}
 	return c
+}
+
+// PassClock adds up the time MetalLB spends in full passes over every
+// Service, from its log read piece by piece: a pass may start in one piece
+// and end in a later one. MetalLB logs time to the second, so each pass is
+// counted to within a second.
+type PassClock struct {
+	// Passes is how many full passes ended; Time is how long they took.
+	Passes int
+	Time   time.Duration
+	// started is when the pass in progress started (zero when none is).
+	started time.Time
+}
+
+// Read takes the next piece of the log.
+func (p *PassClock) Read(text string) {
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, `"controller":"ServiceReconciler - reprocessAll"`) {
+			continue
+		}
+		ts, ok := logTime(line)
+		switch {
+		case !ok:
+		case strings.Contains(line, `"start reconcile"`):
+			p.started = ts
+		case strings.Contains(line, `"end reconcile"`) && !p.started.IsZero():
+			p.Passes++
+			p.Time += ts.Sub(p.started)
+			p.started = time.Time{}
+		}
+	}
+}
+
+// logTime is the time of a go-kit JSON log line ("ts").
+func logTime(line string) (time.Time, bool) {
+	const key = `"ts":"`
+	i := strings.Index(line, key)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := line[i+len(key):]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, rest[:j])
+	return t, err == nil
 }

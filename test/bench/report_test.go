@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 )
@@ -63,8 +64,32 @@ func report() string {
 	for _, x := range extras {
 		sb.WriteString(x)
 	}
+	sb.WriteString(runTime())
 	sb.WriteString(targets())
 	return sb.String()
+}
+
+// runTime is the table of where the run's time went: each benchmark's wall
+// time and the part of it MetalLB spent in full passes over every Service.
+func runTime() string {
+	rows := [][]string{{"BENCHMARK", "WALL", "METALLB FULL PASSES", "TIME IN FULL PASSES", "SHARE"}}
+	var passes int
+	var in time.Duration
+	for _, bc := range benches {
+		rows = append(rows, []string{bc.name, fmtD(bc.wall.Round(time.Second)), fmt.Sprint(bc.passes), fmtD(bc.inPasses), pct(bc.inPasses, bc.wall)})
+		passes += bc.passes
+		in += bc.inPasses
+	}
+	total := time.Since(runStart)
+	rows = append(rows, []string{"whole run (this process)", fmtD(total.Round(time.Second)), fmt.Sprint(passes), fmtD(in), pct(in, total)})
+	return table("Where the run's time went (full passes from MetalLB's log, to the second)", rows)
+}
+
+func pct(part, whole time.Duration) string {
+	if whole <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*part.Seconds()/whole.Seconds())
 }
 
 func rate(o *op) string {
@@ -204,6 +229,9 @@ func targets() string {
 		}
 		add("restart converges in <= 10s with zero writes", fmt.Sprintf("slowest %s, %.0f writes in all", fmtD(slowest), writes), slowest <= 10*time.Second && writes == 0, true)
 	}
+	total := time.Since(runStart)
+	add("the default run within 15 minutes (this process; the build before it not counted)",
+		fmtD(total.Round(time.Second)), total <= 15*time.Minute, os.Getenv("BENCH_SCALE") == "" && len(benches) == 3)
 	return table("Targets (figures of this run)", rows)
 }
 
