@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +220,23 @@ func TestPassClock(t *testing.T) {
 	// A line without a time changes nothing.
 	p.Read(`{"controller":"ServiceReconciler - reprocessAll","start reconcile":"metallbreload/reload"}` + "\n")
 	assert.True(t, p.started.IsZero())
+}
+
+// TestAllBenchmarksListed keeps allBenchmarks, which decides whether a run
+// is whole enough to be judged against the budget, in step with the
+// package's Benchmark functions.
+func TestAllBenchmarksListed(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	var found []string
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Benchmark") {
+				found = append(found, strings.TrimPrefix(fn.Name.Name, "Benchmark"))
+			}
+		}
+	}
+	assert.ElementsMatch(t, allBenchmarks, found)
 }

@@ -159,7 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		ControlPlaneStartTimeout: 60 * time.Second,
 		// A stopped cluster keeps nothing but its logs: etcd and the API
 		// server get two seconds to exit before they are killed (a graceful
-		// API server stop took the whole 20 s envtest allows by default).
+		// stop took the whole 20 s they were given before).
 		ControlPlaneStopTimeout: 2 * time.Second,
 	}
 	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
