@@ -108,8 +108,10 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	}
 	if !served {
 		// Gone, not ours, or being deleted: the warm placeholders still
-		// waiting for MetalLB are orphans; the addresses are left to
-		// whoever tears the class down.
+		// waiting for MetalLB are orphans, and so are the warm addresses:
+		// no claim can be bound to them any more, and while they exist the
+		// class controller keeps the pool for them. The preconditions keep
+		// an address the core bound a moment ago.
 		var errs []error
 		for _, ph := range phs {
 			if ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm || ph.Labels[names.LabelAddress] != "" {
@@ -117,6 +119,17 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 			}
 			if err := w.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
+			}
+		}
+		for i := range addrs.Items {
+			a := &addrs.Items[i]
+			if !isWarm(a) || a.Labels[names.LabelWarm] != "true" {
+				continue
+			}
+			if err := w.Delete(ctx, a, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			} else if err == nil {
+				log.FromContext(ctx).Info("deleted a warm address of a class that is gone", "address", a.Name)
 			}
 		}
 		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)

@@ -124,29 +124,25 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile renders one class, or withdraws what was rendered for a class
-// that does not name this driver.
+// Reconcile renders one class. For a class that is gone, being deleted or
+// not this driver's, it keeps what was rendered under the name for as long
+// as addresses recorded under it exist (retain), and withdraws it after.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &iadv1alpha1.IPAddressClass{}
 	if err := r.Get(ctx, req.NamespacedName, class); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The garbage collector removes what was rendered for it.
-			forget(req.Name)
-			r.reported.Delete(req.Name)
-			r.grantReported.Delete(req.Name)
-			r.adoptReported.Delete(req.Name)
-			return ctrl.Result{}, nil
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
+		class = nil
 	}
-	if class.Spec.Provisioner != names.Provisioner {
-		forget(class.Name)
-		r.reported.Delete(class.Name)
-		_, err := r.withdraw(ctx, class.Name, nil)
-		return ctrl.Result{}, err
-	}
-	if !class.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if class == nil || class.Spec.Provisioner != names.Provisioner || !class.DeletionTimestamp.IsZero() {
+		// What was rendered serves the addresses still recorded under the
+		// name: deleting a class revokes no binding.
+		forget(req.Name)
+		r.reported.Delete(req.Name)
+		r.grantReported.Delete(req.Name)
+		r.adoptReported.Delete(req.Name)
+		return ctrl.Result{}, r.retain(ctx, req.Name)
 	}
 
 	params, ref, err := r.decide(ctx, class)

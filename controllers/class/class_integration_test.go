@@ -243,10 +243,7 @@ func wantMeta(t *testing.T, obj metav1.Object, class *iadv1alpha1.IPAddressClass
 		"app.kubernetes.io/managed-by":                 "metallb-iad",
 		"metallb.drivers.local.sdn.cozystack.io/class": class.Name,
 	}, obj.GetLabels())
-	assert.Equal(t, []metav1.OwnerReference{{
-		APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: class.Name, UID: class.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
-	}}, obj.GetOwnerReferences())
+	assert.Empty(t, obj.GetOwnerReferences(), "no owner reference: what is rendered outlives the class while its addresses do")
 }
 
 // --- tests ---
@@ -346,19 +343,21 @@ func TestDriftRepair(t *testing.T) {
 		assert.Equal(t, uid, got.UID)
 	}, timeout, tick, "the hand edit of the pool is reverted")
 
-	// Stripped labels and owner reference come back; a foreign label stays.
+	// Stripped labels come back, and an older version's owner reference to
+	// the class is dropped; a foreign label stays.
 	pool = &metallbv1beta1.IPAddressPool{}
 	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
 	orig = pool.DeepCopy()
 	pool.Labels = map[string]string{"team": "net"}
-	pool.OwnerReferences = nil
+	pool.OwnerReferences = []metav1.OwnerReference{{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass",
+		Name: cl.Name, UID: cl.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false)}}
 	require.NoError(t, c.Client.Patch(ctx, pool, client.MergeFrom(orig)))
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		got := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.Equal(t, map[string]string{"team": "net", LabelManagedBy: ManagedBy, LabelClass: cl.Name}, got.Labels)
-		assert.Len(t, got.OwnerReferences, 1)
-	}, timeout, tick, "labels and owner reference are restored")
+		assert.Empty(t, got.OwnerReferences)
+	}, timeout, tick, "labels are restored and the class's owner reference dropped")
 
 	// A deleted advertisement is recreated; a hand edit of it is reverted.
 	adv := waitL2(t, cl.Name)
@@ -392,8 +391,8 @@ func TestDriftRepair(t *testing.T) {
 	}, timeout, tick, "the deleted pool is recreated")
 }
 
-// TestClassDeletion deletes a class: the garbage collector removes its pool
-// and advertisement.
+// TestClassDeletion deletes a class no address is recorded under: its pool
+// and advertisement are withdrawn.
 func TestClassDeletion(t *testing.T) {
 	cl := ourClass(t, "gc", `{"addresses": ["192.0.2.96/28"]}`)
 	pool := waitPool(t, cl.Name, "192.0.2.96/28")
@@ -405,6 +404,91 @@ func TestClassDeletion(t *testing.T) {
 		assert.Empty(t, series(renderedClasses, of(cl.Name)))
 		assert.Empty(t, series(classAddresses, of(cl.Name)))
 	}, timeout, tick, "the class's metrics are dropped")
+}
+
+// ledgerAddress creates an IPAddress of a class, as a driver records one.
+func ledgerAddress(t *testing.T, class, ip string) *iadv1alpha1.IPAddress {
+	t.Helper()
+	addr, err := names.ParseAddress(ip)
+	require.NoError(t, err)
+	name, err := names.AddressName(addr)
+	require.NoError(t, err)
+	a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: iadv1alpha1.IPAddressSpec{
+		Address: ip, ClassName: class, ReclaimPolicy: iadv1alpha1.ReclaimRetain,
+		Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+	}}
+	require.NoError(t, c.Client.Create(context.Background(), a))
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), a) })
+	return a
+}
+
+// TestClassDeletionKeepsItsAddresses deletes a class with addresses
+// recorded under its name: the pool stays, narrowed to those addresses and
+// saying why, the advertisement stays, a class created again with the name
+// takes both over (the same objects), and both go with the last address.
+func TestClassDeletionKeepsItsAddresses(t *testing.T) {
+	ctx := context.Background()
+	cl := ourClass(t, "keep", `{"addresses": ["192.0.2.160/28", "2001:db8:16::/120"], "avoidBuggyIPs": true}`)
+	pool := waitPool(t, cl.Name, "192.0.2.160/28", "2001:db8:16::/120")
+	adv := waitL2(t, cl.Name)
+	a1 := ledgerAddress(t, cl.Name, "192.0.2.161")
+	a2 := ledgerAddress(t, cl.Name, "2001:db8:16::5")
+	outside := ledgerAddress(t, cl.Name, "198.51.100.77") // not in the pool: not added back
+
+	require.NoError(t, c.Client.Delete(ctx, cl))
+	waitRetained := func(msg string, entries ...string) {
+		t.Helper()
+		require.EventuallyWithT(t, func(t *assert.CollectT) {
+			got := &metallbv1beta1.IPAddressPool{}
+			require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+			assert.Equal(t, pool.UID, got.UID, "the same pool")
+			assert.Equal(t, entries, got.Spec.Addresses)
+			assert.False(t, got.Spec.AvoidBuggyIPs)
+			assert.Equal(t, ptr.To(false), got.Spec.AutoAssign)
+			assert.Equal(t, RetainedMessage(cl.Name, entries), got.Annotations[AnnotationRetained])
+			l2 := &metallbv1beta1.L2Advertisement{}
+			require.NoError(t, c.Client.Get(ctx, key(cl.Name), l2))
+			assert.Equal(t, adv.UID, l2.UID, "the same advertisement")
+		}, timeout, tick, msg)
+	}
+	waitRetained("the pool is narrowed to the class's addresses", "192.0.2.161/32", "2001:db8:16::5/128")
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		var evs corev1.EventList
+		require.NoError(t, c.Client.List(ctx, &evs, client.InNamespace(mlbNS)))
+		found := false
+		for _, e := range evs.Items {
+			found = found || (e.InvolvedObject.UID == pool.UID && e.Reason == ReasonRetained)
+		}
+		assert.True(t, found, "a Retained Event on the pool")
+	}, timeout, tick)
+
+	// A restart keeps it as it is.
+	stopManager()
+	var err error
+	stopManager, err = startManager()
+	require.NoError(t, err)
+	waitRetained("a restarted controller keeps the pool", "192.0.2.161/32", "2001:db8:16::5/128")
+
+	// The class is created again: it takes the same objects over.
+	cl = ourClass(t, "keep", `{"addresses": ["192.0.2.160/28", "2001:db8:16::/120"], "avoidBuggyIPs": true}`)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := &metallbv1beta1.IPAddressPool{}
+		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
+		assert.Equal(t, pool.UID, got.UID)
+		assert.Equal(t, []string{"192.0.2.160/28", "2001:db8:16::/120"}, got.Spec.Addresses)
+		assert.True(t, got.Spec.AvoidBuggyIPs)
+		assert.NotContains(t, got.Annotations, AnnotationRetained)
+	}, timeout, tick, "the class created again takes the pool over")
+
+	// Deleted again: narrowed as the addresses go, withdrawn with the last.
+	require.NoError(t, c.Client.Delete(ctx, cl))
+	waitRetained("narrowed again", "192.0.2.161/32", "2001:db8:16::5/128")
+	require.NoError(t, c.Client.Delete(ctx, a1))
+	waitRetained("narrowed to the address left", "2001:db8:16::5/128")
+	require.NoError(t, c.Client.Delete(ctx, a2))
+	waitGone(t, pool, timeout)
+	waitGone(t, adv, timeout)
+	_ = outside
 }
 
 // TestBGP switches a class from L2 to BGP and back: the advertisement of the

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -366,7 +365,7 @@ func (r *Reconciler) controlledElsewhere(ctx context.Context, desired client.Obj
 	if err != nil {
 		return "", err
 	}
-	if _, err := UpsertControllerRef(existing.GetOwnerReferences(), desired.GetOwnerReferences()[0]); err != nil {
+	if _, err := TakeOver(existing.GetOwnerReferences(), desired.GetLabels()[LabelClass]); err != nil {
 		return controlledElsewhereMessage(desired, err), nil
 	}
 	return "", nil
@@ -377,9 +376,9 @@ func controlledElsewhereMessage(desired client.Object, err error) string {
 }
 
 // apply creates desired, or patches the existing object in place: our
-// labels are merged in, the class becomes the controller, the spec is
-// replaced by the rendered one. Nothing else (other labels, annotations,
-// other owners) is touched.
+// labels are merged in, an older version's owner reference to the class and
+// the retained-for note are dropped, the spec is replaced by the rendered
+// one. Nothing else (other labels, annotations, other owners) is touched.
 func (r *Reconciler) apply(ctx context.Context, desired client.Object) (controllerutil.OperationResult, error) {
 	var obj client.Object
 	var setSpec func()
@@ -409,7 +408,11 @@ func (r *Reconciler) apply(ctx context.Context, desired client.Object) (controll
 			labels[k] = v
 		}
 		obj.SetLabels(labels)
-		refs, err := UpsertControllerRef(obj.GetOwnerReferences(), desired.GetOwnerReferences()[0])
+		if ann := obj.GetAnnotations(); ann[AnnotationRetained] != "" {
+			delete(ann, AnnotationRetained) // the class is back
+			obj.SetAnnotations(ann)
+		}
+		refs, err := TakeOver(obj.GetOwnerReferences(), desired.GetLabels()[LabelClass])
 		if err != nil {
 			return errControlledElsewhere{msg: controlledElsewhereMessage(desired, err)}
 		}
@@ -510,15 +513,15 @@ func kindOf(o client.Object) string {
 	return fmt.Sprintf("%T", o)
 }
 
-// controlledByClass reports whether o's controller is an IPAddressClass named class.
+// controlledByClass reports whether o was rendered for the class: it
+// carries RenderedLabels of the class, or (written by an older version) a
+// controller reference to an IPAddressClass of that name.
 func controlledByClass(o metav1.Object, class string) bool {
+	if l := o.GetLabels(); l[LabelManagedBy] == ManagedBy && l[LabelClass] == class {
+		return true
+	}
 	ref := metav1.GetControllerOf(o)
 	return ref != nil && isClassRef(*ref) && ref.Name == class
-}
-
-func isClassRef(ref metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
 }
 
 // renderedToClass maps a MetalLB object in the MetalLB namespace to the

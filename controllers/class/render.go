@@ -35,30 +35,24 @@ func RenderedLabels(class string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedBy, LabelClass: class}
 }
 
-// OwnerReference is the controller reference of a rendered object to its
-// class, so the garbage collector deletes it with the class.
-// BlockOwnerDeletion stays off: setting it would need update rights on
-// ipaddressclasses/finalizers where OwnerReferencesPermissionEnforcement is
-// on, and nothing waits for a foreground deletion of a class.
-func OwnerReference(class *iadv1alpha1.IPAddressClass) metav1.OwnerReference {
-	ref := metav1.NewControllerRef(class, iadv1alpha1.GroupVersion.WithKind("IPAddressClass"))
-	ref.BlockOwnerDeletion = ptr.To(false)
-	return *ref
-}
+// AnnotationRetained, on a pool whose class is gone, says why the pool is
+// still there: the addresses recorded under the class name that it keeps
+// serving until they are released.
+const AnnotationRetained = names.Domain + "retained-for"
 
 // Render returns the MetalLB objects for a class: the IPAddressPool
 // iad-<class> (never auto-assigned, so only Services that ask for the pool
 // draw from it) and one advertisement of the same name selecting only that
 // pool, an L2Advertisement or a BGPAdvertisement as the parameters say.
-// Both carry RenderedLabels and the class's controller reference.
+// Both carry RenderedLabels and no owner reference: they outlive the class
+// for as long as addresses recorded under its name exist (Retained).
 func Render(class *iadv1alpha1.IPAddressClass, p Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
 	name := names.PoolName(class.Name)
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{
-			Namespace:       namespace,
-			Name:            name,
-			Labels:          RenderedLabels(class.Name),
-			OwnerReferences: []metav1.OwnerReference{OwnerReference(class)},
+			Namespace: namespace,
+			Name:      name,
+			Labels:    RenderedLabels(class.Name),
 		}
 	}
 	addresses := make([]string, 0, len(p.Addresses))
@@ -102,35 +96,26 @@ func Render(class *iadv1alpha1.IPAddressClass, p Parameters, namespace string) (
 	return pool, adv
 }
 
-// UpsertControllerRef returns refs with ref as the controller reference:
-// a reference to the same kind and name (a class deleted and recreated has a
-// new uid) is replaced, any other kept. It fails when another object
-// controls the object already.
-func UpsertControllerRef(refs []metav1.OwnerReference, ref metav1.OwnerReference) ([]metav1.OwnerReference, error) {
-	group := func(r metav1.OwnerReference) string {
-		gv, _ := schema.ParseGroupVersion(r.APIVersion)
-		return gv.Group
-	}
-	same := func(r metav1.OwnerReference) bool {
-		return group(r) == group(ref) && r.Kind == ref.Kind && r.Name == ref.Name
-	}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	replaced := false
+// TakeOver returns the owner references of an existing object named for a
+// class once the class controller renders it: a controller reference to an
+// IPAddressClass of that name (written by older versions, which let the
+// garbage collector delete the pool with its class) is dropped, any other
+// reference kept. It fails when something else controls the object.
+func TakeOver(refs []metav1.OwnerReference, class string) ([]metav1.OwnerReference, error) {
+	out := make([]metav1.OwnerReference, 0, len(refs))
 	for _, r := range refs {
 		switch {
-		case same(r):
-			if !replaced {
-				out = append(out, ref)
-				replaced = true
-			}
+		case isClassRef(r) && r.Name == class:
 		case r.Controller != nil && *r.Controller:
 			return nil, fmt.Errorf("it is controlled by %s %s already", r.Kind, r.Name)
 		default:
 			out = append(out, r)
 		}
 	}
-	if !replaced {
-		out = append(out, ref)
-	}
 	return out, nil
+}
+
+func isClassRef(ref metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
 }

@@ -29,10 +29,6 @@ func TestRender(t *testing.T) {
 			"app.kubernetes.io/managed-by":                 "metallb-iad",
 			"metallb.drivers.local.sdn.cozystack.io/class": "public",
 		},
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "uid-1",
-			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
-		}},
 	}
 
 	t.Run("L2 by default", func(t *testing.T) {
@@ -105,9 +101,9 @@ func TestRender(t *testing.T) {
 	})
 }
 
-func TestUpsertControllerRef(t *testing.T) {
-	ours := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "new", Controller: ptr.To(true)}
-	stale := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "old", Controller: ptr.To(true)}
+func TestTakeOver(t *testing.T) {
+	older := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "old", Controller: ptr.To(true)}
+	otherClass := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "gold", UID: "g", Controller: ptr.To(true)}
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"}
 	boss := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "boss", UID: "d", Controller: ptr.To(true)}
 
@@ -117,15 +113,16 @@ func TestUpsertControllerRef(t *testing.T) {
 		want []metav1.OwnerReference
 		err  string
 	}{
-		{name: "none yet", in: nil, want: []metav1.OwnerReference{ours}},
-		{name: "already there", in: []metav1.OwnerReference{ours}, want: []metav1.OwnerReference{ours}},
-		{name: "class recreated: the stale uid is replaced", in: []metav1.OwnerReference{other, stale}, want: []metav1.OwnerReference{other, ours}},
-		{name: "other owners kept", in: []metav1.OwnerReference{other}, want: []metav1.OwnerReference{other, ours}},
+		{name: "none", in: nil, want: []metav1.OwnerReference{}},
+		{name: "an older version's reference to the class is dropped, so the pool outlives the class",
+			in: []metav1.OwnerReference{other, older}, want: []metav1.OwnerReference{other}},
+		{name: "other owners kept", in: []metav1.OwnerReference{other}, want: []metav1.OwnerReference{other}},
+		{name: "controlled by another class", in: []metav1.OwnerReference{otherClass}, err: "it is controlled by IPAddressClass gold already"},
 		{name: "controlled by someone else", in: []metav1.OwnerReference{boss}, err: "it is controlled by Deployment boss already"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := UpsertControllerRef(tt.in, ours)
+			got, err := TakeOver(tt.in, "public")
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.err, err.Error())
@@ -133,6 +130,33 @@ func TestUpsertControllerRef(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRetained(t *testing.T) {
+	addr := func(ip string) iadv1alpha1.IPAddress {
+		return iadv1alpha1.IPAddress{Spec: iadv1alpha1.IPAddressSpec{Address: ip}}
+	}
+	tests := []struct {
+		name  string
+		pool  []string
+		addrs []iadv1alpha1.IPAddress
+		want  []string
+	}{
+		{"no address left", []string{"192.0.2.0/24"}, nil, []string{}},
+		{"narrowed to the addresses, sorted, one entry each",
+			[]string{"192.0.2.0/24", "2001:db8::1-2001:db8::ff"},
+			[]iadv1alpha1.IPAddress{addr("2001:db8::7"), addr("192.0.2.9"), addr("192.0.2.3"), addr("192.0.2.9")},
+			[]string{"192.0.2.3/32", "192.0.2.9/32", "2001:db8::7/128"}},
+		{"an address the pool does not contain is not added back",
+			[]string{"192.0.2.0/30"}, []iadv1alpha1.IPAddress{addr("192.0.2.1"), addr("198.51.100.1"), addr("not an ip")},
+			[]string{"192.0.2.1/32"}},
+		{"already narrowed: stays as it is", []string{"192.0.2.1/32"}, []iadv1alpha1.IPAddress{addr("192.0.2.1")}, []string{"192.0.2.1/32"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Retained(tt.pool, tt.addrs))
 		})
 	}
 }

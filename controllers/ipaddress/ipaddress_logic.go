@@ -61,15 +61,16 @@ const (
 )
 
 // lostCause says why MetalLB's configuration does not contain the address
-// ip of an address of class className: its class is gone or being deleted
-// (class nil or deleting), the class's pool is missing (pool nil or
-// deleting), or the pool's addresses do not cover ip. It returns the Lost
+// ip of an address of class className: the class's pool is missing (pool
+// nil or deleting; its class too, or not), or the pool's addresses do not
+// cover ip. A class that is gone is no cause by itself: the class
+// controller keeps its pool for the addresses recorded under its name. It returns the Lost
 // condition's reason and message, or "" when the pool contains ip.
 func lostCause(className string, class *iadv1alpha1.IPAddressClass, pool *metallbv1beta1.IPAddressPool, metallbNamespace string, ip netip.Addr) (reason, message string) {
 	poolName := names.PoolName(className)
 	switch {
-	case class == nil || class.DeletionTimestamp != nil:
-		return conditions.ReasonClassDeleted, fmt.Sprintf("IPAddressClass %s was deleted, and with it IPAddressPool %s/%s: MetalLB no longer has %s "+
+	case (pool == nil || pool.DeletionTimestamp != nil) && (class == nil || class.DeletionTimestamp != nil):
+		return conditions.ReasonClassDeleted, fmt.Sprintf("IPAddressClass %s was deleted and IPAddressPool %s/%s does not exist: MetalLB no longer has %s "+
 			"and took it from whoever held it. The address comes back with the same IP when a class of that name serves a range containing it again",
 			className, metallbNamespace, poolName, ip)
 	case pool == nil || pool.DeletionTimestamp != nil:
@@ -81,6 +82,13 @@ func lostCause(className string, class *iadv1alpha1.IPAddressClass, pool *metall
 			strings.Join(pool.Spec.Addresses, ", "), ip)
 	}
 	return "", ""
+}
+
+// msgClassGone explains why an address of a deleted class is still held.
+func msgClassGone(a *iadv1alpha1.IPAddress, metallbNamespace string, pool *metallbv1beta1.IPAddressPool) string {
+	return fmt.Sprintf("IPAddressClass %s was deleted; IPAddressPool %s/%s is kept for the addresses still recorded under that name, "+
+		"so this address stays reserved (and attached, if it is) until it is released; no new claim gets an address of the class",
+		a.Spec.ClassName, metallbNamespace, pool.Name)
 }
 
 // poolContains reports whether one of a MetalLB pool's address entries
@@ -111,10 +119,7 @@ func poolContains(entries []string, ip netip.Addr) bool {
 // driver's finalizer (it was ours, and its teardown is still ours to do).
 // class is nil when the class does not exist.
 func served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
-	if class != nil {
-		return class.Spec.Provisioner == names.Provisioner
-	}
-	return slices.Contains(a.Finalizers, names.Finalizer)
+	return binding.Served(a, class)
 }
 
 // serviceFamily is the Kubernetes IP family of an address.

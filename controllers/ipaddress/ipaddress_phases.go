@@ -2,6 +2,7 @@ package ipaddress
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -169,6 +170,7 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (ctrl.Result, err
 		return ctrl.Result{}, nil
 	}
 	r.lostAnnounced.Delete(a.UID)
+	r.noteClassGone(s, pool)
 	if a.Status.Phase != iadv1alpha1.AddressLost {
 		return ctrl.Result{}, nil
 	}
@@ -186,6 +188,26 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (ctrl.Result, err
 		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
 	}
 	return ctrl.Result{}, nil
+}
+
+// noteClassGone sets ClassGone while the address's class is gone and its
+// pool is kept for it, with a Normal Event when it starts, and turns it
+// False when a class of that name is back. An address that never saw its
+// class go gets no condition.
+func (r *Reconciler) noteClassGone(s *scope, pool *metallbv1beta1.IPAddressPool) {
+	a := s.addr
+	gone := s.class == nil || s.class.DeletionTimestamp != nil
+	if !gone {
+		if conditions.IsTrue(a.Status.Conditions, conditions.ClassGone) {
+			conditions.Set(&a.Status.Conditions, conditions.ClassGone, metav1.ConditionFalse, conditions.ReasonClassReturned,
+				fmt.Sprintf("IPAddressClass %s exists again and serves the address", a.Spec.ClassName), a.Generation)
+		}
+		return
+	}
+	msg := msgClassGone(a, r.MetalLBNamespace, pool)
+	if conditions.Set(&a.Status.Conditions, conditions.ClassGone, metav1.ConditionTrue, conditions.ReasonKeptUntilReleased, msg, a.Generation) {
+		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeNormal, conditions.ReasonKeptUntilReleased, msg})
+	}
 }
 
 // lostTold reports whether the AddressLost Warning of an address already in

@@ -60,10 +60,12 @@ func TestLostCause(t *testing.T) {
 		msg    string
 	}{
 		{"in the pool", class, pool("192.0.2.0/30"), "", ""},
-		{"class gone", nil, pool("192.0.2.0/30"), conditions.ReasonClassDeleted,
-			"IPAddressClass gold was deleted, and with it IPAddressPool metallb-system/iad-gold: MetalLB no longer has 192.0.2.1 and took it from whoever held it. " +
+		{"class gone, its pool kept for the address", nil, pool("192.0.2.1/32"), "", ""},
+		{"class being deleted, its pool kept", deletingClass, pool("192.0.2.0/30"), "", ""},
+		{"class gone and its pool too", nil, nil, conditions.ReasonClassDeleted,
+			"IPAddressClass gold was deleted and IPAddressPool metallb-system/iad-gold does not exist: MetalLB no longer has 192.0.2.1 and took it from whoever held it. " +
 				"The address comes back with the same IP when a class of that name serves a range containing it again"},
-		{"class being deleted", deletingClass, pool("192.0.2.0/30"), conditions.ReasonClassDeleted, ""},
+		{"class gone, its pool narrowed to other addresses", nil, pool("192.0.2.2/32"), conditions.ReasonOutsidePool, ""},
 		{"pool gone", class, nil, conditions.ReasonPoolMissing,
 			"IPAddressPool metallb-system/iad-gold does not exist: MetalLB no longer has 192.0.2.1 and took it from whoever held it. " +
 				"The address comes back with the same IP when the pool is rendered again"},

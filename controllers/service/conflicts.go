@@ -41,7 +41,7 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 		recorded := false
 		for i := range hits.Items {
 			a := &hits.Items[i]
-			ours, err := r.servedClass(ctx, a.Spec.ClassName)
+			ours, err := r.served(ctx, a)
 			if err != nil {
 				return err
 			}

@@ -88,7 +88,7 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 		if a.Spec.ClaimRef.UID != string(claim.UID) || a.DeletionTimestamp != nil {
 			continue
 		}
-		ours, err := r.servedClass(ctx, a.Spec.ClassName)
+		ours, err := r.served(ctx, a)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
 		if err != nil || !want[ip.String()] {
 			continue
 		}
-		ours, err := r.servedClass(ctx, a.Spec.ClassName)
+		ours, err := r.served(ctx, a)
 		if err != nil {
 			return err
 		}
@@ -225,13 +225,18 @@ func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// servedClass reports whether the class exists and names this driver.
-func (r *Reconciler) servedClass(ctx context.Context, name string) (bool, error) {
+// served reports whether the driver serves an address (binding.Served):
+// its class names this driver, or its class is gone and the address is
+// still the driver's.
+func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool, error) {
 	class := &iadv1alpha1.IPAddressClass{}
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, class); err != nil {
-		return false, client.IgnoreNotFound(err)
+	if err := r.Get(ctx, types.NamespacedName{Name: a.Spec.ClassName}, class); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		class = nil
 	}
-	return class.Spec.Provisioner == names.Provisioner, nil
+	return binding.Served(a, class), nil
 }
 
 // situation reduces the scope to the decision's inputs.

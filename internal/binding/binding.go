@@ -7,6 +7,8 @@
 package binding
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,4 +46,15 @@ func SharingKey(a *iadv1alpha1.IPAddress) string {
 		return names.ClaimSharingKey(ref.Namespace, ref.Name, types.UID(ref.UID))
 	}
 	return names.AddressSharingKey(a.Name)
+}
+
+// Served reports whether the driver serves an address: its class (nil when
+// it does not exist) names this driver, or the class is gone and the
+// address still carries the driver's finalizer. Deleting a class revokes no
+// binding: its addresses stay the driver's until they are released.
+func Served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
+	if class != nil {
+		return class.Spec.Provisioner == names.Provisioner
+	}
+	return slices.Contains(a.Finalizers, names.Finalizer)
 }

@@ -40,6 +40,19 @@ const (
 	// took it from whoever held it; the phase is Lost meanwhile. It turns
 	// False once the pool contains the address again.
 	Lost = "Lost"
+
+	// ClassGone (written by the IPAddress controller) is True while the
+	// address's IPAddressClass does not exist (or is being deleted) and the
+	// class's pool is kept for the addresses recorded under its name: the
+	// binding and any attachment stay until the address is released. It
+	// turns False when a class of that name is created again.
+	ClassGone = "ClassGone"
+)
+
+// Reasons of ClassGone.
+const (
+	ReasonKeptUntilReleased = "KeptUntilReleased"
+	ReasonClassReturned     = "ClassReturned"
 )
 
 // Reasons of Granted.
@@ -71,7 +84,7 @@ const (
 
 // Reasons of Lost.
 const (
-	// ReasonClassDeleted: the address's IPAddressClass is gone or being deleted.
+	// ReasonClassDeleted: the address's IPAddressClass is gone and so is its pool.
 	ReasonClassDeleted = "ClassDeleted"
 	// ReasonPoolMissing: the class's IPAddressPool does not exist.
 	ReasonPoolMissing = "PoolMissing"

@@ -110,21 +110,73 @@ func TestRevokedAddressIsLostAndComesBack(t *testing.T) {
 	})
 }
 
-// TestDeletedClassLosesAddresses: deleting a class that still has a live
-// address makes it Lost (reason ClassDeleted), told on the address and the
-// claim; recreating the class with the range brings it back, held, with the
-// same IP.
-func TestDeletedClassLosesAddresses(t *testing.T) {
-	story(t, "class-deleted", "deleting a class with live addresses makes them Lost until it returns", "gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
-		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
-		a := k.heldClaim("ip", "e2e-gone")
+// TestDeletedClassKeepsItsAddresses: deleting a class revokes nothing (the
+// core's promise). An attached Service keeps its IP, a held address stays
+// held, both claims stay Bound, and every address says why its class's
+// pool is still there; after every controller restarts it is all the same.
+// A new claim of the class gets nothing; a reclaim still works; the class
+// created again takes the pool over with its whole range.
+func TestDeletedClassKeepsItsAddresses(t *testing.T) {
+	story(t, "class-deleted", "deleting a class leaves every binding and attachment intact", "gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/29")
+		web := k.attachedClaim("web-ip", "e2e-gone", "web")
+		held := k.heldClaim("ip", "e2e-gone")
+		spare := k.heldClaim("spare", "e2e-gone")
 
 		require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gone"}}))
-		k.lost(a, "ip", "")
-		assert.Contains(t, conditionReason(k.address(a.Name), "Lost"), "ClassDeleted")
+		kept := func(msg string) {
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.ElementsMatch(c, []string{web.Address + "/32", held.Address + "/32", spare.Address + "/32"}, k.poolAddresses("e2e-gone"))
+				for _, a := range []iadv1alpha1.ClaimedAddress{web, held, spare} {
+					addr := k.address(a.Name)
+					assert.Equal(c, iadv1alpha1.AddressBound, addr.Status.Phase, a.Name)
+					assert.True(c, conditions.IsTrue(addr.Status.Conditions, conditions.ClassGone), "%s says its class is gone", a.Name)
+					assert.False(c, conditions.IsTrue(addr.Status.Conditions, conditions.Lost), a.Name)
+				}
+				for _, claim := range []string{"web-ip", "ip", "spare"} {
+					cl := &iadv1alpha1.IPAddressClaim{}
+					require.NoError(c, k.k.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: claim}, cl))
+					assert.Equal(c, iadv1alpha1.ClaimBound, cl.Status.Phase, claim)
+				}
+			}, wait, tick, msg)
+			k.attached("web", web)
+			k.held(held, iadv1alpha1.AddressBound)
+		}
+		kept("the class's addresses stay bound, attached and held")
+		assert.NotEmpty(t, k.events(t, "IPAddress", held.Name, conditions.ReasonKeptUntilReleased))
 
-		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/30")
-		k.held(a, iadv1alpha1.AddressBound)
+		for _, c := range cluster.Controllers {
+			require.NoError(t, k.fleet.restart(ctx, c))
+		}
+		kept("after every controller restarted, nothing changed")
+
+		// Nothing new is given out of the deleted class.
+		k.claim("late", "e2e-gone", iadv1alpha1.FamilyIPv4)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			cl := &iadv1alpha1.IPAddressClaim{}
+			require.NoError(c, k.k.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: "late"}, cl))
+			assert.Equal(c, iadv1alpha1.ClaimPending, cl.Status.Phase)
+			cond := meta.FindStatusCondition(cl.Status.Conditions, iadv1alpha1.ClaimConditionClassResolved)
+			require.NotNil(c, cond)
+			assert.Equal(c, iadv1alpha1.ReasonClassNotFound, cond.Reason)
+		}, wait, tick, "a new claim of the deleted class waits with ClassNotFound")
+
+		// A reclaim works: the address is Released, and the pool still
+		// holds it (the address is still recorded under the class).
+		k.deleteClaim("spare")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, iadv1alpha1.AddressReleased, k.address(spare.Name).Status.Phase)
+		}, wait, tick, "the spare address is Released")
+
+		// The class comes back: its pool serves the whole range again.
+		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/29")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			addr := k.address(held.Name)
+			assert.True(c, conditions.IsFalse(addr.Status.Conditions, conditions.ClassGone))
+		}, wait, tick, "the address says its class is back")
+		k.attached("web", web)
+		k.held(held, iadv1alpha1.AddressBound)
+		k.bound("late")
 	})
 }
 

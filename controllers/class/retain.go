@@ -1,0 +1,113 @@
+package class
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// ReasonRetained (Normal, on the pool): the pool's class is gone; the pool
+// is kept, narrowed to the addresses still recorded under the class name.
+const ReasonRetained = "Retained"
+
+// Retained is what stays of a pool whose class is gone: one host entry
+// ("192.0.2.7/32", "2001:db8::7/128") per address recorded under the class
+// name that the pool contains, sorted and without duplicates. Addresses the
+// pool does not contain (already Lost) are not added back: MetalLB would
+// refuse its whole configuration if they overlapped another pool. An empty
+// result means nothing is left to serve.
+func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
+	ranges := PoolRanges(poolAddresses)
+	var ips []netip.Addr
+	for i := range addrs {
+		ip, err := names.ParseAddress(addrs[i].Spec.Address)
+		if err != nil || !Contains(ranges, ip) {
+			continue
+		}
+		ips = append(ips, ip)
+	}
+	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
+	ips = slices.Compact(ips)
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = netip.PrefixFrom(ip, ip.BitLen()).String()
+	}
+	return out
+}
+
+// RetainedMessage is the retained-for note on the pool and its Event.
+func RetainedMessage(class string, entries []string) string {
+	shown := entries
+	more := ""
+	if len(shown) > 5 {
+		more = fmt.Sprintf(" and %d more", len(shown)-5)
+		shown = shown[:5]
+	}
+	return fmt.Sprintf("IPAddressClass %s does not exist (or no longer names this driver); this pool and its advertisement are kept, "+
+		"narrowed to the %d address(es) still recorded under that class name (%s%s), so every binding and attachment stays; "+
+		"they go when the last of those IPAddresses is deleted, and a class created again with this name takes them over",
+		class, len(entries), strings.Join(shown, ", "), more)
+}
+
+// retain keeps what was rendered for a class that is gone: the pool,
+// narrowed to the addresses still recorded under the class name, with a
+// note saying so, and the advertisement as it is. Once no such address is
+// left, both are withdrawn. An address being deleted still counts: its
+// teardown takes it back from whoever holds it.
+func (r *Reconciler) retain(ctx context.Context, class string) error {
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class}); err != nil {
+		return err
+	}
+	pool := &metallbv1beta1.IPAddressPool{}
+	switch err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class)}, pool); {
+	case kerrors.IsNotFound(err):
+		pool = nil
+	case err != nil:
+		return err
+	case !controlledByClass(pool, class):
+		pool = nil // someone else's object of that name
+	}
+	var keep []string
+	if pool != nil {
+		keep = Retained(pool.Spec.Addresses, addrs.Items)
+	}
+	if len(keep) == 0 {
+		removed, err := r.withdraw(ctx, class, nil)
+		if len(removed) > 0 {
+			log.FromContext(ctx).Info("withdrew what was rendered for a class that is gone; no address is recorded under its name", "removed", removed)
+		}
+		return err
+	}
+	msg := RetainedMessage(class, keep)
+	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[AnnotationRetained] == msg {
+		return nil
+	}
+	orig := pool.DeepCopy()
+	pool.Spec.Addresses = keep
+	// Every entry is an address in use: none may be skipped.
+	pool.Spec.AvoidBuggyIPs = false
+	if pool.Annotations == nil {
+		pool.Annotations = map[string]string{}
+	}
+	pool.Annotations[AnnotationRetained] = msg
+	if err := r.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("class gone: kept its pool for the addresses recorded under its name", "pool", pool.Name, "addresses", keep)
+	r.Recorder.Event(pool, corev1.EventTypeNormal, ReasonRetained, msg)
+	return nil
+}
