@@ -206,10 +206,14 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	// Service keeps it.
 	want, labels := ImportAnnotations(svc.Annotations, p, key), GrantLabels(svc.Labels, p.Class.Name)
 	if !maps.Equal(want, svc.Annotations) || !maps.Equal(labels, svc.Labels) {
+		took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
 		if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
 			return err
 		}
 		logger.Info("import: annotated the Service")
+		if took != "" {
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(took, p.IP))
+		}
 		// A later pass must see the import under way, or it would take the
 		// address about to be created for a conflict.
 		r.waitForCache(ctx, svc, func(o client.Object) bool {

@@ -241,3 +241,72 @@ func dashed(ip string) string {
 	}
 	return string(out)
 }
+
+// TestImportServiceNamingItsPool imports a Service that names the plain pool
+// MetalLB gave it its address from (metallb.io/address-pool), then retires
+// that pool, as the README's next step says: the driver took the pool
+// request over in the same write as its pin, so MetalLB keeps the address
+// on the Service once the class's pool serves it. A Service attached to a
+// claim while naming another pool is pinned the same way.
+func TestImportServiceNamingItsPool(t *testing.T) {
+	ctx := context.Background()
+	startDriver(t)
+	const ns, gold = "adopt-named", "adopt-named"
+
+	legacy := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "legacy-named"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.32/28"}, AutoAssign: ptr.To(false)},
+	}
+	require.NoError(t, c.Client.Create(ctx, legacy))
+	old := lb(ns, "old", "")
+	old.Annotations[names.MetalLBAddressPool] = legacy.Name
+	create(t, old)
+	var ip string
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		got := ingress(getSvc(t, ns, "old"))
+		require.Len(t, got, 1)
+		ip = got[0]
+	}, timeout, tick, "MetalLB assigned the Service an address of the pool it names")
+
+	createClass(t, gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.32/28"], "adoptExisting": true}`)
+	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
+		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.32/28"}, AutoAssign: ptr.To(false),
+			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
+	}))
+	claim := names.ImportedClaimName("old", getSvc(t, ns, "old").UID)
+	assertImported(t, ns, "old", claim, ip, iadv1alpha1.ReclaimRetain)
+	s := getSvc(t, ns, "old")
+	assert.NotContains(t, s.Annotations, names.MetalLBAddressPool, "the pool request went with the pin")
+	assert.Equal(t, legacy.Name, s.Annotations[names.AnnotationOwnerPool], "and is recorded")
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "Service", ns, "old", corev1.EventTypeNormal, ReasonPoolRequestTakenOver, "metallb.io/address-pool: "+legacy.Name)
+	}, timeout, tick)
+
+	require.NoError(t, c.Client.Delete(ctx, legacy))
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		s := getSvc(t, ns, "old")
+		assert.Equal(t, names.PoolName(gold), s.Annotations["metallb.io/ip-allocated-from-pool"])
+		assert.Equal(t, []string{ip}, ingress(s))
+	}, timeout, tick, "the imported Service keeps its address once its old pool is gone")
+	assert.Never(t, func() bool {
+		s := &corev1.Service{}
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, s) != nil || len(ingress(s)) != 1 || ingress(s)[0] != ip
+	}, 3*time.Second, tick, "and keeps it")
+
+	// An attach of a Service that names another pool.
+	other := &metallbv1beta1.IPAddressPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "other-named"},
+		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.208/30"}, AutoAssign: ptr.To(false)},
+	}
+	require.NoError(t, c.Client.Create(ctx, other))
+	t.Cleanup(func() { _ = c.Client.Delete(ctx, other) })
+	addrs := provisioned(t, ns, "web-ip", gold, iadv1alpha1.FamilyIPv4)
+	web := sharedLB(ns, "web", "web-ip")
+	web.Annotations[names.MetalLBLegacyAddressPool] = other.Name
+	create(t, web)
+	assertAssociated(t, ns, "web", "web-ip", addrs[0].Spec.Address, addrs...)
+	got := getSvc(t, ns, "web")
+	assert.NotContains(t, got.Annotations, names.MetalLBLegacyAddressPool)
+	assert.Equal(t, other.Name, got.Annotations[names.AnnotationOwnerPool])
+}

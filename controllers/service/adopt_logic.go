@@ -293,6 +293,7 @@ func ImportAnnotations(in map[string]string, p ImportPlan, key string) map[strin
 	var out map[string]string
 	if p.HandPin != "" {
 		out = binding.CloneAnnotations(in)
+		binding.TakeOverPool(out)
 		out[names.AnnotationOwnerPin] = p.HandPin
 	} else {
 		out = PinAnnotations(in, p.ClaimName, p.IP, key)

@@ -219,10 +219,14 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 // reports whether it wrote anything.
 func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
-	want := svc.Annotations
+	var want map[string]string
 	if binding.HandPin(svc) == "" {
 		want = PinAnnotations(svc.Annotations, s.claimName, value, key)
+	} else {
+		want = binding.CloneAnnotations(svc.Annotations)
+		binding.TakeOverPool(want)
 	}
+	took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
 	// The grant label lets MetalLB give the Service an address of the
 	// class pool; it goes with the pin (and on a Service an administrator
 	// pinned by hand, which the driver attached all the same).
@@ -234,6 +238,9 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 	read := svc.ResourceVersion
 	if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
 		return false, err
+	}
+	if took != "" && svc.ResourceVersion != read {
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(took, value))
 	}
 	if svc.ResourceVersion == read || !pinning {
 		return false, nil // the cache lagged, or only the grant label was missing (an attachment made by an older driver)

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -15,6 +17,7 @@ import (
 // withdrawn. The input is not modified.
 func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
 	out := binding.CloneAnnotations(in)
+	binding.TakeOverPool(out)
 	out[names.MetalLBLoadBalancerIPs] = pin
 	out[names.AnnotationPinnedBy] = claim
 	if key != "" {
@@ -24,6 +27,16 @@ func PinAnnotations(in map[string]string, claim, pin, key string) map[string]str
 		binding.WithdrawKey(out)
 	}
 	return out
+}
+
+// ReasonPoolRequestTakenOver (Normal, on the Service): the driver removed the
+// Service's own MetalLB pool request in the same write as its pin.
+const ReasonPoolRequestTakenOver = "PoolRequestTakenOver"
+
+func msgPoolRequestTakenOver(took, pin string) string {
+	return fmt.Sprintf("Removed %s in the same write as the driver's pin to %s: MetalLB refuses a pin to an address the named pool does not hold, "+
+		"so the request would take the address away as soon as that pool changes; the old value is kept in annotation %s",
+		took, pin, names.AnnotationOwnerPool)
 }
 
 // ReleaseStarted reports whether the release of a Service's addresses has

@@ -115,6 +115,33 @@ func TestPinAnnotations(t *testing.T) {
 	assert.Equal(t, "team-a", hand[names.MetalLBAllowSharedIP], "a hand-written key is never touched")
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip"},
 		PinAnnotations(nil, "ip", "203.0.113.7", ""))
+
+	pooled := PinAnnotations(map[string]string{names.MetalLBAddressPool: "legacy", names.MetalLBLegacyAddressPool: "older"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.AnnotationOwnerPool: "legacy"},
+		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
+}
+
+func TestTakeOverPool(t *testing.T) {
+	tests := []struct {
+		name     string
+		in, want map[string]string
+		took     string
+	}{
+		{"no pool request", map[string]string{"keep": "me"}, map[string]string{"keep": "me"}, ""},
+		{"metallb.io", map[string]string{names.MetalLBAddressPool: "legacy"},
+			map[string]string{names.AnnotationOwnerPool: "legacy"}, "metallb.io/address-pool: legacy"},
+		{"the older spelling", map[string]string{names.MetalLBLegacyAddressPool: "old"},
+			map[string]string{names.AnnotationOwnerPool: "old"}, "metallb.universe.tf/address-pool: old"},
+		{"an earlier record stays", map[string]string{names.MetalLBAddressPool: "b", names.AnnotationOwnerPool: "a"},
+			map[string]string{names.AnnotationOwnerPool: "a"}, "metallb.io/address-pool: b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := binding.CloneAnnotations(tt.in)
+			assert.Equal(t, tt.took, binding.TakeOverPool(got))
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestHandedBack(t *testing.T) {

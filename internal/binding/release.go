@@ -2,6 +2,7 @@ package binding
 
 import (
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -143,6 +144,29 @@ func WithdrawnAnnotations(in map[string]string) map[string]string {
 	delete(out, names.AnnotationPinnedBy)
 	WithdrawKey(out)
 	return out
+}
+
+// TakeOverPool removes the Service's own MetalLB pool requests (either
+// spelling) from ann, which the driver's pin is about to replace, records
+// the first one removed in AnnotationOwnerPool (unless a record is there
+// already), and returns what it removed ("key: value", "" for nothing).
+// A pool request next to the pin names a pool that may not hold the
+// address: MetalLB then refuses the pin as incompatible with the pool, and
+// the pin alone already makes MetalLB allocate from the pool holding it.
+func TakeOverPool(ann map[string]string) string {
+	var removed []string
+	for _, k := range []string{names.MetalLBAddressPool, names.MetalLBLegacyAddressPool} {
+		v, ok := ann[k]
+		if !ok {
+			continue
+		}
+		if _, recorded := ann[names.AnnotationOwnerPool]; !recorded {
+			ann[names.AnnotationOwnerPool] = v
+		}
+		delete(ann, k)
+		removed = append(removed, k+": "+v)
+	}
+	return strings.Join(removed, ", ")
 }
 
 // WithdrawKey removes the sharing key and its marker, if the marker shows

@@ -29,6 +29,12 @@ const (
 	// its owner had written before the import. That pin stays the owner's:
 	// the driver never withdraws it.
 	AnnotationOwnerPin = Domain + "owner-pin"
+	// AnnotationOwnerPool records, on a Service the driver pinned, the
+	// MetalLB pool request (metallb.io/address-pool or its older spelling)
+	// the driver removed in the same write as its pin: a pool that does not
+	// hold the pinned address makes MetalLB refuse the pin. A record only;
+	// the driver never writes a pool request back.
+	AnnotationOwnerPool = Domain + "owner-address-pool"
 )
 
 // importedSuffix is the fixed middle part of a generated claim's name.

@@ -91,6 +91,9 @@ const (
 	// MetalLBLoadBalancerIPs, which MetalLB still reads. The driver never
 	// writes it.
 	MetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
+	// MetalLBLegacyAddressPool is the deprecated spelling of
+	// MetalLBAddressPool, which MetalLB still reads.
+	MetalLBLegacyAddressPool = "metallb.universe.tf/address-pool"
 )
 
 // LeaseID is the leader-election lease of one controller binary.
