@@ -179,6 +179,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if claim.DeletionTimestamp == nil {
+		want := ""
+		if served(claim) {
+			want = className(claim)
+		}
+		if err := r.dropRetargeted(ctx, claim, want); err != nil {
+			return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
+		}
+	}
 	if !served(claim) {
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil

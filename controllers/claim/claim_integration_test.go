@@ -646,3 +646,49 @@ func TestWithCore(t *testing.T) {
 		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(c), &iadv1alpha1.IPAddressClaim{}))
 	}, timeout, tick)
 }
+
+// TestRetargetedPendingClaim: a Pending claim whose spec.className is
+// changed is provisioned from the class it names now, as the core reads it
+// (spec before status), and the placeholder that was waiting in the old
+// class is deleted; retargeted to a class that does not exist, it keeps no
+// placeholder at all.
+func TestRetargetedPendingClaim(t *testing.T) {
+	ns := namespace(t)
+	full := class(t, names.Provisioner, "", "10.10.7.5/32")
+	first := claim(t, ns, full, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	recorded(t, first, iadv1alpha1.FamilyIPv4)
+
+	pending := claim(t, ns, full, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	eventually(t, pending, ReasonPoolExhausted)
+	old := &corev1.Service{}
+	require.NoError(t, k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), old))
+	// The core's sticky record of the class the claim was resolved to.
+	orig := pending.DeepCopy()
+	pending.Status.ClassName = full
+	require.NoError(t, k.Status().Patch(ctx, pending, client.MergeFrom(orig)))
+
+	retarget := func(class string) {
+		t.Helper()
+		require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(pending), pending))
+		orig := pending.DeepCopy()
+		pending.Spec.ClassName = class
+		require.NoError(t, k.Patch(ctx, pending, client.MergeFrom(orig)))
+	}
+	// A class that does not exist: the old placeholder goes, nothing else comes.
+	retarget("no-such-class-" + rand.String(4))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ph := &corev1.Service{}
+		err := k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), ph)
+		assert.True(ct, apierrors.IsNotFound(err) || ph.UID != old.UID, "the old class's placeholder is deleted: %v", err)
+		assert.True(ct, apierrors.IsNotFound(err), "no placeholder for a class that does not exist")
+	}, timeout, tick)
+	eventually(t, pending, ReasonRetargeted)
+
+	// A class with room: provisioned from it.
+	roomy := class(t, names.Provisioner, "", "10.10.7.9/32")
+	retarget(roomy)
+	ph, a := recorded(t, pending, iadv1alpha1.FamilyIPv4)
+	assert.Equal(t, "10.10.7.9", a.Spec.Address)
+	assert.Equal(t, roomy, a.Spec.ClassName)
+	assert.NotEqual(t, old.UID, ph.UID)
+}

@@ -29,6 +29,10 @@ const (
 	// ReasonClassNotServed (Warning): the claim carries this driver's
 	// provisioner stamp, but its class is missing or names another provisioner.
 	ReasonClassNotServed = "ClassNotServed"
+	// ReasonRetargeted (Normal): the claim names another class than the
+	// one its allocation placeholder was drawing from; that placeholder was
+	// deleted.
+	ReasonRetargeted = "Retargeted"
 	// ReasonRecorded (Normal): an address was recorded as an IPAddress bound
 	// to the claim.
 	ReasonRecorded = "Recorded"
@@ -64,14 +68,25 @@ func served(c *iadv1alpha1.IPAddressClaim) bool {
 		c.Spec.AddressName == ""
 }
 
-// className is the class the core resolved for the claim: the sticky
-// status.className, else spec.className. Empty means the core has not
-// resolved it yet; the driver never resolves defaults itself.
+// className is the claim's class in the core's order: spec.className, else
+// the sticky status.className (the default class the core resolved). Empty
+// means the core has not resolved it yet; the driver never resolves
+// defaults itself.
 func className(c *iadv1alpha1.IPAddressClaim) string {
-	if c.Status.ClassName != "" {
-		return c.Status.ClassName
+	if c.Spec.ClassName != "" {
+		return c.Spec.ClassName
 	}
-	return c.Spec.ClassName
+	return c.Status.ClassName
+}
+
+// retargeted reports whether ph is an allocation placeholder still drawing
+// (not handed over to an address) for another class than class, the one
+// the claim names now: it was created before the claim was retargeted, and
+// what it draws would be recorded under a class the claim no longer names.
+func retargeted(ph *corev1.Service, class string) bool {
+	return ph != nil && ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation &&
+		ph.Labels[names.LabelAddress] == "" && ph.DeletionTimestamp == nil &&
+		ph.Annotations[names.AnnotationClass] != "" && ph.Annotations[names.AnnotationClass] != class
 }
 
 // classProblem explains why a class cannot serve a claim of this driver, or
@@ -351,6 +366,14 @@ func msgPoolExhausted(f iadv1alpha1.IPFamily, class, metallb string) string {
 func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
 	return fmt.Sprintf("MetalLB does not know pool %s (class %s) yet, so it cannot assign an %s address; "+
 		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
+}
+
+func msgRetargeted(f iadv1alpha1.IPFamily, old, class string) string {
+	if class == "" {
+		return fmt.Sprintf("The claim is no longer this driver's to provision; its %s allocation placeholder drawing from IPAddressClass %s was deleted", f, old)
+	}
+	return fmt.Sprintf("The claim names IPAddressClass %s now; its %s allocation placeholder drawing from IPAddressClass %s was deleted, and the address is drawn from %s",
+		class, f, old, class)
 }
 
 func msgClassFull(f iadv1alpha1.IPFamily, class string, used int, size float64) string {

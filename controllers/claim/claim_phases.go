@@ -75,7 +75,10 @@ func (r *Reconciler) newScope(ctx context.Context, claim *iadv1alpha1.IPAddressC
 		class = nil
 	}
 	if problem := classProblem(name, class); problem != "" {
-		r.report(claim, "class", corev1.EventTypeWarning, ReasonClassNotServed, problem)
+		if claim.Status.Phase != iadv1alpha1.ClaimBound {
+			// A Bound claim never needs its class again.
+			r.report(claim, "class", corev1.EventTypeWarning, ReasonClassNotServed, problem)
+		}
 		return nil, nil
 	}
 	r.report(claim, "class", "", "", "")
@@ -565,6 +568,34 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	r.untell(s.claim, f)
 	r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonRecorded, msgRecorded(f, a.Spec.Address, a.Name))
 	allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
+	return nil
+}
+
+// dropRetargeted deletes the claim's allocation placeholders that still
+// draw for another class than class, the one the claim names now ("" when
+// the claim is no longer this driver's): a Pending claim retargeted to
+// another class, or to one that does not exist, must get nothing from the
+// old one. The family is then drawn again from the new class, if any.
+func (r *Reconciler) dropRetargeted(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, class string) error {
+	for _, f := range iadv1alpha1.FamilyDual.Families() {
+		ph, err := r.allocationPlaceholder(ctx, claim, f)
+		if err != nil {
+			return err
+		}
+		if !retargeted(ph, class) {
+			continue
+		}
+		err = r.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("delete placeholder %s of a class the claim no longer names: %w", ph.Name, err)
+		}
+		old := ph.Annotations[names.AnnotationClass]
+		log.FromContext(ctx).Info("deleted the allocation placeholder of a class the claim no longer names", "placeholder", ph.Name, "was", old, "now", class)
+		r.Recorder.Event(claim, corev1.EventTypeNormal, ReasonRetargeted, msgRetargeted(f, old, class))
+	}
 	return nil
 }
 
