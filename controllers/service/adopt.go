@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -178,7 +180,8 @@ func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
 //     marker and the driver's pin and markers (or, for a hand-written pin,
 //     the owner-pin record), and the class's grant label, with an
 //     optimistic lock;
-//  3. the IPAddress, pre-bound to the claim with its uid;
+//  3. once the core has seen the claim (its claim-protection finalizer is
+//     on it), the IPAddress, pre-bound to the claim with its uid;
 //  4. status.associatedTo naming the Service on the IPAddress; then the
 //     Imported Events.
 //
@@ -223,6 +226,14 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 
 	a := sit.Ledger[p.IP]
 	if a == nil {
+		// The core reclaims an address pre-bound to a claim its cache has
+		// not seen yet (under Delete: deletes it). Its finalizer on the
+		// claim shows it has seen it; the claim's update brings the Service
+		// back, the quick retry is the safety net.
+		if !controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
+			logger.V(1).Info("import: waiting for the core to see the generated claim")
+			return conflictErr(errors.New("the core has not seen the generated claim yet"))
+		}
 		a = ImportedAddress(svc, claim, p)
 		if err := r.Create(ctx, a); err != nil {
 			return err

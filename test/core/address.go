@@ -15,9 +15,6 @@ import (
 // addressReconciler keeps address phases and applies reclaim policies.
 type addressReconciler struct {
 	client.Client
-	// live reads from the API server, to confirm a claim is really gone
-	// before acting on it: the cache may not have seen a brand-new claim.
-	live client.Reader
 }
 
 // Reconcile runs one address pass, re-derived from the cluster.
@@ -30,9 +27,8 @@ func (r *addressReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return quiet(r.finalize(ctx, a))
 	}
 	if !controllerutil.ContainsFinalizer(a, iadv1alpha1.AddressProtectionFinalizer) {
-		orig := a.DeepCopy()
 		controllerutil.AddFinalizer(a, iadv1alpha1.AddressProtectionFinalizer)
-		if err := patchFinalizers(ctx, r.Client, a, orig); err != nil {
+		if err := r.Update(ctx, a); err != nil {
 			return quiet(err)
 		}
 	}
@@ -70,25 +66,17 @@ func (r *addressReconciler) finalize(ctx context.Context, a *iadv1alpha1.IPAddre
 	if liveClaimHolds(a, state) {
 		return nil
 	}
-	orig := a.DeepCopy()
 	controllerutil.RemoveFinalizer(a, iadv1alpha1.AddressProtectionFinalizer)
-	return patchFinalizers(ctx, r.Client, a, orig)
+	return r.Update(ctx, a)
 }
 
-// claimState looks up the claim a claimRef names. When the cache says it is
-// missing or has another uid, the API server is asked before the answer is
-// trusted, since the next step may delete or release the address.
+// claimState looks up the claim a claimRef names in the cache, and trusts
+// it, as the real core does: an address pre-bound to a claim the cache has
+// not seen yet is reclaimed at once (deleted under Delete). A driver must
+// create the claim, wait until the core has seen it, then the address.
 func (r *addressReconciler) claimState(ctx context.Context, ref *iadv1alpha1.ClaimReference) (claimState, error) {
-	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	c := &iadv1alpha1.IPAddressClaim{}
-	err := r.Get(ctx, key, c)
-	if err == nil && string(c.UID) == ref.UID {
-		return stateOf(c, ref.UID), nil
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return claimAbsent, err
-	}
-	err = r.live.Get(ctx, key, c)
+	err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, c)
 	if apierrors.IsNotFound(err) {
 		return claimAbsent, nil
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 )
 
-// conflictRetry is how soon a pass that lost an optimistic-concurrency race
-// runs again, re-reading everything.
+// conflictRetry is how soon a pass whose object vanished under it runs
+// again, re-reading everything.
 const conflictRetry = 100 * time.Millisecond
 
 // claimReconciler binds claims to addresses and reports their status.
@@ -75,17 +75,19 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return quiet(r.writeStatus(ctx, claim, claimStatus(claim, collected, res)))
 }
 
-// quiet turns a lost optimistic-concurrency race (or an object that vanished
-// under us) into a prompt, silent retry.
+// quiet turns an object that vanished under us into a prompt, silent
+// retry. A lost optimistic-concurrency race is returned as the error it is:
+// like the real core, the reference core then waits out the workqueue's
+// exponential backoff instead of retrying at once.
 func quiet(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, err
 }
 
-// collect returns the addresses bound to the claim: claimRef names it and
-// the uid is empty or the claim's.
+// collect returns the addresses bound to the claim: claimRef names it, the
+// uid is empty or the claim's, and the address is not being deleted.
 func (r *claimReconciler) collect(ctx context.Context, claim *iadv1alpha1.IPAddressClaim) ([]iadv1alpha1.IPAddress, error) {
 	var list iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
@@ -93,7 +95,7 @@ func (r *claimReconciler) collect(ctx context.Context, claim *iadv1alpha1.IPAddr
 	}
 	var out []iadv1alpha1.IPAddress
 	for i := range list.Items {
-		if heldBy(&list.Items[i], claim) {
+		if collected(&list.Items[i], claim) {
 			out = append(out, list.Items[i])
 		}
 	}
@@ -111,9 +113,8 @@ func (r *claimReconciler) finalize(ctx context.Context, claim *iadv1alpha1.IPAdd
 			return err
 		}
 	}
-	orig := claim.DeepCopy()
 	controllerutil.RemoveFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer)
-	return patchFinalizers(ctx, r.Client, claim, orig)
+	return r.Update(ctx, claim)
 }
 
 // ensureMetadata adds the claim-protection finalizer and, when the claim
@@ -128,7 +129,6 @@ func (r *claimReconciler) ensureMetadata(ctx context.Context, claim *iadv1alpha1
 	if controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) && stamp == "" {
 		return nil
 	}
-	orig := claim.DeepCopy()
 	controllerutil.AddFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer)
 	if stamp != "" {
 		if claim.Annotations == nil {
@@ -136,7 +136,7 @@ func (r *claimReconciler) ensureMetadata(ctx context.Context, claim *iadv1alpha1
 		}
 		claim.Annotations[iadv1alpha1.ProvisionerAnnotation] = stamp
 	}
-	return patchFinalizers(ctx, r.Client, claim, orig)
+	return r.Update(ctx, claim)
 }
 
 // fillUIDs accepts pre-bound addresses by writing the claim's uid into
@@ -147,9 +147,8 @@ func (r *claimReconciler) fillUIDs(ctx context.Context, claim *iadv1alpha1.IPAdd
 		if a.Spec.ClaimRef.UID != "" {
 			continue
 		}
-		orig := a.DeepCopy()
 		a.Spec.ClaimRef.UID = string(claim.UID)
-		if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Update(ctx, a); err != nil {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("accepted pre-bound address", "address", a.Name)
@@ -215,9 +214,8 @@ func (r *claimReconciler) take(claim *iadv1alpha1.IPAddressClaim, f iadv1alpha1.
 // bindOne writes claim into a's claimRef under an optimistic lock and waits
 // until the cache shows it.
 func (r *claimReconciler) bindOne(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress) error {
-	orig := a.DeepCopy()
 	a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)}
-	if err := r.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Update(ctx, a); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("bound address", "address", a.Name, "ip", a.Spec.Address)
@@ -259,16 +257,14 @@ func (r *claimReconciler) waitForCache(ctx context.Context, a *iadv1alpha1.IPAdd
 	})
 }
 
-// writeStatus patches the claim's status when it changed. The status is
-// computed partly from the previous one (the sticky class, the previous
-// phase, conditions not looked at in this pass), so the patch carries an
-// optimistic lock: a pass that read a stale claim from the cache must not
-// overwrite a newer status.
+// writeStatus writes the claim's whole status when it changed, as a
+// full-object update like the real core's: a pass that read a stale claim
+// from the cache fails on its resourceVersion and never overwrites a newer
+// status.
 func (r *claimReconciler) writeStatus(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, st iadv1alpha1.IPAddressClaimStatus) error {
 	if equality.Semantic.DeepEqual(claim.Status, st) {
 		return nil
 	}
-	orig := claim.DeepCopy()
 	claim.Status = st
-	return r.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return r.Status().Update(ctx, claim)
 }

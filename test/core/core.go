@@ -66,7 +66,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 
-	ar := &addressReconciler{Client: mgr.GetClient(), live: mgr.GetAPIReader()}
+	ar := &addressReconciler{Client: mgr.GetClient()}
 	return ctrl.NewControllerManagedBy(mgr).Named("core-address").
 		For(&iadv1alpha1.IPAddress{}).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(ar.addressesForClaim)).
@@ -163,20 +163,13 @@ func reclaim(ctx context.Context, c client.Client, a *iadv1alpha1.IPAddress) err
 	return nil
 }
 
-// setAddressPhase patches status.phase with an optimistic lock, so a phase
-// a driver wrote meanwhile (Conflict, Lost) is never overwritten from a stale
-// read.
+// setAddressPhase writes status.phase as a full-object status update from
+// the cached object, as the real core does: a read older than a driver's
+// write fails on its resourceVersion.
 func setAddressPhase(ctx context.Context, c client.Client, a *iadv1alpha1.IPAddress, phase iadv1alpha1.IPAddressPhase) error {
 	if a.Status.Phase == phase {
 		return nil
 	}
-	orig := a.DeepCopy()
 	a.Status.Phase = phase
-	return c.Status().Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// patchFinalizers writes a changed finalizer list with an optimistic lock,
-// because a merge patch replaces the whole list.
-func patchFinalizers(ctx context.Context, c client.Client, obj client.Object, orig client.Object) error {
-	return c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return c.Status().Update(ctx, a)
 }

@@ -36,6 +36,13 @@ func heldBy(a *iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) bool {
 		(ref.UID == "" || ref.UID == string(c.UID))
 }
 
+// collected reports whether a claim's pass counts an address as the
+// claim's: held by it and not being deleted. Like the real core, an address
+// being deleted is dropped at once, even while its finalizers still hold it.
+func collected(a *iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) bool {
+	return heldBy(a, c) && a.DeletionTimestamp == nil
+}
+
 // missingFamilies returns the families the claim asks for that no collected
 // address satisfies. A family is satisfied by a collected address of that
 // family whose phase is not Lost.
@@ -111,9 +118,10 @@ func resolved(cl *iadv1alpha1.IPAddressClass) resolution {
 }
 
 // pickCandidate returns the address to bind for one missing family, or nil.
-// Candidates are the address named by spec.addressName alone when it is
-// set, else every address of the class; either way only Available, unbound
-// addresses of the family qualify, and the smallest name wins.
+// Candidates are the addresses of the claim's class, only the one named by
+// spec.addressName when it is set (an address of another class is never
+// bound, as in the real core); only Available, unbound addresses of the
+// family qualify, and the smallest name wins.
 func pickCandidate(c *iadv1alpha1.IPAddressClaim, family iadv1alpha1.IPFamily, className string, addrs []iadv1alpha1.IPAddress) *iadv1alpha1.IPAddress {
 	var best *iadv1alpha1.IPAddress
 	for i := range addrs {
@@ -124,11 +132,7 @@ func pickCandidate(c *iadv1alpha1.IPAddressClaim, family iadv1alpha1.IPFamily, c
 		if f, ok := familyOf(a.Spec.Address); !ok || f != family {
 			continue
 		}
-		if c.Spec.AddressName != "" {
-			if a.Name != c.Spec.AddressName {
-				continue
-			}
-		} else if a.Spec.ClassName != className {
+		if a.Spec.ClassName != className || (c.Spec.AddressName != "" && a.Name != c.Spec.AddressName) {
 			continue
 		}
 		if best == nil || a.Name < best.Name {
@@ -170,10 +174,15 @@ func claimStatus(c *iadv1alpha1.IPAddressClaim, collected []iadv1alpha1.IPAddres
 		st.Phase = iadv1alpha1.ClaimBound
 		conditions.Set(&st.Conditions, iadv1alpha1.ClaimConditionBound, metav1.ConditionTrue, iadv1alpha1.ReasonBound,
 			"every requested family is bound: "+addressList(st.Addresses), c.Generation)
-	case wasBound && len(lost) > 0:
+	case wasBound:
+		// As in the real core: a once-Bound claim short of a family is
+		// Lost, whether or not a Lost address explains it.
+		msg := "no address of family " + familyList(missing) + " is bound any more"
+		if len(lost) > 0 {
+			msg = "the backend lost bound address " + strings.Join(lost, ", ")
+		}
 		st.Phase = iadv1alpha1.ClaimLost
-		conditions.Set(&st.Conditions, iadv1alpha1.ClaimConditionBound, metav1.ConditionFalse, iadv1alpha1.ReasonAddressLost,
-			"the backend lost bound address "+strings.Join(lost, ", "), c.Generation)
+		conditions.Set(&st.Conditions, iadv1alpha1.ClaimConditionBound, metav1.ConditionFalse, iadv1alpha1.ReasonAddressLost, msg, c.Generation)
 	default:
 		st.Phase = iadv1alpha1.ClaimPending
 		conditions.Set(&st.Conditions, iadv1alpha1.ClaimConditionBound, metav1.ConditionFalse, iadv1alpha1.ReasonWaitingForProvisioning,
@@ -282,15 +291,12 @@ func liveClaimHolds(a *iadv1alpha1.IPAddress, state claimState) bool {
 
 // reclaimAction says how to apply an address's own reclaim policy once its
 // claim is gone: Delete deletes the IPAddress; Retain (the default) sets
-// phase Released and keeps claimRef. Conflict and Lost are the driver's and
-// are not overwritten; an already Released address needs nothing.
+// phase Released and keeps claimRef, over Conflict and Lost as well (the
+// real core does not protect the driver's sticky phases in this path); an
+// already Released address needs nothing.
 func reclaimAction(a *iadv1alpha1.IPAddress) (del, release bool) {
 	if a.Spec.ReclaimPolicy == iadv1alpha1.ReclaimDelete {
 		return true, false
 	}
-	switch a.Status.Phase {
-	case iadv1alpha1.AddressReleased, iadv1alpha1.AddressConflict, iadv1alpha1.AddressLost:
-		return false, false
-	}
-	return false, true
+	return false, a.Status.Phase != iadv1alpha1.AddressReleased
 }

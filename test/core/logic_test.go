@@ -63,6 +63,18 @@ func TestFamilyOf(t *testing.T) {
 	}
 }
 
+func TestCollected(t *testing.T) {
+	c := claimOf(v4)
+	ref := &iadv1alpha1.ClaimReference{Namespace: "ns", Name: "c", UID: "u1"}
+	live := addr("a", "192.0.2.1", "x", iadv1alpha1.AddressBound, ref)
+	deleting := addr("b", "192.0.2.2", "x", iadv1alpha1.AddressBound, ref)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	assert.True(t, collected(&live, c))
+	assert.False(t, collected(&deleting, c), "an address being deleted is dropped, as in the real core")
+	other := addr("c", "192.0.2.3", "x", iadv1alpha1.AddressBound, &iadv1alpha1.ClaimReference{Namespace: "ns", Name: "d"})
+	assert.False(t, collected(&other, c))
+}
+
 func TestHeldBy(t *testing.T) {
 	c := claimOf(v4)
 	for _, tc := range []struct {
@@ -200,6 +212,7 @@ func TestPickCandidate(t *testing.T) {
 			addr("a", "192.0.2.1", "x", avail, nil), addr("b", "192.0.2.2", "x", iadv1alpha1.AddressBound, ref),
 		}, ""},
 		{"addressName of the other family", v6, "b", []iadv1alpha1.IPAddress{addr("b", "192.0.2.2", "x", avail, nil)}, ""},
+		{"addressName of another class is never bound", v4, "b", []iadv1alpha1.IPAddress{addr("b", "192.0.2.2", "y", avail, nil)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := claimOf(tc.family)
@@ -287,9 +300,9 @@ func TestClaimStatus(t *testing.T) {
 			wantBound:     metav1.Condition{Status: metav1.ConditionTrue, Reason: iadv1alpha1.ReasonBound, Message: "every requested family is bound: 192.0.2.1"},
 		},
 		{
-			name: "previously Bound, address gone (not Lost) is Pending", family: v4, prevPhase: iadv1alpha1.ClaimBound, prevClass: "x", res: ok,
-			wantPhase: iadv1alpha1.ClaimPending, wantClass: "x",
-			wantBound:    metav1.Condition{Status: metav1.ConditionFalse, Reason: iadv1alpha1.ReasonWaitingForProvisioning, Message: "waiting for an address of family IPv4"},
+			name: "previously Bound, address gone (not Lost) is Lost, as in the real core", family: v4, prevPhase: iadv1alpha1.ClaimBound, prevClass: "x", res: ok,
+			wantPhase: iadv1alpha1.ClaimLost, wantClass: "x",
+			wantBound:    metav1.Condition{Status: metav1.ConditionFalse, Reason: iadv1alpha1.ReasonAddressLost, Message: "no address of family IPv4 is bound any more"},
 			wantResolved: &metav1.Condition{Status: metav1.ConditionTrue, Reason: iadv1alpha1.ReasonResolved, Message: "resolved"},
 		},
 	} {
@@ -421,8 +434,8 @@ func TestReclaimAction(t *testing.T) {
 		{"Retain releases", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressBound, false, true},
 		{"empty policy is Retain", "", iadv1alpha1.AddressBound, false, true},
 		{"Retain, already Released", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressReleased, false, false},
-		{"Retain leaves Conflict", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressConflict, false, false},
-		{"Retain leaves Lost", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressLost, false, false},
+		{"Retain releases over Conflict, as the real core does", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressConflict, false, true},
+		{"Retain releases over Lost, as the real core does", iadv1alpha1.ReclaimRetain, iadv1alpha1.AddressLost, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := addr("a", "192.0.2.1", "x", tc.phase, nil)
