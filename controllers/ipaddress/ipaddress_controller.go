@@ -151,6 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.detectLost,
 		r.recoverConflict,
 		r.enforceHold,
+		r.checkServing,
 	} {
 		sr, err := step(ctx, s)
 		if err != nil {

@@ -49,6 +49,19 @@ const (
 	ClassGone = "ClassGone"
 )
 
+// AttachmentServed (written by the IPAddress controller) is False while
+// the address is attached to a Service that is pinned to it but holds none
+// of it, because MetalLB refused the Service (RefusedByMetalLB, with
+// MetalLB's words); it turns True once the Service holds the address or is
+// no longer attached. An attachment that never failed carries no condition.
+const AttachmentServed = "AttachmentServed"
+
+// Reasons of AttachmentServed.
+const (
+	ReasonRefusedByMetalLB    = "RefusedByMetalLB"
+	ReasonServiceHoldsAddress = "ServiceHoldsAddress"
+)
+
 // Reasons of ClassGone.
 const (
 	ReasonKeptUntilReleased = "KeptUntilReleased"

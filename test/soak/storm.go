@@ -129,6 +129,7 @@ func (st *storm) mix() []weighted {
 		{"claim-by-address-name", 3, st.claimByName},
 		{"class-grow", 1, st.classGrow},
 		{"class-shrink", 1, st.classShrink},
+		{"class-recreate", 1, st.classRecreate},
 		{"class-warm", 2, st.classWarm},
 		{"placeholder-delete", 2, st.placeholderDelete},
 		{"placeholder-edit", 2, st.placeholderEdit},
@@ -564,6 +565,34 @@ func (st *storm) classWarm(ctx context.Context) error {
 func (st *storm) classGrow(ctx context.Context) error {
 	c := st.editable()
 	return st.setClassSize(ctx, c, c.Wide)
+}
+
+// classRecreate deletes a class and creates it again, with the same name
+// and parameters, a moment later. Deleting a class revokes nothing: its
+// bindings, attachments and holds must survive (the driver keeps the class's
+// pool for its addresses), and claims created meanwhile wait with
+// ClassNotFound until it is back. The class is always created again, even
+// if this operation's context ends, so the run's invariants hold.
+func (st *storm) classRecreate(ctx context.Context) error {
+	c := st.editable()
+	if err := st.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	gap := time.Duration(st.pick(3000)) * time.Millisecond
+	bg := context.Background()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		err := st.k.Get(bg, client.ObjectKey{Name: c.Name}, &iadv1alpha1.IPAddressClass{})
+		if apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(gap)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		err := st.k.Create(bg, c.Object(st.edit[c.Name], st.warm[c.Name]))
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // classShrink narrows a class's ranges, which would drop the live

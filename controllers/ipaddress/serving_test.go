@@ -1,0 +1,52 @@
+package ipaddress
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func TestPlanServing(t *testing.T) {
+	refusedMsg := `Attached to Service shop/web, which is pinned to 192.0.2.7 but holds none of it: MetalLB refused it the address ("not compatible with pool legacy"). ` +
+		"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed"
+	failed := &metav1.Condition{Type: conditions.AttachmentServed, Status: metav1.ConditionFalse, Reason: conditions.ReasonRefusedByMetalLB, Message: refusedMsg}
+	served := &metav1.Condition{Type: conditions.AttachmentServed, Status: metav1.ConditionTrue}
+	tests := []struct {
+		name    string
+		prev    *metav1.Condition
+		svc     string
+		refused string
+		want    servingVerdict
+	}{
+		{"never failed: nothing written", nil, "shop/web", "", servingVerdict{}},
+		{"refused: False with a Warning", nil, "shop/web", "not compatible with pool legacy",
+			servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: refusedMsg, warn: true}},
+		{"still refused: no second Warning", failed, "shop/web", "not compatible with pool legacy",
+			servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: refusedMsg}},
+		{"holds it again: True", failed, "shop/web", "",
+			servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: "The Service the address is attached to holds it"}},
+		{"detached meanwhile: True", failed, "", "",
+			servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: "The address is not attached to a Service MetalLB refuses"}},
+		{"True stays", served, "shop/web", "", servingVerdict{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, planServing(tt.prev, "192.0.2.7", tt.svc, tt.refused))
+		})
+	}
+}
+
+func TestPinnedTo(t *testing.T) {
+	svc := func(ann map[string]string, lbIP string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
+	}
+	assert.True(t, pinnedTo(svc(map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7,2001:db8::7", names.AnnotationPinnedBy: "c"}, ""), "192.0.2.7"))
+	assert.True(t, pinnedTo(svc(nil, "192.0.2.7"), "192.0.2.7"), "an owner's pin counts")
+	assert.False(t, pinnedTo(svc(map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.8"}, ""), "192.0.2.7"))
+	assert.False(t, pinnedTo(svc(nil, ""), "192.0.2.7"), "not pinned yet: the handoff is under way")
+}
