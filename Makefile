@@ -55,7 +55,7 @@ test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local 
 
 .PHONY: test-unit
 test-unit: ## The pure tests of every package with any (-short leaves out the *_integration_test.go files; no control plane starts).
-	go test -short -count=1 ./api/... ./internal/... ./controllers/... ./test/manifests/... ./test/core/... ./test/cluster/... ./test/chart/... ./test/soak/...
+	go test -short -count=1 ./api/... ./internal/... ./controllers/... ./test/manifests/... ./test/core/... ./test/cluster/... ./test/chart/... ./test/soak/... ./test/layout/...
 
 .PHONY: test-e2e
 test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.

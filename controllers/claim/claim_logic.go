@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classparams "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classctl "github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -648,7 +648,7 @@ func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddr
 	if err := r.List(ctx, &classes); err != nil {
 		return "", err
 	}
-	return classctl.Refusal(class, classes.Items), nil
+	return classparams.Refusal(class, classes.Items), nil
 }
 
 // patchPlaceholder patches an allocation placeholder (patch.Meta) and

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"

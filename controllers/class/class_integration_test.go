@@ -25,6 +25,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -232,7 +233,7 @@ func waitSeries(t *testing.T, vec *prometheus.GaugeVec, class string, want map[s
 
 func inRange(t *testing.T, ip netip.Addr, r string) {
 	t.Helper()
-	ar, err := ParseAddressRange(r)
+	ar, err := classparams.ParseAddressRange(r)
 	require.NoError(t, err)
 	assert.True(t, ar.Start.Compare(ip) <= 0 && ip.Compare(ar.End) <= 0, "%s is in %s", ip, r)
 }
@@ -295,9 +296,9 @@ func TestRenderIPv6(t *testing.T) {
 	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 0, "family=IPv6 ": 256 + 16})
 	ip := loadBalancer(t, "render-v6", "iad-render-v6", corev1.IPv6Protocol)
 	assert.True(t, ip.Is6(), "got %s", ip)
-	r1, _ := ParseAddressRange("2001:db8:10::/120")
-	r2, _ := ParseAddressRange("2001:db8:11::10-2001:db8:11::1f")
-	in := func(r AddressRange) bool { return r.Start.Compare(ip) <= 0 && ip.Compare(r.End) <= 0 }
+	r1, _ := classparams.ParseAddressRange("2001:db8:10::/120")
+	r2, _ := classparams.ParseAddressRange("2001:db8:11::10-2001:db8:11::1f")
+	in := func(r classparams.AddressRange) bool { return r.Start.Compare(ip) <= 0 && ip.Compare(r.End) <= 0 }
 	assert.True(t, in(r1) || in(r2), "%s is in the class's ranges", ip)
 }
 
@@ -770,7 +771,7 @@ func TestControlledElsewhereLooksPastTheCache(t *testing.T) {
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), squatter) })
 
 	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "lagging", UID: "lagging-uid"}}
-	p, err := ParseParameters(params(`{"addresses": ["203.0.113.48/28"]}`))
+	p, err := classparams.ParseParameters(params(`{"addresses": ["203.0.113.48/28"]}`))
 	require.NoError(t, err)
 	pool, adv := Render(class, p, mlbNS)
 	r := &Reconciler{Deps: bootstrap.Deps{Client: cacheBehind{c.Client}, APIReader: c.Client, MetalLBNamespace: mlbNS}}

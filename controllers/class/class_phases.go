@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -36,62 +37,62 @@ type refusal struct {
 	reason  string
 	message string
 	// params are the parsed parameters, nil when they did not parse.
-	params *Parameters
+	params *classparams.Parameters
 }
 
 // decide checks the class name, parses the parameters and looks for an
 // overlap. It returns the parameters to render, or a refusal.
-func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressClass) (Parameters, *refusal, error) {
-	if err := CheckName(class.Name); err != nil {
-		return Parameters{}, &refusal{reason: ReasonInvalidClassName, message: err.Error()}, nil
+func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressClass) (classparams.Parameters, *refusal, error) {
+	if err := classparams.CheckName(class.Name); err != nil {
+		return classparams.Parameters{}, &refusal{reason: ReasonInvalidClassName, message: err.Error()}, nil
 	}
-	params, err := ParseParameters(class.Spec.Parameters)
+	params, err := classparams.ParseParameters(class.Spec.Parameters)
 	if err != nil {
-		return Parameters{}, &refusal{reason: ReasonInvalidParameters, message: err.Error()}, nil
+		return classparams.Parameters{}, &refusal{reason: ReasonInvalidParameters, message: err.Error()}, nil
 	}
 	o, adoptable, err := r.overlap(ctx, r.Client, class, params)
 	if err != nil {
-		return Parameters{}, nil, err
+		return classparams.Parameters{}, nil, err
 	}
 	if o != nil {
-		return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
+		return classparams.Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
 	}
 	dropped, err := r.dropped(ctx, class, params)
 	if err != nil {
-		return Parameters{}, nil, err
+		return classparams.Parameters{}, nil, err
 	}
 	if len(dropped) > 0 {
-		return Parameters{}, &refusal{reason: ReasonAddressesInUse,
-			message: DroppedMessage(r.MetalLBNamespace+"/"+names.PoolName(class.Name), dropped), params: &params}, nil
+		return classparams.Parameters{}, &refusal{reason: ReasonAddressesInUse,
+			message: classparams.DroppedMessage(r.MetalLBNamespace+"/"+names.PoolName(class.Name), dropped), params: &params}, nil
 	}
 	// The cache may not hold a pool or class created a moment ago. Before
 	// the pool's ranges change, look on the API server itself: MetalLB
 	// refuses its whole configuration when two pools overlap.
 	changing, err := r.rangesChange(ctx, class, params)
 	if err != nil {
-		return Parameters{}, nil, err
+		return classparams.Parameters{}, nil, err
 	}
 	if changing {
 		if o, adoptable, err = r.overlap(ctx, r.APIReader, class, params); err != nil {
-			return Parameters{}, nil, err
+			return classparams.Parameters{}, nil, err
 		}
 		if o != nil {
-			return Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
+			return classparams.Parameters{}, &refusal{reason: ReasonOverlappingRanges, message: o.Error(), params: &params}, nil
 		}
 	}
-	r.reportAdoptOverlap(ctx, class, FindOverlap(params.Addresses, adoptable))
+	r.reportAdoptOverlap(ctx, class, classparams.FindOverlap(params.Addresses, adoptable))
 	return params, nil, nil
 }
 
 // reportAdoptOverlap records the OverlapsLivePool Warning on a class with
 // adoptExisting whose ranges overlap a pool this driver did not render
 // (once per overlap in this process, like a refusal); o nil forgets it.
-func (r *Reconciler) reportAdoptOverlap(ctx context.Context, class *iadv1alpha1.IPAddressClass, o *Overlap) {
+func (r *Reconciler) reportAdoptOverlap(ctx context.Context, class *iadv1alpha1.IPAddressClass, o *classparams.Overlap) {
 	if o == nil {
 		r.adoptReported.Delete(class.Name)
 		return
 	}
-	msg := AdoptOverlapMessage(o, r.MetalLBNamespace+"/"+names.PoolName(class.Name))
+	msg := classparams.AdoptOverlapMessage(o, r.MetalLBNamespace+"/"+names.PoolName(class.Name))
 	key := string(class.UID) + "\x00" + msg
 	if last, ok := r.adoptReported.Swap(class.Name, key); ok && last == key {
 		return
@@ -103,7 +104,7 @@ func (r *Reconciler) reportAdoptOverlap(ctx context.Context, class *iadv1alpha1.
 // dropped lists the live addresses of the class that the pool rendered for
 // it (from the cache) contains and the new parameters do not. No pool
 // rendered for the class, nothing is dropped.
-func (r *Reconciler) dropped(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) ([]*iadv1alpha1.IPAddress, error) {
+func (r *Reconciler) dropped(ctx context.Context, class *iadv1alpha1.IPAddressClass, params classparams.Parameters) ([]*iadv1alpha1.IPAddress, error) {
 	pool := &metallbv1beta1.IPAddressPool{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class.Name)}, pool)
 	if kerrors.IsNotFound(err) {
@@ -119,7 +120,7 @@ func (r *Reconciler) dropped(ctx context.Context, class *iadv1alpha1.IPAddressCl
 	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
 		return nil, err
 	}
-	return Dropped(addrs.Items, PoolRanges(pool.Spec.Addresses), params.Addresses), nil
+	return classparams.Dropped(addrs.Items, classparams.PoolRanges(pool.Spec.Addresses), params.Addresses), nil
 }
 
 // addressToClass maps an IPAddress to its class: a class refused because
@@ -159,18 +160,18 @@ func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
 // overlap returns the first overlap of the class's addresses with what they
 // must not overlap, and the live pools they may overlap (adoptExisting), as
 // read from from.
-func (r *Reconciler) overlap(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass, params Parameters) (*Overlap, []Occupant, error) {
+func (r *Reconciler) overlap(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass, params classparams.Parameters) (*classparams.Overlap, []classparams.Occupant, error) {
 	occupants, err := r.occupants(ctx, from, class)
 	if err != nil {
 		return nil, nil, err
 	}
-	refusing, adoptable := SplitAdoptable(occupants, params.AdoptExisting)
-	return FindOverlap(params.Addresses, refusing), adoptable, nil
+	refusing, adoptable := classparams.SplitAdoptable(occupants, params.AdoptExisting)
+	return classparams.FindOverlap(params.Addresses, refusing), adoptable, nil
 }
 
 // rangesChange tells whether rendering the class would create its pool or
 // change the pool's addresses, going by the cache.
-func (r *Reconciler) rangesChange(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (bool, error) {
+func (r *Reconciler) rangesChange(ctx context.Context, class *iadv1alpha1.IPAddressClass, params classparams.Parameters) (bool, error) {
 	desired, _ := Render(class, params, r.MetalLBNamespace)
 	existing := &metallbv1beta1.IPAddressPool{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
@@ -187,12 +188,12 @@ func (r *Reconciler) rangesChange(ctx context.Context, class *iadv1alpha1.IPAddr
 // parameters of this driver's older classes (oldest first), then every
 // other IPAddressPool in the MetalLB namespace (by name), as read from
 // from: the informer cache, or the API server before the pool's ranges change.
-func (r *Reconciler) occupants(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass) ([]Occupant, error) {
+func (r *Reconciler) occupants(ctx context.Context, from client.Reader, class *iadv1alpha1.IPAddressClass) ([]classparams.Occupant, error) {
 	var classes iadv1alpha1.IPAddressClassList
 	if err := from.List(ctx, &classes); err != nil {
 		return nil, err
 	}
-	out := OlderClasses(class, classes.Items)
+	out := classparams.OlderClasses(class, classes.Items)
 
 	var pools metallbv1beta1.IPAddressPoolList
 	if err := from.List(ctx, &pools, client.InNamespace(r.MetalLBNamespace)); err != nil {
@@ -204,7 +205,7 @@ func (r *Reconciler) occupants(ctx context.Context, from client.Reader, class *i
 		if p.Name == own {
 			continue
 		}
-		o := Occupant{Pool: p.Name, Ranges: PoolRanges(p.Spec.Addresses)}
+		o := classparams.Occupant{Pool: p.Name, Ranges: classparams.PoolRanges(p.Spec.Addresses)}
 		if p.Labels[LabelManagedBy] == ManagedBy {
 			o.Class = p.Labels[LabelClass]
 		}
@@ -235,14 +236,14 @@ func (e errControlledElsewhere) Error() string { return e.msg }
 
 // render creates or patches the pool and the advertisement, then removes
 // anything else rendered for the class (an advertisement of the other kind).
-func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressClass, params Parameters) (ctrl.Result, error) {
+func (r *Reconciler) render(ctx context.Context, class *iadv1alpha1.IPAddressClass, params classparams.Parameters) (ctrl.Result, error) {
 	pool, adv := Render(class, params, r.MetalLBNamespace)
 	grant, settle, err := r.decideGrant(ctx, class)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if grant {
-		WithGrant(pool, class.Name)
+		classparams.WithGrant(pool, class.Name)
 	}
 	// Check both names before writing either, so that nothing is rendered
 	// half-way.
@@ -311,12 +312,12 @@ func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddre
 		return false, 0, err
 	}
 	var addrs iadv1alpha1.IPAddressList
-	if existing != nil && !RequiresGrant(existing, class.Name) {
+	if existing != nil && !classparams.RequiresGrant(existing, class.Name) {
 		if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
 			return false, 0, err
 		}
 	}
-	grant, waiting, settle := GrantDecision(existing, class.Name, addrs.Items, time.Now())
+	grant, waiting, settle := classparams.GrantDecision(existing, class.Name, addrs.Items, time.Now())
 	if grant {
 		r.grantReported.Delete(class.Name)
 		return true, 0, nil
@@ -568,7 +569,7 @@ func (r *Reconciler) addressToClass(ctx context.Context, o client.Object) []reco
 		return nil
 	}
 	pool := &metallbv1beta1.IPAddressPool{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && RequiresGrant(pool, a.Spec.ClassName) {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && classparams.RequiresGrant(pool, a.Spec.ClassName) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}

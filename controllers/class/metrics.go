@@ -3,6 +3,8 @@ package class
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/cozystack/metallb-iad/internal/classparams"
 )
 
 var (
@@ -27,7 +29,7 @@ func init() {
 }
 
 // recordRendered marks a class rendered with its address counts.
-func recordRendered(class string, p Parameters) {
+func recordRendered(class string, p classparams.Parameters) {
 	refusedClasses.DeletePartialMatch(prometheus.Labels{"class": class})
 	renderedClasses.WithLabelValues(class).Set(1)
 	recordAddresses(class, p)
@@ -35,7 +37,7 @@ func recordRendered(class string, p Parameters) {
 
 // recordRefused marks a class refused for one reason. p is nil when the
 // parameters themselves could not be parsed.
-func recordRefused(class, reason string, p *Parameters) {
+func recordRefused(class, reason string, p *classparams.Parameters) {
 	renderedClasses.DeleteLabelValues(class)
 	refusedClasses.DeletePartialMatch(prometheus.Labels{"class": class})
 	refusedClasses.WithLabelValues(class, reason).Set(1)
@@ -46,8 +48,8 @@ func recordRefused(class, reason string, p *Parameters) {
 	}
 }
 
-func recordAddresses(class string, p Parameters) {
-	v4, v6 := FamilySizes(p.Addresses)
+func recordAddresses(class string, p classparams.Parameters) {
+	v4, v6 := classparams.FamilySizes(p.Addresses)
 	classAddresses.WithLabelValues(class, "IPv4").Set(v4)
 	classAddresses.WithLabelValues(class, "IPv6").Set(v6)
 }

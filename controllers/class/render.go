@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -46,7 +47,7 @@ const AnnotationRetained = names.Domain + "retained-for"
 // pool, an L2Advertisement or a BGPAdvertisement as the parameters say.
 // Both carry RenderedLabels and no owner reference: they outlive the class
 // for as long as addresses recorded under its name exist (Retained).
-func Render(class *iadv1alpha1.IPAddressClass, p Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
+func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
 	name := names.PoolName(class.Name)
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -67,7 +68,7 @@ func Render(class *iadv1alpha1.IPAddressClass, p Parameters, namespace string) (
 			AvoidBuggyIPs: p.AvoidBuggyIPs,
 		},
 	}
-	if p.Advertisement == AdvertisementBGP {
+	if p.Advertisement == classparams.AdvertisementBGP {
 		adv := &metallbv1beta1.BGPAdvertisement{ObjectMeta: meta()}
 		adv.Spec.IPAddressPools = []string{name}
 		if b := p.BGP; b != nil {

@@ -11,11 +11,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 )
 
-func parsed(t *testing.T, raw string) Parameters {
+func parsed(t *testing.T, raw string) classparams.Parameters {
 	t.Helper()
-	p, err := ParseParameters(&apiextensionsv1.JSON{Raw: []byte(raw)})
+	p, err := classparams.ParseParameters(&apiextensionsv1.JSON{Raw: []byte(raw)})
 	require.NoError(t, err)
 	return p
 }

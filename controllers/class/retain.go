@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -30,11 +31,11 @@ const ReasonRetained = "Retained"
 // refuse its whole configuration if they overlapped another pool. An empty
 // result means nothing is left to serve.
 func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
-	ranges := PoolRanges(poolAddresses)
+	ranges := classparams.PoolRanges(poolAddresses)
 	var ips []netip.Addr
 	for i := range addrs {
 		ip, err := names.ParseAddress(addrs[i].Spec.Address)
-		if err != nil || !Contains(ranges, ip) {
+		if err != nil || !classparams.Contains(ranges, ip) {
 			continue
 		}
 		ips = append(ips, ip)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classparams "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	classctl "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -72,11 +72,11 @@ func TestUnauthorizedTracker(t *testing.T) {
 	assert.Equal(t, []grab{g}, u.set(k1, []grab{g}), "reported again once it came back")
 }
 
-func mustRanges(t *testing.T, in ...string) []classctl.AddressRange {
+func mustRanges(t *testing.T, in ...string) []classparams.AddressRange {
 	t.Helper()
-	var out []classctl.AddressRange
+	var out []classparams.AddressRange
 	for _, s := range in {
-		r, err := classctl.ParseAddressRange(s)
+		r, err := classparams.ParseAddressRange(s)
 		if err != nil {
 			t.Fatal(err)
 		}

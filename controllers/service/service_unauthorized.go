@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	classctl "github.com/cozystack/metallb-iad/controllers/class"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -106,13 +106,13 @@ func (u *unauthorized) refresh(old, cur map[grab]bool) {
 // classRanges is a served class's name and parsed ranges.
 type classRanges struct {
 	name   string
-	ranges []classctl.AddressRange
+	ranges []classparams.AddressRange
 }
 
 // servedClassParams is a class this driver serves with its parsed parameters.
 type servedClassParams struct {
 	class  *iadv1alpha1.IPAddressClass
-	params classctl.Parameters
+	params classparams.Parameters
 }
 
 // servedClasses lists, from the cache, the classes this driver serves that
@@ -129,7 +129,7 @@ func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, er
 		if c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
 			continue
 		}
-		p, err := classctl.ParseParameters(c.Spec.Parameters)
+		p, err := classparams.ParseParameters(c.Spec.Parameters)
 		if err != nil {
 			continue
 		}
@@ -210,7 +210,7 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 	if !ok || c.Spec.Provisioner != names.Provisioner {
 		return nil
 	}
-	p, err := classctl.ParseParameters(c.Spec.Parameters)
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
 		return nil
 	}

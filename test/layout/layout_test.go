@@ -1,0 +1,67 @@
+// Package layout checks the shape of the house: every controller binary
+// carries its own controller's code and no other's.
+package layout
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/cozystack/metallb-iad"
+
+var controllers = []string{"class", "claim", "service", "ipaddress"}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", args)
+	return strings.Fields(string(out))
+}
+
+// owner returns the controller a package belongs to ("" for none).
+func owner(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, module+"/controllers/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
+}
+
+// TestControllersImportNoOtherController: no package under controllers/
+// imports another controller's package (tests aside), and no binary's
+// dependencies include another controller's code.
+func TestControllersImportNoOtherController(t *testing.T) {
+	raw := goList(t, "-f", `{{.ImportPath}}:{{join .Imports ","}}`, "./controllers/...")
+	require.NotEmpty(t, raw)
+	for _, l := range raw {
+		pkg, imports, _ := strings.Cut(l, ":")
+		for _, imp := range strings.Split(imports, ",") {
+			if o := owner(imp); o != "" && o != owner(pkg) {
+				assert.Failf(t, "a controller imports another", "%s imports %s", pkg, imp)
+			}
+		}
+	}
+	for _, c := range controllers {
+		for _, dep := range goList(t, "-deps", "./cmd/"+c) {
+			if o := owner(dep); o != "" && o != c {
+				assert.Failf(t, "a binary carries another controller", "cmd/%s depends on %s", c, dep)
+			}
+		}
+	}
+}
+
+func TestOwner(t *testing.T) {
+	assert.Equal(t, "claim", owner(module+"/controllers/claim"))
+	assert.Equal(t, "claim", owner(module+"/controllers/claim/warm"))
+	assert.Equal(t, "", owner(module+"/internal/classparams"))
+}
