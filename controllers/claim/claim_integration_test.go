@@ -180,19 +180,33 @@ func placeholderKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) types
 	return types.NamespacedName{Namespace: phNS, Name: names.AllocationPlaceholderName(c.UID, string(f))}
 }
 
-// recorded waits until the claim's family is recorded: the placeholder is a
-// hold placeholder owner-referenced to the IPAddress it labels, and returns
-// both.
+// recorded waits until the claim's family is recorded: an IPAddress of
+// the family bound to the claim (by uid), and the placeholder labelled with
+// it as its hold, owner-referenced to it; it returns both. It waits on
+// those outcomes, not on the allocation placeholder by name, which the
+// code under test may delete and draw again (a give-back, a retarget) on
+// a busy machine; and it allows MetalLB a full minute per family, since
+// MetalLB may be in the backoff of a failed full pass.
 func recorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) (*corev1.Service, *iadv1alpha1.IPAddress) {
 	t.Helper()
-	ph := &corev1.Service{}
-	a := &iadv1alpha1.IPAddress{}
+	var ph *corev1.Service
+	var a *iadv1alpha1.IPAddress
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		require.NoError(ct, k.Get(ctx, placeholderKey(c, f), ph))
+		ph, a = nil, nil
+		for _, cand := range addressesOf(ct, c) {
+			ip, err := names.ParseAddress(cand.Spec.Address)
+			if err == nil && cand.Spec.ClaimRef.UID == string(c.UID) && (ip.Is4() == (f == iadv1alpha1.FamilyIPv4)) {
+				a = &cand
+			}
+		}
+		require.NotNil(ct, a, "an IPAddress of family %s bound to the claim", f)
+		var list corev1.ServiceList
+		require.NoError(ct, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.Len(ct, list.Items, 1, "one placeholder labelled with %s", a.Name)
+		ph = &list.Items[0]
 		require.Equal(ct, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
-		require.NotEmpty(ct, ph.Labels[names.LabelAddress])
-		require.NoError(ct, k.Get(ctx, types.NamespacedName{Name: ph.Labels[names.LabelAddress]}, a))
-	}, timeout, tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
+		require.Len(ct, ph.OwnerReferences, 1)
+	}, 2*time.Minute, tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
 	return ph, a
 }
 
