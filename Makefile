@@ -2,6 +2,9 @@
 
 CONTROLLERS := class claim service ipaddress
 CONTROLLER_GEN_VERSION ?= v0.20.1
+# The MetalLB release the local control plane runs (hack/tools/metallb-<version>).
+METALLB_VERSION ?= v0.15.3
+export METALLB_VERSION
 HELM_VERSION ?= v3.19.5
 IMG ?= ghcr.io/cozystack/metallb-iad:main
 
@@ -44,7 +47,7 @@ verify-generated: manifests generate ## Fail when generated files differ from wh
 	@test -z "$$(git status --porcelain -- api config chart)" || { git status --porcelain -- api config chart; echo "untracked generated files: run 'make manifests generate' and commit" >&2; exit 1; }
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB controller into bin/k8s (cached).
+tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB controller (METALLB_VERSION) into bin/k8s (cached; KUBEBUILDER_ASSETS with kube-apiserver and etcd skips building those).
 	bash hack/build-tools.sh
 
 ##@ Test

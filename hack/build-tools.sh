@@ -25,17 +25,43 @@ build() { # tools-module package binary-name version
 	ln -sf "$dir/$name" "$out/$name"
 }
 
+# METALLB_VERSION picks the MetalLB release: one module per supported
+# release under hack/tools/metallb-<version>, each with its own go.sum.
+metallb_version="${METALLB_VERSION:-v0.15.3}"
+metallb_mod="metallb-$metallb_version"
+if [[ ! -d "$root/hack/tools/$metallb_mod" ]]; then
+	echo "METALLB_VERSION=$metallb_version is not one this project builds; supported:" \
+		"$(cd "$root/hack/tools" && ls -d metallb-v* | sed 's/^metallb-//' | tr '\n' ' ')" >&2
+	exit 2
+fi
+
 kube="$(version_of kube k8s.io/kubernetes)"
 etcd="$(version_of etcd go.etcd.io/etcd/server/v3)"
-metallb="$(version_of metallb go.universe.tf/metallb)"
+metallb="$(version_of "$metallb_mod" go.universe.tf/metallb)"
 
-build etcd go.etcd.io/etcd/server/v3 etcd "$etcd"
-build metallb go.universe.tf/metallb/controller metallb-controller "$metallb"
-build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kube"
-build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kube"
+# A user who already has the control plane in setup-envtest's layout
+# (KUBEBUILDER_ASSETS naming a directory with kube-apiserver and etcd)
+# uses it instead of building it.
+assets="${KUBEBUILDER_ASSETS:-}"
+if [[ -n "$assets" && -x "$assets/kube-apiserver" && -x "$assets/etcd" ]]; then
+	echo "using kube-apiserver and etcd from KUBEBUILDER_ASSETS=$assets" >&2
+	ln -sf "$assets/etcd" "$out/etcd"
+	ln -sf "$assets/kube-apiserver" "$out/kube-apiserver"
+else
+	build etcd go.etcd.io/etcd/server/v3 etcd "$etcd"
+	build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kube"
+fi
+if [[ -n "$assets" && -x "$assets/kube-controller-manager" ]]; then
+	ln -sf "$assets/kube-controller-manager" "$out/kube-controller-manager"
+else
+	build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kube"
+fi
+build "$metallb_mod" go.universe.tf/metallb/controller metallb-controller "$metallb"
+echo "$metallb" > "$out/metallb-version"
 
-# MetalLB's CRDs ship inside its module.
-crds="$(cd "$root/hack/tools/metallb" && go mod download -json go.universe.tf/metallb | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/config/crd/bases"
+# MetalLB's CRDs ship inside its module, and differ between releases
+# (v0.15.3 adds ConfigurationState, which its controller waits for).
+crds="$(cd "$root/hack/tools/$metallb_mod" && go mod download -json go.universe.tf/metallb | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/config/crd/bases"
 rm -rf "$out/metallb-crds" && mkdir -p "$out/metallb-crds"
 cp "$crds"/*.yaml "$out/metallb-crds/"
 chmod -R u+w "$out/metallb-crds"
