@@ -283,19 +283,28 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		c.metallbRuns++
 		_ = os.Rename(c.metallb.LogPath, filepath.Join(c.Dir, fmt.Sprintf("metallb-controller-%d.log", c.metallbRuns)))
 	}
+	version := MetalLBVersion()
+	if err := c.ensureMetalLBPod(ctx, version); err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		port, err := FreePort()
 		if err != nil {
 			return err
 		}
-		c.metallb, err = StartProcess(c.Dir, "metallb-controller", filepath.Join(BinDir(), "metallb-controller"),
+		health, err := FreePort()
+		if err != nil {
+			return err
+		}
+		args := append([]string{
 			"-kubeconfig", c.Kubeconfig,
 			"-namespace", MetalLBNamespace,
 			"-webhook-mode", "disabled",
 			"-disable-cert-rotation",
 			"-port", fmt.Sprint(port),
 			"-log-level", metallbLogLevel(c.MetalLBLogLevel),
-		)
+		}, metallbFlags(version, health)...)
+		c.metallb, err = StartProcess(c.Dir, "metallb-controller", filepath.Join(BinDir(), "metallb-controller"), args...)
 		if err != nil {
 			return err
 		}
