@@ -3,7 +3,7 @@
 CONTROLLERS := class claim service ipaddress
 CONTROLLER_GEN_VERSION ?= v0.20.1
 # The MetalLB release the local control plane runs (hack/tools/metallb-<version>).
-METALLB_VERSION ?= v0.15.3
+METALLB_VERSION ?= v0.16.1
 export METALLB_VERSION
 HELM_VERSION ?= v3.19.5
 IMG ?= ghcr.io/cozystack/metallb-iad:main

@@ -27,7 +27,7 @@ build() { # tools-module package binary-name version
 
 # METALLB_VERSION picks the MetalLB release: one module per supported
 # release under hack/tools/metallb-<version>, each with its own go.sum.
-metallb_version="${METALLB_VERSION:-v0.15.3}"
+metallb_version="${METALLB_VERSION:-v0.16.1}"
 metallb_mod="metallb-$metallb_version"
 if [[ ! -d "$root/hack/tools/$metallb_mod" ]]; then
 	echo "METALLB_VERSION=$metallb_version is not one this project builds; supported:" \

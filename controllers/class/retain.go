@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -32,19 +33,16 @@ const ReasonRetained = "Retained"
 // result means nothing is left to serve.
 func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
 	ranges := classparams.PoolRanges(poolAddresses)
-	var ips []netip.Addr
+	var ips []string
 	for i := range addrs {
-		ip, err := names.ParseAddress(addrs[i].Spec.Address)
-		if err != nil || !classparams.Contains(ranges, ip) {
-			continue
+		if ip, err := names.ParseAddress(addrs[i].Spec.Address); err == nil && classparams.Contains(ranges, ip) {
+			ips = append(ips, ip.String())
 		}
-		ips = append(ips, ip)
 	}
-	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
-	ips = slices.Compact(ips)
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = netip.PrefixFrom(ip, ip.BitLen()).String()
+	out := []string{}
+	for _, s := range names.SplitIPs(binding.PinValue(ips)) { // sorted, IPv4 first, no duplicates
+		ip := netip.MustParseAddr(s)
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
 	}
 	return out
 }
