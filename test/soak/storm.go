@@ -129,7 +129,6 @@ func (st *storm) mix() []weighted {
 		{"claim-by-address-name", 3, st.claimByName},
 		{"class-grow", 1, st.classGrow},
 		{"class-shrink", 1, st.classShrink},
-		{"class-recreate", 1, st.classRecreate},
 		{"class-warm", 2, st.classWarm},
 		{"placeholder-delete", 2, st.placeholderDelete},
 		{"placeholder-edit", 2, st.placeholderEdit},
@@ -154,6 +153,12 @@ func (st *storm) run(ctx context.Context) {
 	targets := killTargets(st.rng, st.cfg.Kills)
 	for i, at := range schedule(st.cfg.Ops, st.cfg.Kills) {
 		killAt[at] = fault{target: targets[i], pickLeader: st.rng.Intn(3) > 0}
+	}
+	// Class deletions and re-creations are scheduled like the faults, so
+	// every run has some (one per 125 operations, at least two).
+	recreateAt := map[int]bool{}
+	for _, at := range schedule(st.cfg.Ops, max(2, st.cfg.Ops/125)) {
+		recreateAt[at] = true
 	}
 	apiAt := map[int]bool{}
 	for _, at := range schedule(st.cfg.Ops, st.cfg.APIRestarts) {
@@ -180,6 +185,9 @@ func (st *storm) run(ctx context.Context) {
 				break
 			}
 			r -= m.weight
+		}
+		if recreateAt[i] {
+			op = weighted{name: "class-recreate", run: st.classRecreate}
 		}
 		st.ops[op.name]++
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
