@@ -84,11 +84,7 @@ func label(m *dto.Metric, name string) string {
 // once, and counted once, however many passes run over it meanwhile.
 func TestEventsOncePerChange(t *testing.T) {
 	ns := namespace(t)
-	cl := class(t, names.Provisioner, "", "10.10.22.5/32")
-	first := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	recorded(t, first, iadv1alpha1.FamilyIPv4)
-	second := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	eventually(t, second, ReasonPoolExhausted)
+	cl, second := exhausted(t, ns, "10.10.22.5/32")
 
 	// Make the controller look at the claim again and again.
 	before := reconciles(t)

@@ -298,6 +298,19 @@ func placeholdersOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []corev1.
 	return list.Items
 }
 
+// exhausted creates a class of one address, a claim that takes it, and a
+// second claim that waits on the exhausted pool; it returns the class and
+// the waiting claim.
+func exhausted(t *testing.T, ns, address string) (string, *iadv1alpha1.IPAddressClaim) {
+	t.Helper()
+	cl := class(t, names.Provisioner, "", address)
+	first := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	recorded(t, first, iadv1alpha1.FamilyIPv4)
+	waiting := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
+	eventually(t, waiting, ReasonPoolExhausted)
+	return cl, waiting
+}
+
 // --- tests ---
 
 func TestIPv4ClaimIsRecorded(t *testing.T) {
@@ -668,12 +681,7 @@ func TestWithCore(t *testing.T) {
 // placeholder at all.
 func TestRetargetedPendingClaim(t *testing.T) {
 	ns := namespace(t)
-	full := class(t, names.Provisioner, "", "10.10.7.5/32")
-	first := claim(t, ns, full, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	recorded(t, first, iadv1alpha1.FamilyIPv4)
-
-	pending := claim(t, ns, full, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	eventually(t, pending, ReasonPoolExhausted)
+	full, pending := exhausted(t, ns, "10.10.7.5/32")
 	old := &corev1.Service{}
 	require.NoError(t, k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), old))
 	// The core's sticky record of the class the claim was resolved to.
