@@ -1,0 +1,123 @@
+// Package phase is the reconcile skeleton the driver's controllers share.
+// A pass fetches its object, builds a scope, and hands the scope to Run with
+// the controller's phases in order; Run folds what each phase reports into
+// the pass's result, so requeues and conflicts are decided in one place.
+package phase
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cozystack/metallb-iad/internal/patch"
+)
+
+// ConflictRetry is how soon a pass that lost an optimistic-lock race looks
+// again. The newer version's own watch event usually brings the object back
+// first; the requeue is the safety net, short because handoffs wait on it.
+const ConflictRetry = 100 * time.Millisecond
+
+// State names what a phase left for later.
+type State int
+
+const (
+	// Done: nothing is left for this phase; the next one runs.
+	Done State = iota
+	// Waiting: the phase waits for a change that a watch brings back; the
+	// next one runs. After, when set, is a fallback look.
+	Waiting
+	// Requeue: the phase wants another look after After; the next one runs.
+	Requeue
+	// Stop: the pass ends here; later phases must not act on what this one
+	// saw (for example it wrote and the cache has not shown the write).
+	Stop
+)
+
+func (s State) String() string {
+	switch s {
+	case Done:
+		return "Done"
+	case Waiting:
+		return "Waiting"
+	case Requeue:
+		return "Requeue"
+	case Stop:
+		return "Stop"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Result is what one phase reports: its state, the delay of its next look
+// (0: none) and, for anything but Done, why, in a few words for the log.
+type Result struct {
+	State  State
+	After  time.Duration
+	Reason string
+}
+
+// Next is the result of a phase with nothing left to do.
+func Next() Result { return Result{} }
+
+// WaitFor is the result of a phase that waits for a watch event; fallback,
+// when not 0, is a look after that long in case no event comes.
+func WaitFor(reason string, fallback time.Duration) Result {
+	return Result{State: Waiting, After: fallback, Reason: reason}
+}
+
+// RetryAfter is the result of a phase that wants another look after d.
+func RetryAfter(d time.Duration, reason string) Result {
+	return Result{State: Requeue, After: d, Reason: reason}
+}
+
+// Halt is the result of a phase that ends the pass; after, when not 0, is
+// when to look again.
+func Halt(reason string, after time.Duration) Result {
+	return Result{State: Stop, After: after, Reason: reason}
+}
+
+// Phase is one named step of a controller's pass over its scope S.
+type Phase[S any] struct {
+	Name string
+	Run  func(context.Context, S) (Result, error)
+}
+
+// Run runs the phases in order over s and folds their results: the
+// earliest requeue wins; a Stop or an error ends the pass. A pass whose
+// error is an optimistic-lock conflict acted on a stale read, so it is
+// requeued after ConflictRetry instead of failing; any other error goes to
+// the workqueue's backoff.
+func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, error) {
+	var res ctrl.Result
+	for _, p := range phases {
+		r, err := p.Run(ctx, s)
+		if err != nil {
+			return Finish(ctx, res, fmt.Errorf("%s: %w", p.Name, err))
+		}
+		if r.State != Done {
+			log.FromContext(ctx).V(1).Info("phase", "phase", p.Name, "state", r.State.String(), "reason", r.Reason, "after", r.After)
+		}
+		res = patch.Sooner(res, ctrl.Result{RequeueAfter: r.After})
+		if r.State == Stop {
+			break
+		}
+	}
+	return res, nil
+}
+
+// Finish is the end of every pass that does not go through Run to its end:
+// a conflict is requeued after ConflictRetry, any other error returned.
+func Finish(ctx context.Context, res ctrl.Result, errs ...error) (ctrl.Result, error) {
+	return patch.OnConflict(ctx, ConflictRetry, res, errs...)
+}
+
+// Fold turns an old-style step result into a phase result: a requeue after
+// res.RequeueAfter, or Done.
+func Fold(res ctrl.Result, reason string) Result {
+	if res.RequeueAfter > 0 {
+		return RetryAfter(res.RequeueAfter, reason)
+	}
+	return Next()
+}

@@ -1,0 +1,59 @@
+package phase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func TestRun(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "s", errors.New("changed"))
+	step := func(r Result, err error) Phase[*[]string] {
+		return Phase[*[]string]{Name: fmt.Sprint(r.State), Run: func(_ context.Context, ran *[]string) (Result, error) {
+			*ran = append(*ran, r.State.String())
+			return r, err
+		}}
+	}
+	for _, tc := range []struct {
+		name    string
+		phases  []Phase[*[]string]
+		want    ctrl.Result
+		wantErr bool
+		ran     int
+	}{
+		{"nothing left", []Phase[*[]string]{step(Next(), nil), step(Next(), nil)}, ctrl.Result{}, false, 2},
+		{"the earliest requeue wins", []Phase[*[]string]{
+			step(RetryAfter(3*time.Second, ""), nil), step(WaitFor("", time.Second), nil), step(WaitFor("", 0), nil),
+		}, ctrl.Result{RequeueAfter: time.Second}, false, 3},
+		{"a stop ends the pass", []Phase[*[]string]{
+			step(RetryAfter(3*time.Second, ""), nil), step(Halt("", 5*time.Second), nil), step(RetryAfter(time.Second, ""), nil),
+		}, ctrl.Result{RequeueAfter: 3 * time.Second}, false, 2},
+		{"a conflict is requeued quietly", []Phase[*[]string]{step(Next(), conflict), step(Next(), nil)},
+			ctrl.Result{RequeueAfter: ConflictRetry}, false, 1},
+		{"another error goes to the backoff", []Phase[*[]string]{step(Next(), errors.New("boom")), step(Next(), nil)},
+			ctrl.Result{}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []string
+			got, err := Run(context.Background(), &ran, tc.phases...)
+			if (err != nil) != tc.wantErr || got != tc.want || len(ran) != tc.ran {
+				t.Errorf("Run = %v, %v after %v; want %v, error %v after %d phases", got, err, ran, tc.want, tc.wantErr, tc.ran)
+			}
+		})
+	}
+}
+
+func TestFold(t *testing.T) {
+	if got := Fold(ctrl.Result{}, "x"); got.State != Done {
+		t.Errorf("Fold(no requeue) = %v", got)
+	}
+	if got := Fold(ctrl.Result{RequeueAfter: time.Second}, "x"); got.State != Requeue || got.After != time.Second {
+		t.Errorf("Fold(requeue) = %v", got)
+	}
+}
