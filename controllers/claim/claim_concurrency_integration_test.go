@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // countingClient counts the writes a reconciler attempts, so a test can
@@ -56,7 +57,7 @@ func startSecondManager(t *testing.T) *countingClient {
 		Controller: "claim", LeaderElect: false, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		PlaceholderNamespace: phNS, MetalLBNamespace: cluster.MetalLBNamespace,
 	}
-	mgr, err := bootstrap.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), o, CacheOptions(o))
+	mgr, err := bootstrap.NewManager(suite.ControllerConfig(), o, CacheOptions(o))
 	require.NoError(t, err)
 	cc := &countingClient{Client: mgr.GetClient()}
 	r := &Reconciler{
@@ -72,7 +73,7 @@ func startSecondManager(t *testing.T) *countingClient {
 		cancel()
 		assert.NoError(t, <-done)
 	})
-	syncCtx, syncCancel := context.WithTimeout(mctx, timeout)
+	syncCtx, syncCancel := context.WithTimeout(mctx, fixture.MetalLBTimeout)
 	defer syncCancel()
 	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the second manager's cache syncs")
 	return cc
@@ -147,7 +148,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 			}
 		}
 		require.Equal(ct, len(want), recordedFamilies, "families recorded")
-	}, 2*timeout, tick, "every family of every claim is recorded")
+	}, 2*fixture.MetalLBTimeout, fixture.Tick, "every family of every claim is recorded")
 
 	// One snapshot from the API server, checked as a whole.
 	var phs corev1.ServiceList
@@ -221,9 +222,12 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		assert.Equal(t, []string{phNS + "/" + ph}, holders, "the holders of %s", ip)
 	}
 
-	// Each family was recorded once, whichever controller won.
-	assert.Equal(t, float64(nIPv4+nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)))
-	assert.Equal(t, float64(nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv6", resultRecorded)))
+	// Each family was recorded once, whichever controller won (counted
+	// right after the hand-over the wait saw).
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, float64(nIPv4+nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)))
+		assert.Equal(ct, float64(nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv6", resultRecorded)))
+	}, fixture.Timeout, fixture.Tick, "each family's recording counted once")
 	assert.Positive(t, second.writes.Load(), "the second controller took part")
 	t.Logf("the second controller attempted %d writes", second.writes.Load())
 }

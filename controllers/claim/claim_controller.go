@@ -1,20 +1,13 @@
-// Package claim reserves addresses for claims through MetalLB placeholder
-// Services and records them as IPAddresses.
-//
-// For every claim the core stamped with this driver's provisioner, and for
-// every family the claim still misses, the controller creates an allocation
-// placeholder (a selectorless LoadBalancer Service drawing from the class
-// pool), waits for MetalLB to assign it an address, pins the placeholder to
-// that address, records it as an IPAddress pre-bound to the claim and hands
-// the placeholder over to that IPAddress. A second, small controller
-// (claim-placeholder-gc) deletes allocation placeholders whose claim is gone
-// before their address was recorded.
+// Package claim draws addresses for claims from MetalLB through placeholder
+// Services (draw.go) and records them as IPAddresses pre-bound to the
+// claim. The warm controller draws the same way to keep Available
+// addresses per class; the placeholder GC deletes allocation placeholders
+// whose claim went before their address was recorded.
 package claim
 
 import (
 	"context"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,69 +32,57 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // ControllerName is the claim controller's name, in logs and metrics.
 const ControllerName = "claim"
 
-// GCControllerName is the name of the controller that deletes orphaned
-// allocation placeholders.
+// GCControllerName is the placeholder GC's name.
 const GCControllerName = "claim-placeholder-gc"
 
-// conflictRetry is how soon a pass that hit an optimistic-lock conflict runs again.
-const conflictRetry = time.Second
+// claimWorkers is how many claims are reconciled at once unless Options say
+// otherwise: with one, a claim's recording waits behind other claims'
+// draws; MetalLB's pace bounds a burst, so more gain little (BENCHMARKS.md).
+const claimWorkers = 4
 
 // EventSource is the component name on the Events the claim controller records.
 const EventSource = "metallb-iad-claim"
 
-// Controller runs the claim controller: its binary (bootstrap.Main) and
-// the tests (Controller.NewManager) start it the same way.
+// Controller runs the claim controller, in its binary and in the tests.
 var Controller = bootstrap.NewController(ControllerName, CacheOptions,
 	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler is the claim controller. It reads straight from the API
-// server (APIReader) only where a stale cache must not decide: after an
-// AlreadyExists answer, and before deleting an orphaned placeholder. Its
-// Events on claims come from EventSource.
+// Reconciler is the claim controller. It reads from the API server
+// (APIReader) only where a stale cache must not decide: after an
+// AlreadyExists answer, and before what reserves, records or releases an
+// address.
 type Reconciler struct {
 	bootstrap.Deps
-	// Options tune the claim controller and the placeholder garbage
-	// collector; the zero value suits production. (A second manager in one
-	// process, as in tests, needs SkipNameValidation.)
+	// Options tune the three controllers; the zero value suits production.
 	Options controller.Options
 
 	pending pendingClaims
-	// blocked holds the pending claims blocked on their class's ledger
-	// (scope.blockedOnClass), which the address watch wakes.
-	blocked pendingClaims
-	// reported remembers what was last said on each claim, so Events (and
-	// the pool_exhausted counter) follow changes, not passes.
+	// blocked holds the claims waiting on their class's ledger, which the
+	// address watch wakes (addressToClaims).
+	blocked claimSet
+	// reported and told make Events follow changes, not passes (report,
+	// tell); decisions never read them.
 	reported changes.Memo
+	told     changes.Memo
 
-	// told remembers, per claim and family, the last waiting Event recorded,
-	// so a claim that waits through many passes is told once per change;
-	// decisions never read it.
-	told sync.Map
-
-	// pauses holds, per claim and family, the pause after an address was
-	// given back (drawPauses).
 	pauses drawPauses
-	// written remembers the version each patch of an allocation
-	// placeholder was locked to, so that a pass on a cache that has not
-	// shown the patch yet waits for it instead of patching again into a
-	// conflict.
+	// written lets a pass whose cache misses this controller's last patch
+	// of a placeholder wait instead of patching into a conflict.
 	written patch.Written
-	// draws serializes, per class, the decision to draw an address and the
-	// draw, with the warm controller's (drawLocks).
-	draws drawLocks
-	// cleared remembers the Services whose stale MetalLB allocation was
-	// cleared lately (staleClearer), shared with the warm controller.
+	// draws and cleared are shared with the warm controller.
+	draws   drawLocks
 	cleared staleMemo
 }
 
-// memoKey names one family of one claim (by uid) in the controller's
-// memos: told and pauses.
+// memoKey names one family of one claim (by uid) in told and pauses.
 func memoKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
 	return string(c.UID) + "/" + string(f)
 }
@@ -109,8 +90,7 @@ func memoKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
 // tell records a waiting Event on the claim unless the same one was the
 // last recorded for that family, and reports whether it recorded it.
 func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, eventType, reason, msg string) bool {
-	key := memoKey(c, f)
-	if last, ok := r.told.Swap(key, reason+"\x00"+msg); ok && last == reason+"\x00"+msg {
+	if !r.told.Changed(memoKey(c, f), reason+"\x00"+msg) {
 		return false
 	}
 	r.Recorder.Event(c, eventType, reason, msg)
@@ -119,15 +99,12 @@ func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily,
 
 // untell forgets the last waiting Event of a family that stopped waiting.
 func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) {
-	r.told.Delete(memoKey(c, f))
+	r.told.Forget(memoKey(c, f))
 }
 
-// CacheOptions narrows the manager's cache to what the claim controller
-// reads: Services only in the placeholder namespace and only placeholders
-// (labelled names.LabelPlaceholder), trimmed as the other controllers trim
-// theirs (servicecache.Trim: the claim controller only patches them), and
-// of Events only MetalLB's AllocationFailed reports in that namespace. The binary and the tests both
-// build their manager with it.
+// CacheOptions narrows the cache to what the claim controller reads:
+// placeholders in the placeholder namespace, trimmed (it only patches
+// them), and MetalLB's AllocationFailed Events there.
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
 	if err != nil {
@@ -141,7 +118,7 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 		},
 		&corev1.Event{}: {
 			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},
-			Field:      fields.OneTermEqualSelector("reason", MetalLBAllocationFailed),
+			Field:      fields.OneTermEqualSelector("reason", stale.AllocationFailed),
 		},
 	}
 }
@@ -152,110 +129,48 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 //
 // Clearing a stale allocation of a free address (stale.go) reads MetalLB's
-// IPAllocated Events in every namespace, and creates and deletes a
-// headless Service where the Service MetalLB still books the address for
-// no longer exists; it never touches a Service that exists. These reads
-// go to the API server, not the cache.
+// IPAllocated Events in every namespace from the API server, and creates
+// and deletes a headless Service only where no Service of that name exists.
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;create;delete
 //
-// Placeholders and MetalLB's Events about them live in the placeholder
-// namespace, and the cache (CacheOptions) watches Services and Events only
-// there: a Role in that namespace grants it. The namespace below is the
-// default one; the chart renders the Role in the configured namespace.
+// The cache watches Services and Events only in the placeholder namespace:
+// a Role there grants it (the chart renders it in the configured one).
 // +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=events,verbs=list;watch
 
-// Reconcile provisions the families a claim still misses. Each pass
-// re-derives what to do from the cluster: the claim, its class, the
-// addresses bound to it and its allocation placeholders.
+// Reconcile provisions the families a claim still misses, one phase per
+// family, re-deriving each step from the cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &iadv1alpha1.IPAddressClaim{}
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 			r.reported.ForgetPrefix(reportKey(req.Namespace, req.Name))
-			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp == nil {
-		want := ""
-		if served(claim) {
-			want = className(claim)
-		}
-		if err := r.dropRetargeted(ctx, claim, want); err != nil {
-			return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, err)
-		}
+	if err := r.dropRetargeted(ctx, claim); err != nil {
+		return phase.Finish(ctx, ctrl.Result{}, err)
 	}
 	if !served(claim) {
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-
 	s, err := r.newScope(ctx, claim)
 	if err != nil || s == nil {
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, err
 	}
-
-	var errs []error
-	pending := false
-	for _, f := range claim.Spec.Family.Families() {
-		bound, err := r.reconcileFamily(ctx, s, f)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		pending = pending || !bound
-	}
-	r.pending.set(req.NamespacedName, s.class.Name, pending)
-	r.blocked.set(req.NamespacedName, s.class.Name, pending && s.blockedOnClass())
-	res, err := patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, errs...)
-	if err == nil && s.waitForCore && res.RequeueAfter == 0 {
-		// The core may bind the Available address to another claim;
-		// look again then.
-		res.RequeueAfter = coreWait
-	}
-	if err == nil && s.waitForRoom && res.RequeueAfter == 0 {
-		// Room frees when an address goes (the address watch) or when
-		// another claim's waiting placeholder goes, which nothing maps
-		// here; this is the fallback.
-		res.RequeueAfter = roomWait
-	}
-	if err == nil && s.paused > 0 {
-		// Nothing else brings the claim back when its pause is over.
-		res = patch.Sooner(res, ctrl.Result{RequeueAfter: s.paused})
-	}
-	if err == nil && s.recheck > 0 {
-		// MetalLB refused the placeholder while the ledger shows room:
-		// nothing in the API changes while its books are stale.
-		res = patch.Sooner(res, ctrl.Result{RequeueAfter: s.recheck})
-	}
-	if err == nil && s.waitForLedger {
-		// The address watch brings the claim back when the unheld address
-		// changes; this is the fallback.
-		res = patch.Sooner(res, ctrl.Result{RequeueAfter: ledgerWait})
-	}
+	res, err := phase.Run(ctx, s, r.familyPhases(claim)...)
+	r.pending.set(req.NamespacedName, s.class.Name, s.pending())
+	r.blocked.set(req.NamespacedName, s.class.Name, s.pending() && s.blocked)
 	return res, err
 }
 
-// ledgerWait is how long a claim waiting for an address of the ledger to be
-// held again waits at most before the driver looks again.
-const ledgerWait = 5 * time.Second
-
-// roomWait is how long a claim of a class the ledger shows full waits at
-// most before the driver looks again.
-const roomWait = 30 * time.Second
-
-// coreWait is how long a claim left to the core (an Available address could
-// serve it) waits before the driver looks again.
-const coreWait = 5 * time.Second
-
-// SetupWithManager registers the cache indexes the controllers use, the
-// claim controller and the placeholder garbage collector.
+// SetupWithManager registers the indexes and the three controllers.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, EventSource)
-	r.blocked.quiet = true
 	opts := r.Options
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = claimWorkers
@@ -288,8 +203,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return w.setupWithManager(mgr, r.Options)
 }
 
-// stampedForUs lets through claims carrying this driver's provisioner stamp,
-// before or after the change (so a claim leaving the driver is seen once).
+// stampedForUs lets through claims stamped for this driver before or after
+// the change (a claim leaving the driver is seen once).
 func stampedForUs() predicate.Funcs {
 	ours := func(o client.Object) bool {
 		return o != nil && o.GetAnnotations()[iadv1alpha1.ProvisionerAnnotation] == names.Provisioner
@@ -322,22 +237,16 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
-// forget drops a claim that is gone or no longer served from the pending
-// and blocked sets.
+// forget drops a claim that is gone or no longer served.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.pending.forget(key)
 	r.blocked.forget(key)
 }
 
-// addressToClaims maps an IPAddress to the claim its claimRef names, to the
-// claims of the placeholders labelled with its name (a claim stopped by a
-// LedgerMismatch resumes when the conflicting address goes away), and to
-// the claims of its class blocked on the class's ledger (a claim waiting
-// for the address to be held again, to go, or for room, resumes when it
-// is; scope.blockedOnClass). Claims waiting for MetalLB are not woken: on
-// a class with many claims in flight, waking every pending claim on every
-// address change made the claim controller's work grow with the square
-// of the burst.
+// addressToClaims maps an IPAddress to the claim its claimRef names, the
+// claims of the placeholders labelled with its name (a LedgerMismatch
+// resumes), and the claims blocked on its class's ledger. Claims waiting
+// for MetalLB are not woken: that would grow with the square of a burst.
 func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	a := o.(*iadv1alpha1.IPAddress)
 	seen := map[types.NamespacedName]bool{}
@@ -364,8 +273,7 @@ func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []rec
 	return out
 }
 
-// eventToClaim maps MetalLB's AllocationFailed Event on a placeholder to
-// the placeholder's claim.
+// eventToClaim maps MetalLB's refusal of a placeholder to its claim.
 func (r *Reconciler) eventToClaim(ctx context.Context, o client.Object) []reconcile.Request {
 	ph := eventPlaceholder(ctx, r, r.PlaceholderNamespace, o)
 	if ph == nil {
@@ -374,9 +282,8 @@ func (r *Reconciler) eventToClaim(ctx context.Context, o client.Object) []reconc
 	return r.placeholderToClaim(ctx, ph)
 }
 
-// eventPlaceholder is the placeholder, read from the cache, that an Event
-// of MetalLB's (o) is about; nil when the Event is about another object, or
-// the placeholder is gone (nothing to report on then).
+// eventPlaceholder is the cached placeholder an Event of MetalLB's is
+// about; nil for another object or a placeholder that is gone.
 func eventPlaceholder(ctx context.Context, c client.Reader, placeholderNS string, o client.Object) *corev1.Service {
 	ev := o.(*corev1.Event)
 	if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != placeholderNS {
@@ -389,8 +296,7 @@ func eventPlaceholder(ctx context.Context, c client.Reader, placeholderNS string
 	return ph
 }
 
-// classToClaims maps a class to the claims the core resolved to it, so a
-// class that appears or changes provisioner is acted on.
+// classToClaims maps a class to the claims the core resolved to it.
 func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	var claims iadv1alpha1.IPAddressClaimList
 	if err := r.List(ctx, &claims, client.MatchingFields{index.ClaimByClass: o.GetName()}); err != nil {
@@ -400,6 +306,62 @@ func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []recon
 	out := make([]reconcile.Request, 0, len(claims.Items))
 	for i := range claims.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	}
+	return out
+}
+
+// claimSet records claims under their class: the pending ones (for the
+// gauge, pendingClaims) and the ones blocked on their class's ledger.
+type claimSet struct {
+	mu      sync.Mutex
+	classOf map[types.NamespacedName]string
+	count   map[string]int
+}
+
+// update records whether claim is in the set, and under which class;
+// counted, if set, hears each changed class's count.
+func (p *claimSet) update(claim types.NamespacedName, class string, in bool, counted func(class string, n int)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.classOf == nil {
+		p.classOf = map[types.NamespacedName]string{}
+		p.count = map[string]int{}
+	}
+	report := func(class string) {
+		if counted != nil {
+			counted(class, p.count[class])
+		}
+	}
+	if old, ok := p.classOf[claim]; ok {
+		if in && old == class {
+			return
+		}
+		delete(p.classOf, claim)
+		p.count[old]--
+		report(old)
+	}
+	if in {
+		p.classOf[claim] = class
+		p.count[class]++
+		report(class)
+	}
+}
+
+func (p *claimSet) set(claim types.NamespacedName, class string, in bool) {
+	p.update(claim, class, in, nil)
+}
+
+func (p *claimSet) forget(claim types.NamespacedName) { p.set(claim, "", false) }
+
+// of lists the claims recorded under class.
+func (p *claimSet) of(class string) []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []types.NamespacedName
+	for c, cl := range p.classOf {
+		if cl == class {
+			out = append(out, c)
+		}
 	}
 	return out
 }

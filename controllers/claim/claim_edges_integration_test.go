@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +22,8 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestPoolNotReadyNamesClassRefusal: a claim of a class the class
@@ -30,22 +31,16 @@ import (
 // that the pool will come.
 func TestPoolNotReadyNamesClassRefusal(t *testing.T) {
 	ns := namespace(t)
-	pool(t, "decoy-"+rand.String(4), "10.10.21.0/30") // MetalLB reports unknown pools only once it has some
+	suite.CreateForTest(t, fixture.Pool("decoy-"+rand.String(4), "10.10.21.0/30")) // MetalLB reports unknown pools only once it has some
 	suffix := rand.String(5)
 	for _, name := range []string{"c-a-" + suffix, "c-b-" + suffix} { // the same second: the name decides which is older
-		cl := &iadv1alpha1.IPAddressClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner,
-				Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.20.0/30"]}`)}},
-		}
-		require.NoError(t, k.Create(ctx, cl))
-		t.Cleanup(func() { _ = k.Delete(ctx, cl) })
+		suite.CreateForTest(t, cluster.Class(name, "", fixture.Addresses("10.10.20.0/30")))
 	}
-	pool(t, "c-a-"+suffix, "10.10.20.0/30")
+	suite.CreateForTest(t, fixture.Pool("c-a-"+suffix, "10.10.20.0/30"))
 	refused := "c-b-" + suffix
 	c := claim(t, ns, refused, iadv1alpha1.FamilyIPv4, names.Provisioner)
 
-	ev := eventually(t, c, ReasonPoolNotReady)
+	ev := suite.WaitEvent(t, fixture.Of(c), ReasonPoolNotReady)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, "IPAddressClass "+refused+" is refused")
 	assert.Contains(t, ev.Message, "overlap")
@@ -95,14 +90,14 @@ func TestEventsOncePerChange(t *testing.T) {
 		cur.Annotations["test.metallb-iad/touch"] = string(rune('a' + i))
 		require.NoError(t, k.Patch(ctx, cur, client.MergeFrom(orig)))
 	}
-	require.Eventually(t, func() bool { return reconciles(t) >= before+5 }, timeout, tick, "the controller ran its passes")
+	require.Eventually(t, func() bool { return reconciles(t) >= before+5 }, fixture.Timeout, fixture.Tick, "the controller ran its passes")
 	require.Eventually(t, func() bool { // and the last touch is among them
 		cur := &iadv1alpha1.IPAddressClaim{}
 		return cached.Get(ctx, client.ObjectKeyFromObject(second), cur) == nil && cur.Annotations["test.metallb-iad/touch"] == "e"
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	var count int32
-	for _, e := range events(t, second, ReasonPoolExhausted) {
+	for _, e := range suite.Events(t, fixture.Of(second), ReasonPoolExhausted) {
 		count += max(e.Count, 1)
 	}
 	assert.Equal(t, int32(1), count, "one PoolExhausted Event for one exhaustion")
@@ -146,7 +141,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got := &corev1.Service{}
 		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
-	}, timeout, tick, "MetalLB assigns the placeholder its address, and the cache shows it")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigns the placeholder its address, and the cache shows it")
 
 	live0 := &claimReads{Reader: k}
 	r := &Reconciler{Deps: bootstrap.Deps{Client: staleClaims{Client: cached, claim: stale}, APIReader: live0,
@@ -254,7 +249,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got := &corev1.Service{}
 		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.24.3"
-	}, timeout, tick, "MetalLB assigns the placeholder the address, and the cache shows it")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigns the placeholder the address, and the cache shows it")
 
 	rec := record.NewFakeRecorder(100)
 	r := &Reconciler{Deps: bootstrap.Deps{Client: laggingLedger{Client: cached, class: shown}, APIReader: k,
@@ -270,7 +265,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	// nothing that would hold the claim otherwise).
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{}))
-	}, timeout, tick, "the cache shows the placeholder gone")
+	}, fixture.Timeout, fixture.Tick, "the cache shows the placeholder gone")
 	res, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	require.NoError(t, err)
 	assert.Positive(t, res.RequeueAfter)

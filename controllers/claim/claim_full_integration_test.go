@@ -1,19 +1,18 @@
 package claim
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestFullClassAsksMetalLBForNothing: once the ledger holds every address
@@ -30,7 +29,7 @@ func TestFullClassAsksMetalLBForNothing(t *testing.T) {
 	recorded(t, c2, iadv1alpha1.FamilyIPv4)
 
 	c3 := claim(t, ns, cl.Name, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	ev := eventually(t, c3, ReasonPoolExhausted)
+	ev := suite.WaitEvent(t, fixture.Of(c3), ReasonPoolExhausted)
 	assert.Contains(t, ev.Message, "asks MetalLB for nothing")
 	err := k.Get(ctx, placeholderKey(c3, iadv1alpha1.FamilyIPv4), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "no allocation placeholder while the class is full: %v", err)
@@ -70,13 +69,13 @@ func TestRoomCountsUnrecordedPlaceholders(t *testing.T) {
 		}
 		require.Len(ct, waiting, len(cs)-2, "two claims are recorded")
 		for _, c := range waiting {
-			require.NotEmpty(ct, events(ct, c, ReasonPoolExhausted), "%s is told the class is full", c.Name)
+			require.NotEmpty(ct, suite.Events(ct, fixture.Of(c), ReasonPoolExhausted), "%s is told the class is full", c.Name)
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	for _, c := range waiting {
 		err := k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), &corev1.Service{})
 		assert.True(t, apierrors.IsNotFound(err), "%s: no allocation placeholder beyond the class's room: %v", c.Name, err)
-		assert.Contains(t, events(t, c, ReasonPoolExhausted)[0].Message, "asks MetalLB for nothing")
+		assert.Contains(t, suite.Events(t, fixture.Of(c), ReasonPoolExhausted)[0].Message, "asks MetalLB for nothing")
 	}
 }
 
@@ -84,13 +83,7 @@ func TestRoomCountsUnrecordedPlaceholders(t *testing.T) {
 // range, and the class pool MetalLB serves it from.
 func rangedClass(t *testing.T, cidr string) *iadv1alpha1.IPAddressClass {
 	t.Helper()
-	cl := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "full-" + rand.String(6)},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q]}`, cidr)}},
-	}
-	require.NoError(t, k.Create(ctx, cl))
-	t.Cleanup(func() { _ = k.Delete(ctx, cl) })
-	pool(t, cl.Name, cidr)
+	cl := cluster.Class("full-"+rand.String(6), iadv1alpha1.ReclaimDelete, fixture.Addresses(cidr))
+	suite.CreateForTest(t, cl, fixture.Pool(cl.Name, cidr))
 	return cl
 }

@@ -3,9 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,64 +11,39 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 const (
-	timeout = 30 * time.Second
-	tick    = 100 * time.Millisecond
-
 	// phNS is the placeholder namespace of the controller under test.
 	phNS = cluster.DriverNamespace
-	// serviceAccount is the identity the controller runs as, with exactly
-	// the rights its generated ClusterRole grants.
-	serviceAccount = "metallb-iad-claim"
 
 	otherProvisioner = "other.example.org"
 )
 
 var (
-	ctx context.Context
-	k   client.Client // the admin, acting as the tenant, the core or an operator
+	suite *fixture.Suite
+	ctx   context.Context
+	k     client.Client // the admin, acting as the tenant, the core or an operator
 	// cached is the suite manager's client: its cache, the controller's view.
 	cached client.Client
-	clu    *cluster.Cluster
 )
 
-func TestMain(m *testing.M) { cluster.Main(m, run) }
-
-func run(m *testing.M) (int, error) {
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-
-	var err error
-	if clu, err = cluster.StartForDriver(ctx, cluster.Options{}); err != nil {
-		return 0, err
-	}
-	defer clu.Stop()
-	k = clu.Client
-
-	mgr, err := Controller.NewManager(clu.ServiceAccountConfig(phNS, serviceAccount), cluster.ControllerOptions(phNS))
-	if err != nil {
-		return 0, err
-	}
-	cached = mgr.GetClient()
-	return cluster.RunWithManager(ctx, mgr, m.Run), nil
+func TestMain(m *testing.M) {
+	fixture.Main(m, fixture.Options{Controller: Controller}, func(s *fixture.Suite) {
+		suite, ctx, k, cached = s, s.Context(), s.Client, s.Cached()
+	})
 }
 
 // --- fixtures ---
@@ -78,8 +51,7 @@ func run(m *testing.M) (int, error) {
 // namespace creates a namespace for one test's claims.
 func namespace(t *testing.T) string {
 	t.Helper()
-	n := "t-" + rand.String(6)
-	require.NoError(t, clu.EnsureNamespace(ctx, n))
+	n := suite.Namespace(t, "t-"+rand.String(6))
 	t.Cleanup(func() { cleanupNamespace(n) })
 	return n
 }
@@ -122,32 +94,18 @@ func deleteAddress(a *iadv1alpha1.IPAddress) {
 	}
 }
 
-// class creates an IPAddressClass and, unless addresses is empty, the
-// MetalLB pool iad-<class> the class controller would render.
+// class creates an IPAddressClass of provisioner, without parameters, and,
+// unless addresses is empty, the MetalLB pool the class controller would
+// render; both go when the test ends.
 func class(t *testing.T, provisioner string, policy iadv1alpha1.ReclaimPolicy, addresses ...string) string {
 	t.Helper()
-	name := "c-" + rand.String(6)
-	cl := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: provisioner, ReclaimPolicy: policy},
-	}
-	require.NoError(t, k.Create(ctx, cl))
-	t.Cleanup(func() { _ = k.Delete(ctx, cl) })
+	cl := cluster.Class("c-"+rand.String(6), policy, "")
+	cl.Spec.Provisioner = provisioner
+	suite.CreateForTest(t, cl)
 	if len(addresses) > 0 {
-		pool(t, name, addresses...)
+		suite.CreateForTest(t, fixture.Pool(cl.Name, addresses...))
 	}
-	return name
-}
-
-// pool creates the MetalLB pool of a class, autoAssign off.
-func pool(t *testing.T, class string, addresses ...string) {
-	t.Helper()
-	p := &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(class)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: addresses, AutoAssign: new(bool)},
-	}
-	require.NoError(t, k.Create(ctx, p))
-	t.Cleanup(func() { _ = k.Delete(ctx, p) })
+	return cl.Name
 }
 
 // claim creates a claim as the tenant, stamped with provisioner as the core
@@ -185,8 +143,8 @@ func placeholderKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) types
 // it as its hold, owner-referenced to it; it returns both. It waits on
 // those outcomes, not on the allocation placeholder by name, which the
 // code under test may delete and draw again (a give-back, a retarget) on
-// a busy machine; and it allows MetalLB a full minute per family, since
-// MetalLB may be in the backoff of a failed full pass.
+// a busy machine; and it allows for MetalLB in the backoff of a failed full
+// pass (fixture.MetalLBTimeout).
 func recorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) (*corev1.Service, *iadv1alpha1.IPAddress) {
 	t.Helper()
 	var ph *corev1.Service
@@ -206,7 +164,8 @@ func recorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamil
 		ph = &list.Items[0]
 		require.Equal(ct, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
 		require.Len(ct, ph.OwnerReferences, 1)
-	}, 2*time.Minute, tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
+		require.NotEmpty(ct, ph.Status.LoadBalancer.Ingress, "the hold holds the address")
+	}, fixture.MetalLBTimeout, fixture.Tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
 	return ph, a
 }
 
@@ -256,28 +215,6 @@ func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, p
 	return ip
 }
 
-// events lists the Events with a reason on an object, as recorded so far.
-func events(t require.TestingT, obj client.Object, reason string) []corev1.Event {
-	var evs corev1.EventList
-	require.NoError(t, k.List(ctx, &evs, client.InNamespace(obj.GetNamespace()), client.MatchingFields{
-		"involvedObject.uid": string(obj.GetUID()),
-		"reason":             reason,
-	}))
-	return evs.Items
-}
-
-// eventually waits for an Event with a reason on obj and returns its message.
-func eventually(t *testing.T, obj client.Object, reason string) corev1.Event {
-	t.Helper()
-	var ev corev1.Event
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		evs := events(ct, obj, reason)
-		require.NotEmpty(ct, evs)
-		ev = evs[len(evs)-1]
-	}, timeout, tick, "no %s Event on %s", reason, obj.GetName())
-	return ev
-}
-
 // addressesOf lists the IPAddresses whose claimRef names the claim.
 func addressesOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []iadv1alpha1.IPAddress {
 	var list iadv1alpha1.IPAddressList
@@ -307,7 +244,7 @@ func exhausted(t *testing.T, ns, address string) (string, *iadv1alpha1.IPAddress
 	first := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 	recorded(t, first, iadv1alpha1.FamilyIPv4)
 	waiting := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	eventually(t, waiting, ReasonPoolExhausted)
+	suite.WaitEvent(t, fixture.Of(waiting), ReasonPoolExhausted)
 	return cl, waiting
 }
 
@@ -323,8 +260,8 @@ func TestIPv4ClaimIsRecorded(t *testing.T) {
 	assert.True(t, netip.MustParsePrefix("10.10.1.0/29").Contains(ip), "%s is from the class pool", ip)
 
 	assert.Equal(t, "Waiting for MetalLB to assign an IPv4 address from pool iad-"+cl+" (class "+cl+")",
-		eventually(t, c, ReasonWaitingForMetalLB).Message)
-	ev := eventually(t, c, ReasonRecorded)
+		suite.WaitEvent(t, fixture.Of(c), ReasonWaitingForMetalLB).Message)
+	ev := suite.WaitEvent(t, fixture.Of(c), ReasonRecorded)
 	assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 	assert.Equal(t, fmt.Sprintf("Recorded IPv4 address %s as IPAddress %s", ip, a.Name), ev.Message)
 	assert.Equal(t, EventSource, ev.Source.Component)
@@ -338,8 +275,10 @@ func TestIPv4ClaimIsRecorded(t *testing.T) {
 	assert.Empty(t, cur.Status)
 	assert.Empty(t, cur.Finalizers)
 
-	assert.Equal(t, 1.0, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)))
-	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, timeout, tick)
+	// Counted right after the hand-over the wait saw.
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)) == 1 },
+		fixture.Timeout, fixture.Tick, "one recording counted")
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, fixture.Timeout, fixture.Tick)
 }
 
 func TestIPv6ClaimIsRecorded(t *testing.T) {
@@ -352,7 +291,7 @@ func TestIPv6ClaimIsRecorded(t *testing.T) {
 	assert.True(t, ip.Is6())
 	assert.True(t, netip.MustParsePrefix("fd00:aa:1::/120").Contains(ip), "%s is from the class pool", ip)
 	assert.True(t, strings.HasPrefix(a.Name, "ip6-fd00-00aa-0001-0000-0000-0000-0000-00"), a.Name)
-	assert.Equal(t, fmt.Sprintf("Recorded IPv6 address %s as IPAddress %s", ip, a.Name), eventually(t, c, ReasonRecorded).Message)
+	assert.Equal(t, fmt.Sprintf("Recorded IPv6 address %s as IPAddress %s", ip, a.Name), suite.WaitEvent(t, fixture.Of(c), ReasonRecorded).Message)
 }
 
 func TestDualClaimGetsTwoAddresses(t *testing.T) {
@@ -384,7 +323,7 @@ func TestCrashAfterPinning(t *testing.T) {
 	require.NoError(t, k.Create(ctx, ph))
 	require.Eventually(t, func() bool {
 		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.3.4"
-	}, timeout, tick, "MetalLB honours the pin")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB honours the pin")
 
 	stamp(t, c)
 	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
@@ -392,7 +331,7 @@ func TestCrashAfterPinning(t *testing.T) {
 	assert.Equal(t, "10.10.3.4", ip.String())
 	assert.Equal(t, "ip-10-10-3-4", a.Name)
 	assert.Len(t, addressesOf(t, c), 1)
-	assert.Empty(t, events(t, c, ReasonWaitingForMetalLB), "the placeholder existed: nothing was created")
+	assert.Empty(t, suite.Events(t, fixture.Of(c), ReasonWaitingForMetalLB), "the placeholder existed: nothing was created")
 }
 
 // TestCrashAfterAddress starts from the state a crash between steps (b) and
@@ -411,14 +350,14 @@ func TestCrashAfterAddress(t *testing.T) {
 	require.NoError(t, k.Create(ctx, pre))
 	require.Eventually(t, func() bool {
 		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.4.2"
-	}, timeout, tick, "MetalLB honours the pin")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB honours the pin")
 
 	stamp(t, c)
 	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
 	assertRecorded(t, c, cl, iadv1alpha1.ReclaimDelete, iadv1alpha1.FamilyIPv4, ph, a)
 	assert.Equal(t, pre.UID, a.UID, "the existing IPAddress is adopted, not replaced")
 	assert.Len(t, addressesOf(t, c), 1)
-	assert.Equal(t, "Recorded IPv4 address 10.10.4.2 as IPAddress ip-10-10-4-2", eventually(t, c, ReasonRecorded).Message)
+	assert.Equal(t, "Recorded IPv4 address 10.10.4.2 as IPAddress ip-10-10-4-2", suite.WaitEvent(t, fixture.Of(c), ReasonRecorded).Message)
 }
 
 // TestLedgerAddressGivenBack: MetalLB assigns an address whose IPAddress is
@@ -445,12 +384,12 @@ func TestLedgerAddressGivenBack(t *testing.T) {
 	// claim controller's cache at the latest; either MetalLB hands it the
 	// address and the driver gives it back, or the claim waits at once.
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	ev := eventually(t, c, ReasonWaitingForLedger)
+	ev := suite.WaitEvent(t, fixture.Of(c), ReasonWaitingForLedger)
 	assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 	assert.Equal(t, "IPAddress ip-10-10-5-9 (10.10.5.9) of class "+cl+" is in the ledger but not held in MetalLB right now "+
 		"(a handoff is under way); the claim asks pool iad-"+cl+" for an IPv4 address once it is held again, so that "+
 		"MetalLB cannot hand it that address", ev.Message)
-	for _, r := range events(t, c, ReasonLedgerAddressReturned) {
+	for _, r := range suite.Events(t, fixture.Of(c), ReasonLedgerAddressReturned) {
 		assert.Equal(t, "MetalLB assigned IPv4 address 10.10.5.9 to this claim's placeholder, but IPAddress ip-10-10-5-9 records it and "+
 			"is bound to claim team-b/db (uid 0d4b0c7e-0000-4000-8000-000000000001); the driver gave it back (deleted the placeholder) "+
 			"instead of recording it, and draws again once every address of the ledger is held", r.Message)
@@ -458,13 +397,13 @@ func TestLedgerAddressGivenBack(t *testing.T) {
 
 	// No fight, and no drawing the same address again: the entry is
 	// untouched, no placeholder of the claim stays, nothing is recorded.
-	assert.Never(t, func() bool { return len(placeholdersOf(t, c)) > 0 }, 2*time.Second, tick, "no placeholder while the entry is unheld")
+	assert.Never(t, func() bool { return len(placeholdersOf(t, c)) > 0 }, 2*time.Second, fixture.Tick, "no placeholder while the entry is unheld")
 	cur := &iadv1alpha1.IPAddress{}
 	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(stale), cur))
 	assert.Equal(t, stale.Spec, cur.Spec)
 	assert.Empty(t, cur.Finalizers)
 	assert.Empty(t, addressesOf(t, c))
-	assert.LessOrEqual(t, len(events(t, c, ReasonLedgerAddressReturned)), 1, "given back at most once")
+	assert.LessOrEqual(t, len(suite.Events(t, fixture.Of(c), ReasonLedgerAddressReturned)), 1, "given back at most once")
 
 	// The administrator deletes the stale entry: the claim proceeds.
 	require.NoError(t, k.Delete(ctx, stale))
@@ -483,14 +422,16 @@ func TestPoolExhaustion(t *testing.T) {
 	assert.Equal(t, "10.10.6.5", firstAddr.Spec.Address)
 
 	second := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
-	ev := eventually(t, second, ReasonPoolExhausted)
+	ev := suite.WaitEvent(t, fixture.Of(second), ReasonPoolExhausted)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.True(t, strings.HasPrefix(ev.Message, "MetalLB has no free IPv4 address in pool iad-"+cl+" (class "+cl+"): "+
 		"the pool is exhausted or has no IPv4 range. The claim stays Pending and proceeds as soon as an address is freed. "+
 		"MetalLB said: Failed to allocate IP for \""+phNS+"/alloc-ipv4-"+string(second.UID)+"\""), ev.Message)
 	assert.Empty(t, addressesOf(t, second))
-	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 1 }, timeout, tick)
-	assert.GreaterOrEqual(t, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)), 1.0)
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 1 }, fixture.Timeout, fixture.Tick)
+	assert.Eventually(t, func() bool {
+		return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)) >= 1
+	}, fixture.Timeout, fixture.Tick, "the exhaustion is counted")
 
 	// The first claim goes, then its address (as the core and the IPAddress
 	// controller would do under Delete): the garbage collector removes the
@@ -502,14 +443,14 @@ func TestPoolExhaustion(t *testing.T) {
 	assertRecorded(t, second, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
 	assert.Equal(t, "ip-10-10-6-5", a.Name)
 	assert.Equal(t, string(second.UID), a.Spec.ClaimRef.UID)
-	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, timeout, tick)
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, fixture.Timeout, fixture.Tick)
 }
 
 // TestPoolNotReady: a claim whose class pool MetalLB does not know yet waits
 // with a PoolNotReady warning and proceeds when the pool appears.
 func TestPoolNotReady(t *testing.T) {
 	ns := namespace(t)
-	pool(t, "decoy-"+rand.String(4), "10.10.12.0/30") // MetalLB reports unknown pools only once it has some
+	suite.CreateForTest(t, fixture.Pool("decoy-"+rand.String(4), "10.10.12.0/30")) // MetalLB reports unknown pools only once it has some
 	cl := class(t, names.Provisioner, "")
 	// Valid parameters: the class is not refused, its pool is merely not
 	// rendered yet (no class controller runs in this suite).
@@ -519,12 +460,12 @@ func TestPoolNotReady(t *testing.T) {
 	require.NoError(t, k.Update(ctx, obj))
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 
-	ev := eventually(t, c, ReasonPoolNotReady)
+	ev := suite.WaitEvent(t, fixture.Of(c), ReasonPoolNotReady)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, "MetalLB does not know pool iad-"+cl+" (class "+cl+") yet")
 	assert.Contains(t, ev.Message, `unknown pool "iad-`+cl+`"`)
 
-	pool(t, cl, "10.10.7.0/30")
+	suite.CreateForTest(t, fixture.Pool(cl, "10.10.7.0/30"))
 	ph, a := recorded(t, c, iadv1alpha1.FamilyIPv4)
 	assertRecorded(t, c, cl, iadv1alpha1.ReclaimRetain, iadv1alpha1.FamilyIPv4, ph, a)
 }
@@ -535,16 +476,16 @@ func TestPoolNotReady(t *testing.T) {
 func TestMetalLBDownWhileClaimsArrive(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, iadv1alpha1.ReclaimDelete, "10.10.13.0/30", "fd00:10:13::/126")
-	clu.StopMetalLB()
+	suite.StopMetalLB()
 	t.Cleanup(func() {
-		if clu.MetalLB().Exited() {
-			_ = clu.StartMetalLB(ctx)
+		if suite.MetalLB().Exited() {
+			_ = suite.StartMetalLB(ctx)
 		}
 	})
 	v4 := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 	dual := claim(t, ns, cl, iadv1alpha1.FamilyDual, names.Provisioner)
 	for _, c := range []*iadv1alpha1.IPAddressClaim{v4, dual} {
-		ev := eventually(t, c, ReasonWaitingForMetalLB)
+		ev := suite.WaitEvent(t, fixture.Of(c), ReasonWaitingForMetalLB)
 		assert.Equal(t, corev1.EventTypeNormal, ev.Type)
 		assert.Contains(t, ev.Message, "Waiting for MetalLB to assign")
 	}
@@ -556,7 +497,7 @@ func TestMetalLBDownWhileClaimsArrive(t *testing.T) {
 		assert.Empty(t, ph.Status.LoadBalancer.Ingress, "placeholder %s", ph.Name)
 	}
 
-	require.NoError(t, clu.StartMetalLB(ctx))
+	require.NoError(t, suite.StartMetalLB(ctx))
 	recorded(t, v4, iadv1alpha1.FamilyIPv4)
 	recorded(t, dual, iadv1alpha1.FamilyIPv4)
 	recorded(t, dual, iadv1alpha1.FamilyIPv6)
@@ -573,7 +514,7 @@ func TestOrphanedPlaceholders(t *testing.T) {
 	cl := class(t, names.Provisioner, "") // no pool: MetalLB never assigns, so nothing gets recorded
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, names.Provisioner)
 	key := placeholderKey(c, iadv1alpha1.FamilyIPv4)
-	require.Eventually(t, func() bool { return k.Get(ctx, key, &corev1.Service{}) == nil }, timeout, tick)
+	require.Eventually(t, func() bool { return k.Get(ctx, key, &corev1.Service{}) == nil }, fixture.Timeout, fixture.Tick)
 
 	// A placeholder backing an IPAddress of a claim that is gone stays.
 	gone := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone", UID: types.UID(rand.String(8))}}
@@ -589,11 +530,7 @@ func TestOrphanedPlaceholders(t *testing.T) {
 	require.NoError(t, k.Create(ctx, stray))
 
 	require.NoError(t, k.Delete(ctx, c))
-	for _, key := range []types.NamespacedName{key, client.ObjectKeyFromObject(stray)} {
-		require.Eventually(t, func() bool {
-			return apierrors.IsNotFound(k.Get(ctx, key, &corev1.Service{}))
-		}, timeout, tick, "orphan %s is deleted", key.Name)
-	}
+	suite.WaitGone(t, fixture.Timeout, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, stray)
 	assert.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(backing), &corev1.Service{}), "a placeholder backing an IPAddress stays")
 }
 
@@ -615,12 +552,12 @@ func TestClaimsNotOurs(t *testing.T) {
 	wrongClass := claim(t, ns, theirs, iadv1alpha1.FamilyIPv4, names.Provisioner)
 	noClass := claim(t, ns, "missing-"+rand.String(4), iadv1alpha1.FamilyIPv4, names.Provisioner)
 
-	ev := eventually(t, wrongClass, ReasonClassNotServed)
+	ev := suite.WaitEvent(t, fixture.Of(wrongClass), ReasonClassNotServed)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Equal(t, fmt.Sprintf("IPAddressClass %q is served by provisioner %q, not by %s; this driver does not provision it",
 		theirs, otherProvisioner, names.Provisioner), ev.Message)
 	assert.Equal(t, fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", noClass.Spec.ClassName),
-		eventually(t, noClass, ReasonClassNotServed).Message)
+		suite.WaitEvent(t, fixture.Of(noClass), ReasonClassNotServed).Message)
 
 	// A claim of ours created after them is served; by then the others
 	// have had their turn and must show nothing.
@@ -629,10 +566,10 @@ func TestClaimsNotOurs(t *testing.T) {
 	for _, c := range []*iadv1alpha1.IPAddressClaim{other, named, wrongClass, noClass} {
 		assert.Empty(t, placeholdersOf(t, c), c.Name)
 		assert.Empty(t, addressesOf(t, c), c.Name)
-		assert.Empty(t, events(t, c, ReasonWaitingForMetalLB), c.Name)
+		assert.Empty(t, suite.Events(t, fixture.Of(c), ReasonWaitingForMetalLB), c.Name)
 	}
-	assert.Empty(t, events(t, other, ReasonClassNotServed), "not stamped for us: not ours to warn about")
-	assert.Empty(t, events(t, named, ReasonClassNotServed))
+	assert.Empty(t, suite.Events(t, fixture.Of(other), ReasonClassNotServed), "not stamped for us: not ours to warn about")
+	assert.Empty(t, suite.Events(t, fixture.Of(named), ReasonClassNotServed))
 }
 
 // TestWithCore runs the reference core beside the controller: the tenant
@@ -642,14 +579,14 @@ func TestWithCore(t *testing.T) {
 	ns := namespace(t)
 	cl := class(t, names.Provisioner, "", "10.10.10.0/29", "fd00:aa:10::/124")
 
-	cluster.StartController(t, core.Controller, clu.Config, phNS)
+	suite.StartCore(t)
 
 	c := claim(t, ns, cl, iadv1alpha1.FamilyDual, "") // the tenant stamps nothing
 	cur := &iadv1alpha1.IPAddressClaim{}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(c), cur))
 		require.Equal(ct, iadv1alpha1.ClaimBound, cur.Status.Phase)
-	}, timeout, tick, "the claim is never Bound")
+	}, fixture.Timeout, fixture.Tick, "the claim is never Bound")
 	assert.Equal(t, names.Provisioner, cur.Annotations[iadv1alpha1.ProvisionerAnnotation])
 	assert.Equal(t, cl, cur.Status.ClassName)
 	require.Len(t, cur.Status.Addresses, 2)
@@ -664,14 +601,12 @@ func TestWithCore(t *testing.T) {
 		for _, a := range addressesOf(ct, c) {
 			require.Equal(ct, iadv1alpha1.AddressBound, a.Status.Phase, a.Name)
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	assert.Len(t, addressesOf(t, c), 2)
 
 	// Deleting the claim while the core runs lets it release its finalizer.
 	require.NoError(t, k.Delete(ctx, cur))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(c), &iadv1alpha1.IPAddressClaim{}))
-	}, timeout, tick)
+	suite.WaitGone(t, fixture.Timeout, c)
 }
 
 // TestRetargetedPendingClaim: a Pending claim whose spec.className is
@@ -682,8 +617,12 @@ func TestWithCore(t *testing.T) {
 func TestRetargetedPendingClaim(t *testing.T) {
 	ns := namespace(t)
 	full, pending := exhausted(t, ns, "10.10.7.5/32")
+	// The placeholder waiting in the full class, read when it exists: a pass
+	// may be drawing it again at this moment.
 	old := &corev1.Service{}
-	require.NoError(t, k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), old))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.NoError(ct, k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), old))
+	}, fixture.Timeout, fixture.Tick, "the waiting claim's placeholder")
 	// The core's sticky record of the class the claim was resolved to.
 	orig := pending.DeepCopy()
 	pending.Status.ClassName = full
@@ -703,8 +642,8 @@ func TestRetargetedPendingClaim(t *testing.T) {
 		err := k.Get(ctx, placeholderKey(pending, iadv1alpha1.FamilyIPv4), ph)
 		assert.True(ct, apierrors.IsNotFound(err) || ph.UID != old.UID, "the old class's placeholder is deleted: %v", err)
 		assert.True(ct, apierrors.IsNotFound(err), "no placeholder for a class that does not exist")
-	}, timeout, tick)
-	eventually(t, pending, ReasonRetargeted)
+	}, fixture.Timeout, fixture.Tick)
+	suite.WaitEvent(t, fixture.Of(pending), ReasonRetargeted)
 
 	// A class with room: provisioned from it.
 	roomy := class(t, names.Provisioner, "", "10.10.7.9/32")

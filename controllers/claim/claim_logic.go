@@ -2,7 +2,6 @@ package claim
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,53 +14,9 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// Event reasons the claim controller records on claims. They are stable:
-// people and alerts match on them.
-const (
-	// ReasonWaitingForMetalLB (Normal): a placeholder was created and MetalLB
-	// has not assigned it an address yet.
-	ReasonWaitingForMetalLB = "WaitingForMetalLB"
-	// ReasonPoolExhausted (Warning): MetalLB reported it has no free address
-	// of the family in the class pool.
-	ReasonPoolExhausted = "PoolExhausted"
-	// ReasonPoolNotReady (Warning): MetalLB does not know the class pool.
-	ReasonPoolNotReady = "PoolNotReady"
-	// ReasonClassNotServed (Warning): the claim carries this driver's
-	// provisioner stamp, but its class is missing or names another provisioner.
-	ReasonClassNotServed = "ClassNotServed"
-	// ReasonRetargeted (Normal): the claim names another class than the
-	// one its allocation placeholder was drawing from; that placeholder was
-	// deleted.
-	ReasonRetargeted = "Retargeted"
-	// ReasonRecorded (Normal): an address was recorded as an IPAddress bound
-	// to the claim.
-	ReasonRecorded = "Recorded"
-	// ReasonLedgerMismatch (Warning): the IPAddress name of the address
-	// MetalLB assigned is taken by an entry for another address or binding.
-	ReasonLedgerMismatch = "LedgerMismatch"
-	// ReasonWaitingForName (Normal): the name of the family's allocation
-	// placeholder is still taken by the hold placeholder of an address that
-	// is not the claim's; the claim proceeds once it goes.
-	ReasonWaitingForName = "WaitingForName"
-	// ReasonLedgerAddressReturned (Normal): MetalLB assigned the claim's
-	// placeholder an address the ledger already records (it was unheld for
-	// a moment, during a handoff); the driver gave it back by deleting the
-	// placeholder instead of recording it.
-	ReasonLedgerAddressReturned = "LedgerAddressReturned"
-	// ReasonWaitingForLedger (Normal): an address of the class is in the
-	// ledger but not held in MetalLB right now, or MetalLB assigned an
-	// address whose IPAddress is being deleted; the claim waits so that
-	// MetalLB cannot hand it that address.
-	ReasonWaitingForLedger = "WaitingForLedger"
-)
-
-// MetalLBAllocationFailed is the reason of the Warning Event MetalLB's
-// controller records on a Service it could not give an address to.
-const MetalLBAllocationFailed = "AllocationFailed"
-
 // served reports whether the claim is this driver's to provision: stamped
-// with our provisioner by the core, not being deleted, and not asking for a
-// specific existing address (that is the core's matching path).
+// for it, not being deleted, and not asking for a specific address (the
+// core's matching path).
 func served(c *iadv1alpha1.IPAddressClaim) bool {
 	return c.Annotations[iadv1alpha1.ProvisionerAnnotation] == names.Provisioner &&
 		c.DeletionTimestamp == nil &&
@@ -69,8 +24,7 @@ func served(c *iadv1alpha1.IPAddressClaim) bool {
 }
 
 // className is the claim's class in the core's order: spec.className, else
-// the sticky status.className (the default class the core resolved). Empty
-// means the core has not resolved it yet; the driver never resolves
+// the sticky status.className the core resolved; the driver never resolves
 // defaults itself.
 func className(c *iadv1alpha1.IPAddressClaim) string {
 	if c.Spec.ClassName != "" {
@@ -80,17 +34,15 @@ func className(c *iadv1alpha1.IPAddressClaim) string {
 }
 
 // retargeted reports whether ph is an allocation placeholder still drawing
-// (not handed over to an address) for another class than class, the one
-// the claim names now: it was created before the claim was retargeted, and
-// what it draws would be recorded under a class the claim no longer names.
+// for another class than class, the one the claim names now.
 func retargeted(ph *corev1.Service, class string) bool {
 	return ph != nil && ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation &&
 		ph.Labels[names.LabelAddress] == "" && ph.DeletionTimestamp == nil &&
 		ph.Annotations[names.AnnotationClass] != "" && ph.Annotations[names.AnnotationClass] != class
 }
 
-// classProblem explains why a class cannot serve a claim of this driver, or
-// returns "" when it can. class is nil when it does not exist.
+// classProblem explains why a class (nil: missing) cannot serve a claim of
+// this driver; "" when it can.
 func classProblem(name string, class *iadv1alpha1.IPAddressClass) string {
 	if class == nil {
 		return fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", name)
@@ -102,8 +54,7 @@ func classProblem(name string, class *iadv1alpha1.IPAddressClass) string {
 	return ""
 }
 
-// reclaimPolicy is the policy copied onto a new address: the class's, Retain
-// when the class leaves it empty.
+// reclaimPolicy is the class's policy for a new address, Retain if unset.
 func reclaimPolicy(class *iadv1alpha1.IPAddressClass) iadv1alpha1.ReclaimPolicy {
 	if class.Spec.ReclaimPolicy == "" {
 		return iadv1alpha1.ReclaimRetain
@@ -131,9 +82,8 @@ func addressFamily(s string) iadv1alpha1.IPFamily {
 	}
 }
 
-// boundByFamily groups the addresses bound to the claim by family.
-// Addresses whose claimRef names the claim with another uid are stale
-// bindings and do not count.
+// boundByFamily groups the addresses bound to the claim by family; a
+// claimRef naming another uid is a stale binding and does not count.
 func boundByFamily(c *iadv1alpha1.IPAddressClaim, addrs []iadv1alpha1.IPAddress) map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress {
 	out := map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress{}
 	for i := range addrs {
@@ -148,8 +98,7 @@ func boundByFamily(c *iadv1alpha1.IPAddressClaim, addrs []iadv1alpha1.IPAddress)
 	return out
 }
 
-// missingFamilies lists, in the claim's order (IPv4 first), the families of
-// the claim no bound address covers yet.
+// missingFamilies lists, IPv4 first, the claim's families not bound yet.
 func missingFamilies(c *iadv1alpha1.IPAddressClaim, bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress) []iadv1alpha1.IPFamily {
 	var out []iadv1alpha1.IPFamily
 	for _, f := range c.Spec.Family.Families() {
@@ -168,10 +117,8 @@ func serviceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
 	return corev1.IPv4Protocol
 }
 
-// renderPlaceholder is the allocation placeholder that draws the claim's
-// address of one family from the class pool: selectorless, LoadBalancer,
-// no node ports, single-stack, one inert port, named from the claim uid and
-// the family, and carrying the claim's identity.
+// renderPlaceholder is the allocation placeholder drawing the claim's
+// address of one family from the class pool, named from the claim uid.
 func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -191,6 +138,28 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 			},
 		},
 		Spec: placeholder.Spec(serviceFamily(f)),
+	}
+}
+
+// renderAddress is the IPAddress recording a drawn address for a claim,
+// pre-bound to the claim's uid, with the driver's teardown finalizer.
+func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     class.Name,
+			ReclaimPolicy: reclaimPolicy(class),
+			ClaimRef: &iadv1alpha1.ClaimReference{
+				Namespace: claim.Namespace,
+				Name:      claim.Name,
+				UID:       string(claim.UID),
+			},
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
 	}
 }
 
@@ -220,39 +189,30 @@ func ownedByAddress(svc *corev1.Service, name string) bool {
 	return false
 }
 
-// step is what the claim controller does next for one family.
+// step is what the claim controller does next for one family (planFamily).
 type step int
 
 const (
-	// stepNone: the family is bound and nothing of ours is left to finish.
 	stepNone step = iota
-	// stepCreatePlaceholder: no address and no placeholder: reserve.
 	stepCreatePlaceholder
-	// stepWaitForMetalLB: the placeholder has no address yet: observe.
 	stepWaitForMetalLB
-	// stepRecord: the placeholder has an address: create the IPAddress,
-	// then hand the placeholder over to it.
 	stepRecord
-	// stepHandOver: the IPAddress recording the placeholder's address is
-	// bound to the claim, but the placeholder is not handed over to it yet.
+	// stepHandOver: the placeholder's IPAddress is bound, the placeholder
+	// not handed over yet.
 	stepHandOver
-	// stepDropSurplus: the family is bound by another address (the core
-	// matched one meanwhile); the allocation placeholder is not needed.
+	// stepDropSurplus: the core bound the family another address.
 	stepDropSurplus
-	// stepWaitForName: the placeholder's name is taken by a hold placeholder
-	// of an address that is not (or no longer) the claim's; wait for it to go.
+	// stepWaitForName: the name is taken by another address's hold.
 	stepWaitForName
 )
 
-// String names the step for logs.
 func (s step) String() string {
 	return [...]string{"None", "CreatePlaceholder", "WaitForMetalLB", "Record", "HandOver", "DropSurplus", "WaitForName"}[s]
 }
 
-// recordedBy returns the address among bound that records the allocation
-// placeholder ph: the one its address label names or, before the placeholder
-// is labelled (the IPAddress is created first), the one of the address
-// MetalLB assigned it. Nil when none does.
+// recordedBy returns the address among bound that records ph: the one its
+// address label names or, before it is labelled, the one of the address
+// MetalLB assigned it; nil when none does.
 func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) *iadv1alpha1.IPAddress {
 	label, ip := ph.Labels[names.LabelAddress], assignedIP(ph, f)
 	for _, a := range bound {
@@ -269,19 +229,17 @@ func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 	return nil
 }
 
-// handedOver reports whether the placeholder is already handed over to a:
-// a hold placeholder labelled with its name, owned by it, granted the
-// class's pool and pinned to ip.
+// handedOver reports whether ph is a's hold already: labelled, owned,
+// granted the class's pool and pinned to ip.
 func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
 	return ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[names.LabelAddress] == a.Name &&
 		ownedByAddress(ph, a.Name) && names.Granted(ph.Labels, class) &&
 		(ip == "" || ph.Annotations[names.MetalLBLoadBalancerIPs] == ip)
 }
 
-// planFamily decides the next step for family f from the addresses bound
-// to the claim for that family and the family's allocation placeholder (nil
-// when it does not exist). It is the whole decision; each step re-derives
-// it on the next pass, so a crash between two steps re-converges.
+// planFamily decides the next step for family f from its bound addresses
+// and its allocation placeholder (nil: none). Each pass re-derives it, so a
+// crash between two steps re-converges.
 func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) step {
 	if ph == nil {
 		if len(bound) > 0 {
@@ -307,11 +265,10 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 	return stepRecord
 }
 
-// isOrphan decides whether a placeholder is an orphan the driver deletes:
-// an allocation placeholder whose claim is gone (claim nil) or is another
-// claim with the same name (another uid), and which backs no IPAddress:
-// no owner reference to one, and addr (the IPAddress its address label
-// names, nil when absent) is not bound to the placeholder's claim.
+// isOrphan decides whether an allocation placeholder is an orphan: its
+// claim is gone (nil) or replaced (another uid), and it backs no IPAddress
+// (no owner reference, and addr, the one its label names, is not bound to
+// its claim).
 func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1alpha1.IPAddress) bool {
 	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
 		return false
@@ -335,89 +292,8 @@ func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1
 	return true
 }
 
-// describeBinding says in words what an IPAddress is bound to.
-func describeBinding(a *iadv1alpha1.IPAddress) string {
-	r := a.Spec.ClaimRef
-	if r == nil {
-		phase := string(a.Status.Phase)
-		if phase == "" {
-			phase = "no phase yet"
-		}
-		return fmt.Sprintf("is bound to no claim (%s)", phase)
-	}
-	if r.UID == "" {
-		return fmt.Sprintf("is bound to claim %s/%s", r.Namespace, r.Name)
-	}
-	return fmt.Sprintf("is bound to claim %s/%s (uid %s)", r.Namespace, r.Name, r.UID)
-}
-
-// Event messages, one function each so their text is tested.
-
-func msgWaitingForMetalLB(f iadv1alpha1.IPFamily, class string) string {
-	return fmt.Sprintf("Waiting for MetalLB to assign an %s address from pool %s (class %s)", f, names.PoolName(class), class)
-}
-
-func msgPoolExhausted(f iadv1alpha1.IPFamily, class, metallb string) string {
-	return fmt.Sprintf("MetalLB has no free %s address in pool %s (class %s): the pool is exhausted or has no %s range. "+
-		"The claim stays Pending and proceeds as soon as an address is freed. MetalLB said: %s",
-		f, names.PoolName(class), class, f, metallb)
-}
-
-func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
-	return fmt.Sprintf("MetalLB does not know pool %s (class %s) yet, so it cannot assign an %s address; "+
-		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
-}
-
-func msgRetargeted(f iadv1alpha1.IPFamily, old, class string) string {
-	if class == "" {
-		return fmt.Sprintf("The claim is no longer this driver's to provision; its %s allocation placeholder drawing from IPAddressClass %s was deleted", f, old)
-	}
-	return fmt.Sprintf("The claim names IPAddressClass %s now; its %s allocation placeholder drawing from IPAddressClass %s was deleted, and the address is drawn from %s",
-		class, f, old, class)
-}
-
-func msgClassFull(f iadv1alpha1.IPFamily, class string, used int, size float64) string {
-	return fmt.Sprintf("Class %s has no free %s address: the ledger and the placeholders still waiting for MetalLB account for %d of its %.0f. "+
-		"The claim stays Pending and the driver asks MetalLB for nothing until an address of the class is freed", class, f, used, size)
-}
-
-// msgClassRefused is the PoolNotReady message when the class controller
-// refuses to render the class: the pool will not appear until the class is
-// fixed.
-func msgClassRefused(f iadv1alpha1.IPFamily, class, refusal string) string {
-	return fmt.Sprintf("IPAddressClass %s is refused, so pool %s is not rendered and MetalLB cannot assign an %s address; "+
-		"the claim proceeds once the class is fixed (see the class's Events). The refusal: %s", class, names.PoolName(class), f, refusal)
-}
-
-func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) string {
-	return fmt.Sprintf("The %s allocation placeholder's name %s is still taken by the hold placeholder of IPAddress %s, "+
-		"which is not this claim's; the claim proceeds once that placeholder is gone", f, placeholder, address)
-}
-
-func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
-	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
-}
-
-func msgLedgerMismatch(f iadv1alpha1.IPFamily, ip string, existing *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, but IPAddress %s already exists and %s; "+
-		"MetalLB and the ledger disagree, so the driver leaves both alone for an administrator to resolve",
-		f, ip, existing.Name, describeBinding(existing))
-}
-
-// allocationFailure classifies the message of MetalLB's AllocationFailed
-// Event on a placeholder into the reason and message recorded on the claim.
-func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, message string) {
-	if strings.Contains(metallb, "unknown pool") {
-		return ReasonPoolNotReady, msgPoolNotReady(f, class, metallb)
-	}
-	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
-}
-
-// unrecorded counts the placeholders of family f (allocation and warm
-// placeholders of one class) whose address no entry of the class's ledger
-// records: MetalLB has not answered them yet, or the driver has not
-// recorded the answer yet. Each one takes an address of the class's room
-// that the ledger does not count.
+// unrecorded counts the placeholders of family f of a class whose address
+// the ledger does not record (yet): each takes room the ledger misses.
 func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) int {
 	n := 0
 	answered := map[string]bool{}
@@ -437,13 +313,10 @@ func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha
 	return n + len(answered)
 }
 
-// classFull reports whether a class's ranges have no address of family f
-// left: the addresses of f in the ledger (any phase, being deleted
-// included: MetalLB holds them until their teardown) and drawn, the
-// placeholders drawing from the class whose address the ledger does not
-// record (unrecorded), fill them. It also returns that count and the number
-// of addresses of f in the ranges. A class whose parameters do not parse is
-// never called full: MetalLB decides then.
+// classFull reports whether the ledger's addresses of family f (being
+// deleted included: MetalLB holds them until their teardown) and drawn
+// fill the class's ranges, with that count and the ranges' size. A class
+// whose parameters do not parse is never full: MetalLB decides then.
 func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int) (bool, int, float64) {
 	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
@@ -464,9 +337,7 @@ func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []ia
 }
 
 // availableFor names an Available, unbound address of family f among a
-// class's addresses, "" when there is none. The core binds such an address
-// to a claim before it waits for provisioning, so the driver leaves the
-// family to it.
+// class's addresses, "" when there is none.
 func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string {
 	for i := range addrs {
 		a := &addrs[i]
@@ -478,27 +349,21 @@ func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string 
 	return ""
 }
 
-// ledgerAnswer is what the ledger says about an address MetalLB assigned to
-// a claim's allocation placeholder.
+// ledgerAnswer is what the ledger says about an address MetalLB assigned.
 type ledgerAnswer int
 
 const (
-	// ledgerFree: no IPAddress records the address: record it.
 	ledgerFree ledgerAnswer = iota
-	// ledgerOurs: an IPAddress records it bound to this claim (a pass that
-	// crashed after creating it): finish recording.
+	// ledgerOurs: its entry is the owner's: finish recording.
 	ledgerOurs
-	// ledgerGoing: only IPAddresses being deleted record it: wait until
-	// they are gone, then record it.
+	// ledgerGoing: only entries being deleted record it: wait.
 	ledgerGoing
-	// ledgerTaken: a live IPAddress records it for someone else: give it
-	// back.
+	// ledgerTaken: a live entry records it for someone else: give it back.
 	ledgerTaken
 )
 
-// ledgerVerdict decides, from the IPAddresses recording an IP (the ledger
-// looked up by address), whether the claim may record it. It returns the
-// deciding entry too (nil for ledgerFree).
+// ledgerVerdict judges the entries recording an IP for claim c, with the
+// deciding entry (nil for ledgerFree).
 func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (ledgerAnswer, *iadv1alpha1.IPAddress) {
 	var going *iadv1alpha1.IPAddress
 	var taken *iadv1alpha1.IPAddress
@@ -524,14 +389,10 @@ func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClai
 	return ledgerFree, nil
 }
 
-// unsettledAddress names an IPAddress among a class's addresses, of family
-// f, that the ledger holds but MetalLB might hand out right now: not being
-// deleted, not Lost (outside the pool) or in Conflict (someone holds it),
-// not attached to a workload, not reported Held, and not held by one of
-// its placeholders (heldByPlaceholder, asked only for the addresses still
-// in question). A claim does not ask MetalLB for a new address while one
-// is: MetalLB would hand it that address, only for the driver to give it
-// back. It returns nil when every address is settled.
+// unsettledAddress names an address of family f of the ledger that MetalLB
+// might hand out right now: not being deleted, Lost (outside the pool) or
+// in Conflict, not attached, not reported Held, and not held by one of its
+// placeholders (heldByPlaceholder, asked last). Nil when all are settled.
 func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
 	for i := range addrs {
 		a := &addrs[i]
@@ -554,19 +415,48 @@ func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, hel
 	return nil
 }
 
-func msgLedgerAddressReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("MetalLB assigned %s address %s to this claim's placeholder, but IPAddress %s records it and %s; "+
-		"the driver gave it back (deleted the placeholder) instead of recording it, and draws again once every address "+
-		"of the ledger is held", f, ip, entry.Name, describeBinding(entry))
+// drawVerdict is whether a claim's family may ask MetalLB for an address now.
+type drawVerdict int
+
+const (
+	// drawNow: nothing holds the draw back.
+	drawNow drawVerdict = iota
+	// drawLeftToCore: an Available address of the class can serve the
+	// family. The core binds those before it waits for the driver;
+	// drawing now could bind the claim twice in one family.
+	drawLeftToCore
+	// drawClassFull: the ledger and the draws fill the class's ranges.
+	// MetalLB does not retry an allocation it could not make, so it is not
+	// asked for what it cannot give.
+	drawClassFull
+	// drawLedgerUnsettled: an address of the ledger is unheld in MetalLB
+	// (a handoff, or a hold being re-armed): MetalLB would hand it to the
+	// new placeholder, and the driver would have to give it back.
+	drawLedgerUnsettled
+)
+
+// drawDecision is decideDraw's verdict, with what the claim is told.
+type drawDecision struct {
+	verdict   drawVerdict
+	available string                 // drawLeftToCore: the Available address
+	used      int                    // drawClassFull: what takes room
+	size      float64                // drawClassFull: the room in the ranges
+	unsettled *iadv1alpha1.IPAddress // drawLedgerUnsettled: the unheld address
 }
 
-func msgLedgerEntryGoing(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, and IPAddress %s, which records it, is being deleted; "+
-		"the driver records the address for this claim once that entry is gone", f, ip, entry.Name)
-}
-
-func msgWaitingForLedger(f iadv1alpha1.IPFamily, class string, a *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("IPAddress %s (%s) of class %s is in the ledger but not held in MetalLB right now (a handoff is under way); "+
-		"the claim asks pool %s for an %s address once it is held again, so that MetalLB cannot hand it that address",
-		a.Name, a.Spec.Address, class, names.PoolName(class), f)
+// decideDraw decides whether family f of a claim of class may ask MetalLB
+// for an address, from the class's ledger (addrs), the draws it does not
+// record yet (drawn) and held (heldByPlaceholder).
+func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int,
+	held func(a *iadv1alpha1.IPAddress, ip string) bool) drawDecision {
+	if name := availableFor(addrs, f); name != "" {
+		return drawDecision{verdict: drawLeftToCore, available: name}
+	}
+	if full, used, size := classFull(class, f, addrs, drawn); full {
+		return drawDecision{verdict: drawClassFull, used: used, size: size}
+	}
+	if a := unsettledAddress(addrs, f, held); a != nil {
+		return drawDecision{verdict: drawLedgerUnsettled, unsettled: a}
+	}
+	return drawDecision{verdict: drawNow}
 }

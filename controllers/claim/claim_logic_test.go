@@ -2,7 +2,6 @@ package claim
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -417,20 +416,6 @@ func TestAllocationFailure(t *testing.T) {
 			assert.Equal(t, tt.message, message)
 		})
 	}
-}
-
-func TestLatestAllocationFailure(t *testing.T) {
-	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1700000000+int64(s), 0)) }
-	assert.Nil(t, latestAllocationFailure(nil))
-	evs := []corev1.Event{
-		{Reason: "AllocationFailed", Message: "old", LastTimestamp: at(1)},
-		{Reason: "IPAllocated", Message: "not a failure", LastTimestamp: at(9)},
-		{Reason: "AllocationFailed", Message: "new", LastTimestamp: at(5)},
-		{Reason: "AllocationFailed", Message: "series", EventTime: metav1.NewMicroTime(at(2).Time),
-			Series: &corev1.EventSeries{LastObservedTime: metav1.NewMicroTime(at(3).Time)}},
-	}
-	require.NotNil(t, latestAllocationFailure(evs))
-	assert.Equal(t, "new", latestAllocationFailure(evs).Message)
 }
 
 func TestPendingGauge(t *testing.T) {

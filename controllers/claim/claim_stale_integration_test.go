@@ -2,7 +2,6 @@ package claim
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,7 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestStaleAllocationOfATenantServiceCleared: a tenant's Service that held
@@ -49,11 +48,11 @@ func TestStaleAllocationBlockingAWarmReservationCleared(t *testing.T) {
 	cl.Spec.Parameters.Raw = []byte(`{"addresses":["10.10.40.0/32"],"warmAddresses":1}`)
 	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		addrs := addressesOfClass(ct, cl.Name)
+		addrs := suite.AddressesOfClass(ct, cl.Name)
 		require.Len(ct, addrs, 1)
 		assert.Equal(ct, "10.10.40.0", addrs[0].Spec.Address)
 		assert.Nil(ct, addrs[0].Spec.ClaimRef, "a warm address")
-	}, timeout, tick, "the class gets its warm address")
+	}, fixture.MetalLBTimeout, fixture.Tick, "the class gets its warm address")
 	requireStaleCleared(t, cl, former, "10.10.40.0")
 }
 
@@ -65,22 +64,21 @@ func TestStaleAllocationBlockingAWarmReservationCleared(t *testing.T) {
 func staleTenantAllocation(t *testing.T, ns, ip, blockerIP string) *corev1.Service {
 	t.Helper()
 	blockers := rangedClass(t, blockerIP+"/32")
-	former := pinnedService(ns, "former", ip)
-	require.NoError(t, k.Create(ctx, former))
-	requireIngress(t, former, ip, timeout)
+	former := fixture.LoadBalancer(ns, "former", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	suite.Create(t, former)
+	suite.WaitIngress(t, former, ip)
 
 	// The blocker's pool counts it only once the restarted MetalLB's first
 	// pass has run, which books former first (it holds an address).
-	end := clu.StartingWindow(t, pinnedService(ns, "blocker", blockerIP), names.PoolName(blockers.Name), 1)
+	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
+	end := suite.StartingWindow(t, blocker, names.PoolName(blockers.Name), 1)
 	require.NoError(t, k.Delete(ctx, former))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.True(ct, apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})))
-	}, timeout, tick)
+	suite.WaitGone(t, fixture.Timeout, former)
 	end()
 	// MetalLB leaves its start-up window at the pass that writes the
 	// blocker's address; the deletion of former was dropped, and MetalLB
 	// still books ip for it.
-	requireIngress(t, pinnedService(ns, "blocker", ""), blockerIP, 2*time.Minute)
+	suite.WaitIngress(t, blocker, blockerIP)
 	return former
 }
 
@@ -89,25 +87,11 @@ func staleTenantAllocation(t *testing.T, ns, ip, blockerIP string) *corev1.Servi
 // to clear it is gone.
 func requireStaleCleared(t *testing.T, cl *iadv1alpha1.IPAddressClass, former *corev1.Service, ip string) {
 	t.Helper()
-	ev := eventually(t, cl, ReasonStaleAllocationCleared)
+	ev := suite.WaitEvent(t, fixture.Of(cl), ReasonStaleAllocationCleared)
 	assert.Contains(t, ev.Message, former.Namespace+"/"+former.Name)
 	assert.Contains(t, ev.Message, ip)
-	err := k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})
-	assert.True(t, apierrors.IsNotFound(err), "the headless Service made to clear the allocation is gone: %v", err)
-}
-
-// pinnedService is a LoadBalancer Service of a tenant asking MetalLB for ip.
-func pinnedService(ns, name, ip string) *corev1.Service {
-	return cluster.LoadBalancer(ns, name, map[string]string{names.MetalLBLoadBalancerIPs: ip})
-}
-
-// requireIngress waits until the Service svc names holds ip.
-func requireIngress(t *testing.T, svc *corev1.Service, ip string, within time.Duration) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := &corev1.Service{}
-		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(svc), got))
-		require.Len(ct, got.Status.LoadBalancer.Ingress, 1)
-		assert.Equal(ct, ip, got.Status.LoadBalancer.Ingress[0].IP)
-	}, within, tick, "%s/%s never gets %s", svc.Namespace, svc.Name, ip)
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := k.Get(ctx, client.ObjectKeyFromObject(former), &corev1.Service{})
+		assert.True(ct, apierrors.IsNotFound(err), "the headless Service made to clear the allocation is gone: %v", err)
+	}, fixture.Timeout, fixture.Tick)
 }

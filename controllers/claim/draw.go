@@ -1,27 +1,235 @@
 package claim
 
-import "sync"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
 
-// claimWorkers is how many claims the claim controller reconciles at once
-// (unless its Options say otherwise). Each claim takes two passes (draw,
-// then record), and every pass waits on the API server; with one worker a
-// claim's recording waited behind other claims' draws. The gain measured
-// at N = 1,000 was small (BENCHMARKS.md): MetalLB's pace bounds a burst.
-const claimWorkers = 4
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
-// drawLocks serializes, per class, what decides that MetalLB can give the
-// class another address and the creation of the placeholder that asks for
-// it: a claim pass (createPlaceholder) and a warm pass hold the class's
-// lock from reading the ledger until the cache shows the placeholder they
-// created, so no pass decides from a cache that misses another's draw, and
-// MetalLB is never asked for an address the class's ranges cannot give.
-// Recording an address MetalLB gave (the second step) needs no lock.
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/stale"
+)
+
+// The draw pipeline takes an address from a class's pool, for a claim's
+// family (claim_draw.go) or as a warm address (warm_draw.go): create a
+// placeholder, observe MetalLB's answer, record the address, then hand the
+// placeholder over to its IPAddress or give the address back. The pipeline
+// makes these writes; its owner, a drawer, says what differs.
+
+// cacheWait bounds the wait for the cache to show what a pass created.
+const cacheWait = 10 * time.Second
+
+// drawer is the owner of a draw.
+type drawer interface {
+	placeholder() *corev1.Service
+	// judge reads the ledger about ip (entry name addrName) and says what
+	// the owner may do with it, with the deciding entry.
+	judge(ctx context.Context, ip, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
+	// recordEntry records ip for the owner (entry: the one judge found
+	// ours, else nil) and judges again: ledgerOurs with the entry to hand
+	// ph over to, or ledgerFree when this pass does nothing more.
+	recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
+	// handOver returns the change handing ph over to a; nil: nothing to do.
+	handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
+	// report logs and records what happened, and returns its phase result.
+	report(ctx context.Context, n drawNews) phase.Result
+}
+
+type drawNews struct {
+	kind  newsKind
+	ph    *corev1.Service
+	ip    string
+	entry *iadv1alpha1.IPAddress
+}
+
+type newsKind int
+
+const (
+	newsCreated newsKind = iota
+	// newsPinnedElsewhere: ph is pinned to another address than ip, the
+	// one MetalLB reports (MetalLB has not caught up).
+	newsPinnedElsewhere
+	newsEntryGoing
+	newsGaveBack
+	newsHandedOver
+)
+
+// draw is one owner's draw of family f from a class.
+type draw struct {
+	bootstrap.Deps
+	owner drawer
+	class string
+	f     iadv1alpha1.IPFamily
+	// what names the owner's placeholders in errors.
+	what string
+	// written, if set, records the placeholders' patches.
+	written *patch.Written
+}
+
+// create creates the owner's placeholder and waits for the cache to show
+// it; one that exists already is left to its own watch event.
+func (d draw) create(ctx context.Context) (phase.Result, error) {
+	ph := d.owner.placeholder()
+	created, err := patch.CreateAndWait(ctx, d.Client, d.APIReader, ph, cacheWait)
+	switch {
+	case created:
+		return d.owner.report(ctx, drawNews{kind: newsCreated, ph: ph}), err
+	case err != nil:
+		return phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
+	}
+	return phase.WaitFor("the cache has not shown the placeholder yet", 0), nil
+}
+
+// describe names a placeholder in errors (by class before it has a name).
+func (d draw) describe(ph *corev1.Service) string {
+	if ph.Name == "" {
+		return d.what + " for class " + d.class
+	}
+	return d.what + " " + ph.Name
+}
+
+// refusal is MetalLB's latest refusal of ph, from the cache, or nil.
+func (d draw) refusal(ctx context.Context, ph *corev1.Service) (*corev1.Event, error) {
+	var evs corev1.EventList
+	if err := d.List(ctx, &evs, client.InNamespace(d.PlaceholderNamespace),
+		client.MatchingFields{index.EventByInvolvedUID: string(ph.UID)}); err != nil {
+		return nil, err
+	}
+	return stale.LatestFailure(evs.Items, ph.UID), nil
+}
+
+// record judges the address MetalLB assigned ph against the ledger before
+// anything is written, then records it and hands ph over, or gives it back.
+// It reports whether ph ended handed over. Each write is idempotent: a
+// pass that stops half-way is finished by the next.
+func (d draw) record(ctx context.Context, ph *corev1.Service) (bool, phase.Result, error) {
+	ip := assignedIP(ph, d.f)
+	addr, _ := names.ParseAddress(ip) // assignedIP returns only parsed, canonical addresses
+	addrName, err := names.AddressName(addr)
+	if err != nil {
+		return false, phase.Next(), err
+	}
+	answer, entry, err := d.owner.judge(ctx, ip, addrName)
+	if err != nil {
+		return false, phase.Next(), err
+	}
+	if answer == ledgerFree || answer == ledgerOurs {
+		if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
+			return false, d.owner.report(ctx, drawNews{kind: newsPinnedElsewhere, ph: ph, ip: ip}), nil
+		}
+		if answer, entry, err = d.owner.recordEntry(ctx, ph, ip, addrName, entry); err != nil {
+			return false, phase.Next(), err
+		}
+	}
+	switch answer {
+	case ledgerOurs:
+		res, err := d.handOver(ctx, ph, entry)
+		return true, res, err
+	case ledgerTaken:
+		res, err := d.giveBack(ctx, ph, ip, entry)
+		return false, res, err
+	case ledgerGoing:
+		return false, d.owner.report(ctx, drawNews{kind: newsEntryGoing, ph: ph, ip: ip, entry: entry}), nil
+	}
+	return false, phase.Next(), nil
+}
+
+// handOver hands ph over to a, in one patch: MetalLB, which rewrites a
+// Service's status on each change it sees, sees one.
+func (d draw) handOver(ctx context.Context, ph *corev1.Service, a *iadv1alpha1.IPAddress) (phase.Result, error) {
+	change := d.owner.handOver(ph, a)
+	if change == nil {
+		return phase.Next(), nil
+	}
+	ip := assignedIP(ph, d.f)
+	if err := d.patch(ctx, ph, change); err != nil {
+		return phase.Next(), fmt.Errorf("hand %s %s over to IPAddress %s: %w", d.what, ph.Name, a.Name, err)
+	}
+	return d.owner.report(ctx, drawNews{kind: newsHandedOver, ph: ph, ip: ip, entry: a}), nil
+}
+
+// giveBack deletes ph, exactly as the pass read it, which frees ip in
+// MetalLB for entry's owner; one already gone is no news.
+func (d draw) giveBack(ctx context.Context, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) (phase.Result, error) {
+	deleted, err := patch.Delete(ctx, d.Client, ph, true)
+	if err != nil {
+		return phase.Next(), fmt.Errorf("give back %s: delete placeholder %s: %w", ip, ph.Name, err)
+	}
+	if !deleted {
+		return phase.Next(), nil
+	}
+	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", d.f, "ip", ip,
+		"ipaddress", entry.Name, "placeholder", ph.Name)
+	allocationsTotal.WithLabelValues(d.class, string(d.f), resultReturned).Inc()
+	return d.owner.report(ctx, drawNews{kind: newsGaveBack, ph: ph, ip: ip, entry: entry}), nil
+}
+
+// patch patches a placeholder (patch.Meta), recorded in written if set.
+func (d draw) patch(ctx context.Context, ph *corev1.Service, change func()) error {
+	before := ph.ResourceVersion
+	if err := patch.Meta(ctx, d.Client, ph, change); err != nil {
+		return err
+	}
+	if d.written != nil && ph.ResourceVersion != before {
+		d.written.Wrote(client.ObjectKeyFromObject(ph).String(), before)
+	}
+	return nil
+}
+
+// drawnPlaceholders lists, without copies, the placeholders drawing from
+// a class and not handed over yet.
+func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class string) ([]corev1.Service, error) {
+	var phs corev1.ServiceList
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{index.PlaceholderDrawnByClass: class},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return phs.Items, nil
+}
+
+// heldByPlaceholder reports, from the cache, whether a placeholder
+// labelled with an address holds its IP, or, before the hand-over, the
+// allocation placeholder of the claim it is bound to.
+func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
+	return func(a *iadv1alpha1.IPAddress, ip string) bool {
+		lookups := []client.MatchingFields{{index.PlaceholderByAddress: a.Name}}
+		if ref := a.Spec.ClaimRef; ref != nil && ref.UID != "" {
+			lookups = append(lookups, client.MatchingFields{index.PlaceholderByClaimUID: ref.UID})
+		}
+		for _, m := range lookups {
+			var phs corev1.ServiceList
+			if err := c.List(ctx, &phs, client.InNamespace(namespace), m); err != nil {
+				return false
+			}
+			for i := range phs.Items {
+				if phs.Items[i].DeletionTimestamp == nil && assignedIP(&phs.Items[i], addressFamily(ip)) == ip {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// drawLocks serializes, per class, deciding that MetalLB can give the class
+// another address and creating the placeholder that asks: claim and warm
+// passes hold the lock from reading the ledger until the cache shows what
+// they created, so none decides from a cache missing another's draw.
 type drawLocks struct {
 	mu sync.Mutex
 	m  map[string]*sync.Mutex
 }
 
-// lock takes the class's lock and returns its release.
 func (l *drawLocks) lock(class string) func() {
 	l.mu.Lock()
 	if l.m == nil {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -97,6 +99,44 @@ func TestUnsettledAddress(t *testing.T) {
 			} else if assert.NotNil(t, got) {
 				assert.Equal(t, tt.want, got.Name)
 			}
+		})
+	}
+}
+
+func TestDecideDraw(t *testing.T) {
+	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"},
+		Spec: iadv1alpha1.IPAddressClassSpec{Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["192.0.2.0/30"]}`)}}}
+	ref := &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "a", UID: "u"}
+	available := testAddress("ip-192-0-2-1", "192.0.2.1", nil)
+	available.Status.Phase = iadv1alpha1.AddressAvailable
+	bound := testAddress("ip-192-0-2-2", "192.0.2.2", ref)
+	held := func(*iadv1alpha1.IPAddress, string) bool { return true }
+	unheld := func(*iadv1alpha1.IPAddress, string) bool { return false }
+	tests := []struct {
+		name  string
+		addrs []iadv1alpha1.IPAddress
+		drawn int
+		held  func(*iadv1alpha1.IPAddress, string) bool
+		want  drawDecision
+	}{
+		{"an empty class: draw", nil, 0, unheld, drawDecision{verdict: drawNow}},
+		{"an Available address: left to the core", []iadv1alpha1.IPAddress{bound, available}, 0, held,
+			drawDecision{verdict: drawLeftToCore, available: "ip-192-0-2-1"}},
+		{"the ledger and the draws fill the ranges", []iadv1alpha1.IPAddress{bound}, 3, held,
+			drawDecision{verdict: drawClassFull, used: 4, size: 4}},
+		{"an address of the ledger is unheld", []iadv1alpha1.IPAddress{bound}, 1, unheld,
+			drawDecision{verdict: drawLedgerUnsettled, unsettled: &bound}},
+		{"every address is held: draw", []iadv1alpha1.IPAddress{bound}, 2, held, drawDecision{verdict: drawNow}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decideDraw(class, iadv1alpha1.FamilyIPv4, tt.addrs, tt.drawn, tt.held)
+			if tt.want.unsettled != nil {
+				require.NotNil(t, got.unsettled)
+				assert.Equal(t, tt.want.unsettled.Name, got.unsettled.Name)
+				got.unsettled, tt.want.unsettled = nil, nil
+			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package claim
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -37,57 +35,15 @@ func init() {
 	metrics.Registry.MustRegister(allocationsTotal, claimsPending)
 }
 
-// pendingClaims tracks which claims still miss an address, to keep the
-// metallb_iad_claim_pending gauge exact as claims come and go; with quiet
-// set it reports no gauge (the set of claims blocked on their class).
-type pendingClaims struct {
-	mu      sync.Mutex
-	classOf map[types.NamespacedName]string
-	count   map[string]int
-	quiet   bool
-}
+// pendingClaims is the set of claims that still miss an address, kept to
+// keep the metallb_iad_claim_pending gauge exact as claims come and go.
+// Nothing decides on it or on the gauge.
+type pendingClaims struct{ claimSet }
 
 // set records whether the claim is pending, and under which class.
 func (p *pendingClaims) set(claim types.NamespacedName, class string, pending bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.classOf == nil {
-		p.classOf = map[types.NamespacedName]string{}
-		p.count = map[string]int{}
-	}
-	if old, ok := p.classOf[claim]; ok {
-		if pending && old == class {
-			return
-		}
-		delete(p.classOf, claim)
-		p.count[old]--
-		p.report(old)
-	}
-	if pending {
-		p.classOf[claim] = class
-		p.count[class]++
-		p.report(class)
-	}
-}
-
-func (p *pendingClaims) report(class string) {
-	if !p.quiet {
-		claimsPending.WithLabelValues(class).Set(float64(p.count[class]))
-	}
+	p.update(claim, class, pending, func(class string, n int) { claimsPending.WithLabelValues(class).Set(float64(n)) })
 }
 
 // forget drops a claim that is gone or no longer served.
 func (p *pendingClaims) forget(claim types.NamespacedName) { p.set(claim, "", false) }
-
-// of lists the claims recorded as pending under class.
-func (p *pendingClaims) of(class string) []types.NamespacedName {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []types.NamespacedName
-	for c, cl := range p.classOf {
-		if cl == class {
-			out = append(out, c)
-		}
-	}
-	return out
-}

@@ -5,29 +5,20 @@ import (
 	"time"
 )
 
-// giveBackPause is how long a claim waits, after giving back an address
-// MetalLB assigned its allocation placeholder, before it creates the
-// placeholder again; maxGiveBackPause bounds it as it doubles while MetalLB
-// keeps assigning the same address.
-//
-// The address given back is one the ledger records for someone else, often
-// a Service in a gap handoff whose hold was released a moment ago: MetalLB
-// gives the freed address to whichever of the two it processes first. A
-// placeholder created again at once (its name is the same, its uid is not)
-// races that Service in the very pass the deletion starts, and MetalLB,
-// whose cache still shows the old placeholder, fails its status update on
-// the new one and backs off every pending Service in the cluster. The
-// pause lets the pass run without the claim; a Service that stays blocked
-// for another reason costs one draw per pause, not one per second.
+// giveBackPause is how long a claim waits after a give-back before it
+// draws again, doubling up to maxGiveBackPause while MetalLB keeps
+// assigning the same address. The address is often a Service's in a gap
+// handoff; a placeholder created again at once (same name, new uid) races
+// that Service in the very pass the deletion starts, and MetalLB, whose
+// cache still shows the old placeholder, fails its status update and backs
+// off every pending Service in the cluster.
 const (
 	giveBackPause    = 2 * time.Second
 	maxGiveBackPause = time.Minute
 )
 
-// drawPauses remembers, per claim and family, when the claim gave back an
-// address, and until when it waits before it draws again. It is a pause,
-// not a decision: what a pass does is still derived from the cluster, and a
-// restart that loses it only makes the claim draw at once.
+// drawPauses remembers, per draw owner and family, the pause after a
+// give-back. It only delays: a restart that loses it draws at once.
 type drawPauses struct {
 	mu sync.Mutex
 	m  map[string]drawPause
@@ -67,7 +58,6 @@ func (p *drawPauses) gaveBack(key, ip string, now time.Time) time.Duration {
 	return d
 }
 
-// left returns how much of key's pause is left at now (0 if none).
 func (p *drawPauses) left(key string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -77,28 +67,23 @@ func (p *drawPauses) left(key string, now time.Time) time.Duration {
 	return 0
 }
 
-// forget drops key's pauses: the family was recorded.
 func (p *drawPauses) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, key)
 }
 
-// refillQuiet is how long a class's warm addresses must stay untaken before
-// the warm controller refills them, and refillMax how long a refill waits
-// at most. A burst of claims is bound to warm addresses by the core; a
-// refill started at the first binding competes with the rest of the burst
-// for the API server (and MetalLB's queue), and the burst is what the warm
-// addresses are for. Waiting until the burst has passed, or at most
-// refillMax, hands the refill the same work a moment later.
+// refillQuiet is how long a class's warm addresses must stay untaken
+// before they are refilled, refillMax how long a refill waits at most: a
+// refill started at a burst's first binding competes with the rest of the
+// burst for the API server and MetalLB's queue.
 const (
 	refillQuiet = 300 * time.Millisecond
 	refillMax   = 2 * time.Second
 )
 
-// refillDelays remembers, per class and family, since when the warm
-// controller has seen addresses missing and when the shortfall last grew.
-// Like drawPauses it only delays: a restart that loses it refills at once.
+// refillDelays remembers, per class and family, since when addresses are
+// missing and when the shortfall last grew. It only delays, as drawPauses.
 type refillDelays struct {
 	mu sync.Mutex
 	m  map[string]shortfall
@@ -110,9 +95,8 @@ type shortfall struct {
 }
 
 // wait records that key lacks n warm addresses at now and returns how long
-// its refill should still wait: until refillQuiet after the shortfall last
-// grew, and no longer than refillMax after it was first seen. When nothing
-// is left to wait the shortfall is forgotten, so the next one starts anew.
+// its refill still waits: refillQuiet after the shortfall last grew, at
+// most refillMax after it was first seen. Then the shortfall is forgotten.
 func (r *refillDelays) wait(key string, n int, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
 // placeholderGC deletes orphaned allocation placeholders: those whose claim
@@ -49,14 +50,14 @@ func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if claim, addr, err = g.related(ctx, g.APIReader, ph); err != nil || !isOrphan(ph, claim, addr) {
 		return ctrl.Result{}, err
 	}
-	err = g.Delete(ctx, ph, client.Preconditions{UID: &ph.UID, ResourceVersion: &ph.ResourceVersion})
-	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, nil
-	}
+	deleted, err := patch.Delete(ctx, g.Client, ph, true)
 	if err != nil {
 		// A conflict means the placeholder changed since the cache showed
 		// it (for example it was just handed over): look again.
-		return patch.OnConflict(ctx, conflictRetry, ctrl.Result{}, fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err))
+		return phase.Finish(ctx, ctrl.Result{}, fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err))
+	}
+	if !deleted {
+		return ctrl.Result{}, nil
 	}
 	log.FromContext(ctx).Info("deleted orphaned allocation placeholder: its claim is gone and it backs no IPAddress",
 		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[names.AnnotationClaimNamespace], ph.Annotations[names.AnnotationClaimName]),

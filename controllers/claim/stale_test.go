@@ -13,17 +13,10 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
-func TestQuotedAddresses(t *testing.T) {
-	assert.Equal(t, []string{"10.0.0.1"}, quotedAddresses(`Assigned IP ["10.0.0.1"]`))
-	assert.Equal(t, []string{"10.0.0.1", "fd00::1"}, quotedAddresses(`Assigned IP ["10.0.0.1","fd00::1"]`))
-	assert.Equal(t, []string{"fd00::1"}, quotedAddresses(`Assigned IP ["FD00:0::1"]`), "in the ledger's form")
-	assert.Empty(t, quotedAddresses(`Assigned IP []`))
-	assert.Empty(t, quotedAddresses(`pool "iad-a" has no free address`))
-}
-
-func TestStaleHolders(t *testing.T) {
+func TestFreeHolders(t *testing.T) {
 	v4, err := classparams.ParseAddressRange("10.77.3.0-10.77.3.7")
 	require.NoError(t, err)
 	v6, err := classparams.ParseAddressRange("fd00:77:3::/125")
@@ -36,7 +29,7 @@ func TestStaleHolders(t *testing.T) {
 	evs := []corev1.Event{
 		ev("warm-ipv4-a", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.0"]`),
 		ev("hold-ip-10-77-3-5", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.5"]`),
-		ev("alloc-ipv4-b", MetalLBAllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
+		ev("alloc-ipv4-b", stale.AllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
 		ev("other-pool", names.MetalLBIPAllocated, `Assigned IP ["10.99.0.1"]`),
 		ev("warm-ipv6-c", names.MetalLBIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
 		ev("dual", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
@@ -48,21 +41,21 @@ func TestStaleHolders(t *testing.T) {
 	ledger := map[string]bool{"10.77.3.5": true}
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "iad", Name: n} }
 
-	ips := func(m map[types.NamespacedName]assignment) map[types.NamespacedName]string {
+	ips := func(m map[types.NamespacedName]stale.Assignment) map[types.NamespacedName]string {
 		out := map[types.NamespacedName]string{}
 		for k, v := range m {
-			out[k] = v.ip
+			out[k] = v.IP
 		}
 		return out
 	}
 	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv4-a"): "10.77.3.0", key("dual"): "10.77.3.1",
 		{Namespace: "tenant-a", Name: "svc"}: "10.77.3.3"},
-		ips(staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges, ledger)),
+		ips(freeHolders(evs, iadv1alpha1.FamilyIPv4, ranges, ledger)),
 		"free IPv4 addresses of the class only: not the ledger's, not another pool's, not a refusal, "+
 			"not a Service an Event of another namespace names")
 	assert.Equal(t, map[types.NamespacedName]string{key("warm-ipv6-c"): "fd00:77:3::2", key("dual"): "fd00:77:3::1"},
-		ips(staleHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger)))
-	assert.Empty(t, staleHolders(evs, iadv1alpha1.FamilyIPv4, ranges,
+		ips(freeHolders(evs, iadv1alpha1.FamilyIPv6, ranges, ledger)))
+	assert.Empty(t, freeHolders(evs, iadv1alpha1.FamilyIPv4, ranges,
 		map[string]bool{"10.77.3.0": true, "10.77.3.1": true, "10.77.3.3": true, "10.77.3.5": true}), "every address in the ledger")
 }
 
@@ -121,4 +114,27 @@ func TestClearedSince(t *testing.T) {
 		"a clear since the refusal or the last poke")
 	assert.Empty(t, clearedSince(refused, t0, t0.Add(-time.Second)), "the last clear came before the refusal")
 	assert.Empty(t, clearedSince(refused, t0, time.Time{}), "nothing cleared yet")
+}
+
+func TestRefusalWait(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	poked := func(at time.Time) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{names.AnnotationMetalLBRetry: at.Format(time.RFC3339Nano)}}}
+	}
+	never := &corev1.Service{}
+	for _, tc := range []struct {
+		name    string
+		refused []*corev1.Service
+		now     time.Time
+		want    time.Duration
+	}{
+		{"refused a moment ago", []*corev1.Service{never}, t0.Add(3 * time.Second), staleWait - 3*time.Second},
+		{"refused long ago", []*corev1.Service{never}, t0.Add(time.Minute), staleWait - time.Minute},
+		{"poked a moment ago", []*corev1.Service{never, poked(t0.Add(55 * time.Second))}, t0.Add(time.Minute), staleWait - 5*time.Second},
+		{"poked long ago", []*corev1.Service{poked(t0.Add(time.Second))}, t0.Add(time.Minute), staleWait - 59*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, refusalWait(tc.refused, t0, tc.now))
+		})
+	}
 }

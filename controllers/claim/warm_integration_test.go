@@ -3,7 +3,6 @@ package claim
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,27 +11,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // warmClass creates a class of this driver with warm reservations over
-// cidr, and its MetalLB pool.
+// cidr, and its MetalLB pool; when the test ends, they go with what the
+// class left.
 func warmClass(t *testing.T, cidr string, warm int) *iadv1alpha1.IPAddressClass {
 	t.Helper()
-	c := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "warm-" + rand.String(6)},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"addresses":[%q],"warmAddresses":%d}`, cidr, warm)}},
-	}
-	require.NoError(t, k.Create(ctx, c))
-	pool(t, c.Name, cidr)
+	c := cluster.Class("warm-"+rand.String(6), iadv1alpha1.ReclaimDelete, fmt.Sprintf(`{"addresses":[%q],"warmAddresses":%d}`, cidr, warm))
+	suite.Create(t, c)
+	suite.CreateForTest(t, fixture.Pool(c.Name, cidr))
 	t.Cleanup(func() {
 		_ = k.Delete(ctx, c)
 		cleanupClass(c.Name)
@@ -59,29 +54,12 @@ func cleanupClass(class string) {
 	}
 }
 
-func addressesOfClass(t require.TestingT, class string) []iadv1alpha1.IPAddress {
-	var l iadv1alpha1.IPAddressList
-	require.NoError(t, k.List(ctx, &l))
-	var out []iadv1alpha1.IPAddress
-	for _, a := range l.Items {
-		if a.Spec.ClassName == class {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // boundEntry creates an IPAddress of class for ip, bound to the claim
 // ns/claim, as the ledger would record it, and deletes it after the test.
 func boundEntry(t *testing.T, class, ip, ns, claim string) *iadv1alpha1.IPAddress {
 	t.Helper()
-	a := &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-" + strings.ReplaceAll(ip, ".", "-")},
-		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: class,
-			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim},
-			Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
-	}
-	require.NoError(t, k.Create(ctx, a))
+	a := fixture.IPAddress(t, class, ip, &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim})
+	suite.Create(t, a)
 	t.Cleanup(func() { deleteAddress(a) })
 	return a
 }
@@ -90,7 +68,7 @@ func boundEntry(t *testing.T, class, ip, ns, claim string) *iadv1alpha1.IPAddres
 // deleted.
 func warmOf(t require.TestingT, class string) []iadv1alpha1.IPAddress {
 	var out []iadv1alpha1.IPAddress
-	for _, a := range addressesOfClass(t, class) {
+	for _, a := range suite.AddressesOfClass(t, class) {
 		if a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil && a.Status.Phase == iadv1alpha1.AddressAvailable {
 			out = append(out, a)
 		}
@@ -104,7 +82,7 @@ func warmOf(t require.TestingT, class string) []iadv1alpha1.IPAddress {
 // their own; the driver refills; lowering the target drops the surplus and
 // never a bound address.
 func TestWarmReservations(t *testing.T) {
-	cluster.StartController(t, core.Controller, clu.Config, phNS)
+	suite.StartCore(t)
 
 	ns := namespace(t)
 	cl := warmClass(t, "10.10.30.0/28", 3)
@@ -112,7 +90,7 @@ func TestWarmReservations(t *testing.T) {
 	// Three warm addresses, each recorded like a claim's, bound to nobody.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		require.Len(ct, warmOf(ct, cl.Name), 3)
-	}, timeout, tick, "the class never gets its three warm addresses")
+	}, fixture.Timeout, fixture.Tick, "the class never gets its three warm addresses")
 	for _, a := range warmOf(t, cl.Name) {
 		assert.Equal(t, "true", a.Labels[names.LabelWarm])
 		assert.NotNil(t, a.Spec.Source.FromClass)
@@ -125,7 +103,9 @@ func TestWarmReservations(t *testing.T) {
 		assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
 		assert.Equal(t, a.Spec.Address, ph.Annotations[names.MetalLBLoadBalancerIPs])
 		assert.True(t, ownedByAddress(&ph, a.Name))
-		assert.Equal(t, []corev1.LoadBalancerIngress{{IP: a.Spec.Address, IPMode: ph.Status.LoadBalancer.Ingress[0].IPMode}}, ph.Status.LoadBalancer.Ingress)
+		if assert.Len(t, ph.Status.LoadBalancer.Ingress, 1, "placeholder %s holds exactly the warm address", ph.Name) {
+			assert.Equal(t, a.Spec.Address, ph.Status.LoadBalancer.Ingress[0].IP)
+		}
 	}
 	warmNames := map[string]bool{}
 	for _, a := range warmOf(t, cl.Name) {
@@ -140,7 +120,7 @@ func TestWarmReservations(t *testing.T) {
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(c), cur))
 			require.Equal(ct, iadv1alpha1.ClaimBound, cur.Status.Phase)
-		}, timeout, tick, "claim %s is never Bound", c.Name)
+		}, fixture.Timeout, fixture.Tick, "claim %s is never Bound", c.Name)
 		require.Len(t, cur.Status.Addresses, 1)
 		assert.True(t, warmNames[cur.Status.Addresses[0].Name], "claim %s is bound to a warm address, got %s", c.Name, cur.Status.Addresses[0].Name)
 		err := k.Get(ctx, placeholderKey(c, iadv1alpha1.FamilyIPv4), &corev1.Service{})
@@ -150,8 +130,8 @@ func TestWarmReservations(t *testing.T) {
 	// The driver refills: three warm again, five addresses in all.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		require.Len(ct, warmOf(ct, cl.Name), 3)
-		require.Len(ct, addressesOfClass(ct, cl.Name), 5)
-	}, timeout, tick, "the warm addresses are never refilled")
+		require.Len(ct, suite.AddressesOfClass(ct, cl.Name), 5)
+	}, fixture.Timeout, fixture.Tick, "the warm addresses are never refilled")
 
 	// Lowering the target deletes surplus warm addresses, never a bound one.
 	orig := cl.DeepCopy()
@@ -159,7 +139,7 @@ func TestWarmReservations(t *testing.T) {
 	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		require.Len(ct, warmOf(ct, cl.Name), 1)
-	}, timeout, tick, "the surplus is never dropped")
+	}, fixture.Timeout, fixture.Tick, "the surplus is never dropped")
 	for _, c := range []*iadv1alpha1.IPAddressClaim{c1, c2} {
 		addrs := addressesOf(t, c)
 		require.Len(t, addrs, 1)
@@ -168,7 +148,7 @@ func TestWarmReservations(t *testing.T) {
 	// Dropped ones carry a deletion timestamp until the IPAddress
 	// controller (not running here) tears them down.
 	var deleting []string
-	for _, a := range addressesOfClass(t, cl.Name) {
+	for _, a := range suite.AddressesOfClass(t, cl.Name) {
 		if a.DeletionTimestamp != nil {
 			deleting = append(deleting, a.Name)
 		}
@@ -198,14 +178,14 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		n := 0
-		for _, a := range addressesOfClass(ct, cl.Name) {
+		for _, a := range suite.AddressesOfClass(ct, cl.Name) {
 			if a.Spec.ClaimRef == nil {
 				n++
 			}
 		}
 		require.Equal(ct, 3, n)
-	}, timeout, tick, "the class never gets the three warm addresses that fit")
-	eventually(t, cl, ReasonWarmPoolFull)
+	}, fixture.Timeout, fixture.Tick, "the class never gets the three warm addresses that fit")
+	suite.WaitEvent(t, fixture.Of(cl), ReasonWarmPoolFull)
 	// Every warm placeholder of the class is handed over (a fourth would
 	// wait for MetalLB forever).
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -214,23 +194,15 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 		for _, ph := range phs.Items {
 			require.NotEqual(ct, cl.Name, ph.Annotations[names.AnnotationClass], "warm placeholder %s of the full class still waits", ph.Name)
 		}
-	}, timeout, tick, "a warm placeholder of the full class waits for MetalLB")
+	}, fixture.Timeout, fixture.Tick, "a warm placeholder of the full class waits for MetalLB")
 }
 
 // plainPinned creates a Service that MetalLB gives ip from pool.
 func plainPinned(t *testing.T, ns, pool, ip string) {
 	t.Helper()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken", Annotations: map[string]string{
-			names.MetalLBAddressPool: pool, names.MetalLBLoadBalancerIPs: ip}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
-	}
-	require.NoError(t, k.Create(ctx, svc))
-	t.Cleanup(func() { _ = k.Delete(ctx, svc) })
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		require.NoError(ct, k.Get(ctx, client.ObjectKeyFromObject(svc), svc))
-		require.NotEmpty(ct, svc.Status.LoadBalancer.Ingress)
-	}, timeout, tick, "MetalLB never gives %s to the plain Service", ip)
+	svc := fixture.LoadBalancer(ns, "taken", map[string]string{names.MetalLBAddressPool: pool, names.MetalLBLoadBalancerIPs: ip})
+	suite.CreateForTest(t, svc)
+	suite.WaitIngress(t, svc, ip)
 }
 
 // TestWarmGiveBackPauses: MetalLB hands a warm placeholder an address the
@@ -252,24 +224,44 @@ func TestWarmGiveBackPauses(t *testing.T) {
 	cl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"addresses":["10.10.33.0/30"],"warmAddresses":1}`)}
 	require.NoError(t, k.Patch(ctx, cl, client.MergeFrom(orig)))
 
-	returned := func(t require.TestingT) int {
-		var evs corev1.EventList
-		require.NoError(t, k.List(ctx, &evs, client.InNamespace("default")))
-		n := 0
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == cl.Name && e.Reason == ReasonWarmReturned {
-				n += max(int(e.Count), 1)
+	// The give-backs, from the class's Events: the same message each time,
+	// so one Event counted again at each repeat, whose first and last times
+	// span the pauses between them.
+	returned := func(t require.TestingT) (n int, span time.Duration) {
+		var first, last time.Time
+		for _, e := range suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: cl.Name}, ReasonWarmReturned) {
+			n += max(int(e.Count), 1)
+			if first.IsZero() || e.FirstTimestamp.Time.Before(first) {
+				first = e.FirstTimestamp.Time
+			}
+			if last.Before(e.LastTimestamp.Time) {
+				last = e.LastTimestamp.Time
 			}
 		}
-		return n
+		return n, last.Sub(first)
 	}
+	// Given back at 0 s, then after pauses of 2 s and 4 s: a third time
+	// shows the controller draws again after each pause. However late the
+	// test looks, n give-backs take at least the n-1 pauses before them
+	// (less a second: Event times are whole seconds); sooner means a pause
+	// was cut short.
+	var n int
+	var span time.Duration
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Positive(ct, returned(ct))
-	}, timeout, tick, "MetalLB hands a warm placeholder the attached address and the driver gives it back")
-	time.Sleep(7 * time.Second)
-	// Given back at 0 s, then after pauses of 2 s and 4 s: three times, and
-	// a fourth would mean a pause was cut short.
-	n := returned(t)
-	assert.GreaterOrEqual(t, n, 2, "the warm controller draws again after its pause")
-	assert.LessOrEqual(t, n, 3, "the warm controller pauses between draws of an address it gave back")
+		n, span = returned(ct)
+		assert.GreaterOrEqual(ct, n, 3)
+	}, fixture.Timeout, fixture.Tick, "MetalLB hands a warm placeholder the attached address, the driver gives it back and draws again after each pause")
+	assert.GreaterOrEqual(t, span, pausesBefore(n)-time.Second,
+		"the warm controller pauses between draws of an address it gave back: %d give-backs in %s", n, span)
+}
+
+// pausesBefore is how long n give-backs of one address in a row take at
+// the least: the pauses between them, doubling from giveBackPause up to
+// maxGiveBackPause.
+func pausesBefore(n int) time.Duration {
+	var total time.Duration
+	for i, d := 1, giveBackPause; i < n; i, d = i+1, min(2*d, maxGiveBackPause) {
+		total += d
+	}
+	return total
 }

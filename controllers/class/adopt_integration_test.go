@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestAdoptOverlapsLivePool: a class overlapping a pool the driver did not
@@ -38,15 +40,14 @@ func TestAdoptOverlapsLivePool(t *testing.T) {
 
 	waitPool(t, on.Name, "203.0.113.168/29")
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		events, err := classEvents(ctx, on.Name, ReasonOverlapsLivePool)
-		require.NoError(t, err)
+		events := suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: on.Name}, ReasonOverlapsLivePool)
 		require.Len(t, events, 1)
 		assert.Equal(t, corev1.EventTypeWarning, events[0].Type)
 		for _, part := range []string{"203.0.113.168/29", "IPAddressPool live-plain (not rendered by this driver)",
 			"rendered " + mlbNS + "/iad-adopt-overlap-on anyway because adoptExisting is on", "remove the class's ranges from live-plain"} {
 			assert.Contains(t, events[0].Message, part)
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	waitEvent(t, other.Name, corev1.EventTypeWarning, ReasonOverlappingRanges,
 		`addresses 203.0.113.172/30 overlap 203.0.113.168/29 of the older class "adopt-overlap-on"; refusing to render overlapping ranges`)

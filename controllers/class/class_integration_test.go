@@ -2,10 +2,8 @@ package class
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +25,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The integration suite runs the class controller in-process, as its own
@@ -40,61 +38,20 @@ import (
 // no two tests' classes overlap.
 
 var (
-	c *cluster.Cluster
-	// stopManager stops the running manager and waits for it to end.
-	stopManager func()
+	suite *fixture.Suite
+	c     *cluster.Cluster
 )
 
 const (
 	mlbNS     = cluster.MetalLBNamespace
 	serviceNS = "class-it"
-	timeout   = 30 * time.Second
 	gcTimeout = 90 * time.Second
-	tick      = 100 * time.Millisecond
 )
 
-func TestMain(m *testing.M) { cluster.Main(m, run) }
-
-func run(m *testing.M) (int, error) {
-	ctx := context.Background()
-	var err error
-	if c, err = cluster.StartForDriver(ctx, cluster.Options{}, serviceNS); err != nil {
-		return 0, err
-	}
-	defer c.Stop()
-	if stopManager, err = startManager(); err != nil {
-		return 0, err
-	}
-	code := m.Run()
-	stopManager()
-	return code, nil
-}
-
-// startManager runs the class controller in a new manager, as the
-// metallb-iad-class ServiceAccount, and returns a function that stops it.
-func startManager() (func(), error) {
-	cfg := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class")
-	// The restart test runs a second manager in this process
-	// (ControllerOptions allows it).
-	mgr, err := Controller.NewManager(cfg, cluster.ControllerOptions(cluster.DriverNamespace))
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, timeout)
-	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		cancel()
-		return nil, errors.Join(errors.New("the manager's cache did not sync"), <-done)
-	}
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}, nil
+func TestMain(m *testing.M) {
+	fixture.Main(m, fixture.Options{Controller: Controller, Namespaces: []string{serviceNS}}, func(s *fixture.Suite) {
+		suite, c = s, s.Cluster
+	})
 }
 
 // --- helpers ---
@@ -105,12 +62,9 @@ func params(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: 
 // deletes it when the test ends.
 func createClass(t *testing.T, name, provisioner, raw string) *iadv1alpha1.IPAddressClass {
 	t.Helper()
-	cl := &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: provisioner, Parameters: params(raw)},
-	}
-	require.NoError(t, c.Client.Create(context.Background(), cl))
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), cl) })
+	cl := cluster.Class(name, "", raw)
+	cl.Spec.Provisioner = provisioner
+	suite.CreateForTest(t, cl)
 	return cl
 }
 
@@ -138,12 +92,7 @@ func key(class string) types.NamespacedName {
 // waitPool waits until the class's pool holds exactly addresses and returns it.
 func waitPool(t *testing.T, class string, addresses ...string) *metallbv1beta1.IPAddressPool {
 	t.Helper()
-	pool := &metallbv1beta1.IPAddressPool{}
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		require.NoError(t, c.Client.Get(context.Background(), key(class), pool))
-		assert.Equal(t, addresses, pool.Spec.Addresses)
-	}, timeout, tick, "pool %s holds %v", names.PoolName(class), addresses)
-	return pool
+	return waitPoolWithin(t, class, fixture.Timeout, addresses...)
 }
 
 func waitL2(t *testing.T, class string) *metallbv1beta1.L2Advertisement {
@@ -151,35 +100,15 @@ func waitL2(t *testing.T, class string) *metallbv1beta1.L2Advertisement {
 	adv := &metallbv1beta1.L2Advertisement{}
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		require.NoError(t, c.Client.Get(context.Background(), key(class), adv))
-	}, timeout, tick, "L2Advertisement %s exists", names.PoolName(class))
+	}, fixture.Timeout, fixture.Tick, "L2Advertisement %s exists", names.PoolName(class))
 	return adv
-}
-
-func waitGone(t *testing.T, obj client.Object, within time.Duration) {
-	t.Helper()
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-		assert.True(t, apierrors.IsNotFound(err), "%T %s still exists (err %v)", obj, obj.GetName(), err)
-	}, within, tick)
-}
-
-// classEvents returns the Events on a class with the given reason, oldest first.
-func classEvents(ctx context.Context, class, reason string) ([]corev1.Event, error) {
-	var list corev1.EventList
-	err := c.Client.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault), client.MatchingFields{
-		"involvedObject.kind": "IPAddressClass",
-		"involvedObject.name": class,
-		"reason":              reason,
-	})
-	return list.Items, err
 }
 
 // waitEvent waits for an Event on the class with exactly this type, reason and message.
 func waitEvent(t *testing.T, class, typ, reason, message string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		events, err := classEvents(context.Background(), class, reason)
-		require.NoError(t, err)
+		events := suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: class}, reason)
 		var messages []string
 		for _, e := range events {
 			if e.Type == typ {
@@ -187,38 +116,20 @@ func waitEvent(t *testing.T, class, typ, reason, message string) {
 			}
 		}
 		assert.Contains(t, messages, message)
-	}, timeout, tick, "%s Event %s on class %s", typ, reason, class)
+	}, fixture.Timeout, fixture.Tick, "%s Event %s on class %s", typ, reason, class)
 }
 
 // loadBalancer creates a single-stack LoadBalancer Service drawing from pool
 // and returns the address MetalLB assigns it.
 func loadBalancer(t *testing.T, name, pool string, family corev1.IPFamily) netip.Addr {
 	t.Helper()
-	ctx := context.Background()
-	svc := &corev1.Service{
-		// The grant label, as the driver sets it: the class pools admit
-		// only Services carrying it.
-		ObjectMeta: metav1.ObjectMeta{Namespace: serviceNS, Name: name, Annotations: map[string]string{names.MetalLBAddressPool: pool},
-			Labels: map[string]string{names.LabelGrant: strings.TrimPrefix(pool, names.PoolName(""))}},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			IPFamilies:                    []corev1.IPFamily{family},
-			IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
-			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	require.NoError(t, c.Client.Create(ctx, svc))
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), svc) })
-	var ip netip.Addr
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		got := &corev1.Service{}
-		require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(svc), got))
-		require.Len(t, got.Status.LoadBalancer.Ingress, 1)
-		var err error
-		ip, err = netip.ParseAddr(got.Status.LoadBalancer.Ingress[0].IP)
-		require.NoError(t, err)
-	}, timeout, tick, "MetalLB assigns Service %s an address from %s", name, pool)
+	svc := fixture.LoadBalancer(serviceNS, name, map[string]string{names.MetalLBAddressPool: pool}, family)
+	// The grant label, as the driver sets it: the class pools admit only
+	// Services carrying it.
+	svc.Labels = map[string]string{names.LabelGrant: strings.TrimPrefix(pool, names.PoolName(""))}
+	suite.CreateForTest(t, svc)
+	ip, err := netip.ParseAddr(suite.WaitAssigned(t, svc))
+	require.NoError(t, err)
 	return ip
 }
 
@@ -228,7 +139,7 @@ func waitSeries(t *testing.T, vec *prometheus.GaugeVec, class string, want map[s
 	t.Helper()
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, want, series(vec, of(class)))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 func inRange(t *testing.T, ip netip.Addr, r string) {
@@ -266,7 +177,7 @@ func TestRenderL2(t *testing.T) {
 
 	waitEvent(t, cl.Name, corev1.EventTypeNormal, ReasonRendered,
 		"IPAddressPool metallb-system/iad-render-l2 with 192.0.2.0/28, announced by L2Advertisement iad-render-l2: created IPAddressPool iad-render-l2, created L2Advertisement iad-render-l2")
-	assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(cl.Name)))
+	waitSeries(t, renderedClasses, cl.Name, map[string]float64{"": 1})
 	waitSeries(t, classAddresses, cl.Name, map[string]float64{"family=IPv4 ": 16, "family=IPv6 ": 0})
 
 	ip := loadBalancer(t, "render-l2", "iad-render-l2", corev1.IPv4Protocol)
@@ -342,7 +253,7 @@ func TestDriftRepair(t *testing.T) {
 		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
 		assert.Equal(t, ptr.To(false), got.Spec.AutoAssign)
 		assert.Equal(t, uid, got.UID)
-	}, timeout, tick, "the hand edit of the pool is reverted")
+	}, fixture.Timeout, fixture.Tick, "the hand edit of the pool is reverted")
 
 	// Stripped labels come back, and an older version's owner reference to
 	// the class is dropped; a foreign label stays.
@@ -358,7 +269,7 @@ func TestDriftRepair(t *testing.T) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.Equal(t, map[string]string{"team": "net", LabelManagedBy: ManagedBy, LabelClass: cl.Name}, got.Labels)
 		assert.Empty(t, got.OwnerReferences)
-	}, timeout, tick, "labels are restored and the class's owner reference dropped")
+	}, fixture.Timeout, fixture.Tick, "labels are restored and the class's owner reference dropped")
 
 	// A deleted advertisement is recreated; a hand edit of it is reverted.
 	adv := waitL2(t, cl.Name)
@@ -368,7 +279,7 @@ func TestDriftRepair(t *testing.T) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.NotEqual(t, adv.UID, got.UID, "a new advertisement")
 		assert.Equal(t, []string{"iad-drift"}, got.Spec.IPAddressPools)
-	}, timeout, tick, "the deleted advertisement is recreated")
+	}, fixture.Timeout, fixture.Tick, "the deleted advertisement is recreated")
 	adv = waitL2(t, cl.Name)
 	orig2 := adv.DeepCopy()
 	adv.Spec.IPAddressPools = nil
@@ -378,7 +289,7 @@ func TestDriftRepair(t *testing.T) {
 		got := &metallbv1beta1.L2Advertisement{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.Equal(t, metallbv1beta1.L2AdvertisementSpec{IPAddressPools: []string{"iad-drift"}}, got.Spec)
-	}, timeout, tick, "the hand edit of the advertisement is reverted")
+	}, fixture.Timeout, fixture.Tick, "the hand edit of the advertisement is reverted")
 
 	// A deleted pool is recreated.
 	pool = &metallbv1beta1.IPAddressPool{}
@@ -389,7 +300,7 @@ func TestDriftRepair(t *testing.T) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.NotEqual(t, pool.UID, got.UID)
 		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
-	}, timeout, tick, "the deleted pool is recreated")
+	}, fixture.Timeout, fixture.Tick, "the deleted pool is recreated")
 }
 
 // TestClassDeletion deletes a class no address is recorded under: its pool
@@ -399,27 +310,20 @@ func TestClassDeletion(t *testing.T) {
 	pool := waitPool(t, cl.Name, "192.0.2.96/28")
 	adv := waitL2(t, cl.Name)
 	require.NoError(t, c.Client.Delete(context.Background(), cl))
-	waitGone(t, pool, gcTimeout)
-	waitGone(t, adv, gcTimeout)
+	suite.WaitGone(t, gcTimeout, pool)
+	suite.WaitGone(t, gcTimeout, adv)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Empty(t, series(renderedClasses, of(cl.Name)))
 		assert.Empty(t, series(classAddresses, of(cl.Name)))
-	}, timeout, tick, "the class's metrics are dropped")
+	}, fixture.Timeout, fixture.Tick, "the class's metrics are dropped")
 }
 
 // ledgerAddress creates an IPAddress of a class, as a driver records one.
 func ledgerAddress(t *testing.T, class, ip string) *iadv1alpha1.IPAddress {
 	t.Helper()
-	addr, err := names.ParseAddress(ip)
-	require.NoError(t, err)
-	name, err := names.AddressName(addr)
-	require.NoError(t, err)
-	a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: iadv1alpha1.IPAddressSpec{
-		Address: ip, ClassName: class, ReclaimPolicy: iadv1alpha1.ReclaimRetain,
-		Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
-	}}
-	require.NoError(t, c.Client.Create(context.Background(), a))
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), a) })
+	a := fixture.IPAddress(t, class, ip, nil)
+	a.Spec.ReclaimPolicy = iadv1alpha1.ReclaimRetain
+	suite.CreateForTest(t, a)
 	return a
 }
 
@@ -450,7 +354,7 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 			l2 := &metallbv1beta1.L2Advertisement{}
 			require.NoError(t, c.Client.Get(ctx, key(cl.Name), l2))
 			assert.Equal(t, adv.UID, l2.UID, "the same advertisement")
-		}, timeout, tick, msg)
+		}, fixture.Timeout, fixture.Tick, msg)
 	}
 	waitRetained("the pool is narrowed to the class's addresses", "192.0.2.161/32", "2001:db8:16::5/128")
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
@@ -461,13 +365,10 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 			found = found || (e.InvolvedObject.UID == pool.UID && e.Reason == ReasonRetained)
 		}
 		assert.True(t, found, "a Retained Event on the pool")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// A restart keeps it as it is.
-	stopManager()
-	var err error
-	stopManager, err = startManager()
-	require.NoError(t, err)
+	suite.Restart(t, nil)
 	waitRetained("a restarted controller keeps the pool", "192.0.2.161/32", "2001:db8:16::5/128")
 
 	// The class is created again: it takes the same objects over.
@@ -479,7 +380,7 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 		assert.Equal(t, []string{"192.0.2.160/28", "2001:db8:16::/120"}, got.Spec.Addresses)
 		assert.True(t, got.Spec.AvoidBuggyIPs)
 		assert.NotContains(t, got.Annotations, AnnotationRetained)
-	}, timeout, tick, "the class created again takes the pool over")
+	}, fixture.Timeout, fixture.Tick, "the class created again takes the pool over")
 
 	// Deleted again: narrowed as the addresses go, withdrawn with the last.
 	require.NoError(t, c.Client.Delete(ctx, cl))
@@ -487,8 +388,8 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 	require.NoError(t, c.Client.Delete(ctx, a1))
 	waitRetained("narrowed to the address left", "2001:db8:16::5/128")
 	require.NoError(t, c.Client.Delete(ctx, a2))
-	waitGone(t, pool, timeout)
-	waitGone(t, adv, timeout)
+	suite.WaitGone(t, fixture.Timeout, pool)
+	suite.WaitGone(t, fixture.Timeout, adv)
 	_ = outside
 }
 
@@ -505,7 +406,7 @@ func TestBGP(t *testing.T) {
 	bgp := &metallbv1beta1.BGPAdvertisement{}
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), bgp))
-	}, timeout, tick, "the BGPAdvertisement is rendered")
+	}, fixture.Timeout, fixture.Tick, "the BGPAdvertisement is rendered")
 	wantMeta(t, bgp, cl)
 	assert.Equal(t, metallbv1beta1.BGPAdvertisementSpec{
 		IPAddressPools:      []string{"iad-bgp"},
@@ -515,7 +416,7 @@ func TestBGP(t *testing.T) {
 		AggregationLength:   ptr.To[int32](28),
 		AggregationLengthV6: ptr.To[int32](120),
 	}, bgp.Spec)
-	waitGone(t, l2, timeout)
+	suite.WaitGone(t, fixture.Timeout, l2)
 	waitEvent(t, cl.Name, corev1.EventTypeNormal, ReasonRendered,
 		"IPAddressPool metallb-system/iad-bgp with 192.0.2.128/28, announced by BGPAdvertisement iad-bgp: created BGPAdvertisement iad-bgp, removed L2Advertisement iad-bgp")
 	got := &metallbv1beta1.IPAddressPool{}
@@ -531,8 +432,8 @@ func TestBGP(t *testing.T) {
 		adv := &metallbv1beta1.L2Advertisement{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), adv))
 		assert.Equal(t, metallbv1beta1.L2AdvertisementSpec{IPAddressPools: []string{"iad-bgp"}, Interfaces: []string{"eth0"}}, adv.Spec)
-	}, timeout, tick, "the L2Advertisement is rendered again")
-	waitGone(t, bgp, timeout)
+	}, fixture.Timeout, fixture.Tick, "the L2Advertisement is rendered again")
+	suite.WaitGone(t, fixture.Timeout, bgp)
 }
 
 // TestOtherProvisioner: a class of another driver renders nothing, and
@@ -558,16 +459,15 @@ func TestOtherProvisioner(t *testing.T) {
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), bystander) })
 
 	createClass(t, "foreign", "other.example.com", `{"addresses": ["192.0.2.192/28"]}`)
-	waitGone(t, stalePool, timeout)
-	waitGone(t, staleAdv, timeout)
+	suite.WaitGone(t, fixture.Timeout, stalePool)
+	suite.WaitGone(t, fixture.Timeout, staleAdv)
 
 	// Nothing is rendered for it, and the bystander stays.
 	assert.Never(t, func() bool {
 		return !apierrors.IsNotFound(c.Client.Get(ctx, key("foreign"), &metallbv1beta1.IPAddressPool{})) ||
 			c.Client.Get(ctx, key("foreign"), &metallbv1beta1.L2Advertisement{}) != nil
-	}, 2*time.Second, tick)
-	events, err := classEvents(ctx, "foreign", ReasonRendered)
-	require.NoError(t, err)
+	}, 2*time.Second, fixture.Tick)
+	events := suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: "foreign"}, ReasonRendered)
 	assert.Empty(t, events)
 	assert.Empty(t, series(renderedClasses, of("foreign")))
 	assert.Empty(t, series(refusedClasses, of("foreign")))
@@ -582,16 +482,12 @@ func TestRestart(t *testing.T) {
 	adv := &metallbv1beta1.BGPAdvertisement{}
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), adv))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	// Let MetalLB settle the pool's status before taking the resourceVersion.
 	inRange(t, loadBalancer(t, "restart", "iad-restart", corev1.IPv4Protocol), "192.0.2.160/28")
 	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
 
-	stopManager()
-	forget(cl.Name) // the new manager must set the series again
-	var err error
-	stopManager, err = startManager()
-	require.NoError(t, err)
+	suite.Restart(t, func() { forget(cl.Name) }) // the new manager must set the series again
 
 	// The new controller reconciled the class.
 	waitSeries(t, renderedClasses, cl.Name, map[string]float64{"": 1})
@@ -604,8 +500,7 @@ func TestRestart(t *testing.T) {
 	require.NoError(t, c.Client.Get(ctx, key(cl.Name), gotAdv))
 	assert.Equal(t, adv.UID, gotAdv.UID)
 	assert.Equal(t, adv.ResourceVersion, gotAdv.ResourceVersion, "the advertisement was not written")
-	events, err := classEvents(ctx, cl.Name, ReasonRendered)
-	require.NoError(t, err)
+	events := suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: cl.Name}, ReasonRendered)
 	assert.Len(t, events, 1, "only the first rendering changed anything")
 }
 
@@ -666,11 +561,11 @@ func TestBadParameters(t *testing.T) {
 				got := &metallbv1beta1.IPAddressPool{}
 				require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 				assert.True(t, got.Spec.AvoidBuggyIPs)
-			}, timeout, tick)
+			}, fixture.Timeout, fixture.Tick)
 			require.EventuallyWithT(t, func(t *assert.CollectT) {
 				assert.Empty(t, series(refusedClasses, of(cl.Name)))
 				assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(cl.Name)))
-			}, timeout, tick, "the refusal is cleared")
+			}, fixture.Timeout, fixture.Tick, "the refusal is cleared")
 		})
 	}
 }
@@ -836,14 +731,15 @@ func TestOverlap(t *testing.T) {
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, map[string]float64{"": 1}, series(renderedClasses, of(later.Name)))
 		assert.Empty(t, series(refusedClasses, of(later.Name)))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
-func waitPoolWithin(t *testing.T, class string, within time.Duration, addresses ...string) {
+func waitPoolWithin(t *testing.T, class string, within time.Duration, addresses ...string) *metallbv1beta1.IPAddressPool {
 	t.Helper()
+	pool := &metallbv1beta1.IPAddressPool{}
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		pool := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, c.Client.Get(context.Background(), key(class), pool))
 		assert.Equal(t, addresses, pool.Spec.Addresses)
-	}, within, tick, "pool %s holds %v", names.PoolName(class), addresses)
+	}, within, fixture.Tick, "pool %s holds %v", names.PoolName(class), addresses)
+	return pool
 }

@@ -14,13 +14,12 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
+// Labels of every object the class controller renders: LabelManagedBy
+// set to ManagedBy, and LabelClass naming its class.
 const (
-	// LabelManagedBy marks every object the class controller renders.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedBy is the value of LabelManagedBy on rendered objects.
-	ManagedBy = "metallb-iad"
-	// LabelClass names the class a rendered pool or advertisement belongs to.
-	LabelClass = names.Domain + "class"
+	ManagedBy      = "metallb-iad"
+	LabelClass     = names.Domain + "class"
 )
 
 // DefaultAggregationLength and DefaultAggregationLengthV6 are MetalLB's
@@ -36,17 +35,15 @@ func RenderedLabels(class string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedBy, LabelClass: class}
 }
 
-// AnnotationRetained, on a pool whose class is gone, says why the pool is
-// still there: the addresses recorded under the class name that it keeps
-// serving until they are released.
+// AnnotationRetained, on a pool whose class is gone, names the addresses
+// recorded under the class name that it keeps serving until released.
 const AnnotationRetained = names.Domain + "retained-for"
 
 // Render returns the MetalLB objects for a class: the IPAddressPool
-// iad-<class> (never auto-assigned, so only Services that ask for the pool
-// draw from it) and one advertisement of the same name selecting only that
-// pool, an L2Advertisement or a BGPAdvertisement as the parameters say.
-// Both carry RenderedLabels and no owner reference: they outlive the class
-// for as long as addresses recorded under its name exist (Retained).
+// iad-<class>, never auto-assigned so that only Services asking for it draw
+// from it, and one L2 or BGP advertisement of that name selecting only it.
+// No owner reference: they outlive the class while addresses recorded
+// under its name exist (Retained).
 func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
 	name := names.PoolName(class.Name)
 	meta := func() metav1.ObjectMeta {

@@ -2,10 +2,8 @@ package class
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +17,8 @@ import (
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
-
-// ReasonRetained (Normal, on the pool): the pool's class is gone; the pool
-// is kept, narrowed to the addresses still recorded under the class name.
-const ReasonRetained = "Retained"
 
 // Retained is what stays of a pool whose class is gone: one host entry
 // ("192.0.2.7/32", "2001:db8::7/128") per address recorded under the class
@@ -47,20 +42,6 @@ func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
 	return out
 }
 
-// RetainedMessage is the retained-for note on the pool and its Event.
-func RetainedMessage(class string, entries []string) string {
-	shown := entries
-	more := ""
-	if len(shown) > 5 {
-		more = fmt.Sprintf(" and %d more", len(shown)-5)
-		shown = shown[:5]
-	}
-	return fmt.Sprintf("IPAddressClass %s does not exist (or no longer names this driver); this pool and its advertisement are kept, "+
-		"narrowed to the %d address(es) still recorded under that class name (%s%s), so every binding and attachment stays; "+
-		"they go when the last of those IPAddresses is deleted, and a class created again with this name takes them over",
-		class, len(entries), strings.Join(shown, ", "), more)
-}
-
 // retain keeps what was rendered for a class that is gone: the pool,
 // narrowed to the addresses still recorded under the class name, with a
 // note saying so, and the advertisement as it is. Once no such address is
@@ -80,33 +61,48 @@ func (r *Reconciler) retain(ctx context.Context, class string) error {
 	case !controlledByClass(pool, class):
 		pool = nil // someone else's object of that name
 	}
-	var keep []string
-	if pool != nil {
-		keep = Retained(pool.Spec.Addresses, addrs.Items)
-	}
-	if len(keep) == 0 {
+	narrowed, withdraw := planRetain(class, pool, addrs.Items)
+	if withdraw {
 		removed, err := r.withdraw(ctx, class, nil)
 		if len(removed) > 0 {
 			log.FromContext(ctx).Info("withdrew what was rendered for a class that is gone; no address is recorded under its name", "removed", removed)
 		}
 		return err
 	}
-	msg := RetainedMessage(class, keep)
-	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[AnnotationRetained] == msg {
+	if narrowed == nil {
 		return nil
 	}
-	orig := pool.DeepCopy()
-	pool.Spec.Addresses = keep
-	// Every entry is an address in use: none may be skipped.
-	pool.Spec.AvoidBuggyIPs = false
-	if pool.Annotations == nil {
-		pool.Annotations = map[string]string{}
-	}
-	pool.Annotations[AnnotationRetained] = msg
-	if err := r.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	keep, msg := narrowed.Spec.Addresses, narrowed.Annotations[AnnotationRetained]
+	if err := patch.MetaSince(ctx, r.Client, narrowed, pool); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	log.FromContext(ctx).Info("class gone: kept its pool for the addresses recorded under its name", "pool", pool.Name, "addresses", keep)
-	r.Recorder.Event(pool, corev1.EventTypeNormal, ReasonRetained, msg)
+	log.FromContext(ctx).Info("class gone: kept its pool for the addresses recorded under its name", "pool", narrowed.Name, "addresses", keep)
+	r.Recorder.Event(narrowed, corev1.EventTypeNormal, ReasonRetained, msg)
 	return nil
+}
+
+// planRetain returns the class's pool (nil: none of the class's) narrowed
+// to what stays of it, with the retained-for note; withdraw when nothing
+// stays, and neither when the pool is narrowed already.
+func planRetain(class string, pool *metallbv1beta1.IPAddressPool, addrs []iadv1alpha1.IPAddress) (narrowed *metallbv1beta1.IPAddressPool, withdraw bool) {
+	if pool == nil {
+		return nil, true
+	}
+	keep := Retained(pool.Spec.Addresses, addrs)
+	if len(keep) == 0 {
+		return nil, true
+	}
+	msg := RetainedMessage(class, keep)
+	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[AnnotationRetained] == msg {
+		return nil, false
+	}
+	narrowed = pool.DeepCopy()
+	narrowed.Spec.Addresses = keep
+	// Every entry is an address in use: none may be skipped.
+	narrowed.Spec.AvoidBuggyIPs = false
+	if narrowed.Annotations == nil {
+		narrowed.Annotations = map[string]string{}
+	}
+	narrowed.Annotations[AnnotationRetained] = msg
+	return narrowed, false
 }

@@ -1,18 +1,10 @@
-// Package ipaddress enforces the holding invariant on IPAddresses, tears them
-// down and recovers them from conflicts.
-//
-// The holding invariant: a placeholder Service pinned to the address exists
-// exactly while the IPAddress exists and is not associated to a live
-// workload that cannot share it. In a shared attachment (the workload
-// carries the address's sharing key and can share it with the placeholder)
-// the placeholder keeps holding the address beside the workload, so a
-// detach or the workload's deletion leaves it held. The controller reports
-// it in the Held condition; Held False (the hold released for a workload
-// that cannot share) is the Service controller's signal to pin that
-// workload. On deletion its finalizer
-// deletes the placeholders (releasing MetalLB's allocation) and withdraws
-// the pins the driver wrote. An address in phase Conflict is handed back to
-// Bound or Available once no Service holds it without authority.
+// Package ipaddress enforces the holding invariant on IPAddresses: a
+// placeholder Service pinned to the address exists exactly while the
+// address exists and is not attached to a workload that cannot share it
+// (in a shared attachment the placeholder stays beside the workload). Held
+// False, the hold released, is the Service controller's signal to pin the
+// workload. The controller also tears addresses down, marks them Lost and
+// hands them back from Conflict.
 package ipaddress
 
 import (
@@ -41,6 +33,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
@@ -50,28 +43,21 @@ const ControllerName = "ipaddress"
 // EventSource is the component name on the Events the controller records.
 const EventSource = "metallb-iad-ipaddress"
 
-// retryAfter is how soon a pass that lost an optimistic-lock race, or that
-// waits for the cache to catch up with the API server, is retried. The
-// watches usually bring the object back sooner.
-const retryAfter = time.Second
+// lookAgain is how soon a pass that waits for the cache or the API server
+// to move on looks again; the watches usually bring the address back first.
+const lookAgain = time.Second
 
-// Controller runs the ipaddress controller: its binary (bootstrap.Main) and
-// the tests (Controller.NewManager) start it the same way.
+// Controller runs the ipaddress controller, in its binary and in the tests.
 var Controller = bootstrap.NewController(ControllerName, servicecache.Options,
 	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
 
-// Reconciler is the IPAddress controller. It reads straight from the API
-// server (APIReader) where a stale cache must not decide: whether a Service
-// named by associatedTo is really gone, whether a placeholder really is
-// absent before one is created or the hold is reported released, and
-// whether a claim exists. An address its class's pool in the MetalLB
-// namespace does not contain is Lost. Its Events on IPAddresses and
-// Services come from EventSource.
+// Reconciler is the IPAddress controller. It reads from the API server
+// (APIReader) where a stale cache must not decide: whether an attached
+// Service is gone, whether a placeholder is absent before one is created
+// or the hold reported released, and whether a claim exists.
 type Reconciler struct {
 	bootstrap.Deps
-	// Options tune the controller; the zero value suits production
-	// (MaxConcurrentReconciles then defaults to 4). A second manager in one
-	// process, as in tests, needs SkipNameValidation.
+	// Options tune the controller (MaxConcurrentReconciles defaults to 4).
 	Options controller.Options
 
 	states addressStates
@@ -81,9 +67,8 @@ type Reconciler struct {
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
-	// written remembers the version each status write was locked to, so
-	// that a pass on a cache that has not shown the write yet stops
-	// instead of writing the same report again into a conflict.
+	// written keeps a pass on a cache that has not shown the last status
+	// write from writing the same report again into a conflict.
 	written patch.Written
 }
 
@@ -93,41 +78,32 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
 //
-// Services are created and deleted in any namespace: placeholders in the
-// placeholder namespace, and, wherever MetalLB still books an address for a
-// Service that no longer exists, a short-lived headless Service of that
-// name, deleted again by uid at once (stale.go). MetalLB's AllocationFailed
-// Events are read to find those.
+// Services are created and deleted in any namespace: placeholders, and the
+// headless Services that clear a stale MetalLB allocation (stale.go).
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
-// the cluster on every pass: fetch, teardown when deleted, finalizer, then
-// the steps (clear a stale association, recover from Conflict, hold or
-// release) and one status patch of what this controller owns.
+// the cluster on every pass.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := &iadv1alpha1.IPAddress{}
 	if err := r.Get(ctx, req.NamespacedName, a); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.states.forget(req.Name)
 			r.written.Forget(req.Name)
-			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.written.Behind(a.Name, a.ResourceVersion) {
-		// The write's own event brings the address back; the requeue is
-		// only a safety net.
 		log.FromContext(ctx).V(1).Info("the cache has not shown this controller's last status write yet")
-		return ctrl.Result{RequeueAfter: retryAfter}, nil
+		return ctrl.Result{RequeueAfter: lookAgain}, nil
 	}
 	if a.DeletionTimestamp != nil {
 		r.states.forget(a.Name)
 		res, err := r.teardown(ctx, a)
-		return patch.OnConflict(ctx, retryAfter, res, err)
+		return phase.Finish(ctx, res, err)
 	}
-
 	class, err := r.class(ctx, a.Spec.ClassName)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -137,44 +113,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if err := r.ensureFinalizer(ctx, a); err != nil {
-		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
+		return phase.Finish(ctx, ctrl.Result{}, err)
 	}
-
-	s, err := r.newScope(ctx, a)
-	if err != nil || s == nil {
-		return ctrl.Result{}, err
+	s := r.newScope(a, class)
+	if s == nil {
+		return ctrl.Result{}, nil
 	}
-	s.class = class
-	var res ctrl.Result
-	for _, step := range []func(context.Context, *scope) (ctrl.Result, error){
-		r.clearStaleAssociation,
-		r.detectLost,
-		r.recoverConflict,
-		r.enforceHold,
-		r.checkServing,
-	} {
-		sr, err := step(ctx, s)
-		if err != nil {
-			return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
-		}
-		res = patch.Sooner(res, sr)
-	}
-	wait, err := r.patchStatus(ctx, s)
-	if err != nil {
-		return patch.OnConflict(ctx, retryAfter, ctrl.Result{}, err)
-	}
-	if wait > 0 {
-		return patch.Sooner(res, ctrl.Result{RequeueAfter: wait}), nil
-	}
-	r.states.set(a.Name, a.Spec.ClassName, addressState(s.addr))
-	return res, nil
+	return phase.Run(ctx, s, []phase.Phase[*scope]{
+		{Name: "clearStaleAssociation", Run: r.clearStaleAssociation},
+		{Name: "detectLost", Run: r.detectLost},
+		{Name: "recoverConflict", Run: r.recoverConflict},
+		{Name: "enforceHold", Run: r.enforceHold},
+		{Name: "checkServing", Run: r.checkServing},
+		{Name: "reportStatus", Run: r.reportStatus},
+	}...)
 }
 
-// SetupWithManager registers the indexes the controller reads and the
-// controller with its watches: IPAddresses; Services (a placeholder maps to
-// the address its label names, any Service to the addresses associated to
-// it and to the addresses of the IPs in its load-balancer status); classes
-// (to the addresses of the class).
+// SetupWithManager registers the indexes and the controller with its
+// watches: IPAddresses, Services, classes and the classes' pools.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, EventSource)
 	if err := index.Register(context.Background(), mgr,
@@ -205,12 +161,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// addressesForService maps a Service event to the addresses it concerns: the
-// address a placeholder's label names, the addresses associated to the
-// Service, the addresses of the claim it asks for, and the addresses of
-// every IP MetalLB assigned it. The handler
-// calls it with the old and the new object, so a Service that lost an IP or
-// was deleted reaches the address too.
+// addressesForService maps a Service to the addresses it concerns: the one
+// a placeholder's label names, those associated to it, those of the claim
+// it asks for, and those of its ingress IPs. It sees the old and the new
+// object, so a Service that lost an IP or was deleted reaches them too.
 func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) []reconcile.Request {
 	svc, ok := o.(*corev1.Service)
 	if !ok {
@@ -224,8 +178,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 	}
 	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
 	if claim := strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]); claim != "" {
-		// The addresses of the claim it asks for: whether it can share
-		// decides their hold's sharing key (sharesSoon).
+		// Whether it can share decides their hold's key (sharesSoon).
 		lookups = append(lookups, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, claim)})
 	}
 	for _, ip := range binding.IngressIPs(svc) {
@@ -244,8 +197,8 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 	return requests(want)
 }
 
-// addressesForClass maps a class event to the addresses of that class, so a
-// class appearing after its addresses (static pre-provisioning) serves them.
+// addressesForClass maps a class to its addresses, so a class created after
+// its addresses serves them.
 func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []reconcile.Request {
 	var list iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: o.GetName()}); err != nil {
@@ -259,9 +212,8 @@ func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []r
 	return requests(want)
 }
 
-// addressesForPool maps a pool in the MetalLB namespace named iad-<class>
-// (created, deleted, or its addresses edited) to the addresses of that
-// class, which may be Lost or recovered by the change.
+// addressesForPool maps a class's pool to the class's addresses, which a
+// change may make Lost or recover.
 func (r *Reconciler) addressesForPool(ctx context.Context, o client.Object) []reconcile.Request {
 	class, ok := strings.CutPrefix(o.GetName(), names.PoolName(""))
 	if o.GetNamespace() != r.MetalLBNamespace || !ok || class == "" {

@@ -3,7 +3,6 @@ package ipaddress
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,57 +15,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // testPlaceholderNamespace is the placeholder namespace of the controller
 // under test.
 const testPlaceholderNamespace = "iad-placeholders"
 
-const (
-	timeout = 30 * time.Second
-	tick    = 100 * time.Millisecond
-)
-
 var (
-	c   *cluster.Cluster
-	adm client.Client
+	suite *fixture.Suite
+	adm   client.Client // the admin
 )
 
-func TestMain(m *testing.M) { cluster.Main(m, run) }
-
-func run(m *testing.M) (int, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// The controller runs as its own ServiceAccount, with exactly the
-	// ClusterRole its RBAC markers generate.
-	var err error
-	c, err = cluster.StartForDriver(ctx, cluster.Options{}, testPlaceholderNamespace)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Stop()
-	adm = c.Client
-	if err := c.InstallPlaceholderRBAC(ctx, testPlaceholderNamespace); err != nil {
-		return 0, err
-	}
-	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+ControllerName)
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	mgr, err := Controller.NewManager(sa, cluster.ControllerOptions(testPlaceholderNamespace))
-	if err != nil {
-		return 0, err
-	}
-	return cluster.RunWithManager(ctx, mgr, m.Run), nil
+func TestMain(m *testing.M) {
+	opts := fixture.Options{Controller: Controller, PlaceholderNamespace: testPlaceholderNamespace}
+	fixture.Main(m, opts, func(s *fixture.Suite) { suite, adm = s, s.Client })
 }
 
 // ourClass creates the MetalLB pool iad-<name> (manual only) with the given
@@ -81,52 +51,10 @@ func ourClass(t *testing.T, name string, ranges ...string) {
 // (or the claim controller does, with claimRef pre-set).
 func newAddress(t *testing.T, class, ip string, ref *iadv1alpha1.ClaimReference, finalizers ...string) *iadv1alpha1.IPAddress {
 	t.Helper()
-	parsed, err := names.ParseAddress(ip)
-	require.NoError(t, err)
-	name, err := names.AddressName(parsed)
-	require.NoError(t, err)
-	a := &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
-		Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: class, ClaimRef: ref,
-			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}}},
-	}
-	require.NoError(t, adm.Create(context.Background(), a))
+	a := fixture.IPAddress(t, class, ip, ref)
+	a.Finalizers = finalizers
+	suite.Create(t, a)
 	return a
-}
-
-func getAddress(t require.TestingT, name string) *iadv1alpha1.IPAddress {
-	a := &iadv1alpha1.IPAddress{}
-	require.NoError(t, adm.Get(context.Background(), types.NamespacedName{Name: name}, a))
-	return a
-}
-
-// patchStatus edits an address's status as an administrator or another
-// controller would, with an optimistic lock, retrying on conflicts.
-func patchStatus(t *testing.T, name string, edit func(*iadv1alpha1.IPAddressStatus)) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		a := getAddress(ct, name)
-		orig := a.DeepCopy()
-		edit(&a.Status)
-		require.NoError(ct, adm.Status().Patch(context.Background(), a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-	}, timeout, tick)
-}
-
-// placeholders lists the Services of the placeholder namespace labelled
-// with the address name, from the API server.
-func placeholders(t require.TestingT, address string) []corev1.Service {
-	var list corev1.ServiceList
-	require.NoError(t, adm.List(context.Background(), &list, client.InNamespace(testPlaceholderNamespace),
-		client.MatchingLabels{names.LabelAddress: address}))
-	return list.Items
-}
-
-func ingressIPs(s *corev1.Service) []string {
-	var out []string
-	for _, in := range s.Status.LoadBalancer.Ingress {
-		out = append(out, in.IP)
-	}
-	return out
 }
 
 // requireHeldBy waits until exactly one placeholder holds the address,
@@ -135,17 +63,17 @@ func requireHeldBy(t *testing.T, address, ip string) *corev1.Service {
 	t.Helper()
 	var got corev1.Service
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		phs := placeholders(ct, address)
+		phs := suite.PlaceholdersOf(ct, address)
 		require.Len(ct, phs, 1)
 		got = phs[0]
-		assert.Equal(ct, []string{ip}, ingressIPs(&got))
+		assert.Equal(ct, []string{ip}, fixture.Ingress(&got))
 		assert.Equal(ct, ip, got.Annotations[names.MetalLBLoadBalancerIPs])
-		held := meta.FindStatusCondition(getAddress(ct, address).Status.Conditions, conditions.Held)
+		held := meta.FindStatusCondition(suite.GetAddress(ct, address).Status.Conditions, conditions.Held)
 		require.NotNil(ct, held)
 		assert.Equal(ct, metav1.ConditionTrue, held.Status)
 		assert.Equal(ct, conditions.ReasonHeldByPlaceholder, held.Reason)
 		assert.Equal(ct, fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s", ip, got.Namespace, got.Name), held.Message)
-	}, timeout, tick, "address %s held by a placeholder", address)
+	}, fixture.MetalLBTimeout, fixture.Tick, "address %s held by a placeholder", address)
 	return &got
 }
 
@@ -153,32 +81,12 @@ func requireHeldCondition(t *testing.T, address string, status metav1.ConditionS
 	t.Helper()
 	var got *metav1.Condition
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got = meta.FindStatusCondition(getAddress(ct, address).Status.Conditions, conditions.Held)
+		got = meta.FindStatusCondition(suite.GetAddress(ct, address).Status.Conditions, conditions.Held)
 		require.NotNil(ct, got)
 		assert.Equal(ct, status, got.Status)
 		assert.Equal(ct, reason, got.Reason)
-	}, timeout, tick, "Held=%s/%s on %s", status, reason, address)
+	}, fixture.Timeout, fixture.Tick, "Held=%s/%s on %s", status, reason, address)
 	return got
-}
-
-// requireEvent waits for an Event with reason on the named object and
-// returns its message.
-func requireEvent(t *testing.T, namespace, object, reason string) string {
-	t.Helper()
-	var msg string
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		var list corev1.EventList
-		require.NoError(ct, adm.List(context.Background(), &list, client.InNamespace(namespace),
-			client.MatchingFields{"involvedObject.name": object, "reason": reason}))
-		require.NotEmpty(ct, list.Items)
-		msg = list.Items[0].Message
-	}, timeout, tick, "Event %s on %s", reason, object)
-	return msg
-}
-
-// loadBalancer is a tenant's LoadBalancer Service (cluster.LoadBalancer).
-func loadBalancer(ns, name string, annotations map[string]string) *corev1.Service {
-	return cluster.LoadBalancer(ns, name, annotations)
 }
 
 // grantSharing takes the attach grant on the address for Service ns/name,
@@ -189,7 +97,7 @@ func loadBalancer(ns, name string, annotations map[string]string) *corev1.Servic
 // pass the key's arrival on the hold starts.
 func grantSharing(t *testing.T, address, ns, name string) {
 	t.Helper()
-	a := getAddress(t, address)
+	a := suite.GetAddress(t, address)
 	orig := a.DeepCopy()
 	if a.Annotations == nil {
 		a.Annotations = map[string]string{}
@@ -198,24 +106,10 @@ func grantSharing(t *testing.T, address, ns, name string) {
 	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
 	key := binding.SharingKey(a)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		phs := placeholders(ct, address)
+		phs := suite.PlaceholdersOf(ct, address)
 		require.Len(ct, phs, 1)
 		assert.Equal(ct, key, phs[0].Annotations[names.MetalLBAllowSharedIP])
-	}, timeout, tick, "the hold of %s is given the key for Service %s/%s", address, ns, name)
-}
-
-func requireIngress(t *testing.T, s *corev1.Service, want ...string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := &corev1.Service{}
-		require.NoError(ct, adm.Get(context.Background(), client.ObjectKeyFromObject(s), got))
-		assert.Equal(ct, want, ingressIPs(got))
-	}, timeout, tick, "Service %s/%s has ingress %v", s.Namespace, s.Name, want)
-}
-
-func namespace(t *testing.T, name string) {
-	t.Helper()
-	require.NoError(t, c.EnsureNamespace(context.Background(), name))
+	}, fixture.Timeout, fixture.Tick, "the hold of %s is given the key for Service %s/%s", address, ns, name)
 }
 
 // TestFreshAddressIsHeld: an address of our class (created statically, with
@@ -241,17 +135,17 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		assert.Empty(t, hold.Spec.Selector)
 		assert.False(t, *hold.Spec.AllocateLoadBalancerNodePorts)
 		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *hold.Spec.IPFamilyPolicy)
-		assert.Contains(t, getAddress(t, a.Name).Finalizers, names.Finalizer)
+		assert.Contains(t, suite.GetAddress(t, a.Name).Finalizers, names.Finalizer)
 		assert.Equal(t, fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached",
-			testPlaceholderNamespace, hold.Name, ip), requireEvent(t, "default", a.Name, ReasonHoldCreated))
+			testPlaceholderNamespace, hold.Name, ip), suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonHoldCreated).Message)
 
 		// Deleted out of band: recreated, and MetalLB gives it the same address.
 		require.NoError(t, adm.Delete(ctx, hold))
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			phs := placeholders(ct, a.Name)
+			phs := suite.PlaceholdersOf(ct, a.Name)
 			require.Len(ct, phs, 1)
 			assert.NotEqual(ct, hold.UID, phs[0].UID)
-		}, timeout, tick, "the hold is recreated")
+		}, fixture.Timeout, fixture.Tick, "the hold is recreated")
 		hold = requireHeldBy(t, a.Name, ip)
 
 		// A pin tampered with is repaired, and MetalLB gives the address back.
@@ -260,7 +154,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		require.NoError(t, adm.Patch(ctx, hold, client.MergeFrom(orig)))
 		repaired := requireHeldBy(t, a.Name, ip)
 		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
-		assert.Contains(t, requireEvent(t, "default", a.Name, ReasonPinRepaired), "re-pinned it to "+ip)
+		assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonPinRepaired).Message, "re-pinned it to "+ip)
 
 		// A sharing key written by hand is taken away again, on the same
 		// placeholder, which keeps the address throughout.
@@ -268,17 +162,17 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		repaired.Annotations[names.MetalLBAllowSharedIP] = "by-hand"
 		require.NoError(t, adm.Patch(ctx, repaired, client.MergeFrom(orig)))
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			phs := placeholders(ct, a.Name)
+			phs := suite.PlaceholdersOf(ct, a.Name)
 			require.Len(ct, phs, 1)
 			assert.Equal(ct, repaired.UID, phs[0].UID)
 			assert.NotContains(ct, phs[0].Annotations, names.MetalLBAllowSharedIP)
-			assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
-		}, timeout, tick, "the sharing key is taken away")
+			assert.Equal(ct, []string{ip}, fixture.Ingress(&phs[0]))
+		}, fixture.Timeout, fixture.Tick, "the sharing key is taken away")
 	}
 
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, 2, gaugeValue(ct, "fresh", stateHeld))
-	}, timeout, tick, "metallb_iad_addresses counts both held addresses")
+	}, fixture.Timeout, fixture.Tick, "metallb_iad_addresses counts both held addresses")
 }
 
 // gaugeValue reads metallb_iad_addresses for a class and state.
@@ -295,21 +189,21 @@ func gaugeValue(t require.TestingT, class, state string) int {
 func TestAssociationReleasesAndReArms(t *testing.T) {
 	ctx := context.Background()
 	ourClass(t, "assoc", "192.0.2.16/28")
-	namespace(t, "tenant-a")
+	suite.Namespace(t, "tenant-a")
 	const ip = "192.0.2.20"
 	a := newAddress(t, "assoc", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-a", Name: "c1"})
 	requireHeldBy(t, a.Name, ip)
 
-	web := loadBalancer("tenant-a", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
+	web := fixture.LoadBalancer("tenant-a", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
 	require.NoError(t, adm.Create(ctx, web))
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-a", Name: "web"}
 	})
 	held := requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
 	assert.Equal(t, "No placeholder holds the address: it is released for Service tenant-a/web", held.Message)
-	assert.Empty(t, placeholders(t, a.Name))
+	assert.Empty(t, suite.PlaceholdersOf(t, a.Name))
 	assert.Equal(t, "Deleted 1 placeholder Service(s) to release the address for Service tenant-a/web",
-		requireEvent(t, "default", a.Name, ReasonHoldReleased))
+		suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonHoldReleased).Message)
 
 	// The Service controller's part: pin the workload; MetalLB has released
 	// the address, so the workload gets exactly it.
@@ -317,18 +211,18 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 	web.Annotations[names.MetalLBLoadBalancerIPs] = ip
 	web.Annotations[names.AnnotationPinnedBy] = "c1"
 	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, 1, gaugeValue(ct, "assoc", stateAssociated))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// The workload goes: the association is stale, cleared, and the hold is
 	// re-armed with the same address.
 	require.NoError(t, adm.Delete(ctx, web))
 	requireHeldBy(t, a.Name, ip)
-	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+	assert.Nil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo)
 	assert.Equal(t, "Service tenant-a/web no longer exists: cleared the association and re-armed the hold",
-		requireEvent(t, "default", a.Name, ReasonAssociationCleared))
+		suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonAssociationCleared).Message)
 }
 
 // TestSharedAttachmentKeepsTheHold: associating the address with a
@@ -342,14 +236,14 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	ctx := context.Background()
 	ourClass(t, "holdthrough", "192.0.2.176/29")
-	namespace(t, "tenant-h")
+	suite.Namespace(t, "tenant-h")
 	const ip = "192.0.2.178"
 	a := newAddress(t, "holdthrough", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-h", Name: "c1"})
 	hold := requireHeldBy(t, a.Name, ip)
 	key := binding.SharingKey(a)
 
 	sharing := func(name string) *corev1.Service {
-		return loadBalancer("tenant-h", name, map[string]string{
+		return fixture.LoadBalancer("tenant-h", name, map[string]string{
 			iadv1alpha1.ServiceClaimAnnotation: "c1",
 			names.MetalLBLoadBalancerIPs:       ip,
 			names.AnnotationPinnedBy:           "c1",
@@ -358,7 +252,7 @@ func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 		})
 	}
 	attach := func(name string) {
-		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 			st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-h", Name: name}
 		})
 	}
@@ -368,37 +262,37 @@ func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	web := sharing("web")
 	require.NoError(t, adm.Create(ctx, web))
 	grantSharing(t, a.Name, "tenant-h", "web")
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 	attach("web")
 	held := requireHeldCondition(t, a.Name, metav1.ConditionTrue, conditions.ReasonSharedWithWorkload)
 	assert.Equal(t, fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s, which shares it with Service tenant-h/web, "+
 		"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held", ip, hold.Namespace, hold.Name), held.Message)
-	phs := placeholders(t, a.Name)
+	phs := suite.PlaceholdersOf(t, a.Name)
 	require.Len(t, phs, 1)
 	assert.Equal(t, hold.UID, phs[0].UID, "attaching deletes nothing")
-	assert.Equal(t, []string{ip}, ingressIPs(&phs[0]), "the placeholder keeps holding the address")
+	assert.Equal(t, []string{ip}, fixture.Ingress(&phs[0]), "the placeholder keeps holding the address")
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.Equal(ct, 1, gaugeValue(ct, "holdthrough", stateAssociated))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// Deleting the Service: the association is cleared, the same
 	// placeholder holds the address.
 	require.NoError(t, adm.Delete(ctx, web))
 	assert.Equal(t, hold.UID, requireHeldBy(t, a.Name, ip).UID, "the hold held the address through the Service's deletion")
-	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+	assert.Nil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo)
 
 	// A Service that stops being able to share: the placeholder lets go.
 	api := sharing("api")
 	require.NoError(t, adm.Create(ctx, api))
-	requireIngress(t, api, ip)
+	suite.WaitIngress(t, api, ip)
 	attach("api")
 	requireHeldCondition(t, a.Name, metav1.ConditionTrue, conditions.ReasonSharedWithWorkload)
 	orig := api.DeepCopy()
 	api.Spec.Ports = append(api.Spec.Ports, corev1.ServicePort{Name: "discard", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP})
 	require.NoError(t, adm.Patch(ctx, api, client.MergeFrom(orig)))
 	requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
-	assert.Empty(t, placeholders(t, a.Name))
-	requireIngress(t, api, ip)
+	assert.Empty(t, suite.PlaceholdersOf(t, a.Name))
+	suite.WaitIngress(t, api, ip)
 }
 
 // TestStaleAssociationIsCleared: an association naming a Service that does
@@ -407,13 +301,13 @@ func TestStaleAssociationIsCleared(t *testing.T) {
 	ourClass(t, "stale", "192.0.2.96/28")
 	const ip = "192.0.2.99"
 	a := newAddress(t, "stale", ip, nil)
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "nowhere", Name: "ghost"}
 	})
 	assert.Equal(t, "Service nowhere/ghost no longer exists: cleared the association and re-armed the hold",
-		requireEvent(t, "default", a.Name, ReasonAssociationCleared))
+		suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonAssociationCleared).Message)
 	requireHeldBy(t, a.Name, ip)
-	assert.Nil(t, getAddress(t, a.Name).Status.AssociatedTo)
+	assert.Nil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo)
 }
 
 // TestTeardown: deleting addresses deletes their placeholders, withdraws the
@@ -422,7 +316,7 @@ func TestStaleAssociationIsCleared(t *testing.T) {
 func TestTeardown(t *testing.T) {
 	ctx := context.Background()
 	ourClass(t, "teardown", "192.0.2.32/28")
-	namespace(t, "tenant-d")
+	suite.Namespace(t, "tenant-d")
 	const attachedIP, heldIP = "192.0.2.40", "192.0.2.41"
 	core := iadv1alpha1.AddressProtectionFinalizer
 
@@ -431,9 +325,9 @@ func TestTeardown(t *testing.T) {
 	requireHeldBy(t, attached.Name, attachedIP)
 	hold := requireHeldBy(t, held.Name, heldIP)
 
-	web := loadBalancer("tenant-d", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
+	web := fixture.LoadBalancer("tenant-d", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1"})
 	require.NoError(t, adm.Create(ctx, web))
-	patchStatus(t, attached.Name, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, attached.Name, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-d", Name: "web"}
 	})
 	requireHeldCondition(t, attached.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
@@ -442,7 +336,7 @@ func TestTeardown(t *testing.T) {
 	web.Annotations[names.AnnotationPinnedBy] = "c1"
 	web.Annotations["example.com/keep"] = "yes"
 	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
-	requireIngress(t, web, attachedIP)
+	suite.WaitIngress(t, web, attachedIP)
 
 	// A pin written by hand (no marker), on a Service MetalLB ignores.
 	manual := &corev1.Service{
@@ -457,12 +351,12 @@ func TestTeardown(t *testing.T) {
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, name := range []string{attached.Name, held.Name} {
-			a := getAddress(ct, name)
+			a := suite.GetAddress(ct, name)
 			assert.NotNil(ct, a.DeletionTimestamp)
 			assert.Equal(ct, []string{core}, a.Finalizers, "only the driver's finalizer is removed")
-			assert.Empty(ct, placeholders(ct, name))
+			assert.Empty(ct, suite.PlaceholdersOf(ct, name))
 		}
-	}, timeout, tick, "teardown ran")
+	}, fixture.Timeout, fixture.Tick, "teardown ran")
 	err := adm.Get(ctx, client.ObjectKeyFromObject(hold), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "the hold placeholder is deleted, got %v", err)
 
@@ -472,23 +366,21 @@ func TestTeardown(t *testing.T) {
 	assert.NotContains(t, got.Annotations, names.AnnotationPinnedBy, "the marker goes with it")
 	assert.Equal(t, "yes", got.Annotations["example.com/keep"])
 	assert.Equal(t, "c1", got.Annotations[iadv1alpha1.ServiceClaimAnnotation])
-	assert.Empty(t, ingressIPs(got), "MetalLB took the address back before it left the ledger")
+	assert.Empty(t, fixture.Ingress(got), "MetalLB took the address back before it left the ledger")
 	assert.Equal(t, fmt.Sprintf("IPAddress %s (%s) was given up (claim tenant-d/c1): address given up, Service detached (the driver's pin is removed)", attached.Name, attachedIP),
-		requireEvent(t, "tenant-d", "web", ReasonPinWithdrawn))
-	assert.Contains(t, requireEvent(t, "tenant-d", "web", ReasonReleasing), `the pin is set to "::"`)
+		suite.WaitEvent(t, fixture.About{Namespace: "tenant-d", Name: "web"}, ReasonPinWithdrawn).Message)
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Namespace: "tenant-d", Name: "web"}, ReasonReleasing).Message, `the pin is set to "::"`)
 
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(manual), got))
 	assert.Equal(t, attachedIP, got.Annotations[names.MetalLBLoadBalancerIPs], "a hand-written pin is never touched")
 
 	// The core's finalizer goes (as the core would drop it): the objects go.
 	for _, name := range []string{attached.Name, held.Name} {
-		a := getAddress(t, name)
+		a := suite.GetAddress(t, name)
 		orig := a.DeepCopy()
 		a.Finalizers = slices.DeleteFunc(a.Finalizers, func(f string) bool { return f == core })
 		require.NoError(t, adm.Patch(ctx, a, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-		require.Eventually(t, func() bool {
-			return apierrors.IsNotFound(adm.Get(ctx, types.NamespacedName{Name: name}, &iadv1alpha1.IPAddress{}))
-		}, timeout, tick)
+		suite.WaitGone(t, fixture.Timeout, a)
 	}
 }
 
@@ -501,50 +393,48 @@ func TestTeardown(t *testing.T) {
 func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
 	ctx := context.Background()
 	ourClass(t, "taken", "192.0.2.48/28")
-	namespace(t, "intruder")
+	suite.Namespace(t, "intruder")
 	const ip = "192.0.2.50"
 
-	squatter := loadBalancer("intruder", "squatter", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	squatter := fixture.LoadBalancer("intruder", "squatter", map[string]string{names.MetalLBLoadBalancerIPs: ip})
 	require.NoError(t, adm.Create(ctx, squatter))
-	requireIngress(t, squatter, ip)
+	suite.WaitIngress(t, squatter, ip)
 
 	a := newAddress(t, "taken", ip, nil)
 	held := requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonTakenElsewhere)
 	want := "Service intruder/squatter holds 192.0.2.50 in MetalLB without this address's authority, so the placeholder cannot; " +
 		"the driver keeps the placeholder pinned to 192.0.2.50 and never substitutes another address"
 	assert.Equal(t, want, held.Message)
-	assert.Equal(t, want, requireEvent(t, "default", a.Name, ReasonAddressTakenElsewhere))
-	phs := placeholders(t, a.Name)
+	assert.Equal(t, want, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere).Message)
+	phs := suite.PlaceholdersOf(t, a.Name)
 	require.Len(t, phs, 1)
 	assert.Equal(t, ip, phs[0].Annotations[names.MetalLBLoadBalancerIPs], "the pin stays")
 	assert.Empty(t, phs[0].Status.LoadBalancer.Ingress, "no other address is taken instead")
-	var ev corev1.EventList
-	require.NoError(t, adm.List(ctx, &ev, client.InNamespace("default"),
-		client.MatchingFields{"involvedObject.name": a.Name, "reason": ReasonAddressTakenElsewhere}))
-	require.Len(t, ev.Items, 1)
-	assert.Equal(t, corev1.EventTypeWarning, ev.Items[0].Type)
+	evs := suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere)
+	require.Len(t, evs, 1)
+	assert.Equal(t, corev1.EventTypeWarning, evs[0].Type)
 
 	// As the Service controller would on detection.
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 		st.Phase = iadv1alpha1.AddressConflict
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: conditions.Conflict, Status: metav1.ConditionTrue,
 			Reason: conditions.ReasonUnauthorizedHolder, Message: "Service intruder/squatter holds the address"})
 	})
 	assert.Never(t, func() bool {
-		return getAddress(t, a.Name).Status.Phase != iadv1alpha1.AddressConflict
-	}, 4*time.Second, tick, "the address stays Conflict while the squatter holds it")
+		return suite.GetAddress(t, a.Name).Status.Phase != iadv1alpha1.AddressConflict
+	}, 4*time.Second, fixture.Tick, "the address stays Conflict while the squatter holds it")
 
 	require.NoError(t, adm.Delete(ctx, squatter))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := getAddress(ct, a.Name)
+		got := suite.GetAddress(ct, a.Name)
 		assert.Equal(ct, iadv1alpha1.AddressAvailable, got.Status.Phase)
 		cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Conflict)
 		require.NotNil(ct, cond)
 		assert.Equal(ct, metav1.ConditionFalse, cond.Status)
 		assert.Equal(ct, conditions.ReasonResolved, cond.Reason)
-	}, timeout, tick, "handed back to Available")
+	}, fixture.Timeout, fixture.Tick, "handed back to Available")
 	assert.Equal(t, "No Service holds the address without authority any more; phase handed back to Available",
-		requireEvent(t, "default", a.Name, ReasonConflictResolved))
+		suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonConflictResolved).Message)
 	requireHeldBy(t, a.Name, ip)
 }
 
@@ -554,19 +444,19 @@ func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
 func TestConflictRecoveryToBound(t *testing.T) {
 	ctx := context.Background()
 	ourClass(t, "bound", "192.0.2.64/28")
-	namespace(t, "tenant-e")
+	suite.Namespace(t, "tenant-e")
 	const ip = "192.0.2.70"
 
 	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-e", Name: "c1"},
 		Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: "bound"}}
 	require.NoError(t, adm.Create(ctx, claim))
-	web := loadBalancer("tenant-e", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1",
+	web := fixture.LoadBalancer("tenant-e", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1",
 		names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c1"})
 	require.NoError(t, adm.Create(ctx, web))
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 
 	a := newAddress(t, "bound", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-e", Name: "c1", UID: string(claim.UID)})
-	patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant-e", Name: "web"}
 	})
 	requireHeldCondition(t, a.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
@@ -575,20 +465,20 @@ func TestConflictRecoveryToBound(t *testing.T) {
 	wantPhase := func(phase iadv1alpha1.IPAddressPhase) {
 		t.Helper()
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			got := getAddress(ct, a.Name)
+			got := suite.GetAddress(ct, a.Name)
 			assert.Equal(ct, phase, got.Status.Phase)
 			cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Conflict)
 			require.NotNil(ct, cond)
 			assert.Equal(ct, conditions.ReasonResolved, cond.Reason)
 			assert.Equal(ct, "No Service holds the address without authority any more; phase handed back to "+string(phase), cond.Message)
-		}, timeout, tick, "handed back to %s", phase)
+		}, fixture.Timeout, fixture.Tick, "handed back to %s", phase)
 	}
 
-	patchStatus(t, a.Name, conflict)
+	suite.PatchAddressStatus(t, a.Name, conflict)
 	wantPhase(iadv1alpha1.AddressBound)
 
 	require.NoError(t, adm.Delete(ctx, claim))
-	patchStatus(t, a.Name, conflict)
+	suite.PatchAddressStatus(t, a.Name, conflict)
 	wantPhase(iadv1alpha1.AddressAvailable)
-	assert.True(t, strings.HasPrefix(getAddress(t, a.Name).Status.AssociatedTo.Name, "web"), "the association stands")
+	assert.True(t, strings.HasPrefix(suite.GetAddress(t, a.Name).Status.AssociatedTo.Name, "web"), "the association stands")
 }

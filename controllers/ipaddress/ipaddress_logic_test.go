@@ -89,6 +89,7 @@ func recording(claimUID, ip string) corev1.Service {
 	return s
 }
 
+// TestPlanHold is one long table: the holding invariant case by case.
 func TestPlanHold(t *testing.T) {
 	const ip = "192.0.2.7"
 	const hold = "hold-ip-192-0-2-7"

@@ -6,12 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -19,7 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // testFinalizer keeps a deleted IPAddress around after the driver's
@@ -32,26 +29,15 @@ const testFinalizer = "example.com/inspect-teardown"
 // bound and reclaimed as in a real cluster.
 func startClaimAndCore(t *testing.T) {
 	t.Helper()
-	sa := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-"+claim.ControllerName)
-	// Each test runs its own claim controller in this process
-	// (ControllerOptions allows it).
-	cluster.StartController(t, claim.Controller, sa, testPlaceholderNamespace)
-	cluster.StartController(t, core.Controller, c.Config, testPlaceholderNamespace)
+	suite.StartController(t, claim.Controller)
+	suite.StartCore(t)
 }
 
 // classWithPolicy creates the MetalLB pool iad-<name> (manual only) and an
 // IPAddressClass of this driver with the reclaim policy.
 func classWithPolicy(t *testing.T, name string, policy iadv1alpha1.ReclaimPolicy, ranges ...string) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, adm.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: ranges, AutoAssign: ptr.To(false)},
-	}))
-	require.NoError(t, adm.Create(ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: policy},
-	}))
+	suite.Create(t, fixture.Pool(name, ranges...), cluster.Class(name, policy, ""))
 }
 
 // newClaim creates an IPv4 claim as a tenant: no provisioner stamp, the
@@ -77,11 +63,11 @@ func requireBound(t *testing.T, cl *iadv1alpha1.IPAddressClaim) *iadv1alpha1.IPA
 		require.NoError(ct, adm.Get(context.Background(), client.ObjectKeyFromObject(cl), cur))
 		require.Equal(ct, iadv1alpha1.ClaimBound, cur.Status.Phase)
 		require.Len(ct, cur.Status.Addresses, 1)
-		a = getAddress(ct, cur.Status.Addresses[0].Name)
+		a = suite.GetAddress(ct, cur.Status.Addresses[0].Name)
 		require.Equal(ct, iadv1alpha1.AddressBound, a.Status.Phase)
 		require.Equal(ct, &iadv1alpha1.ClaimReference{Namespace: cl.Namespace, Name: cl.Name, UID: string(cl.UID)}, a.Spec.ClaimRef)
 		require.Equal(ct, a.Spec.Address, cur.Status.Addresses[0].Address)
-	}, timeout, tick, "claim %s/%s is Bound", cl.Namespace, cl.Name)
+	}, fixture.MetalLBTimeout, fixture.Tick, "claim %s/%s is Bound", cl.Namespace, cl.Name)
 	return a
 }
 
@@ -89,22 +75,7 @@ func requireBound(t *testing.T, cl *iadv1alpha1.IPAddressClaim) *iadv1alpha1.IPA
 func requireClaimGone(t *testing.T, cl *iadv1alpha1.IPAddressClaim) {
 	t.Helper()
 	require.NoError(t, adm.Delete(context.Background(), cl))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(adm.Get(context.Background(), client.ObjectKeyFromObject(cl), &iadv1alpha1.IPAddressClaim{}))
-	}, timeout, tick, "claim %s/%s is deleted", cl.Namespace, cl.Name)
-}
-
-// addressesOfClass lists, from the API server, the IPAddresses of a class.
-func addressesOfClass(t require.TestingT, class string) []iadv1alpha1.IPAddress {
-	var list iadv1alpha1.IPAddressList
-	require.NoError(t, adm.List(context.Background(), &list))
-	var out []iadv1alpha1.IPAddress
-	for _, a := range list.Items {
-		if a.Spec.ClassName == class {
-			out = append(out, a)
-		}
-	}
-	return out
+	suite.WaitGone(t, fixture.Timeout, cl)
 }
 
 // placeholdersOfClass lists, from the API server, the placeholder Services
@@ -124,7 +95,7 @@ func placeholdersOfClass(t require.TestingT, class string) []corev1.Service {
 // pinnedByHand is a plain LoadBalancer Service someone pinned by hand to ip
 // in the class pool, as MetalLB's documentation shows.
 func pinnedByHand(ns, name, class, ip string) *corev1.Service {
-	return loadBalancer(ns, name, map[string]string{
+	return fixture.LoadBalancer(ns, name, map[string]string{
 		names.MetalLBLoadBalancerIPs: ip,
 		names.MetalLBAddressPool:     names.PoolName(class),
 	})
@@ -140,7 +111,7 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	ctx := context.Background()
 	startClaimAndCore(t)
 	classWithPolicy(t, "retain", iadv1alpha1.ReclaimRetain, "192.0.2.112/29")
-	namespace(t, "tenant-r")
+	suite.Namespace(t, "tenant-r")
 
 	first := newClaim(t, "tenant-r", "first", "retain")
 	a := requireBound(t, first)
@@ -156,11 +127,11 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	// same placeholder keeps holding the same IP.
 	requireClaimGone(t, first)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := getAddress(ct, a.Name)
+		got := suite.GetAddress(ct, a.Name)
 		assert.Equal(ct, iadv1alpha1.AddressReleased, got.Status.Phase)
 		assert.Equal(ct, &iadv1alpha1.ClaimReference{Namespace: "tenant-r", Name: "first", UID: string(first.UID)}, got.Spec.ClaimRef)
-	}, timeout, tick, "the address is Released")
-	assert.Equal(t, a.UID, getAddress(t, a.Name).UID, "the same IPAddress")
+	}, fixture.Timeout, fixture.Tick, "the address is Released")
+	assert.Equal(t, a.UID, suite.GetAddress(t, a.Name).UID, "the same IPAddress")
 	assert.Equal(t, hold.UID, requireHeldBy(t, a.Name, ip).UID, "the same placeholder holds")
 
 	// MetalLB still has the IP in its books: a Service pinned to it by
@@ -168,22 +139,22 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	squatter := pinnedByHand("tenant-r", "squatter", "retain", ip)
 	require.NoError(t, adm.Create(ctx, squatter))
 	t.Cleanup(func() { _ = adm.Delete(context.Background(), squatter) })
-	assert.Contains(t, requireEvent(t, "tenant-r", "squatter", metallbAllocationFailed),
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Namespace: "tenant-r", Name: "squatter"}, metallbAllocationFailed).Message,
 		"address also in use by "+testPlaceholderNamespace+"/"+hold.Name)
 	got := &corev1.Service{}
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(squatter), got))
 	assert.Empty(t, got.Status.LoadBalancer.Ingress)
 
 	// An administrator recycles it by clearing claimRef: Available, held.
-	cur := getAddress(t, a.Name)
+	cur := suite.GetAddress(t, a.Name)
 	orig := cur.DeepCopy()
 	cur.Spec.ClaimRef = nil
 	require.NoError(t, adm.Patch(ctx, cur, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := getAddress(ct, a.Name)
+		got := suite.GetAddress(ct, a.Name)
 		assert.Equal(ct, iadv1alpha1.AddressAvailable, got.Status.Phase)
 		assert.Nil(ct, got.Spec.ClaimRef)
-	}, timeout, tick, "the address is Available")
+	}, fixture.Timeout, fixture.Tick, "the address is Available")
 	assert.Equal(t, hold.UID, requireHeldBy(t, a.Name, ip).UID, "the same placeholder holds")
 
 	// A new claim of the class: the core binds the Available address.
@@ -193,14 +164,14 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	assert.Equal(t, a.UID, b.UID, "the same IPAddress, recycled")
 	assert.Equal(t, ip, b.Spec.Address)
 	assert.Equal(t, hold.UID, requireHeldBy(t, a.Name, ip).UID, "the same placeholder holds")
-	assert.Len(t, addressesOfClass(t, "retain"), 1, "no second address was recorded")
+	assert.Len(t, suite.AddressesOfClass(t, "retain"), 1, "no second address was recorded")
 	// Any allocation placeholder the claim controller started for the new
 	// claim before the core bound it is dropped.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		phs := placeholdersOfClass(ct, "retain")
 		require.Len(ct, phs, 1)
 		assert.Equal(ct, hold.UID, phs[0].UID)
-	}, timeout, tick, "only the hold remains in the pool")
+	}, fixture.Timeout, fixture.Tick, "only the hold remains in the pool")
 
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(squatter), got))
 	assert.Empty(t, got.Status.LoadBalancer.Ingress, "the hand-pinned Service never got the address")
@@ -214,7 +185,7 @@ func TestDeleteReclaimFreesIP(t *testing.T) {
 	ctx := context.Background()
 	startClaimAndCore(t)
 	classWithPolicy(t, "delete", iadv1alpha1.ReclaimDelete, "192.0.2.128/29")
-	namespace(t, "tenant-x")
+	suite.Namespace(t, "tenant-x")
 
 	cl := newClaim(t, "tenant-x", "doomed", "delete")
 	a := requireBound(t, cl)
@@ -224,18 +195,18 @@ func TestDeleteReclaimFreesIP(t *testing.T) {
 
 	// A finalizer of the test's own keeps the object visible after the
 	// driver's teardown.
-	cur := getAddress(t, a.Name)
+	cur := suite.GetAddress(t, a.Name)
 	orig := cur.DeepCopy()
 	controllerutil.AddFinalizer(cur, testFinalizer)
 	require.NoError(t, adm.Patch(ctx, cur, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 
 	requireClaimGone(t, cl)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		got := getAddress(ct, a.Name)
+		got := suite.GetAddress(ct, a.Name)
 		require.NotNil(ct, got.DeletionTimestamp, "the core deleted the address")
 		assert.Equal(ct, []string{testFinalizer}, got.Finalizers, "the driver's and the core's finalizers are released")
-		assert.Empty(ct, placeholders(ct, a.Name))
-	}, timeout, tick, "the driver's teardown ran")
+		assert.Empty(ct, suite.PlaceholdersOf(ct, a.Name))
+	}, fixture.Timeout, fixture.Tick, "the driver's teardown ran")
 	err := adm.Get(ctx, client.ObjectKeyFromObject(hold), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "the placeholder is deleted, got %v", err)
 
@@ -243,18 +214,16 @@ func TestDeleteReclaimFreesIP(t *testing.T) {
 	taker := pinnedByHand("tenant-x", "taker", "delete", ip)
 	require.NoError(t, adm.Create(ctx, taker))
 	t.Cleanup(func() { _ = adm.Delete(context.Background(), taker) })
-	requireIngress(t, taker, ip)
+	suite.WaitIngress(t, taker, ip)
 
 	// The object goes once the last finalizer does, and nothing records the
 	// IP again.
-	cur = getAddress(t, a.Name)
+	cur = suite.GetAddress(t, a.Name)
 	orig = cur.DeepCopy()
 	controllerutil.RemoveFinalizer(cur, testFinalizer)
 	require.NoError(t, adm.Patch(ctx, cur, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(adm.Get(ctx, types.NamespacedName{Name: a.Name}, &iadv1alpha1.IPAddress{}))
-	}, timeout, tick, "the IPAddress is gone")
-	assert.Empty(t, addressesOfClass(t, "delete"))
+	suite.WaitGone(t, fixture.Timeout, cur)
+	assert.Empty(t, suite.AddressesOfClass(t, "delete"))
 	assert.Empty(t, placeholdersOfClass(t, "delete"))
-	requireIngress(t, taker, ip)
+	suite.WaitIngress(t, taker, ip)
 }

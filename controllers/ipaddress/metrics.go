@@ -4,7 +4,11 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
 )
 
 var addressesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -59,4 +63,34 @@ func (t *addressStates) forget(address string) {
 func (t *addressStates) dec(key [2]string) {
 	t.count[key]--
 	addressesGauge.WithLabelValues(key[0], key[1]).Set(float64(t.count[key]))
+}
+
+// Address states, the values of the "state" label of metallb_iad_addresses.
+const (
+	stateHeld       = "held"
+	stateAssociated = "associated"
+	stateConflict   = "conflict"
+	stateWaiting    = "waiting"
+)
+
+// addressState classifies an address for the gauge (see its help text).
+func addressState(a *iadv1alpha1.IPAddress) string {
+	if a.Status.Phase == iadv1alpha1.AddressConflict {
+		return stateConflict
+	}
+	if a.Status.AssociatedTo != nil {
+		return stateAssociated
+	}
+	for _, c := range a.Status.Conditions {
+		if c.Type != conditions.Held {
+			continue
+		}
+		switch {
+		case c.Status == metav1.ConditionTrue:
+			return stateHeld
+		case c.Reason == conditions.ReasonTakenElsewhere:
+			return stateConflict
+		}
+	}
+	return stateWaiting
 }

@@ -9,23 +9,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
-// ReasonAttachmentRefused (Warning, on the IPAddress and the Service): the
-// Service the address is attached to is pinned to it, but MetalLB refused
-// it the address.
-const ReasonAttachmentRefused = "AttachmentRefused"
-
-// servingVerdict is what checkServing writes: nothing (set false), or the
-// AttachmentServed condition, with a Warning when it turns False.
+// servingVerdict is the AttachmentServed condition to set, if set, with a
+// Warning when it turns False.
 type servingVerdict struct {
 	set     bool
 	status  metav1.ConditionStatus
@@ -34,10 +29,9 @@ type servingVerdict struct {
 	warn    bool
 }
 
-// planServing decides the AttachmentServed condition from the previous one
-// (nil when absent), the attached Service's key ("" when the address is
-// not attached to a pinned Service) and MetalLB's refusal of it ("" when
-// there is none since the attachment, or the Service holds the address).
+// planServing decides AttachmentServed from the previous condition, the
+// attached pinned Service's key ("" for none) and MetalLB's refusal of it
+// since the attachment ("" for none).
 func planServing(prev *metav1.Condition, ip, svc, refused string) servingVerdict {
 	if refused != "" {
 		msg := fmt.Sprintf("Attached to Service %s, which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
@@ -67,17 +61,15 @@ func pinnedTo(svc *corev1.Service, ip string) bool {
 }
 
 // checkServing keeps the address from saying attached while its Service
-// holds none of it: when the attached Service is pinned to the address,
-// does not hold it, and MetalLB refused it since the attachment (its
-// latest AllocationFailed Event is no older than the Held condition's last
-// change), AttachmentServed goes False with a Warning on the address and
-// the Service; it turns True once that is over. The Events are read from
-// the API server only while the pinned Service holds nothing.
-func (r *Reconciler) checkServing(ctx context.Context, s *scope) (ctrl.Result, error) {
+// holds none of it: AttachmentServed goes False, with Warnings, while the
+// attached Service is pinned to the address without holding it and MetalLB
+// refused it since the attachment (an AllocationFailed no older than Held's
+// last change), and True once that is over.
+func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, error) {
 	a, ip := s.addr, s.ip.String()
 	svc, err := r.attachedService(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return phase.Next(), err
 	}
 	key, refused := "", ""
 	if svc != nil && pinnedTo(svc, ip) {
@@ -86,7 +78,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (ctrl.Result, e
 			var evs corev1.EventList
 			if err := r.APIReader.List(ctx, &evs, client.InNamespace(svc.Namespace),
 				client.MatchingFields{"involvedObject.name": svc.Name, "reason": metallbAllocationFailed}); err != nil {
-				return ctrl.Result{}, err
+				return phase.Next(), err
 			}
 			var since time.Time
 			if h := meta.FindStatusCondition(a.Status.Conditions, conditions.Held); h != nil {
@@ -97,11 +89,11 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (ctrl.Result, e
 			}
 		}
 	}
-	var res ctrl.Result
+	res := phase.Next()
 	if key != "" && refused == "" && !binding.Holds(svc, ip) {
 		// MetalLB's Event may come after the status change that woke
 		// this pass, and Events wake nothing here.
-		res.RequeueAfter = servingRecheck
+		res = phase.RetryAfter(servingRecheck, "MetalLB may not have refused the attached Service yet")
 	}
 	v := planServing(meta.FindStatusCondition(a.Status.Conditions, conditions.AttachmentServed), ip, key, refused)
 	if !v.set {

@@ -3,7 +3,6 @@ package ipaddress
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +17,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // startingWindow restarts MetalLB and keeps it in its start-up window
@@ -26,8 +26,8 @@ import (
 // MetalLB's first pass books.
 func startingWindow(t *testing.T, ns, class, blockerIP string, booked int64) (end func()) {
 	t.Helper()
-	blocker := loadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
-	return c.StartingWindow(t, blocker, names.PoolName(class), booked)
+	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
+	return suite.StartingWindow(t, blocker, names.PoolName(class), booked)
 }
 
 // heldAddress makes class (with the range cidr) and an address of ip in it,
@@ -53,12 +53,12 @@ func attachTo(t *testing.T, address, ns, name string) {
 	if svc.Labels == nil {
 		svc.Labels = map[string]string{}
 	}
-	svc.Labels[names.LabelGrant] = getAddress(t, address).Spec.ClassName
+	svc.Labels[names.LabelGrant] = suite.GetAddress(t, address).Spec.ClassName
 	require.NoError(t, adm.Patch(context.Background(), svc, client.MergeFrom(orig)))
-	patchStatus(t, address, func(st *iadv1alpha1.IPAddressStatus) {
+	suite.PatchAddressStatus(t, address, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: name}
 	})
-	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, placeholders(ct, address)) }, timeout, tick)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Empty(ct, suite.PlaceholdersOf(ct, address)) }, fixture.Timeout, fixture.Tick)
 }
 
 // attachToIdle makes namespace ns and a ClusterIP Service "idle" in it,
@@ -66,8 +66,8 @@ func attachTo(t *testing.T, address, ns, name string) {
 // address's hold goes.
 func attachToIdle(t *testing.T, address, ns string) {
 	t.Helper()
-	namespace(t, ns)
-	idle := loadBalancer(ns, "idle", nil)
+	suite.Namespace(t, ns)
+	idle := fixture.LoadBalancer(ns, "idle", nil)
 	idle.Spec.Type = corev1.ServiceTypeClusterIP
 	idle.Spec.AllocateLoadBalancerNodePorts = nil
 	require.NoError(t, adm.Create(context.Background(), idle))
@@ -79,14 +79,14 @@ func attachToIdle(t *testing.T, address, ns string) {
 // key, on the hold's port) and waits until MetalLB has given it ip.
 func formerPlaceholder(t *testing.T, name, ip, key string) *corev1.Service {
 	t.Helper()
-	former := loadBalancer(testPlaceholderNamespace, name, map[string]string{
+	former := fixture.LoadBalancer(testPlaceholderNamespace, name, map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
 	})
 	former.Spec.Selector = nil
 	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
 	require.NoError(t, adm.Create(context.Background(), former))
-	requireIngress(t, former, ip)
-	requireEvent(t, testPlaceholderNamespace, former.Name, "IPAllocated")
+	suite.WaitIngress(t, former, ip)
+	suite.WaitEvent(t, fixture.About{Namespace: testPlaceholderNamespace, Name: former.Name}, "IPAllocated")
 	return former
 }
 
@@ -99,30 +99,27 @@ func deleteInStartingWindow(t *testing.T, ns, class, blockerIP, address string, 
 	ctx := context.Background()
 	end := startingWindow(t, ns, class, blockerIP, 2)
 	require.NoError(t, adm.Delete(ctx, svc))
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		err := adm.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
-		assert.True(ct, apierrors.IsNotFound(err))
-	}, timeout, tick)
+	suite.WaitGone(t, fixture.Timeout, svc)
 	if then != nil {
 		then()
 	}
-	requireEvent(t, testPlaceholderNamespace, names.HoldPlaceholderName(address), "AllocationFailed")
+	suite.WaitEvent(t, fixture.About{Namespace: testPlaceholderNamespace, Name: names.HoldPlaceholderName(address)}, "AllocationFailed")
 	end()
 }
 
-// requireCleared waits, with room for MetalLB's backoff (its next retry
-// of the first pass may be tens of seconds away), until the address's
-// hold gets ip again, and checks that the address tells the stale
+// requireCleared waits, with room for MetalLB's backoff
+// (fixture.MetalLBTimeout), until the address's hold gets ip again, and
+// checks that the address tells the stale
 // allocation of holder ("namespace/name") was cleared.
 func requireCleared(t *testing.T, address, ip, holder string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		phs := placeholders(ct, address)
+		phs := suite.PlaceholdersOf(ct, address)
 		require.Len(ct, phs, 1)
-		assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
-	}, 2*time.Minute, tick, "the re-armed hold gets the address MetalLB booked for a deleted Service")
+		assert.Equal(ct, []string{ip}, fixture.Ingress(&phs[0]))
+	}, fixture.MetalLBTimeout, fixture.Tick, "the re-armed hold gets the address MetalLB booked for a deleted Service")
 	requireHeldBy(t, address, ip)
-	assert.Contains(t, requireEvent(t, "default", address, ReasonStaleAllocationCleared), holder)
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: address}, ReasonStaleAllocationCleared).Message, holder)
 }
 
 // TestStaleAllocationCleared: MetalLB v0.15.2 ignores Service events until
@@ -140,12 +137,12 @@ func TestStaleAllocationCleared(t *testing.T) {
 
 	// Attach a Service that cannot share with the hold (it uses the
 	// placeholder's port and no key): the hold goes, the Service holds.
-	namespace(t, "ghost-tenant")
-	web := loadBalancer("ghost-tenant", "web", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	suite.Namespace(t, "ghost-tenant")
+	web := fixture.LoadBalancer("ghost-tenant", "web", map[string]string{names.MetalLBLoadBalancerIPs: ip})
 	web.Spec.Ports = []corev1.ServicePort{{Name: "disc", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
 	require.NoError(t, adm.Create(ctx, web))
 	attachTo(t, a.Name, "ghost-tenant", "web")
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 
 	// The driver re-arms the hold; MetalLB, still starting, refuses it the
 	// address it books for the deleted web.
@@ -155,12 +152,12 @@ func TestStaleAllocationCleared(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		err := adm.Get(ctx, client.ObjectKeyFromObject(web), &corev1.Service{})
 		assert.True(ct, apierrors.IsNotFound(err), "the Service that cleared the allocation is gone again")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		for _, ph := range placeholders(ct, a.Name) {
+		for _, ph := range suite.PlaceholdersOf(ct, a.Name) {
 			assert.NotContains(ct, ph.Annotations, names.AnnotationMetalLBRetry, "the retry mark goes once the hold holds")
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 // TestStaleAllocationOfFormerPlaceholderCleared: the Service deleted in
@@ -176,10 +173,10 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	// so its hold goes; a placeholder-shaped Service with the address's key
 	// takes the address instead, as an allocation placeholder would.
 	attachToIdle(t, a.Name, "former-tenant")
-	former := formerPlaceholder(t, "former-placeholder", ip, binding.SharingKey(getAddress(t, a.Name)))
+	former := formerPlaceholder(t, "former-placeholder", ip, binding.SharingKey(suite.GetAddress(t, a.Name)))
 
 	deleteInStartingWindow(t, "former-tenant", "former", blockerIP, a.Name, former, func() {
-		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
 	})
 
 	requireCleared(t, a.Name, ip, testPlaceholderNamespace+"/former-placeholder")
@@ -200,25 +197,25 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.162", "192.0.2.166"
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
-	key := binding.SharingKey(getAddress(t, a.Name))
+	key := binding.SharingKey(suite.GetAddress(t, a.Name))
 
 	// The shared handoff of an older driver: the hold carries the key (an
 	// older driver keyed every hold, and the key stays), web shares the
 	// address with it, then is attached and the hold goes (without the
 	// shared-by marker the attachment is not a shared one,
 	// binding.SharesHold).
-	hold := placeholders(t, a.Name)[0]
+	hold := suite.PlaceholdersOf(t, a.Name)[0]
 	orig := hold.DeepCopy()
 	hold.Annotations[names.MetalLBAllowSharedIP] = key
 	require.NoError(t, adm.Patch(ctx, &hold, client.MergeFrom(orig)))
-	namespace(t, "handback-tenant")
-	web := loadBalancer("handback-tenant", "web", map[string]string{
+	suite.Namespace(t, "handback-tenant")
+	web := fixture.LoadBalancer("handback-tenant", "web", map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
 		names.AnnotationPinnedBy:           "web-ip",
 		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
 	})
 	require.NoError(t, adm.Create(ctx, web))
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 	attachTo(t, a.Name, "handback-tenant", "web")
 
 	// A placeholder-shaped Service with the address's key shares it too,
@@ -227,11 +224,11 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 
 	// The shared detach: associatedTo cleared while web keeps the address.
 	deleteInStartingWindow(t, "handback-tenant", "handback", blockerIP, a.Name, former, func() {
-		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
 	})
 
 	requireCleared(t, a.Name, ip, testPlaceholderNamespace+"/handback-former")
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 }
 
 // TestStaleAllocationClearedInSharedAttachment: the address is attached in
@@ -246,39 +243,39 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.170", "192.0.2.174"
 	a := heldAddress(t, "sharedstale", "192.0.2.168/29", ip, &iadv1alpha1.ClaimReference{Namespace: "sharedstale-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f2f2"})
-	key := binding.SharingKey(getAddress(t, a.Name))
+	key := binding.SharingKey(suite.GetAddress(t, a.Name))
 
 	// The address's hold goes (attached to a Service that does not take
 	// it); a placeholder-shaped Service with the address's key takes the
 	// address, and web shares it with that one (the same key, ports apart).
 	attachToIdle(t, a.Name, "sharedstale-tenant")
 	former := formerPlaceholder(t, "sharedstale-former", ip, key)
-	web := loadBalancer("sharedstale-tenant", "web", map[string]string{
+	web := fixture.LoadBalancer("sharedstale-tenant", "web", map[string]string{
 		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
 		names.AnnotationPinnedBy:           "web-ip",
 		names.AnnotationSharedBy:           "web-ip",
 		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
 	})
 	require.NoError(t, adm.Create(ctx, web))
-	requireIngress(t, web, ip)
+	suite.WaitIngress(t, web, ip)
 
 	// The former placeholder is deleted while MetalLB is starting, and the
 	// address is attached to web in a shared attachment: the controller
 	// re-arms the hold beside web, and MetalLB refuses it.
 	deleteInStartingWindow(t, "sharedstale-tenant", "sharedstale", blockerIP, a.Name, former, func() {
-		patchStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
 			st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "sharedstale-tenant", Name: "web"}
 		})
 	})
 
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		phs := placeholders(ct, a.Name)
+		phs := suite.PlaceholdersOf(ct, a.Name)
 		require.Len(ct, phs, 1)
-		assert.Equal(ct, []string{ip}, ingressIPs(&phs[0]))
-		held := meta.FindStatusCondition(getAddress(t, a.Name).Status.Conditions, conditions.Held)
+		assert.Equal(ct, []string{ip}, fixture.Ingress(&phs[0]))
+		held := meta.FindStatusCondition(suite.GetAddress(ct, a.Name).Status.Conditions, conditions.Held)
 		require.NotNil(ct, held)
 		assert.Equal(ct, metav1.ConditionTrue, held.Status)
-	}, 2*time.Minute, tick, "the re-armed hold gets the address beside web")
-	assert.Contains(t, requireEvent(t, "default", a.Name, ReasonStaleAllocationCleared), testPlaceholderNamespace+"/sharedstale-former")
-	requireIngress(t, web, ip)
+	}, fixture.MetalLBTimeout, fixture.Tick, "the re-armed hold gets the address beside web")
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonStaleAllocationCleared).Message, testPlaceholderNamespace+"/sharedstale-former")
+	suite.WaitIngress(t, web, ip)
 }

@@ -15,30 +15,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-func TestStaleHolders(t *testing.T) {
-	alloc := []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv4-u1"}}
-	tests := []struct {
-		name string
-		msg  string
-		want []types.NamespacedName
-	}{
-		{"one named", `Failed to allocate IP for "ph/hold-ip-10-0-0-2": can't change sharing key for "ph/hold-ip-10-0-0-2", address also in use by shop/web`,
-			[]types.NamespacedName{{Namespace: "shop", Name: "web"}}},
-		{"several named", `can't change sharing key for "shop/api", address also in use by ph/alloc-ipv4-x,shop/web`,
-			[]types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv4-x"}, {Namespace: "shop", Name: "web"}}},
-		{"port taken on the address: same key, the claim's allocation placeholder", `port TCP/9 is already in use on "10.0.0.2"`, alloc},
-		{"port taken on another address", `port TCP/9 is already in use on "10.0.0.3"`, nil},
-		{"pool exhausted", `no available IPs`, nil},
-		{"not allowed", `["10.0.0.2"] is not allowed in config`, nil},
-		{"malformed name", `address also in use by web`, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, staleHolders(tt.msg, "10.0.0.2", alloc))
-		})
-	}
-}
-
 func TestBlockedService(t *testing.T) {
 	const ip = "10.0.0.2"
 	svc := func(ns, name, pin string, holds bool) corev1.Service {
@@ -141,24 +117,6 @@ func TestLatestAllocationFailure(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func TestAssignedTo(t *testing.T) {
-	ev := func(reason, ns, name, msg string) corev1.Event {
-		return corev1.Event{Reason: reason, Message: msg, InvolvedObject: corev1.ObjectReference{Namespace: ns, Name: name}}
-	}
-	self := types.NamespacedName{Namespace: "ph", Name: "hold-ip6-x"}
-	evs := []corev1.Event{
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
-		ev(names.MetalLBIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
-		ev(metallbAllocationFailed, "ph", "alloc-ipv6-c", `port TCP/9 is already in use on "fd00:77::4"`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
-	}
-	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
-		assignedTo(evs, "fd00:77::4", self, 8))
-	assert.Len(t, assignedTo(evs, "fd00:77::4", self, 1), 1, "bounded")
-}
 
 func TestPassTime(t *testing.T) {
 	for _, tt := range []struct {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,14 +18,16 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// importsTotal counts the outcomes of imports per class: addresses
-// imported, addresses skipped (each skipped Service once per reason) and
-// failed import steps.
+// cacheWait bounds a wait for the cache to show an import step's write.
+const cacheWait = 5 * time.Second
+
 var importsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "metallb_iad_imports_total",
 	Help: "Addresses MetalLB had assigned to plain Services that the service controller imported into generated claims (result=imported), left alone with a Warning Event (result=skipped, once per Service and reason) or failed to import in a pass (result=failed, retried), per class with adoptExisting.",
@@ -33,71 +35,57 @@ var importsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { metrics.Registry.MustRegister(importsTotal) }
 
-// importOutcomes remembers, per Service, the last skip reported, so that a
-// skipped Service gets its Event and its count once per reason, not once
-// per pass. Memory only: after a restart a skip is reported once more.
-type importOutcomes struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]string
-}
+// importOutcomes remembers, per Service, the last skip reported, so a
+// skipped Service gets its Event and its count once per reason.
+type importOutcomes struct{ memo changes.Memo }
 
-// changed records outcome for the Service and reports whether it differs
-// from the last one.
 func (o *importOutcomes) changed(key types.NamespacedName, uid types.UID, outcome string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[types.NamespacedName]string{}
-	}
-	v := string(uid) + "/" + outcome
-	if o.m[key] == v {
-		return false
-	}
-	o.m[key] = v
-	return true
+	return o.memo.Changed(key.String(), string(uid)+"/"+outcome)
 }
 
-func (o *importOutcomes) forget(key types.NamespacedName) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.m, key)
-}
+func (o *importOutcomes) forget(key types.NamespacedName) { o.memo.Forget(key.String()) }
 
 // importFirst runs the import decision before anything else of the pass
-// looks at the Service (conflict detection would otherwise report an
-// address half-way through its import). It reports whether the pass goes
-// on: false while an import is under way.
-func (r *Reconciler) importFirst(ctx context.Context, s *scope) (bool, error) {
+// looks at the Service: conflict detection would otherwise report an
+// address half-way through its import. The pass ends while an import is
+// under way.
+func (r *Reconciler) importFirst(ctx context.Context, s *scope) (phase.Result, error) {
 	sit, err := r.importSituation(ctx, s)
 	if err != nil || sit == nil {
-		return err == nil, err
+		return phase.Next(), err
 	}
 	p := PlanImport(*sit)
-	svc := s.svc
 	switch p.Step {
 	case ImportSkip:
-		if r.imports.changed(s.key, svc.UID, p.Reason) {
-			log.FromContext(ctx).Info("import skipped", "reason", p.Reason, "ip", p.IP, "class", p.Class.Name)
-			r.Recorder.Event(svc, corev1.EventTypeWarning, p.Reason, p.Message)
-			if p.Reason == ReasonImportSkippedClaimNameTaken && sit.Claim != nil {
-				r.Recorder.Event(sit.Claim, corev1.EventTypeWarning, p.Reason, msgClaimNameTaken(p, svc.Namespace, svc.Name))
-			}
-			importsTotal.WithLabelValues(p.Class.Name, importSkipped).Inc()
-		}
-		return true, nil
+		r.reportSkip(ctx, s, sit, p)
+		return phase.Next(), nil
 	case ImportRun:
 		err := r.runImport(ctx, s, sit, p)
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			importsTotal.WithLabelValues(p.Class.Name, importFailed).Inc()
-			r.Recorder.Eventf(svc, corev1.EventTypeWarning, ReasonImportFailed, "Importing %s failed, retrying: %v", p.IP, err)
+			r.Recorder.Eventf(s.svc, corev1.EventTypeWarning, ReasonImportFailed, "Importing %s failed, retrying: %v", p.IP, err)
 		}
 		if apierrors.IsAlreadyExists(err) {
-			return false, conflictErr(err)
+			err = conflictErr(err)
 		}
-		return false, err
+		return phase.Halt("an import is under way", 0), err
 	}
 	r.imports.forget(s.key)
-	return true, nil
+	return phase.Next(), nil
+}
+
+// reportSkip reports a skipped import once per reason.
+func (r *Reconciler) reportSkip(ctx context.Context, s *scope, sit *ImportSituation, p ImportPlan) {
+	svc := s.svc
+	if !r.imports.changed(s.key, svc.UID, p.Reason) {
+		return
+	}
+	log.FromContext(ctx).Info("import skipped", "reason", p.Reason, "ip", p.IP, "class", p.Class.Name)
+	r.Recorder.Event(svc, corev1.EventTypeWarning, p.Reason, p.Message)
+	if p.Reason == ReasonImportSkippedClaimNameTaken && sit.Claim != nil {
+		r.Recorder.Event(sit.Claim, corev1.EventTypeWarning, p.Reason, msgClaimNameTaken(p, svc.Namespace, svc.Name))
+	}
+	importsTotal.WithLabelValues(p.Class.Name, importSkipped).Inc()
 }
 
 // conflictErr turns an AlreadyExists (the cache had not seen an object yet)
@@ -106,8 +94,8 @@ func conflictErr(err error) error {
 	return apierrors.NewConflict(iadv1alpha1.GroupVersion.WithResource("ipaddresses").GroupResource(), "", err)
 }
 
-// importSituation gathers the import decision's inputs from the cache. It
-// returns nil when no class imports, or the Service holds nothing.
+// importSituation reads the import decision's inputs from the cache; nil
+// when no class imports or the Service holds nothing.
 func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSituation, error) {
 	svc := s.svc
 	ips := binding.IngressIPs(svc)
@@ -153,9 +141,7 @@ func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSitu
 	return sit, nil
 }
 
-// adoptClasses lists, from the cache, the classes this driver serves whose
-// parameters parse and turn adoptExisting on. Classes whose parameters do
-// not parse import nothing (the class controller reports them).
+// adoptClasses lists the served classes with adoptExisting on.
 func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
 	served, err := r.servedClasses(ctx)
 	if err != nil {
@@ -171,80 +157,86 @@ func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
 	return out, nil
 }
 
-// runImport runs the import steps, each checking the cluster first so that
-// a crash between any two is finished by the next pass:
-//
-//  1. the generated claim (deterministic name, spec.addressName naming the
-//     imported address);
-//  2. one patch of the Service: the claim annotation, the imported-into
-//     marker and the driver's pin and markers (or, for a hand-written pin,
-//     the owner-pin record), and the class's grant label, with an
-//     optimistic lock;
-//  3. once the core has seen the claim (its claim-protection finalizer is
-//     on it), the IPAddress, pre-bound to the claim with its uid;
-//  4. status.associatedTo naming the Service on the IPAddress; then the
-//     Imported Events.
-//
-// The Service holds the address in MetalLB throughout; the IPAddress
-// controller creates no hold placeholder for an address being imported.
+// runImport runs the import steps (docs/design.md, section 9), each
+// checking the cluster first so that the next pass finishes what a crash
+// interrupted. The Service holds the address in MetalLB throughout; the
+// IPAddress controller creates no hold for an address being imported.
 func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituation, p ImportPlan) error {
-	svc := s.svc
 	logger := log.FromContext(ctx).WithValues("ip", p.IP, "claim", p.ClaimName, "class", p.Class.Name)
-
 	claim := sit.Claim
 	if claim == nil {
-		claim = ImportedClaim(svc, p)
+		claim = ImportedClaim(s.svc, p)
 		if err := r.Create(ctx, claim); err != nil {
 			return err
 		}
 		logger.Info("import: created the generated claim")
 	}
+	if err := r.annotateImport(ctx, s.svc, claim, p, logger); err != nil {
+		return err
+	}
+	a, err := r.importAddress(ctx, s.svc, claim, sit.Ledger[p.IP], p, logger)
+	if err != nil || AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+		return err
+	}
+	return r.associateImport(ctx, s.svc, claim, a, p, logger)
+}
 
+// annotateImport writes ImportAnnotations and the grant label in one
+// patch: once MetalLB serves the address from the class pool, which admits
+// only granted Services, the Service keeps it.
+func (r *Reconciler) annotateImport(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p ImportPlan, logger logr.Logger) error {
 	key := names.ClaimSharingKey(claim.Namespace, claim.Name, claim.UID)
 	if p.HandPin != "" || ShareProblem(svc, key) != "" {
 		key = ""
 	}
-	// The grant label goes in the same patch: once MetalLB serves the
-	// address from the class pool, which admits only granted Services, the
-	// Service keeps it.
 	want, labels := ImportAnnotations(svc.Annotations, p, key), GrantLabels(svc.Labels, p.Class.Name)
-	if !maps.Equal(want, svc.Annotations) || !maps.Equal(labels, svc.Labels) {
-		took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
-		if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
-			return err
-		}
-		logger.Info("import: annotated the Service")
-		if took != "" {
-			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(took, p.IP))
-		}
-		// A later pass must see the import under way, or it would take the
-		// address about to be created for a conflict.
-		r.waitForCache(ctx, svc, func(o client.Object) bool {
-			return o.GetAnnotations()[names.AnnotationImportedInto] == p.ClaimName
-		})
-	}
-
-	a := sit.Ledger[p.IP]
-	if a == nil {
-		// The core reclaims an address pre-bound to a claim its cache has
-		// not seen yet (under Delete: deletes it). Its finalizer on the
-		// claim shows it has seen it; the claim's update brings the Service
-		// back, the quick retry is the safety net.
-		if !controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
-			logger.V(1).Info("import: waiting for the core to see the generated claim")
-			return conflictErr(errors.New("the core has not seen the generated claim yet"))
-		}
-		a = ImportedAddress(svc, claim, p)
-		if err := r.Create(ctx, a); err != nil {
-			return err
-		}
-		logger.Info("import: created the IPAddress", "address", a.Name)
-		r.waitForCache(ctx, a, nil)
-	}
-
-	if AssociatedWith(a, svc.Namespace, svc.Name) {
+	if maps.Equal(want, svc.Annotations) && maps.Equal(labels, svc.Labels) {
 		return nil
 	}
+	took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
+	if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
+		return err
+	}
+	logger.Info("import: annotated the Service")
+	if took != "" {
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(took, p.IP))
+	}
+	// A later pass must see the import under way, or it would take the
+	// address about to be created for a conflict. On timeout the next pass
+	// re-reads; the steps check before they write.
+	_ = patch.WaitForCache(ctx, r.Client, nil, svc, func(o client.Object) bool {
+		return o.GetAnnotations()[names.AnnotationImportedInto] == p.ClaimName
+	}, cacheWait)
+	return nil
+}
+
+// importAddress returns the imported IPAddress (a, from the ledger), or
+// creates it once the core has seen the claim (its finalizer is on it):
+// the core reclaims an address pre-bound to a claim its cache does not
+// show. The claim's update brings the Service back.
+func (r *Reconciler) importAddress(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) (*iadv1alpha1.IPAddress, error) {
+	if a != nil {
+		return a, nil
+	}
+	if !controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
+		logger.V(1).Info("import: waiting for the core to see the generated claim")
+		return nil, conflictErr(errors.New("the core has not seen the generated claim yet"))
+	}
+	a = ImportedAddress(svc, claim, p)
+	// A wait that times out is no error: the next pass re-reads.
+	if created, err := patch.CreateAndWait(ctx, r.Client, nil, a, cacheWait); !created {
+		if err == nil {
+			err = conflictErr(errors.New("the IPAddress exists already; the cache has not shown it yet"))
+		}
+		return nil, err
+	}
+	logger.Info("import: created the IPAddress", "address", a.Name)
+	return a, nil
+}
+
+// associateImport records status.associatedTo naming the Service on the
+// imported address, then the Imported Events.
+func (r *Reconciler) associateImport(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) error {
 	if err := patch.Status(ctx, r, a, func() {
 		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name}
 	}); err != nil {
@@ -256,11 +248,4 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonImported, msgImportedAddress(p, svc.Namespace, svc.Name))
 	importsTotal.WithLabelValues(p.Class.Name, importImported).Inc()
 	return nil
-}
-
-// waitForCache waits, briefly, until the cache shows the object written
-// and seen accepts it, so the next pass does not act on a stale read. On
-// timeout the next pass re-reads; the steps check before they write.
-func (r *Reconciler) waitForCache(ctx context.Context, obj client.Object, seen func(client.Object) bool) {
-	_ = patch.WaitForCache(ctx, r.Client, nil, obj, seen, 5*time.Second)
 }

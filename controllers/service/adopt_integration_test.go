@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,6 +19,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestImportExistingServices runs the import end to end, with the reference
@@ -47,35 +47,35 @@ func TestImportExistingServices(t *testing.T) {
 	// Plain Services, as MetalLB users have them today.
 	pinned := lb(ns, "pinned", "")
 	pinned.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.70"
-	create(t, pinned)
+	suite.Create(t, pinned)
 	shareA, shareB := sharedLB(ns, "share-a", ""), sharedLB(ns, "share-b", "")
 	shareB.Spec.Ports[0].Port, shareB.Spec.Ports[0].TargetPort = 443, intstr.FromInt32(8443)
 	for _, s := range []*corev1.Service{shareA, shareB} {
 		s.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.75"
 		s.Annotations[names.MetalLBAllowSharedIP] = "team-key"
-		create(t, s)
+		suite.Create(t, s)
 	}
 	offSvc := lb(offNS, "plain", "")
 	offSvc.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.85"
-	create(t, offSvc)
-	create(t, sharedLB(ns, "auto", ""))
-	create(t, sharedLB(ns, "taken", ""))
-	create(t, lb(ns, "mixed", "", corev1.IPv4Protocol, corev1.IPv6Protocol))
+	suite.Create(t, offSvc)
+	suite.Create(t, sharedLB(ns, "auto", ""))
+	suite.Create(t, sharedLB(ns, "taken", ""))
+	suite.Create(t, lb(ns, "mixed", "", corev1.IPv4Protocol, corev1.IPv6Protocol))
 
 	held := map[string]string{}
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, n := range []string{"pinned", "share-a", "share-b", "auto", "taken"} {
-			require.Len(t, ingress(getSvc(t, ns, n)), 1, n)
+			require.Len(t, fixture.Ingress(suite.GetService(t, ns, n)), 1, n)
 		}
-		require.Len(t, ingress(getSvc(t, ns, "mixed")), 2)
-		require.Len(t, ingress(getSvc(t, offNS, "plain")), 1)
-	}, timeout, tick, "MetalLB assigned every plain Service its addresses")
-	autoIP := ingress(getSvc(t, ns, "auto"))[0]
+		require.Len(t, fixture.Ingress(suite.GetService(t, ns, "mixed")), 2)
+		require.Len(t, fixture.Ingress(suite.GetService(t, offNS, "plain")), 1)
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigned every plain Service its addresses")
+	autoIP := fixture.Ingress(suite.GetService(t, ns, "auto"))[0]
 	require.NotEqual(t, "192.0.2.70", autoIP)
 	held[autoIP], held["192.0.2.70"] = "ip-"+dashed(autoIP), "ip-192-0-2-70"
 
 	// A tenant's claim already has the name the import would generate for "taken".
-	taken := getSvc(t, ns, "taken")
+	taken := suite.GetService(t, ns, "taken")
 	takenClaim := createClaim(t, ns, names.ImportedClaimName(taken.Name, taken.UID), "no-such-class", iadv1alpha1.FamilyIPv4)
 
 	before := map[string]float64{}
@@ -85,8 +85,8 @@ func TestImportExistingServices(t *testing.T) {
 	w := watchHeld(t, held, client.ObjectKey{Namespace: ns, Name: "auto"}, client.ObjectKey{Namespace: ns, Name: "pinned"})
 
 	// The classes, and their pools as the class controller renders them.
-	createClass(t, gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.64/28"], "adoptExisting": true}`)
-	createClass(t, off, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.80/28"]}`)
+	suite.Create(t, cluster.Class(gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.64/28"], "adoptExisting": true}`))
+	suite.Create(t, cluster.Class(off, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.80/28"]}`))
 	goldPool := &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
 		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/28"}, AutoAssign: ptr.To(false),
@@ -94,16 +94,16 @@ func TestImportExistingServices(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, goldPool))
 
-	autoClaim := names.ImportedClaimName("auto", getSvc(t, ns, "auto").UID)
-	pinnedClaim := names.ImportedClaimName("pinned", getSvc(t, ns, "pinned").UID)
+	autoClaim := names.ImportedClaimName("auto", suite.GetService(t, ns, "auto").UID)
+	pinnedClaim := names.ImportedClaimName("pinned", suite.GetService(t, ns, "pinned").UID)
 	assertImported(t, ns, "auto", autoClaim, autoIP, iadv1alpha1.ReclaimRetain)
 	assertImported(t, ns, "pinned", pinnedClaim, "192.0.2.70", iadv1alpha1.ReclaimRetain)
 
-	auto := getSvc(t, ns, "auto")
+	auto := suite.GetService(t, ns, "auto")
 	assert.Equal(t, autoIP, auto.Annotations[names.MetalLBLoadBalancerIPs], "the driver pinned the auto-assigned Service to its address")
 	assert.Equal(t, autoClaim, auto.Annotations[names.AnnotationPinnedBy])
 	assert.NotContains(t, auto.Annotations, names.AnnotationOwnerPin)
-	p := getSvc(t, ns, "pinned")
+	p := suite.GetService(t, ns, "pinned")
 	assert.Equal(t, "192.0.2.70", p.Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
 	assert.Equal(t, "192.0.2.70", p.Annotations[names.AnnotationOwnerPin], "recorded as the owner's")
 	assert.NotContains(t, p.Annotations, names.AnnotationPinnedBy, "the driver does not claim authorship of the owner's pin")
@@ -117,9 +117,9 @@ func TestImportExistingServices(t *testing.T) {
 		assertEvent(t, "IPAddressClaim", ns, takenClaim.Name, corev1.EventTypeWarning, ReasonImportSkippedClaimNameTaken, "Service "+ns+"/taken")
 		assert.Equal(t, before[importImported]+2, testutil.ToFloat64(importsTotal.WithLabelValues(gold, importImported)))
 		assert.Equal(t, before[importSkipped]+4, testutil.ToFloat64(importsTotal.WithLabelValues(gold, importSkipped)))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	for _, n := range []string{"share-a", "share-b", "mixed", "taken"} {
-		s := getSvc(t, ns, n)
+		s := suite.GetService(t, ns, n)
 		assert.NotContains(t, s.Annotations, iadv1alpha1.ServiceClaimAnnotation, n)
 		assert.NotContains(t, s.Annotations, names.AnnotationImportedInto, n)
 	}
@@ -127,7 +127,7 @@ func TestImportExistingServices(t *testing.T) {
 	require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(takenClaim), got))
 	assert.Empty(t, got.Labels[names.LabelImported], "the tenant's claim is left alone")
 	for _, n := range []string{"share-a", "mixed", "taken"} {
-		for _, ip := range ingress(getSvc(t, ns, n)) {
+		for _, ip := range fixture.Ingress(suite.GetService(t, ns, n)) {
 			err := c.Client.Get(ctx, client.ObjectKey{Name: "ip-" + dashed(ip)}, &iadv1alpha1.IPAddress{})
 			assert.True(t, apierrors.IsNotFound(err), "no IPAddress for %s of skipped Service %s: %v", ip, n, err)
 		}
@@ -139,51 +139,41 @@ func TestImportExistingServices(t *testing.T) {
 		err := c.Client.List(ctx, &claims, client.InNamespace(offNS))
 		a := &iadv1alpha1.IPAddress{}
 		return err != nil || len(claims.Items) > 0 || !apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "ip-192-0-2-85"}, a))
-	}, 2*time.Second, tick, "nothing imported for a class without adoptExisting")
-	assert.Empty(t, getSvc(t, offNS, "plain").Annotations[iadv1alpha1.ServiceClaimAnnotation])
+	}, 2*time.Second, fixture.Tick, "nothing imported for a class without adoptExisting")
+	assert.Empty(t, suite.GetService(t, offNS, "plain").Annotations[iadv1alpha1.ServiceClaimAnnotation])
 
 	// Hand the addresses from the plain pool to the class's pool: the skip
 	// cases go first (their addresses are not the driver's), then the plain
 	// pool. MetalLB keeps every assignment that the class's pool covers.
 	for _, key := range []client.ObjectKey{{Namespace: ns, Name: "share-a"}, {Namespace: ns, Name: "share-b"},
 		{Namespace: ns, Name: "mixed"}, {Namespace: ns, Name: "taken"}, {Namespace: offNS, Name: "plain"}} {
-		require.NoError(t, c.Client.Delete(ctx, getSvc(t, key.Namespace, key.Name)))
+		require.NoError(t, c.Client.Delete(ctx, suite.GetService(t, key.Namespace, key.Name)))
 	}
 	require.NoError(t, c.Client.Delete(ctx, legacy))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, n := range []string{"auto", "pinned"} {
-			s := getSvc(t, ns, n)
+			s := suite.GetService(t, ns, n)
 			assert.Equal(t, names.PoolName(gold), s.Annotations["metallb.io/ip-allocated-from-pool"], n)
 		}
-	}, timeout, tick, "MetalLB serves the imported addresses from the class's pool")
-	assert.Equal(t, []string{autoIP}, ingress(getSvc(t, ns, "auto")), "IP unchanged")
-	assert.Equal(t, []string{"192.0.2.70"}, ingress(getSvc(t, ns, "pinned")), "IP unchanged")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB serves the imported addresses from the class's pool")
+	assert.Equal(t, []string{autoIP}, fixture.Ingress(suite.GetService(t, ns, "auto")), "IP unchanged")
+	assert.Equal(t, []string{"192.0.2.70"}, fixture.Ingress(suite.GetService(t, ns, "pinned")), "IP unchanged")
 	w.assertNeverUnheld(t, 0)
 
 	// Deleting the Services leaves the addresses Bound and held.
 	for _, n := range []string{"auto", "pinned"} {
-		require.NoError(t, c.Client.Delete(ctx, getSvc(t, ns, n)))
+		require.NoError(t, c.Client.Delete(ctx, suite.GetService(t, ns, n)))
 	}
 	for ip, addr := range held {
 		assertHeld(t, addr, ip)
-		assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, addr).Status.Phase)
+		assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, addr).Status.Phase)
 	}
 
 	// New Services attached to the generated claims get the same addresses.
-	create(t, sharedLB(ns, "auto-again", autoClaim))
-	assertAssociated(t, ns, "auto-again", autoClaim, autoIP, getAddr(t, held[autoIP]))
-	create(t, lb(ns, "pinned-again", pinnedClaim))
-	assertAssociated(t, ns, "pinned-again", pinnedClaim, "192.0.2.70", getAddr(t, "ip-192-0-2-70"))
-}
-
-// createClass creates a class served by the driver with the parameters.
-func createClass(t *testing.T, name string, reclaim iadv1alpha1.ReclaimPolicy, params string) {
-	t.Helper()
-	require.NoError(t, c.Client.Create(context.Background(), &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: reclaim,
-			Parameters: &apiextensionsv1.JSON{Raw: []byte(params)}},
-	}))
+	suite.Create(t, sharedLB(ns, "auto-again", autoClaim))
+	assertAssociated(t, ns, "auto-again", autoClaim, autoIP, suite.GetAddress(t, held[autoIP]))
+	suite.Create(t, lb(ns, "pinned-again", pinnedClaim))
+	assertAssociated(t, ns, "pinned-again", pinnedClaim, "192.0.2.70", suite.GetAddress(t, "ip-192-0-2-70"))
 }
 
 // assertImported waits until the Service's address is imported: the
@@ -201,7 +191,7 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 		assert.Equal(t, addr, cl.Spec.AddressName)
 		assert.Equal(t, iadv1alpha1.ClaimBound, cl.Status.Phase)
 		assert.Equal(t, []iadv1alpha1.ClaimedAddress{{Name: addr, Address: ip}}, cl.Status.Addresses)
-		a := getAddr(t, addr)
+		a := suite.GetAddress(t, addr)
 		assert.Equal(t, "true", a.Labels[names.LabelImported])
 		assert.Equal(t, reclaim, a.Spec.ReclaimPolicy)
 		assert.NotNil(t, a.Spec.Source.FromClass)
@@ -210,25 +200,25 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 		}
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)
 		assert.Equal(t, &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: svcName}, a.Status.AssociatedTo)
-		s := getSvc(t, ns, svcName)
+		s := suite.GetService(t, ns, svcName)
 		// The Service holds the address throughout; once the driver has
 		// written its sharing key on a Service that can share, a hold
 		// placeholder is created beside it (a shared attachment), which
 		// MetalLB serves once it serves the class's pool (not while the
 		// pool the address came from still overlaps it).
 		if _, shared := s.Annotations[names.AnnotationSharedBy]; shared {
-			assert.LessOrEqual(t, len(placeholdersOf(t, addr)), 1, "at most the hold beside the Service in a shared attachment")
+			assert.LessOrEqual(t, len(suite.PlaceholdersOf(t, addr)), 1, "at most the hold beside the Service in a shared attachment")
 		} else {
-			assert.Empty(t, placeholdersOf(t, addr), "no placeholder: the Service holds the address")
+			assert.Empty(t, suite.PlaceholdersOf(t, addr), "no placeholder: the Service holds the address")
 		}
 		assert.Equal(t, claimName, s.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 		assert.Equal(t, claimName, s.Annotations[names.AnnotationImportedInto])
-		assert.Equal(t, []string{ip}, ingress(s))
+		assert.Equal(t, []string{ip}, fixture.Ingress(s))
 		assert.True(t, names.Granted(s.Labels, a.Spec.ClassName), "granted the class pool")
 		assertEvent(t, "Service", ns, svcName, corev1.EventTypeNormal, ReasonImported, ip, ns+"/"+claimName)
 		assertEvent(t, "IPAddressClaim", ns, claimName, corev1.EventTypeNormal, ReasonImported, ip, "Service "+ns+"/"+svcName)
 		assertEvent(t, "IPAddress", "", addr, corev1.EventTypeNormal, ReasonImported, "Service "+ns+"/"+svcName)
-	}, timeout, tick, "%s/%s imported", ns, svcName)
+	}, fixture.MetalLBTimeout, fixture.Tick, "%s/%s imported", ns, svcName)
 }
 
 // dashed is an IPv4 address with dashes for dots.
@@ -260,39 +250,34 @@ func TestImportServiceNamingItsPool(t *testing.T) {
 	require.NoError(t, c.Client.Create(ctx, legacy))
 	old := lb(ns, "old", "")
 	old.Annotations[names.MetalLBAddressPool] = legacy.Name
-	create(t, old)
-	var ip string
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		got := ingress(getSvc(t, ns, "old"))
-		require.Len(t, got, 1)
-		ip = got[0]
-	}, timeout, tick, "MetalLB assigned the Service an address of the pool it names")
+	suite.Create(t, old)
+	ip := suite.WaitAssigned(t, old) // from the pool it names
 
-	createClass(t, gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.32/28"], "adoptExisting": true}`)
+	suite.Create(t, cluster.Class(gold, iadv1alpha1.ReclaimRetain, `{"addresses": ["192.0.2.32/28"], "adoptExisting": true}`))
 	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
 		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.32/28"}, AutoAssign: ptr.To(false),
 			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
 	}))
-	claim := names.ImportedClaimName("old", getSvc(t, ns, "old").UID)
+	claim := names.ImportedClaimName("old", suite.GetService(t, ns, "old").UID)
 	assertImported(t, ns, "old", claim, ip, iadv1alpha1.ReclaimRetain)
-	s := getSvc(t, ns, "old")
+	s := suite.GetService(t, ns, "old")
 	assert.NotContains(t, s.Annotations, names.MetalLBAddressPool, "the pool request went with the pin")
 	assert.Equal(t, legacy.Name, s.Annotations[names.AnnotationOwnerPool], "and is recorded")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", ns, "old", corev1.EventTypeNormal, ReasonPoolRequestTakenOver, "metallb.io/address-pool: "+legacy.Name)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	require.NoError(t, c.Client.Delete(ctx, legacy))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		s := getSvc(t, ns, "old")
+		s := suite.GetService(t, ns, "old")
 		assert.Equal(t, names.PoolName(gold), s.Annotations["metallb.io/ip-allocated-from-pool"])
-		assert.Equal(t, []string{ip}, ingress(s))
-	}, timeout, tick, "the imported Service keeps its address once its old pool is gone")
+		assert.Equal(t, []string{ip}, fixture.Ingress(s))
+	}, fixture.MetalLBTimeout, fixture.Tick, "the imported Service keeps its address once its old pool is gone")
 	assert.Never(t, func() bool {
 		s := &corev1.Service{}
-		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, s) != nil || len(ingress(s)) != 1 || ingress(s)[0] != ip
-	}, 3*time.Second, tick, "and keeps it")
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, s) != nil || len(fixture.Ingress(s)) != 1 || fixture.Ingress(s)[0] != ip
+	}, 3*time.Second, fixture.Tick, "and keeps it")
 
 	// An attach of a Service that names another pool.
 	other := &metallbv1beta1.IPAddressPool{
@@ -304,9 +289,9 @@ func TestImportServiceNamingItsPool(t *testing.T) {
 	addrs := provisioned(t, ns, "web-ip", gold, iadv1alpha1.FamilyIPv4)
 	web := sharedLB(ns, "web", "web-ip")
 	web.Annotations[names.MetalLBLegacyAddressPool] = other.Name
-	create(t, web)
+	suite.Create(t, web)
 	assertAssociated(t, ns, "web", "web-ip", addrs[0].Spec.Address, addrs...)
-	got := getSvc(t, ns, "web")
+	got := suite.GetService(t, ns, "web")
 	assert.NotContains(t, got.Annotations, names.MetalLBLegacyAddressPool)
 	assert.Equal(t, other.Name, got.Annotations[names.AnnotationOwnerPool])
 }

@@ -14,36 +14,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// Event reasons of the import of addresses MetalLB assigned to plain
-// Services before the driver managed them (class parameter adoptExisting).
-const (
-	// ReasonImported (Normal, on the Service, the generated claim and the
-	// IPAddress): the Service's address is now an IPAddress bound to a
-	// generated claim, attached to the Service.
-	ReasonImported = "Imported"
-	// ReasonImportSkippedPartlyInRange (Warning, on the Service): the
-	// Service holds two addresses and only one lies in the class's ranges.
-	ReasonImportSkippedPartlyInRange = "ImportSkippedPartlyInRange"
-	// ReasonImportSkippedDualStack (Warning, on the Service): the Service
-	// holds two addresses, both in the class's ranges; a dual-stack import
-	// is not built.
-	ReasonImportSkippedDualStack = "ImportSkippedDualStack"
-	// ReasonImportSkippedSharedIP (Warning, on the Service): MetalLB lets
-	// several Services share the address through a sharing key.
-	ReasonImportSkippedSharedIP = "ImportSkippedSharedIP"
-	// ReasonImportSkippedClaimNameTaken (Warning, on the Service and the
-	// claim): the Service's namespace already has a claim of the generated
-	// name that the driver did not generate for this Service.
-	ReasonImportSkippedClaimNameTaken = "ImportSkippedClaimNameTaken"
-	// ReasonImportSkippedPinMismatch (Warning, on the Service): the Service
-	// carries a hand-written MetalLB pin that does not name the address it
-	// holds.
-	ReasonImportSkippedPinMismatch = "ImportSkippedPinMismatch"
-	// ReasonImportFailed (Warning, on the Service): a step of the import
-	// failed; it is retried.
-	ReasonImportFailed = "ImportFailed"
-)
-
 // Results, the values of the "result" label of metallb_iad_imports_total.
 const (
 	importImported = "imported"
@@ -51,8 +21,7 @@ const (
 	importFailed   = "failed"
 )
 
-// AdoptClass is a class this driver serves whose parameters turn
-// adoptExisting on.
+// AdoptClass is a served class with adoptExisting on.
 type AdoptClass struct {
 	Name    string
 	Reclaim iadv1alpha1.ReclaimPolicy
@@ -63,15 +32,13 @@ type AdoptClass struct {
 type ImportSituation struct {
 	Service              *corev1.Service
 	PlaceholderNamespace string
-	// Classes are the served classes with adoptExisting on.
-	Classes []AdoptClass
+	Classes              []AdoptClass
 	// Ledger maps an ingress IP (canonical) to its IPAddress, if any.
 	Ledger map[string]*iadv1alpha1.IPAddress
-	// Sharers maps an ingress IP to the other Services, "<namespace>/<name>",
-	// that hold it too, placeholders excluded.
+	// Sharers maps an ingress IP to the other Services holding it,
+	// placeholders excluded.
 	Sharers map[string][]string
-	// Claim is the claim of the generated name in the Service's namespace;
-	// nil when there is none.
+	// Claim is the claim of the generated name, nil when there is none.
 	Claim *iadv1alpha1.IPAddressClaim
 	// Associated counts the addresses associated with the Service.
 	Associated int
@@ -81,61 +48,80 @@ type ImportSituation struct {
 type ImportStep int
 
 const (
-	// ImportNone: not an import candidate; the pass goes on as usual.
+	// ImportNone: not a candidate.
 	ImportNone ImportStep = iota
-	// ImportSkip: a candidate that must not be imported; a Warning Event
-	// says why and the pass goes on as usual.
+	// ImportSkip: a candidate not to import; a Warning Event says why.
 	ImportSkip
 	// ImportRun: run (or resume) the import steps.
 	ImportRun
-	// ImportDone: imported; the Service is an ordinary association now.
+	// ImportDone: imported; an ordinary association now.
 	ImportDone
 )
 
 // ImportPlan is the import decision for one Service.
 type ImportPlan struct {
 	Step ImportStep
-	// Class is the class whose ranges hold the address.
-	Class *AdoptClass
-	// IP is the address (canonical text) and AddressName its IPAddress.
+	// Class is the class whose ranges hold IP (canonical text).
+	Class           *AdoptClass
 	IP, AddressName string
-	// Family is the address's family.
-	Family iadv1alpha1.IPFamily
-	// ClaimName is the generated claim's name.
-	ClaimName string
+	Family          iadv1alpha1.IPFamily
+	ClaimName       string
 	// HandPin is the owner's own pin, when there is one.
 	HandPin string
 	// Reason and Message are the Warning Event of a skip.
 	Reason, Message string
 }
 
-// PlanImport is the import decision. It makes no API calls. A Service is a
-// candidate when it is a LoadBalancer Service outside the placeholder
-// namespace, not being deleted, not attached through a claim (no claim
-// annotation, no associated address) unless it is this import's own claim,
-// and MetalLB gave it an address in the ranges of a class with
-// adoptExisting. An address already in the ledger for anything but this
-// import is not imported: conflict detection judges it.
+// PlanImport is the import decision. It makes no API calls. A candidate
+// is a LoadBalancer Service outside the placeholder namespace, not being
+// deleted, not attached through a claim unless it is this import's own,
+// holding an address in the ranges of a class with adoptExisting.
 func PlanImport(s ImportSituation) ImportPlan {
 	svc := s.Service
+	ips, resuming, ok := importCandidate(s)
+	if !ok {
+		return ImportPlan{}
+	}
+	in, out, cls := splitByClass(s.Classes, ips)
+	if len(in) == 0 {
+		return ImportPlan{}
+	}
+	p := ImportPlan{Class: cls, IP: in[0], ClaimName: names.ImportedClaimName(svc.Name, svc.UID)}
+	if len(ips) > 1 {
+		return skipSeveral(p, in, out)
+	}
+	ip, _ := names.ParseAddress(p.IP)
+	p.AddressName, _ = names.AddressName(ip)
+	p.Family = iadv1alpha1.FamilyIPv4
+	if !ip.Is4() {
+		p.Family = iadv1alpha1.FamilyIPv6
+	}
+	p.HandPin = binding.HandPin(svc)
+	return planOne(s, p, resuming)
+}
+
+// importCandidate returns the Service's ingress IPs when it may be
+// imported; resuming: it is annotated for this import already.
+func importCandidate(s ImportSituation) (ips []string, resuming, ok bool) {
+	svc := s.Service
 	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || binding.Exempt(svc, s.PlaceholderNamespace) {
-		return ImportPlan{}
+		return nil, false, false
 	}
-	ips := binding.IngressIPs(svc)
-	if len(ips) == 0 {
-		return ImportPlan{}
-	}
+	ips = binding.IngressIPs(svc)
 	claimAnn := strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 	into := svc.Annotations[names.AnnotationImportedInto]
-	resuming := into != "" && claimAnn == into
-	if !resuming && (claimAnn != "" || s.Associated > 0) {
-		return ImportPlan{}
+	resuming = into != "" && claimAnn == into
+	if len(ips) == 0 || (!resuming && (claimAnn != "" || s.Associated > 0)) {
+		return nil, false, false
 	}
+	return ips, resuming, true
+}
 
-	var in, out []string
-	var cls *AdoptClass
+// splitByClass splits ips into those in a class's ranges and the others;
+// cls is the class of the first in range.
+func splitByClass(classes []AdoptClass, ips []string) (in, out []string, cls *AdoptClass) {
 	for _, ip := range ips {
-		c := coveringClass(s.Classes, ip)
+		c := coveringClass(classes, ip)
 		if c == nil {
 			out = append(out, ip)
 			continue
@@ -145,31 +131,28 @@ func PlanImport(s ImportSituation) ImportPlan {
 			cls = c
 		}
 	}
-	if len(in) == 0 {
-		return ImportPlan{}
-	}
-	p := ImportPlan{Class: cls, IP: in[0], ClaimName: names.ImportedClaimName(svc.Name, svc.UID)}
-	if len(ips) > 1 {
-		p.Step = ImportSkip
-		if len(out) > 0 {
-			p.Reason = ReasonImportSkippedPartlyInRange
-			p.Message = fmt.Sprintf("Not imported: the Service holds %s, which lies in the ranges of IPAddressClass %s, and %s, which does not; "+
-				"a claim cannot hold both, so neither is imported and the Service keeps them as they are",
-				strings.Join(in, ","), cls.Name, strings.Join(out, ","))
-		} else {
-			p.Reason = ReasonImportSkippedDualStack
-			p.Message = fmt.Sprintf("Not imported: the Service holds two addresses (%s) of IPAddressClass %s; importing a dual-stack Service is not supported, "+
-				"so the Service keeps them as they are", strings.Join(in, ","), cls.Name)
-		}
+	return in, out, cls
+}
+
+// skipSeveral is the skip of a Service holding two addresses.
+func skipSeveral(p ImportPlan, in, out []string) ImportPlan {
+	p.Step = ImportSkip
+	if len(out) > 0 {
+		p.Reason = ReasonImportSkippedPartlyInRange
+		p.Message = fmt.Sprintf("Not imported: the Service holds %s, which lies in the ranges of IPAddressClass %s, and %s, which does not; "+
+			"a claim cannot hold both, so neither is imported and the Service keeps them as they are",
+			strings.Join(in, ","), p.Class.Name, strings.Join(out, ","))
 		return p
 	}
-	ip, _ := names.ParseAddress(p.IP)
-	p.AddressName, _ = names.AddressName(ip)
-	p.Family = iadv1alpha1.FamilyIPv4
-	if !ip.Is4() {
-		p.Family = iadv1alpha1.FamilyIPv6
-	}
-	p.HandPin = binding.HandPin(svc)
+	p.Reason = ReasonImportSkippedDualStack
+	p.Message = fmt.Sprintf("Not imported: the Service holds two addresses (%s) of IPAddressClass %s; importing a dual-stack Service is not supported, "+
+		"so the Service keeps them as they are", strings.Join(in, ","), p.Class.Name)
+	return p
+}
+
+// planOne decides the import of a Service holding one address in range.
+func planOne(s ImportSituation, p ImportPlan, resuming bool) ImportPlan {
+	svc, cls := s.Service, p.Class
 	if p.HandPin != "" && p.HandPin != p.IP {
 		p.Step, p.Reason = ImportSkip, ReasonImportSkippedPinMismatch
 		p.Message = fmt.Sprintf("Not imported: the Service holds %s (IPAddressClass %s) but its own MetalLB pin asks for %s; "+
@@ -182,11 +165,12 @@ func PlanImport(s ImportSituation) ImportPlan {
 			"a claim serves one Service, so the address is left as it is", p.IP, cls.Name, strings.Join(others, ", "))
 		return p
 	}
-	if a := s.Ledger[p.IP]; a != nil && !(resuming && ImportedFor(a, svc, p.ClaimName)) {
-		// Already in the ledger, and not half-way through this import (the
-		// Service is annotated before the address is created): conflict
-		// detection's business. This is also what keeps an import undone by
-		// the owner (claim annotation removed) from being run again.
+	a := s.Ledger[p.IP]
+	if a != nil && !(resuming && ImportedFor(a, svc, p.ClaimName)) {
+		// In the ledger and not half-way through this import (the Service
+		// is annotated before the address is created): conflict
+		// detection's business. This also keeps an import the owner undid
+		// (claim annotation removed) from running again.
 		return ImportPlan{}
 	}
 	if c := s.Claim; c != nil {
@@ -200,11 +184,10 @@ func PlanImport(s ImportSituation) ImportPlan {
 			return ImportPlan{}
 		}
 	}
-	if a := s.Ledger[p.IP]; resuming && a != nil && AssociatedWith(a, svc.Namespace, svc.Name) {
-		p.Step = ImportDone
-		return p
-	}
 	p.Step = ImportRun
+	if resuming && a != nil && AssociatedWith(a, svc.Namespace, svc.Name) {
+		p.Step = ImportDone
+	}
 	return p
 }
 
@@ -222,28 +205,25 @@ func coveringClass(classes []AdoptClass, ip string) *AdoptClass {
 	return nil
 }
 
-// ImportedFor reports whether the address is the one this driver imports
-// from svc: pre-bound to the generated claim in the Service's namespace and
-// recording the Service's uid.
+// ImportedFor reports whether the address is the one imported from svc:
+// pre-bound to the generated claim and recording the Service's uid.
 func ImportedFor(a *iadv1alpha1.IPAddress, svc *corev1.Service, claimName string) bool {
 	ref := a.Spec.ClaimRef
 	return ref != nil && ref.Namespace == svc.Namespace && ref.Name == claimName &&
 		a.Annotations[names.AnnotationImportedServiceUID] == string(svc.UID)
 }
 
-// OwnImportClaim reports whether a claim of the generated name is the one
-// the driver generates for this import: labelled as imported, recording the
-// Service's uid, and asking for exactly the imported address of the class.
+// OwnImportClaim reports whether a claim of the generated name is this
+// import's: labelled, recording the Service's uid, asking for the address.
 func OwnImportClaim(c *iadv1alpha1.IPAddressClaim, svc *corev1.Service, p ImportPlan) bool {
 	return c.Labels[names.LabelImported] == "true" &&
 		c.Annotations[names.AnnotationImportedServiceUID] == string(svc.UID) &&
 		c.Spec.AddressName == p.AddressName && c.Spec.ClassName == p.Class.Name
 }
 
-// ImportedClaim is the claim generated to import the plan's address from
-// svc. spec.addressName names the imported address: the core then binds the
-// claim to that address alone, and the claim controller, which serves only
-// claims without spec.addressName, never provisions another one for it.
+// ImportedClaim is the claim generated for the import. spec.addressName
+// makes the core bind it to that address alone, and keeps the claim
+// controller (which serves claims without it) from provisioning another.
 func ImportedClaim(svc *corev1.Service, p ImportPlan) *iadv1alpha1.IPAddressClaim {
 	c := &iadv1alpha1.IPAddressClaim{}
 	c.Namespace, c.Name = svc.Namespace, p.ClaimName
@@ -256,9 +236,9 @@ func ImportedClaim(svc *corev1.Service, p ImportPlan) *iadv1alpha1.IPAddressClai
 	return c
 }
 
-// ImportedAddress is the IPAddress of the plan's address, pre-bound to the
-// generated claim (with its uid), reclaim policy from the class, carved from
-// the class's ranges, with the driver's teardown finalizer.
+// ImportedAddress is the IPAddress of the import, pre-bound to the
+// generated claim's uid, with the class's reclaim policy and the driver's
+// teardown finalizer.
 func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p ImportPlan) *iadv1alpha1.IPAddress {
 	a := &iadv1alpha1.IPAddress{}
 	a.Name = p.AddressName
@@ -282,13 +262,10 @@ func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p I
 	return a
 }
 
-// ImportAnnotations is what the import makes of the Service's annotations:
-// the claim annotation and the imported-into marker naming the generated
-// claim and then either, when the owner pinned the address by hand, the
-// owner-pin record (the pin stays the owner's and is never withdrawn), or
-// the driver's pin and pinned-by marker, plus the claim's sharing key and
-// the shared-by marker when the Service can share (key not empty), exactly
-// as an attach leaves them. The input is not modified.
+// ImportAnnotations is what the import makes of the Service's annotations,
+// in a copy: the claim annotation and the imported-into marker, and either
+// the owner-pin record (a pin of the owner's stays the owner's) or
+// PinAnnotations, exactly as an attach leaves them.
 func ImportAnnotations(in map[string]string, p ImportPlan, key string) map[string]string {
 	var out map[string]string
 	if p.HandPin != "" {
@@ -301,30 +278,4 @@ func ImportAnnotations(in map[string]string, p ImportPlan, key string) map[strin
 	out[iadv1alpha1.ServiceClaimAnnotation] = p.ClaimName
 	out[names.AnnotationImportedInto] = p.ClaimName
 	return out
-}
-
-// Messages of the Imported Events.
-
-func msgImportedService(p ImportPlan, namespace string) string {
-	how := "the driver pinned it there"
-	if p.HandPin != "" {
-		how = "its own pin stays and stays the owner's"
-	}
-	return fmt.Sprintf("Imported %s, which MetalLB had assigned to this Service, into IPAddressClaim %s/%s (IPAddress %s, IPAddressClass %s): "+
-		"the Service keeps the address and is attached through the claim; %s", p.IP, namespace, p.ClaimName, p.AddressName, p.Class.Name, how)
-}
-
-func msgImportedClaim(p ImportPlan, namespace, service string) string {
-	return fmt.Sprintf("Generated to import %s from Service %s/%s (IPAddress %s, IPAddressClass %s); deleting this claim gives the address up",
-		p.IP, namespace, service, p.AddressName, p.Class.Name)
-}
-
-func msgImportedAddress(p ImportPlan, namespace, service string) string {
-	return fmt.Sprintf("Imported from Service %s/%s, to which MetalLB had assigned it; bound to generated claim %s/%s and attached to the Service",
-		namespace, service, namespace, p.ClaimName)
-}
-
-func msgClaimNameTaken(p ImportPlan, namespace, service string) string {
-	return fmt.Sprintf("The driver would generate this claim to import %s from Service %s/%s, but it exists and was not generated for that Service; the import is skipped",
-		p.IP, namespace, service)
 }

@@ -17,6 +17,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // TestUndoImport follows the README's undo of an import, with the class
@@ -48,26 +49,26 @@ func TestUndoImport(t *testing.T) {
 	})
 	hand := lb(ns, "hand", "")
 	hand.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.130"
-	create(t, hand)
-	create(t, sharedLB(ns, "auto", ""))
+	suite.Create(t, hand)
+	suite.Create(t, sharedLB(ns, "auto", ""))
 	var autoIP string
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		require.Equal(t, []string{"203.0.113.130"}, ingress(getSvc(t, ns, "hand")))
-		require.Len(t, ingress(getSvc(t, ns, "auto")), 1)
-		autoIP = ingress(getSvc(t, ns, "auto"))[0]
-	}, timeout, tick, "MetalLB assigned the plain Services")
+		require.Equal(t, []string{"203.0.113.130"}, fixture.Ingress(suite.GetService(t, ns, "hand")))
+		require.Len(t, fixture.Ingress(suite.GetService(t, ns, "auto")), 1)
+		autoIP = fixture.Ingress(suite.GetService(t, ns, "auto"))[0]
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigned the plain Services")
 
-	createClass(t, cls, iadv1alpha1.ReclaimRetain, `{"addresses": ["203.0.113.128/28"], "adoptExisting": true}`)
-	handClaim := names.ImportedClaimName("hand", getSvc(t, ns, "hand").UID)
-	autoClaim := names.ImportedClaimName("auto", getSvc(t, ns, "auto").UID)
+	suite.Create(t, cluster.Class(cls, iadv1alpha1.ReclaimRetain, `{"addresses": ["203.0.113.128/28"], "adoptExisting": true}`))
+	handClaim := names.ImportedClaimName("hand", suite.GetService(t, ns, "hand").UID)
+	autoClaim := names.ImportedClaimName("auto", suite.GetService(t, ns, "auto").UID)
 	assertImported(t, ns, "hand", handClaim, "203.0.113.130", iadv1alpha1.ReclaimRetain)
 	assertImported(t, ns, "auto", autoClaim, autoIP, iadv1alpha1.ReclaimRetain)
 	require.NoError(t, c.Client.Delete(ctx, legacy))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, n := range []string{"hand", "auto"} {
-			assert.Equal(t, names.PoolName(cls), getSvc(t, ns, n).Annotations["metallb.io/ip-allocated-from-pool"], n)
+			assert.Equal(t, names.PoolName(cls), suite.GetService(t, ns, n).Annotations["metallb.io/ip-allocated-from-pool"], n)
 		}
-	}, timeout, tick, "MetalLB serves the imported addresses from the class's pool")
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB serves the imported addresses from the class's pool")
 
 	// Detach: the address stays reserved for the generated claim.
 	handAddr, autoAddr := "ip-203-0-113-130", "ip-"+dashed(autoIP)
@@ -78,26 +79,26 @@ func TestUndoImport(t *testing.T) {
 	assertHeld(t, autoAddr, autoIP)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, n := range []string{"hand", "auto"} {
-			s := getSvc(t, ns, n)
-			assert.Empty(t, ingress(s), "%s no longer holds its address", n)
+			s := suite.GetService(t, ns, n)
+			assert.Empty(t, fixture.Ingress(s), "%s no longer holds its address", n)
 			assert.NotContains(t, s.Labels, names.LabelGrant, n)
 			assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy, n)
 		}
 		for _, a := range []string{handAddr, autoAddr} {
-			assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a).Status.Phase, a)
+			assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, a).Status.Phase, a)
 		}
-	}, timeout, tick, "detached, addresses Bound to their generated claims")
-	assert.Equal(t, "203.0.113.130", getSvc(t, ns, "hand").Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
-	assert.NotContains(t, getSvc(t, ns, "auto").Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
+	}, fixture.MetalLBTimeout, fixture.Tick, "detached, addresses Bound to their generated claims")
+	assert.Equal(t, "203.0.113.130", suite.GetService(t, ns, "hand").Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
+	assert.NotContains(t, suite.GetService(t, ns, "auto").Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
 	assert.Never(t, func() bool {
 		for _, n := range []string{"hand", "auto"} {
-			s := getSvc(t, ns, n)
-			if len(ingress(s)) > 0 || s.Annotations[iadv1alpha1.ServiceClaimAnnotation] != "" {
+			s := suite.GetService(t, ns, n)
+			if len(fixture.Ingress(s)) > 0 || s.Annotations[iadv1alpha1.ServiceClaimAnnotation] != "" {
 				return true
 			}
 		}
 		return false
-	}, 2*time.Second, tick, "not imported again")
+	}, 2*time.Second, fixture.Tick, "not imported again")
 
 	// Give the addresses up (Retain: Released, then deleted), take them out
 	// of the class and hand them to a plain pool.
@@ -106,9 +107,9 @@ func TestUndoImport(t *testing.T) {
 	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, a := range []string{handAddr, autoAddr} {
-			assert.Equal(t, iadv1alpha1.AddressReleased, getAddr(t, a).Status.Phase, a)
+			assert.Equal(t, iadv1alpha1.AddressReleased, suite.GetAddress(t, a).Status.Phase, a)
 		}
-	}, timeout, tick, "Released under Retain")
+	}, fixture.Timeout, fixture.Tick, "Released under Retain")
 	for _, a := range []string{handAddr, autoAddr} {
 		require.NoError(t, c.Client.Delete(ctx, &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: a}}))
 	}
@@ -117,7 +118,7 @@ func TestUndoImport(t *testing.T) {
 			err := c.Client.Get(ctx, client.ObjectKey{Name: a}, &iadv1alpha1.IPAddress{})
 			assert.True(t, apierrors.IsNotFound(err), "%s deleted: %v", a, err)
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		class := &iadv1alpha1.IPAddressClass{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: cls}, class); err != nil {
@@ -128,12 +129,12 @@ func TestUndoImport(t *testing.T) {
 	}))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, []string{"203.0.113.136/29"}, getPool(t, cls).Spec.Addresses)
-	}, timeout, tick, "the class's pool no longer has the addresses")
+	}, fixture.Timeout, fixture.Tick, "the class's pool no longer has the addresses")
 	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: "undo-plain"},
 		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"203.0.113.129-203.0.113.135"}},
 	}))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"203.0.113.130"}, ingress(getSvc(t, ns, "hand")))
-	}, timeout, tick, "the Service pinned by its owner gets its address from the plain pool")
+		assert.Equal(t, []string{"203.0.113.130"}, fixture.Ingress(suite.GetService(t, ns, "hand")))
+	}, fixture.MetalLBTimeout, fixture.Tick, "the Service pinned by its owner gets its address from the plain pool")
 }

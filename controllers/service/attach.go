@@ -16,13 +16,10 @@ import (
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
-// associate runs the forward handoff. It first detaches the addresses of a
-// previous claim (the annotation changed) and takes the attach grant on the
-// claim's addresses (grantAttach), then runs the shared handoff where MetalLB lets
-// the Service share the claim's addresses with their placeholders
-// (ShareProblem), and the gap handoff otherwise. Every step is idempotent
-// and checks the cluster's state first, so any prefix of either re-converges
-// after a crash.
+// associate runs the forward handoff: it detaches the addresses of a
+// previous claim, takes the attach grant, then runs the shared or the gap
+// handoff (AttachMode). Every step checks the cluster first, so any prefix
+// of either re-converges after a crash.
 func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	svc := s.svc
 	ips := addressIPs(s.addrs)
@@ -46,9 +43,8 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		return err
 	}
 
-	// The Service carries the claim's sharing key whenever it can share,
-	// whichever handoff brought it the addresses, so that its detach can be
-	// a shared handoff.
+	// The Service carries the claim's key whenever it can share, whichever
+	// handoff attaches it, so that its detach can be a shared one.
 	key := SharingKeyOf(s.addrs)
 	problem := ShareProblem(svc, key)
 	if problem != "" {
@@ -65,20 +61,11 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	return r.associateGap(ctx, s, ips, key, why)
 }
 
-// associateShared is the shared handoff:
-//
-//  1. once every placeholder holding the addresses carries the claim's
-//     sharing key (the IPAddress controller gives it on seeing the attach
-//     grant, UnkeyedHolder), the pin, the key and both authorship markers
-//     on the Service, in one patch: MetalLB gives the Service each address
-//     while its placeholder keeps it too (the same key, ports apart);
-//  2. wait until the Service holds every address;
-//  3. status.associatedTo on each address. The IPAddress controller keeps
-//     the hold placeholders for the whole attachment (binding.SharesHold):
-//     both hold each address, so attaching deletes nothing, and detaching
-//     or deleting the Service leaves each address held.
-//
-// No address is unheld at any instant.
+// associateShared is the shared handoff (docs/design.md, section 4): once
+// every placeholder holding the addresses carries the claim's key
+// (UnkeyedHolder), pin the Service with the key; once it holds every
+// address, record the associations. The placeholders keep holding the
+// addresses throughout the attachment.
 func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {
 	svc := s.svc
 	pin := binding.PinValue(ips)
@@ -113,16 +100,9 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string
 	return nil
 }
 
-// associateGap is the gap handoff:
-//
-//  1. status.associatedTo on each address (this disarms the hold);
-//  2. wait until each address reports Held False (the hold is released);
-//  3. the pin and the authorship marker on the Service.
-//
-// Between the release and MetalLB's assignment to the Service the address
-// is held by nobody. key is the sharing key to write with the pin ("" when
-// the Service cannot share); problem says why the shared handoff was not
-// possible.
+// associateGap is the gap handoff: record the associations (this disarms
+// the holds), wait until each address is Released, then pin the Service
+// with key ("" when it cannot share); problem says why it does not share.
 func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, problem string) error {
 	svc := s.svc
 	newly, err := r.recordAssociation(ctx, s)
@@ -156,8 +136,6 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 	return nil
 }
 
-// recordAssociated records the Associated Events on the Service and its
-// addresses.
 func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
 	svc := s.svc
 	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, pin, mode, problem))
@@ -166,12 +144,10 @@ func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
 	}
 }
 
-// grantAttach takes the attach grant for the Service on each of the
-// claim's addresses, in name order, before anything is pinned or
-// recorded: one metadata patch per address with an optimistic lock, so of
-// two Services naming the claim at the same instant exactly one gets it
-// and the other, on its next pass, sees the grant (observeAttachGrant) and
-// is rejected without ever being pinned.
+// grantAttach takes the attach grant on each of the claim's addresses, in
+// name order, with an optimistic lock, before anything is pinned: of two
+// Services racing for the claim exactly one gets it, and the other sees
+// the grant (observeAttachGrant) before it is ever pinned.
 func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 	me := index.Key(s.svc.Namespace, s.svc.Name)
 	for _, a := range s.addrs {
@@ -191,9 +167,9 @@ func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// recordAssociation is step 1: status.associatedTo naming the Service on
-// each of the claim's addresses, in name order (two Services racing for the
-// same claim collide on the first address). It reports whether it wrote any.
+// recordAssociation records status.associatedTo naming the Service on the
+// claim's addresses, in name order so that two racing Services collide on
+// the first. It reports whether it wrote any.
 func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, error) {
 	wrote := false
 	for _, a := range s.addrs {
@@ -211,12 +187,9 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 	return wrote, nil
 }
 
-// pin writes the MetalLB pin and the pinned-by marker and, with a key (the
-// shared handoff), the sharing key and the shared-by marker, in one merge
-// patch of the Service's annotations; without a key it withdraws a sharing
-// key the driver wrote. A pin the driver did not write that already asks
-// for exactly these addresses is left alone (and stays the tenant's). It
-// reports whether it wrote anything.
+// pin writes PinAnnotations and the grant label in one patch. A pin the
+// driver did not write that asks for exactly these addresses stays the
+// tenant's. It reports whether it pinned.
 func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
 	var want map[string]string
@@ -227,9 +200,8 @@ func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool
 		binding.TakeOverPool(want)
 	}
 	took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
-	// The grant label lets MetalLB give the Service an address of the
-	// class pool; it goes with the pin (and on a Service an administrator
-	// pinned by hand, which the driver attached all the same).
+	// The grant label goes with the pin, on a hand-pinned Service too: the
+	// class pool admits only granted Services.
 	labels := GrantLabels(svc.Labels, ClassOf(s.addrs))
 	pinning := !maps.Equal(want, svc.Annotations)
 	if !pinning && maps.Equal(labels, svc.Labels) {

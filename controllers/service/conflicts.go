@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,53 +14,45 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// detectConflicts looks every IP of the Service's load-balancer ingress up
-// in the ledger. An address of one of our classes whose binding does not
-// authorize the Service goes to phase Conflict, with condition Conflict and
-// Events on both objects naming each other. An IP of one of our classes'
-// ranges that no IPAddress records was taken from the class pool without a
-// claim. Both are unauthorized holdings of the class: counted in
-// metallb_iad_unauthorized_holders and reported once each with an
-// UnclaimedAddress Warning on the Service and on the class. Placeholders in
-// the placeholder namespace are exempt; IPs outside our classes' ranges are
-// not our business.
-func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
+// detectConflicts looks every ingress IP of the Service up in the ledger
+// (docs/design.md, section 7). An address of a served class whose binding
+// does not authorize the Service goes to phase Conflict; an IP of a served
+// class's ranges that no IPAddress records was taken without a claim. Both
+// are reported as unauthorized holdings (reportUnauthorized). Placeholders
+// are exempt.
+func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Result, error) {
 	svc := s.svc
 	if svc.DeletionTimestamp != nil || binding.Exempt(svc, r.PlaceholderNamespace) {
 		r.holders.set(s.key, nil)
-		return nil
+		return phase.Next(), nil
 	}
 	var grabs []grab
 	var classes []classRanges
 	for _, ip := range binding.IngressIPs(svc) {
 		var hits iadv1alpha1.IPAddressList
 		if err := r.List(ctx, &hits, client.MatchingFields{index.AddressByIP: ip}); err != nil {
-			return err
+			return phase.Next(), err
 		}
 		recorded := false
 		for i := range hits.Items {
 			a := &hits.Items[i]
 			ours, err := r.served(ctx, a)
 			if err != nil {
-				return err
+				return phase.Next(), err
 			}
 			if !ours {
 				continue
 			}
 			recorded = true
-			// An address being deleted is leaving the ledger: its
-			// teardown takes it back from whoever holds it.
-			// A Lost address is outside its class's pool: whoever holds the
-			// IP got it from another pool, and the IPAddress controller,
-			// which owns Lost, reports it until the range returns.
-			if a.DeletionTimestamp != nil || Authorized(svc, a) || a.Status.Phase == iadv1alpha1.AddressLost {
+			if !conflicting(svc, a) {
 				continue
 			}
 			grabs = append(grabs, grab{Class: a.Spec.ClassName, IP: ip, Address: a.Name})
 			if err := r.markConflict(ctx, svc, a, ip); err != nil {
-				return err
+				return phase.Next(), err
 			}
 		}
 		if recorded {
@@ -68,7 +61,7 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 		if classes == nil {
 			var err error
 			if classes, err = r.servedClassRanges(ctx); err != nil {
-				return err
+				return phase.Next(), err
 			}
 		}
 		if c := classOfIP(classes, ip); c != "" {
@@ -76,12 +69,19 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) error {
 		}
 	}
 	r.reportUnauthorized(ctx, svc, grabs)
-	return nil
+	return phase.Next(), nil
 }
 
-// markConflict sets phase Conflict and condition Conflict on an address held
-// by an unauthorized Service, and records Events on both. An address already
-// in Conflict over some Service is left as it is.
+// conflicting reports whether svc holding a served address is a conflict.
+// An address being deleted is leaving the ledger (its teardown takes it
+// back); a Lost one is outside its class's pool, so its holder got the IP
+// from another pool, and the IPAddress controller reports that.
+func conflicting(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	return a.DeletionTimestamp == nil && !Authorized(svc, a) && a.Status.Phase != iadv1alpha1.AddressLost
+}
+
+// markConflict puts an address held by an unauthorized Service in phase
+// Conflict, with Events on both; one already in Conflict is left as it is.
 func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) error {
 	if a.Status.Phase == iadv1alpha1.AddressConflict && conditions.IsTrue(a.Status.Conditions, conditions.Conflict) {
 		return nil
@@ -104,4 +104,9 @@ func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *i
 	r.Recorder.Eventf(a, corev1.EventTypeWarning, ReasonAddressConflict,
 		"Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
 	return nil
+}
+
+// conflictMessage is the Conflict condition's message.
+func conflictMessage(svc *corev1.Service, ip string) string {
+	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
 }

@@ -2,7 +2,6 @@ package service
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,75 +13,22 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// AssociationFinalizer is the finalizer earlier versions of the service
-// controller put on Services they attached. A tenant's Service must never
-// wait for a driver controller to be deleted, so the controller no longer
-// adds it and removes it wherever it finds it; the associations of a
-// deleted Service are cleared after the fact (by this controller and by
-// the IPAddress controller).
+// AssociationFinalizer is the finalizer earlier versions put on the
+// Services they attached. A tenant's Service must never wait for a driver
+// controller to be deleted, so it is removed wherever it is found.
 const AssociationFinalizer = names.Domain + "association"
-
-// Event reasons the service controller records, on Services and on
-// IPAddresses. They are stable: people and alerts match on them.
-const (
-	// ReasonAssociated (Normal): the Service is pinned to the claim's addresses.
-	ReasonAssociated = "Associated"
-	// ReasonDetached (Normal): the Service no longer carries the claim's
-	// addresses; they stay bound to the claim, held in reserve.
-	ReasonDetached = "Detached"
-	// ReasonReleasing (Normal): the driver is making MetalLB take the
-	// claim's addresses back from a Service it detaches.
-	ReasonReleasing = "Releasing"
-	// ReasonHandingBack (Normal): the Service shares the claim's addresses
-	// with their placeholders while it is detached; MetalLB takes them back
-	// once a placeholder holds them again.
-	ReasonHandingBack = "HandingBack"
-	// ReasonClaimNotFound (Warning): the annotation names a claim that does
-	// not exist in the Service's namespace, or that is being deleted.
-	ReasonClaimNotFound = "ClaimNotFound"
-	// ReasonClaimDeleted (Normal): the claim the Service names is being
-	// deleted; its addresses are given up and the Service is detached.
-	ReasonClaimDeleted = "ClaimDeleted"
-	// ReasonClaimNotBound (Normal): the claim exists but has no addresses yet.
-	ReasonClaimNotBound = "ClaimNotBound"
-	// ReasonClaimNotServed (Warning): the claim's addresses belong to a
-	// class another driver serves.
-	ReasonClaimNotServed = "ClaimNotServed"
-	// ReasonClaimAlreadyAssociated (Warning): another Service already carries
-	// the claim's addresses.
-	ReasonClaimAlreadyAssociated = "ClaimAlreadyAssociated"
-	// ReasonWaitingForDetach (Normal): the claim is still attached to a
-	// Service that is being deleted or no longer names it; this Service
-	// gets the claim once that detach is done.
-	ReasonWaitingForDetach = "WaitingForDetach"
-	// ReasonNotLoadBalancer (Warning): the annotated Service is not of type
-	// LoadBalancer, so MetalLB would never give it an address.
-	ReasonNotLoadBalancer = "NotLoadBalancer"
-	// ReasonFamilyMismatch (Warning): the claim's address families do not
-	// fit the Service's IP families.
-	ReasonFamilyMismatch = "FamilyMismatch"
-	// ReasonPinnedByHand (Warning): the Service already carries a MetalLB
-	// pin the driver did not write, naming other addresses.
-	ReasonPinnedByHand = "PinnedByHand"
-	// ReasonAddressConflict (Warning): a Service holds a ledger address its
-	// binding does not authorize.
-	ReasonAddressConflict = "AddressConflict"
-)
 
 // Action is what a reconcile pass does about a Service's association.
 type Action int
 
 const (
-	// Keep leaves the association exactly as it is.
 	Keep Action = iota
-	// Detach withdraws the driver's pin and clears associatedTo on every
-	// address associated with the Service.
+	// Detach withdraws the driver's pin and clears every association.
 	Detach
 	// Associate runs the handoff for the claim the Service names.
 	Associate
 )
 
-// String names the action for logs.
 func (a Action) String() string {
 	switch a {
 	case Keep:
@@ -95,61 +41,40 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
-// Situation is what a reconcile pass observed about one Service, reduced to
-// the facts the association decision depends on.
+// Situation is what the association decision depends on.
 type Situation struct {
-	// Claim is the claim name in the Service's annotation; empty when the
-	// Service carries none.
-	Claim string
-	// Deleting is true once the Service has a deletion timestamp.
-	Deleting bool
-	// LoadBalancer is true for a Service of type LoadBalancer.
-	LoadBalancer bool
-	// ClaimFound is true when the claim exists in the Service's namespace.
-	ClaimFound bool
-	// ClaimDeleting is true when the claim is being deleted.
-	ClaimDeleting bool
-	// ClaimPhase is the claim's status.phase.
-	ClaimPhase iadv1alpha1.IPAddressClaimPhase
-	// FamilyProblem explains why the claim's families cannot serve the
-	// Service; empty when they fit.
+	// Claim is the claim the Service's annotation names ("" if none).
+	Claim                  string
+	Deleting, LoadBalancer bool
+	ClaimFound             bool
+	ClaimDeleting          bool
+	ClaimPhase             iadv1alpha1.IPAddressClaimPhase
+	// FamilyProblem is FamilyMismatch's answer.
 	FamilyProblem string
 	// Wanted is how many addresses the claim's family needs (2 for Dual).
 	Wanted int
-	// Ours counts the claim's bound addresses of classes this driver serves.
-	Ours int
-	// Foreign counts the claim's bound addresses of classes another driver serves.
-	Foreign int
-	// AssociatedHere counts the claim's addresses already associated with
-	// this Service.
+	// Ours and Foreign count the claim's bound addresses of served and
+	// of other drivers' classes; AssociatedHere those associated here.
+	Ours, Foreign  int
 	AssociatedHere int
-	// OtherHolder is "<namespace>/<name>" of another live Service one of the
-	// claim's addresses is associated with; empty if none.
-	OtherHolder string
-	// OtherDetaching is true when that Service is being deleted or no longer
-	// names the claim: it is on its way out.
+	// OtherHolder names another live holder of one of the claim's
+	// addresses; OtherDetaching says it is on its way out.
+	OtherHolder    string
 	OtherDetaching bool
-	// HandPin is a MetalLB pin on the Service that the driver did not write,
-	// canonicalised with PinValue; empty if there is none.
-	HandPin string
-	// Desired is the pin the claim's addresses call for (PinValue).
-	Desired string
+	// HandPin is a MetalLB pin the driver did not write (PinValue form);
+	// Desired is the pin the claim's addresses call for.
+	HandPin, Desired string
 }
 
-// Verdict is the decision for one pass: the action and, when a person should
-// hear about it, the Event to record on the Service.
+// Verdict is the decision for one pass and the Event to record on the
+// Service.
 type Verdict struct {
 	Action Action
-	// EventType is corev1.EventTypeNormal or corev1.EventTypeWarning; empty
-	// when there is nothing to tell.
-	EventType string
-	// Reason is the Event's reason, one of the Reason constants.
-	Reason string
-	// Message is the Event's message, written for the Service's owner.
-	Message string
+	// EventType is "" when there is nothing to tell.
+	EventType, Reason, Message string
 }
 
-// Decide is the association decision table. It makes no API calls.
+// Decide is the association decision table.
 func Decide(s Situation) Verdict {
 	switch {
 	case s.Deleting || s.Claim == "":
@@ -179,8 +104,8 @@ func Decide(s Situation) Verdict {
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotServed,
 			Message: fmt.Sprintf("IPAddressClaim %q is bound to addresses of a class another driver serves; this driver only attaches MetalLB addresses", s.Claim)}
 	case s.Ours < s.Wanted:
-		// Bound, but the cache does not show every address yet: the address
-		// watch brings the Service back.
+		// The cache does not show every address yet; their watch brings
+		// the Service back.
 		return Verdict{Action: Keep}
 	case s.OtherHolder != "" && s.OtherDetaching:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonWaitingForDetach,
@@ -197,22 +122,17 @@ func Decide(s Situation) Verdict {
 
 // Handoff modes, the values of the "mode" label of metallb_iad_handoffs_total.
 const (
-	// ModeShared: the workload shares each address with its placeholder
-	// for a moment (same MetalLB sharing key), so the address is never
-	// held by nobody.
+	// ModeShared: the workload and the placeholder share the address (one
+	// MetalLB sharing key), so it is never unheld.
 	ModeShared = "shared"
-	// ModeGap: the placeholder lets go before the workload takes the
-	// address (or the other way round), leaving it unheld for a moment.
+	// ModeGap: the address is unheld for a moment between the two.
 	ModeGap = "gap"
 )
 
-// AttachMode chooses the handoff that attaches a Service. problem is
-// ShareProblem's answer; released is true when a hold was already released
-// for the Service (a gap handoff under way: associatedTo recorded, Held
-// False); holdsAll is true when the Service already holds every address.
-// A Service that can share takes the shared handoff, unless a gap handoff
-// is under way and not finished yet, which is then finished as one. For a
-// gap handoff, why says why it was not shared.
+// AttachMode chooses the handoff that attaches a Service (problem:
+// ShareProblem's answer). A gap handoff already under way (released: a
+// hold was released for the Service) is finished as one; why says why a
+// gap handoff was not shared.
 func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
 	switch {
 	case problem != "":
@@ -224,12 +144,9 @@ func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
 }
 
 // DetachMode chooses the handoff that detaches a Service from addresses
-// with the canonical ips and sharing key: the shared handoff (a placeholder
-// takes the addresses back beside the Service, which keeps them until it
-// is released) when the addresses are kept (not given up), the Service
-// holds them, carries the driver's sharing key, that key is the
-// addresses' key, and nothing else keeps it from sharing (ShareProblem);
-// the gap handoff otherwise.
+// with the canonical ips and sharing key: shared when the addresses are
+// kept, the Service holds them with the driver's key, that key is theirs
+// and nothing else keeps it from sharing; gap otherwise.
 func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) string {
 	if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) &&
 		svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
@@ -238,78 +155,8 @@ func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) st
 	return ModeGap
 }
 
-// msgAssociated is the Associated Event's message on the Service. problem
-// is ShareProblem's answer for a gap handoff.
-func msgAssociated(claim, pin, mode, problem string) string {
-	if mode == ModeShared {
-		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shares the address with its placeholder, which keeps holding it while attached, so it is never unheld, not even when the Service is detached or deleted)", claim, pin)
-	}
-	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
-}
-
-// msgAssociatedAddress is the Associated Event's message on an address.
-func msgAssociatedAddress(namespace, name, claim, mode string) string {
-	return fmt.Sprintf("Attached to Service %s/%s (claim %s/%s, %s handoff)", namespace, name, namespace, claim, mode)
-}
-
-// msgReleasing is the Releasing Event's message on the Service.
-func msgReleasing(ips []string, release, mode string) string {
-	if release == "" {
-		how := ""
-		if mode == ModeShared {
-			how = " (shared handoff: a placeholder holds the address)"
-		}
-		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and the grant label %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
-			strings.Join(ips, ","), how, names.LabelGrant)
-	}
-	if mode == ModeShared {
-		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
-			strings.Join(ips, ","), release)
-	}
-	return fmt.Sprintf("Detaching %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
-		strings.Join(ips, ","), release)
-}
-
-// msgLettingGo is the Releasing Event's message on a Service detached in
-// one write (binding.LetGo).
-func msgLettingGo(ips []string, mode string) string {
-	how := ""
-	if mode == ModeShared {
-		how = " (shared handoff: a placeholder keeps holding the address)"
-	}
-	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and the grant label %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
-		strings.Join(ips, ","), how, names.LabelGrant)
-}
-
-// msgGivingUp is the Releasing Event's message on a Service whose addresses
-// are given up (their claim or the addresses themselves are being deleted).
-func msgGivingUp(claim string, ips []string, release string) string {
-	return fmt.Sprintf("Claim %q gave up %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
-		claim, strings.Join(ips, ","), release)
-}
-
-// msgGivenUp is the Detached Event's message on a Service whose addresses
-// were given up, once MetalLB took them back and the pin is withdrawn.
-func msgGivenUp(claim string, ips []string) string {
-	return fmt.Sprintf("Claim %q gave up %s: address given up, Service detached (the driver's pin is removed)", claim, strings.Join(ips, ","))
-}
-
-// msgGivenUpAddress is the Detached Event's message on an address given up
-// while attached.
-func msgGivenUpAddress(namespace, name string) string {
-	return fmt.Sprintf("Detached from Service %s/%s: the address is given up", namespace, name)
-}
-
-// msgHandingBack is the HandingBack Event's message on the Service.
-func msgHandingBack(ips []string) string {
-	return fmt.Sprintf("Detaching %s (shared handoff): the Service keeps the address, shared with a placeholder, until a placeholder holds it again; then MetalLB takes it back from the Service",
-		strings.Join(ips, ","))
-}
-
-// FamilyMismatch explains why a claim of family f cannot serve the Service,
-// or returns "" when it can. MetalLB wants exactly one address per family of
-// the Service: a single-stack Service takes one address of its own family, a
-// dual-stack one an address of each.
+// FamilyMismatch explains why a claim of family f cannot serve the Service
+// ("" when it can): MetalLB wants exactly one address per family of the Service.
 func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) string {
 	if f == "" {
 		f = iadv1alpha1.FamilyIPv4
@@ -336,42 +183,29 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	return ""
 }
 
-// Authorized reports whether an address's binding allows the Service to hold
-// it: the address is associated with the Service, or (during the handoff,
-// before associatedTo is visible everywhere) the Service names the address's
-// claim in the claim's namespace and carries the driver's pin for it.
+// Authorized reports whether an address's binding allows the Service to
+// hold it (binding.Authorizes).
 func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	return binding.Authorizes(a, svc)
 }
 
 // Released reports whether the IPAddress controller has let go of the
-// address's hold for a workload: condition Held False, reason
-// ReleasedForWorkload.
+// address's hold for a workload (Held False, ReleasedForWorkload).
 func Released(a *iadv1alpha1.IPAddress) bool {
 	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
 }
 
-// AssociatedWith reports whether the address's associatedTo names the Service.
 func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
 	at := a.Status.AssociatedTo
 	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
 }
 
-// conflictMessage is the Conflict condition's message on an address held by
-// an unauthorized Service.
-func conflictMessage(svc *corev1.Service, ip string) string {
-	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
-}
-
-// OnePerFamily keeps, of a claim's addresses, one per IP family. A claim
-// holds two of a family when the core bound a replacement for an address
-// that was Lost (its pool deleted, say) and the lost one then recovered; a
-// Service takes one address per family, and MetalLB refuses a pin with two
-// of the same. The Service gets, per family, the address that is not Lost,
-// then the one already associated with it, then the one it holds, then the
-// first by name. The others stay the claim's, each held by its placeholder.
-// Addresses whose text does not parse are kept as they are.
+// OnePerFamily keeps, of a claim's addresses, one per IP family: a claim
+// holds two of a family when a Lost address recovered after the core bound
+// its replacement, and MetalLB refuses a pin with two of one family. It
+// prefers the address not Lost, then the one associated with the Service,
+// then the one it holds, then the first by name. Unparsable ones are kept.
 func OnePerFamily(addrs []*iadv1alpha1.IPAddress, svc *corev1.Service) []*iadv1alpha1.IPAddress {
 	rank := func(a *iadv1alpha1.IPAddress) int {
 		r := 0

@@ -16,81 +16,72 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// scope is what one pass fetched about a Service.
+// scope is what one pass knows about a Service; the observe phase fills
+// everything but svc and key.
 type scope struct {
-	svc *corev1.Service
-	key types.NamespacedName
-	// claimName is the claim the Service's annotation names ("" if none).
+	svc       *corev1.Service
+	key       types.NamespacedName
 	claimName string
-	// claim is that claim, nil when it does not exist.
+	// claim is nil when it does not exist.
 	claim *iadv1alpha1.IPAddressClaim
-	// addrs are the claim's addresses of classes this driver serves: bound
-	// to the claim's uid and not being deleted, sorted by name.
-	addrs []*iadv1alpha1.IPAddress
-	// foreign counts the claim's addresses of classes other drivers serve.
+	// addrs are the claim's addresses of served classes, bound to its uid,
+	// not being deleted, one per family (OnePerFamily), by name.
+	addrs   []*iadv1alpha1.IPAddress
 	foreign int
-	// mine are the addresses associated with this Service, sorted by name.
+	// mine are the addresses associated with the Service, by name.
 	mine []*iadv1alpha1.IPAddress
-	// pinnedFor are the addresses the driver's pin on the Service is for:
-	// addresses of the claim its pinned-by marker names (in its namespace),
-	// of classes this driver serves, whose IP the pin
-	// names or the Service holds, including addresses being deleted. While
-	// a Service is detached in a shared handoff they are no longer
-	// associated with it but it still holds them; nil when the Service
-	// carries no marker.
+	// pinnedFor are the served addresses, deleted ones included, of the
+	// claim the pinned-by marker names whose IP the pin names or the
+	// Service holds: a Service detached in a shared handoff still holds
+	// them once they are no longer associated with it.
 	pinnedFor []*iadv1alpha1.IPAddress
-	// otherHolder is another live Service one of addrs is associated with.
-	otherHolder string
-	// otherAddress is the address associated with otherHolder.
-	otherAddress *iadv1alpha1.IPAddress
-	// otherDetaching: otherHolder is being deleted or no longer names the claim.
+	// otherHolder holds otherAddress, one of addrs, by association or
+	// attach grant; otherDetaching says it is on its way out.
+	otherHolder    string
+	otherAddress   *iadv1alpha1.IPAddress
 	otherDetaching bool
 }
 
-// observe fetches, from the cache, everything one pass decides on.
-func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, error) {
-	s := &scope{svc: svc, key: client.ObjectKeyFromObject(svc),
-		claimName: strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation])}
-
+// observe fills the scope from the cache.
+func (r *Reconciler) observe(ctx context.Context, s *scope) (phase.Result, error) {
+	svc := s.svc
+	s.claimName = strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 	var mine iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &mine, client.MatchingFields{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}); err != nil {
-		return nil, err
+		return phase.Next(), err
 	}
-	for i := range mine.Items {
-		s.mine = append(s.mine, &mine.Items[i])
-	}
+	s.mine = addressPointers(mine.Items)
 	sortByName(s.mine)
-	if err := r.observePinnedFor(ctx, s); err != nil {
-		return nil, err
+	if err := r.observePinnedFor(ctx, s); err != nil || s.claimName == "" {
+		return phase.Next(), err
 	}
+	if err := r.observeClaim(ctx, s); err != nil || s.claim == nil {
+		return phase.Next(), err
+	}
+	if err := r.observeAssociated(ctx, s); err != nil || s.otherHolder != "" {
+		return phase.Next(), err
+	}
+	return phase.Next(), r.observeAttachGrant(ctx, s)
+}
 
-	if s.claimName == "" {
-		return s, nil
-	}
+// observeClaim fills claim, addrs and foreign.
+func (r *Reconciler) observeClaim(ctx context.Context, s *scope) error {
 	claim := &iadv1alpha1.IPAddressClaim{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: s.claimName}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return s, nil
-		}
-		return nil, err
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.svc.Namespace, Name: s.claimName}, claim); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	s.claim = claim
-
 	var bound iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &bound, client.MatchingFields{index.AddressByClaim: index.Key(claim.Namespace, claim.Name)}); err != nil {
-		return nil, err
+		return err
 	}
-	for i := range bound.Items {
-		a := &bound.Items[i]
-		if a.Spec.ClaimRef.UID != string(claim.UID) || a.DeletionTimestamp != nil {
-			continue
-		}
+	for _, a := range boundTo(claim, bound.Items) {
 		ours, err := r.served(ctx, a)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ours {
 			s.foreign++
@@ -98,80 +89,98 @@ func (r *Reconciler) observe(ctx context.Context, svc *corev1.Service) (*scope, 
 		}
 		s.addrs = append(s.addrs, a)
 	}
-	if kept := OnePerFamily(s.addrs, svc); len(kept) < len(s.addrs) {
+	if kept := OnePerFamily(s.addrs, s.svc); len(kept) < len(s.addrs) {
 		log.FromContext(ctx).V(1).Info("the claim holds more than one address of a family; the Service gets one of each",
 			"claim", s.claimName, "ips", addressIPs(kept))
 		s.addrs = kept
 	}
 	sortByName(s.addrs)
-
-	for _, a := range s.addrs {
-		at := a.Status.AssociatedTo
-		if at == nil || AssociatedWith(a, svc.Namespace, svc.Name) {
-			continue
-		}
-		if at.Kind != "Service" {
-			s.otherHolder, s.otherAddress = fmt.Sprintf("%s %s/%s", at.Kind, at.Namespace, at.Name), a
-			break
-		}
-		other := &corev1.Service{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: at.Namespace, Name: at.Name}, other)
-		if err == nil {
-			s.otherHolder, s.otherAddress = at.Namespace+"/"+at.Name, a
-			s.otherDetaching = other.DeletionTimestamp != nil ||
-				other.Namespace != svc.Namespace || other.Annotations[iadv1alpha1.ServiceClaimAnnotation] != s.claimName
-			break
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		// Associated with a Service that is gone: stale, ours to take over.
-	}
-	if s.otherHolder == "" {
-		return s, r.observeAttachGrant(ctx, s)
-	}
-	return s, nil
+	return nil
 }
 
-// observeAttachGrant fills otherHolder from the attach grant
-// (names.AnnotationAttaching) on the claim's addresses, when none of them
-// is associated elsewhere: another Service holds the grant while it still
-// asks for the claim, and is on its way out while it no longer asks for it
-// but still carries the driver's pin for it. A grant naming a Service that
-// is gone, or that neither asks for the claim nor carries its pin, is free
-// to take over.
-func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
-	svc := s.svc
-	me := index.Key(svc.Namespace, svc.Name)
+// observeAssociated fills otherHolder from the first of addrs associated
+// with another workload; an association naming a Service that is gone is
+// stale, ours to take over.
+func (r *Reconciler) observeAssociated(ctx context.Context, s *scope) error {
 	for _, a := range s.addrs {
-		holder := a.Annotations[names.AnnotationAttaching]
-		if holder == "" || holder == me || AssociatedWith(a, svc.Namespace, svc.Name) {
+		at := a.Status.AssociatedTo
+		if at == nil || AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 			continue
 		}
-		ns, name, ok := strings.Cut(holder, "/")
-		if !ok || ns != svc.Namespace {
-			continue // a grant can only name a Service in the claim's namespace
+		var other *corev1.Service
+		if at.Kind == "Service" {
+			other = &corev1.Service{}
+			err := r.Get(ctx, types.NamespacedName{Namespace: at.Namespace, Name: at.Name}, other)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
 		}
-		other, err := r.liveService(ctx, types.NamespacedName{Namespace: ns, Name: name})
+		s.otherHolder, s.otherDetaching = associatedHolder(at, other, s.svc.Namespace, s.claimName)
+		s.otherAddress = a
+		return nil
+	}
+	return nil
+}
+
+// observeAttachGrant fills otherHolder from the attach grants on addrs,
+// when none is associated elsewhere (grantedTo, grantHeld).
+func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
+	for _, a := range s.addrs {
+		key, ok := grantedTo(a, s.svc)
+		if !ok {
+			continue
+		}
+		other, err := r.liveService(ctx, key)
 		if err != nil {
 			return err
 		}
 		if other == nil {
 			continue
 		}
-		asks := other.DeletionTimestamp == nil && strings.TrimSpace(other.Annotations[iadv1alpha1.ServiceClaimAnnotation]) == s.claimName
-		pinned := other.Annotations[names.AnnotationPinnedBy] == s.claimName
-		if asks || pinned {
-			s.otherHolder, s.otherAddress, s.otherDetaching = holder, a, !asks
+		if held, detaching := grantHeld(other, s.claimName); held {
+			s.otherHolder, s.otherAddress, s.otherDetaching = a.Annotations[names.AnnotationAttaching], a, detaching
 			return nil
 		}
 	}
 	return nil
 }
 
+// observePinnedFor fills pinnedFor.
+func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
+	by := s.svc.Annotations[names.AnnotationPinnedBy]
+	if by == "" {
+		return nil
+	}
+	want := pinnedIPs(s.svc)
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClaim: index.Key(s.svc.Namespace, by)}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		a := &list.Items[i]
+		// An address being deleted stays in: its teardown takes it back
+		// from the Service through the same release sequence.
+		if ip, err := names.ParseAddress(a.Spec.Address); err != nil || !want[ip.String()] {
+			continue
+		}
+		ours, err := r.served(ctx, a)
+		if err != nil {
+			return err
+		}
+		if ours {
+			s.pinnedFor = append(s.pinnedFor, a)
+		}
+	}
+	sortByName(s.pinnedFor)
+	return nil
+}
+
 // liveService reads a Service from the cache and, when the cache does not
-// have it, from the API server (a Service created a moment ago may not be
-// in the cache yet); nil when it does not exist.
+// have it, from the API server (it may have been created a moment ago);
+// nil when it does not exist.
 func (r *Reconciler) liveService(ctx context.Context, key types.NamespacedName) (*corev1.Service, error) {
 	svc := &corev1.Service{}
 	err := r.Get(ctx, key, svc)
@@ -187,47 +196,7 @@ func (r *Reconciler) liveService(ctx context.Context, key types.NamespacedName) 
 	return svc, nil
 }
 
-// observePinnedFor fills s.pinnedFor.
-func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
-	svc := s.svc
-	by := svc.Annotations[names.AnnotationPinnedBy]
-	if by == "" {
-		return nil
-	}
-	want := map[string]bool{}
-	for _, ip := range names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]) {
-		want[ip] = true
-	}
-	for _, ip := range binding.IngressIPs(svc) {
-		want[ip] = true
-	}
-	var list iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, by)}); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		a := &list.Items[i]
-		ip, err := names.ParseAddress(a.Spec.Address)
-		// An address being deleted stays in: its teardown takes it back
-		// from the Service through the same release sequence.
-		if err != nil || !want[ip.String()] {
-			continue
-		}
-		ours, err := r.served(ctx, a)
-		if err != nil {
-			return err
-		}
-		if ours {
-			s.pinnedFor = append(s.pinnedFor, a)
-		}
-	}
-	sortByName(s.pinnedFor)
-	return nil
-}
-
-// served reports whether the driver serves an address (binding.Served):
-// its class names this driver, or its class is gone and the address is
-// still the driver's.
+// served reads the address's class from the cache for binding.Served.
 func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool, error) {
 	class := &iadv1alpha1.IPAddressClass{}
 	if err := r.Get(ctx, types.NamespacedName{Name: a.Spec.ClassName}, class); err != nil {
@@ -237,6 +206,66 @@ func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool
 		class = nil
 	}
 	return binding.Served(a, class), nil
+}
+
+// boundTo are the addresses of items bound to the claim's uid and not
+// being deleted.
+func boundTo(claim *iadv1alpha1.IPAddressClaim, items []iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
+	var out []*iadv1alpha1.IPAddress
+	for i := range items {
+		a := &items[i]
+		if a.Spec.ClaimRef.UID == string(claim.UID) && a.DeletionTimestamp == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// associatedHolder names the workload at, which an address of the claim
+// is associated with; other is that Service (nil for another kind). It is
+// on its way out when it is being deleted or no longer names the claim.
+func associatedHolder(at *iadv1alpha1.WorkloadReference, other *corev1.Service, namespace, claim string) (holder string, detaching bool) {
+	if at.Kind != "Service" {
+		return fmt.Sprintf("%s %s/%s", at.Kind, at.Namespace, at.Name), false
+	}
+	return at.Namespace + "/" + at.Name, other.DeletionTimestamp != nil ||
+		other.Namespace != namespace || other.Annotations[iadv1alpha1.ServiceClaimAnnotation] != claim
+}
+
+// grantedTo is the other Service an attach grant on a (not associated
+// with svc) names; a grant can only name a Service of the claim's
+// namespace.
+func grantedTo(a *iadv1alpha1.IPAddress, svc *corev1.Service) (types.NamespacedName, bool) {
+	holder := a.Annotations[names.AnnotationAttaching]
+	if holder == "" || holder == index.Key(svc.Namespace, svc.Name) || AssociatedWith(a, svc.Namespace, svc.Name) {
+		return types.NamespacedName{}, false
+	}
+	ns, name, ok := strings.Cut(holder, "/")
+	if !ok || ns != svc.Namespace {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// grantHeld reports whether the Service a grant names still holds it: it
+// asks for the claim, or is on its way out (detaching) while it still
+// carries the driver's pin for it. Otherwise the grant is free to take over.
+func grantHeld(other *corev1.Service, claim string) (held, detaching bool) {
+	asks := other.DeletionTimestamp == nil && strings.TrimSpace(other.Annotations[iadv1alpha1.ServiceClaimAnnotation]) == claim
+	pinned := other.Annotations[names.AnnotationPinnedBy] == claim
+	return asks || pinned, !asks
+}
+
+// pinnedIPs are the IPs the Service's pin names or its ingress shows.
+func pinnedIPs(svc *corev1.Service) map[string]bool {
+	want := map[string]bool{}
+	for _, ip := range names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]) {
+		want[ip] = true
+	}
+	for _, ip := range binding.IngressIPs(svc) {
+		want[ip] = true
+	}
+	return want
 }
 
 // situation reduces the scope to the decision's inputs.
@@ -267,37 +296,6 @@ func (s *scope) situation() Situation {
 	return sit
 }
 
-// reportOtherHolder records, on the address already associated elsewhere,
-// that a second Service asked for it.
-func (r *Reconciler) reportOtherHolder(s *scope) {
-	if s.otherAddress == nil {
-		return
-	}
-	r.Recorder.Eventf(s.otherAddress, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated,
-		"Service %s/%s asks for claim %q, whose address is already attached to Service %s; it gets no pin",
-		s.svc.Namespace, s.svc.Name, s.claimName, s.otherHolder)
-}
-
-func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bool {
-	return slices.ContainsFunc(list, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID })
-}
-
-// removeFinalizer removes the association finalizer earlier versions put
-// on Services they attached, with an optimistic lock (a merge patch
-// replaces the whole finalizer list). It reports whether the Service is
-// gone with it (it was being deleted and held only by that finalizer).
-func (r *Reconciler) removeFinalizer(ctx context.Context, svc *corev1.Service) (bool, error) {
-	removed, err := patch.RemoveFinalizer(ctx, r, svc, AssociationFinalizer)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil || !removed {
-		return false, err
-	}
-	log.FromContext(ctx).Info("removed the association finalizer of an earlier version")
-	return svc.DeletionTimestamp != nil && len(svc.Finalizers) == 0, nil
-}
-
 // pinClaim is the claim the Service's pin is for: its pinned-by marker, or
 // else the claim its annotation names.
 func (s *scope) pinClaim() string {
@@ -307,11 +305,10 @@ func (s *scope) pinClaim() string {
 	return s.claimName
 }
 
-// givingUp reports whether addrs are being given up rather than kept: one
-// of them is being deleted, or the claim the Service's pin is for is gone
-// or being deleted and one of them goes with it (reclaimPolicy Delete).
-// Under Retain the addresses stay held (Released), so they are detached
-// as usual.
+// givingUp reports whether addrs are given up rather than kept: one is
+// being deleted, or the claim the pin is for is gone or being deleted and
+// one of them goes with it (reclaimPolicy Delete; under Retain they stay
+// held, Released, and are detached as usual).
 func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
 	deletes := false
 	for _, a := range addrs {
@@ -324,6 +321,18 @@ func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
 		return false
 	}
 	return s.claim == nil || s.claim.DeletionTimestamp != nil
+}
+
+func addressPointers(items []iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
+	var out []*iadv1alpha1.IPAddress
+	for i := range items {
+		out = append(out, &items[i])
+	}
+	return out
+}
+
+func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bool {
+	return slices.ContainsFunc(list, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID })
 }
 
 func sortByName(addrs []*iadv1alpha1.IPAddress) {

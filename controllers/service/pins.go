@@ -1,8 +1,6 @@
 package service
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -10,11 +8,9 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// PinAnnotations is what the driver makes of a Service's annotations when
-// it pins the Service for claim: the pin and the pinned-by marker and, with
-// a key (the shared handoff), the sharing key and the shared-by marker.
-// Without a key (the gap handoff) a sharing key the driver wrote earlier is
-// withdrawn. The input is not modified.
+// PinAnnotations is a copy of a Service's annotations pinned for claim:
+// the pin and the pinned-by marker and, with a key, the sharing key and
+// the shared-by marker; without one, the driver's key is withdrawn.
 func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
 	out := binding.CloneAnnotations(in)
 	binding.TakeOverPool(out)
@@ -27,16 +23,6 @@ func PinAnnotations(in map[string]string, claim, pin, key string) map[string]str
 		binding.WithdrawKey(out)
 	}
 	return out
-}
-
-// ReasonPoolRequestTakenOver (Normal, on the Service): the driver removed the
-// Service's own MetalLB pool request in the same write as its pin.
-const ReasonPoolRequestTakenOver = "PoolRequestTakenOver"
-
-func msgPoolRequestTakenOver(took, pin string) string {
-	return fmt.Sprintf("Removed %s in the same write as the driver's pin to %s: MetalLB refuses a pin to an address the named pool does not hold, "+
-		"so the request would take the address away as soon as that pool changes; the old value is kept in annotation %s",
-		took, pin, names.AnnotationOwnerPool)
 }
 
 // ReleaseStarted reports whether the release of a Service's addresses has

@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/bench"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // BenchmarkDetachRelease compares, on the real MetalLB controller and with
@@ -201,7 +202,7 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 	eventually(b, "Services attached", func() bool {
 		for i, s := range svcs {
 			got := &corev1.Service{}
-			if c.Client.Get(ctx, client.ObjectKeyFromObject(s), got) != nil || strings.Join(ingress(got), ",") != addrs[i].Spec.Address {
+			if c.Client.Get(ctx, client.ObjectKeyFromObject(s), got) != nil || strings.Join(fixture.Ingress(got), ",") != addrs[i].Spec.Address {
 				return false
 			}
 			a := &iadv1alpha1.IPAddress{}
@@ -211,10 +212,10 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 			// A gap attachment has released its hold; a shared one keeps
 			// it, sharing the address with the Service.
 			if mode == ModeShared {
-				if !conditions.IsTrue(a.Status.Conditions, conditions.Held) || len(placeholdersOf(b, a.Name)) != 1 {
+				if !conditions.IsTrue(a.Status.Conditions, conditions.Held) || len(suite.PlaceholdersOf(b, a.Name)) != 1 {
 					return false
 				}
-			} else if !conditions.IsFalse(a.Status.Conditions, conditions.Held) || len(placeholdersOf(b, a.Name)) > 0 {
+			} else if !conditions.IsFalse(a.Status.Conditions, conditions.Held) || len(suite.PlaceholdersOf(b, a.Name)) > 0 {
 				return false
 			}
 		}
@@ -233,7 +234,7 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 	w.arm(ns, ips)
 	for _, s := range svcs {
 		starts[s.Name] = time.Now()
-		got := getSvc(b, ns, s.Name)
+		got := suite.GetService(b, ns, s.Name)
 		orig := got.DeepCopy()
 		delete(got.Annotations, iadv1alpha1.ServiceClaimAnnotation)
 		require.NoError(b, c.Client.Patch(ctx, got, client.MergeFrom(orig)))
@@ -351,12 +352,12 @@ func (w *detachWatch) see(o any) {
 		if _, ok := w.ips[s.Name]; !ok {
 			return
 		}
-		if _, seen := w.lost[s.Name]; !seen && len(ingress(s)) == 0 {
+		if _, seen := w.lost[s.Name]; !seen && len(fixture.Ingress(s)) == 0 {
 			w.lost[s.Name] = now
 		}
 		_, pin := s.Annotations[names.MetalLBLoadBalancerIPs]
 		_, marker := s.Annotations[names.AnnotationPinnedBy]
-		if _, seen := w.done[s.Name]; !seen && !pin && !marker && len(ingress(s)) == 0 {
+		if _, seen := w.done[s.Name]; !seen && !pin && !marker && len(fixture.Ingress(s)) == 0 {
 			w.done[s.Name] = now
 		}
 		return
@@ -364,7 +365,7 @@ func (w *detachWatch) see(o any) {
 	if s.Namespace != placeholderNS {
 		return
 	}
-	for _, ip := range ingress(s) {
+	for _, ip := range fixture.Ingress(s) {
 		if _, seen := w.held[ip]; !seen {
 			for _, want := range w.ips {
 				if ip == want {

@@ -6,12 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -20,7 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // startDriver runs, for the rest of the test, the reference core, the claim
@@ -30,9 +26,9 @@ import (
 func startDriver(t testing.TB) {
 	t.Helper()
 	pausePartner(t)
-	cluster.StartController(t, core.Controller, c.Config, placeholderNS)
-	cluster.StartController(t, claim.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-claim"), placeholderNS)
-	cluster.StartController(t, ipaddress.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-ipaddress"), placeholderNS)
+	suite.StartCore(t)
+	suite.StartController(t, claim.Controller)
+	suite.StartController(t, ipaddress.Controller)
 }
 
 // TestEndToEndWithCoreClaimAndIPAddressControllers runs the whole story
@@ -46,14 +42,7 @@ func TestEndToEndWithCoreClaimAndIPAddressControllers(t *testing.T) {
 	ctx := context.Background()
 	startDriver(t)
 
-	require.NoError(t, c.Client.Create(ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e"},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete},
-	}))
-	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName("e2e")},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.240/30"}, AutoAssign: ptr.To(false)},
-	}))
+	suite.Create(t, cluster.Class("e2e", iadv1alpha1.ReclaimDelete, ""), fixture.Pool("e2e", "198.51.100.240/30"))
 	cl := createClaim(t, "e2e", "web-ip", "e2e", iadv1alpha1.FamilyIPv4)
 
 	// Provisioned, bound and held.
@@ -63,60 +52,50 @@ func TestEndToEndWithCoreClaimAndIPAddressControllers(t *testing.T) {
 		require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(cl), got))
 		require.Equal(t, iadv1alpha1.ClaimBound, got.Status.Phase)
 		require.Len(t, got.Status.Addresses, 1)
-		addr = getAddr(t, got.Status.Addresses[0].Name)
+		addr = suite.GetAddress(t, got.Status.Addresses[0].Name)
 		assert.Equal(t, iadv1alpha1.AddressBound, addr.Status.Phase)
 		assert.True(t, conditions.IsTrue(addr.Status.Conditions, conditions.Held), "held by a placeholder")
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	require.NotNil(t, addr)
 	ip := addr.Spec.Address
 	assertHeld(t, addr.Name, ip)
 
 	// Attach.
-	create(t, lb("e2e", "web", "web-ip"))
+	suite.Create(t, lb("e2e", "web", "web-ip"))
 	assertAssociated(t, "e2e", "web", "web-ip", ip, addr)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		a := getAddr(t, addr.Name)
+		a := suite.GetAddress(t, addr.Name)
 		cond := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
 		if assert.NotNil(t, cond) {
 			assert.Equal(t, metav1.ConditionFalse, cond.Status)
 			assert.Equal(t, conditions.ReasonReleasedForWorkload, cond.Reason)
 		}
-		assert.Empty(t, placeholdersOf(t, addr.Name), "no placeholder while attached")
+		assert.Empty(t, suite.PlaceholdersOf(t, addr.Name), "no placeholder while attached")
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// Detach by removing the annotation: the hold comes back on the same IP.
 	patchAnnotations(t, "e2e", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		s := getSvc(t, "e2e", "web")
-		assert.Empty(t, ingress(s))
+		s := suite.GetService(t, "e2e", "web")
+		assert.Empty(t, fixture.Ingress(s))
 		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
-		a := getAddr(t, addr.Name)
+		a := suite.GetAddress(t, addr.Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	assertHeld(t, addr.Name, ip)
 
 	// Another Service gets the same address.
-	create(t, lb("e2e", "api", "web-ip"))
+	suite.Create(t, lb("e2e", "api", "web-ip"))
 	assertAssociated(t, "e2e", "api", "web-ip", ip, addr)
 
 	// Deleting it brings the hold back.
-	require.NoError(t, c.Client.Delete(ctx, getSvc(t, "e2e", "api")))
-	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "e2e", Name: "api"}, &corev1.Service{})
-		assert.True(t, apierrors.IsNotFound(err))
-	}, timeout, tick)
+	api := suite.GetService(t, "e2e", "api")
+	require.NoError(t, c.Client.Delete(ctx, api))
+	suite.WaitGone(t, fixture.Timeout, api)
 	assertHeld(t, addr.Name, ip)
-	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, addr.Name).Status.Phase)
-}
-
-// placeholdersOf lists the placeholders labelled with the address.
-func placeholdersOf(t require.TestingT, address string) []corev1.Service {
-	var list corev1.ServiceList
-	require.NoError(t, c.Client.List(context.Background(), &list, client.InNamespace(placeholderNS),
-		client.MatchingLabels{names.LabelAddress: address}))
-	return list.Items
+	assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, addr.Name).Status.Phase)
 }
 
 // assertHeld waits until the address is unattached, reports Held True, and
@@ -124,13 +103,13 @@ func placeholdersOf(t require.TestingT, address string) []corev1.Service {
 func assertHeld(t *testing.T, address, ip string) {
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		a := getAddr(t, address)
+		a := suite.GetAddress(t, address)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.True(t, conditions.IsTrue(a.Status.Conditions, conditions.Held), "Held")
 		held := false
-		for _, ph := range placeholdersOf(t, address) {
-			held = held || (len(ingress(&ph)) == 1 && ingress(&ph)[0] == ip)
+		for _, ph := range suite.PlaceholdersOf(t, address) {
+			held = held || (len(fixture.Ingress(&ph)) == 1 && fixture.Ingress(&ph)[0] == ip)
 		}
 		assert.True(t, held, "a placeholder holds %s", ip)
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 }

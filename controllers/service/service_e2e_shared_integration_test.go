@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The shared handoff, run end to end with the reference core, the claim
@@ -177,9 +178,9 @@ func provisioned(t *testing.T, ns, name, class string, family iadv1alpha1.IPFami
 		require.Equal(t, iadv1alpha1.ClaimBound, got.Status.Phase)
 		require.Len(t, got.Status.Addresses, len(family.Families()))
 		for _, ca := range got.Status.Addresses {
-			addrs = append(addrs, getAddr(t, ca.Name))
+			addrs = append(addrs, suite.GetAddress(t, ca.Name))
 		}
-	}, timeout, tick, "claim %s/%s is bound", ns, name)
+	}, fixture.MetalLBTimeout, fixture.Tick, "claim %s/%s is bound", ns, name)
 	sort.Slice(addrs, func(i, j int) bool { return addrs[i].Name < addrs[j].Name })
 	for _, a := range addrs {
 		assertHeld(t, a.Name, a.Spec.Address)
@@ -193,14 +194,14 @@ func assertReleasedForWorkload(t *testing.T, addrs ...*iadv1alpha1.IPAddress) {
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, a := range addrs {
-			cond := meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Held)
+			cond := meta.FindStatusCondition(suite.GetAddress(t, a.Name).Status.Conditions, conditions.Held)
 			if assert.NotNil(t, cond) {
 				assert.Equal(t, metav1.ConditionFalse, cond.Status)
 				assert.Equal(t, conditions.ReasonReleasedForWorkload, cond.Reason)
 			}
-			assert.Empty(t, placeholdersOf(t, a.Name), "no placeholder while attached")
+			assert.Empty(t, suite.PlaceholdersOf(t, a.Name), "no placeholder while attached")
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 // assertSharedThrough waits until each address, attached in a shared
@@ -213,20 +214,20 @@ func assertSharedThrough(t *testing.T, addrs ...*iadv1alpha1.IPAddress) map[stri
 	uids := map[string]string{}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, a := range addrs {
-			got := getAddr(t, a.Name)
+			got := suite.GetAddress(t, a.Name)
 			assert.NotNil(t, got.Status.AssociatedTo, "attached")
 			cond := meta.FindStatusCondition(got.Status.Conditions, conditions.Held)
 			if assert.NotNil(t, cond) {
 				assert.Equal(t, metav1.ConditionTrue, cond.Status)
 				assert.Equal(t, conditions.ReasonSharedWithWorkload, cond.Reason)
 			}
-			phs := placeholdersOf(t, a.Name)
+			phs := suite.PlaceholdersOf(t, a.Name)
 			if assert.Len(t, phs, 1, "the hold placeholder stays while attached") {
-				assert.Equal(t, []string{a.Spec.Address}, ingress(&phs[0]), "the placeholder holds the address beside the Service")
+				assert.Equal(t, []string{a.Spec.Address}, fixture.Ingress(&phs[0]), "the placeholder holds the address beside the Service")
 				uids[a.Name] = string(phs[0].UID)
 			}
 		}
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	return uids
 }
 
@@ -235,7 +236,7 @@ func holdUIDs(t *testing.T, addrs ...*iadv1alpha1.IPAddress) map[string]string {
 	t.Helper()
 	uids := map[string]string{}
 	for _, a := range addrs {
-		phs := placeholdersOf(t, a.Name)
+		phs := suite.PlaceholdersOf(t, a.Name)
 		require.Len(t, phs, 1)
 		uids[a.Name] = string(phs[0].UID)
 	}
@@ -247,18 +248,18 @@ func holdUIDs(t *testing.T, addrs ...*iadv1alpha1.IPAddress) map[string]string {
 func assertDetached(t *testing.T, ns, name string, addrs ...*iadv1alpha1.IPAddress) {
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		s := getSvc(t, ns, name)
+		s := suite.GetService(t, ns, name)
 		for _, k := range []string{names.MetalLBLoadBalancerIPs, names.AnnotationPinnedBy, names.AnnotationSharedBy} {
 			assert.NotContains(t, s.Annotations, k)
 		}
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
-		assert.Empty(t, ingress(s), "MetalLB took the addresses back")
+		assert.Empty(t, fixture.Ingress(s), "MetalLB took the addresses back")
 		for _, a := range addrs {
-			got := getAddr(t, a.Name)
+			got := suite.GetAddress(t, a.Name)
 			assert.Nil(t, got.Status.AssociatedTo)
 			assert.Equal(t, iadv1alpha1.AddressBound, got.Status.Phase)
 		}
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	for _, a := range addrs {
 		assertHeld(t, a.Name, a.Spec.Address)
 	}
@@ -287,7 +288,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	addrs := provisioned(t, "shared", "web-ip", "shared", iadv1alpha1.FamilyIPv4)
 	a, ip := addrs[0], addrs[0].Spec.Address
 	key := binding.SharingKey(a)
-	assert.NotContains(t, placeholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
+	assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
 
 	attachShared, detachShared := counter(directionAttach, ModeShared), counter(directionDetach, ModeShared)
 	attachGap, unheld := counter(directionAttach, ModeGap), histogram(t, handoffUnheldSeconds).GetSampleCount()
@@ -295,48 +296,48 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	hold := holdUIDs(t, a)
 
 	// Attach: the placeholder stays and shares the address.
-	create(t, sharedLB("shared", "web", "web-ip"))
+	suite.Create(t, sharedLB("shared", "web", "web-ip"))
 	assertAssociated(t, "shared", "web", "web-ip", ip, a)
 	assert.Equal(t, hold, assertSharedThrough(t, a), "attaching deletes nothing")
-	s := getSvc(t, "shared", "web")
+	s := suite.GetService(t, "shared", "web")
 	assert.Equal(t, key, s.Annotations[names.MetalLBAllowSharedIP], "the Service shared the address under the claim's key")
-	assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold was given the key for the shared handoff")
+	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold was given the key for the shared handoff")
 	assert.Equal(t, "web-ip", s.Annotations[names.AnnotationSharedBy])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonAssociated, `claim "web-ip"`, ip, "shared handoff", "never unheld")
 		assertEvent(t, "IPAddress", "", a.Name, corev1.EventTypeNormal, ReasonAssociated, "Service shared/web", "shared handoff")
 		assert.Equal(t, attachShared+1, counter(directionAttach, ModeShared))
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// Detach by removing the annotation.
 	patchAnnotations(t, "shared", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared", "web", a)
 	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the detach")
-	assert.Equal(t, key, placeholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
-	assert.NotContains(t, getSvc(t, "shared", "web").Annotations, names.MetalLBAllowSharedIP, "the key the driver wrote is withdrawn")
+	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
+	assert.NotContains(t, suite.GetService(t, "shared", "web").Annotations, names.MetalLBAllowSharedIP, "the key the driver wrote is withdrawn")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonReleasing, ip, "shared handoff", "a placeholder holds the address")
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonDetached, ip)
 		assert.Equal(t, detachShared+1, counter(directionDetach, ModeShared))
-	}, timeout, tick)
-	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a.Name).Status.Phase, "no Conflict along the way")
-	assert.Nil(t, meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Conflict), "never a Conflict")
+	}, fixture.Timeout, fixture.Tick)
+	assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, a.Name).Status.Phase, "no Conflict along the way")
+	assert.Nil(t, meta.FindStatusCondition(suite.GetAddress(t, a.Name).Status.Conditions, conditions.Conflict), "never a Conflict")
 
 	// Another Service gets the same address, the same way.
-	create(t, sharedLB("shared", "api", "web-ip"))
+	suite.Create(t, sharedLB("shared", "api", "web-ip"))
 	assertAssociated(t, "shared", "api", "web-ip", ip, a)
 	assert.Equal(t, hold, assertSharedThrough(t, a))
 
 	// Deleting the attached Service leaves the address held by the same
 	// placeholder: no gap at all.
-	require.NoError(t, c.Client.Delete(context.Background(), getSvc(t, "shared", "api")))
+	require.NoError(t, c.Client.Delete(context.Background(), suite.GetService(t, "shared", "api")))
 	assertHeld(t, a.Name, ip)
 	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the Service's deletion")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		if cond := meta.FindStatusCondition(getAddr(t, a.Name).Status.Conditions, conditions.Held); assert.NotNil(t, cond) {
+		if cond := meta.FindStatusCondition(suite.GetAddress(t, a.Name).Status.Conditions, conditions.Held); assert.NotNil(t, cond) {
 			assert.Equal(t, conditions.ReasonHeldByPlaceholder, cond.Reason)
 		}
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	// Each attachment shared the address once: the placeholder and the
 	// workload held it together from its attach until its detach.
 	w.assertNeverUnheld(t, 2)
@@ -356,7 +357,7 @@ func TestSharedHandoffDualStack(t *testing.T) {
 	require.Len(t, addrs, 2)
 	key := binding.SharingKey(addrs[0])
 	for _, a := range addrs {
-		assert.NotContains(t, placeholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
+		assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
 	}
 	var pin []string
 	for _, a := range addrs {
@@ -365,13 +366,13 @@ func TestSharedHandoffDualStack(t *testing.T) {
 	w := watchHeld(t, ipsOf(addrs), client.ObjectKey{Namespace: "shared-dual", Name: "web"})
 
 	hold := holdUIDs(t, addrs...)
-	create(t, sharedLB("shared-dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
+	suite.Create(t, sharedLB("shared-dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
 	assertAssociated(t, "shared-dual", "web", "both", binding.PinValue(pin), addrs...)
 	assert.Equal(t, hold, assertSharedThrough(t, addrs...), "attaching deletes neither placeholder")
-	assert.Equal(t, key, getSvc(t, "shared-dual", "web").Annotations[names.MetalLBAllowSharedIP])
+	assert.Equal(t, key, suite.GetService(t, "shared-dual", "web").Annotations[names.MetalLBAllowSharedIP])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, binding.PinValue(pin), "shared handoff")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	patchAnnotations(t, "shared-dual", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared-dual", "web", addrs...)
@@ -398,9 +399,9 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	keyed := sharedLB("gapfb", "keyed", "key")
 	keyed.Annotations[names.MetalLBAllowSharedIP] = "team-a"
-	create(t, lb("gapfb", "discard", "port"))
-	create(t, local)
-	create(t, keyed)
+	suite.Create(t, lb("gapfb", "discard", "port"))
+	suite.Create(t, local)
+	suite.Create(t, keyed)
 
 	for _, tc := range []struct {
 		svc, claim string
@@ -416,12 +417,12 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 		assert.EventuallyWithT(t, func(t *assert.CollectT) {
 			assertEvent(t, "Service", "gapfb", tc.svc, corev1.EventTypeNormal, ReasonAssociated, tc.addr.Spec.Address, "gap handoff", tc.because)
 			assertEvent(t, "IPAddress", "", tc.addr.Name, corev1.EventTypeNormal, ReasonAssociated, "Service gapfb/"+tc.svc, "gap handoff")
-		}, timeout, tick)
-		s := getSvc(t, "gapfb", tc.svc)
+		}, fixture.Timeout, fixture.Tick)
+		s := suite.GetService(t, "gapfb", tc.svc)
 		assert.NotContains(t, s.Annotations, names.AnnotationSharedBy, tc.svc)
 	}
-	assert.NotContains(t, getSvc(t, "gapfb", "discard").Annotations, names.MetalLBAllowSharedIP)
-	assert.Equal(t, "team-a", getSvc(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays")
+	assert.NotContains(t, suite.GetService(t, "gapfb", "discard").Annotations, names.MetalLBAllowSharedIP)
+	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays")
 	assert.Equal(t, attachGap+3, counter(directionAttach, ModeGap))
 	assert.Positive(t, w.unheldStates(t), "the gap handoff leaves the address unheld for a moment, and the watch sees it")
 
@@ -433,7 +434,7 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 		assertDetached(t, "gapfb", tc.svc, tc.addr)
 		assert.EventuallyWithT(t, func(t *assert.CollectT) {
 			var msgs []string
-			for _, e := range events(t, "Service", "gapfb", tc.svc) {
+			for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: "gapfb", Name: tc.svc}, "") {
 				if e.Reason == ReasonReleasing {
 					msgs = append(msgs, e.Message)
 				}
@@ -441,7 +442,7 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 			if assert.NotEmpty(t, msgs, "the release pin is used") {
 				assert.NotContains(t, strings.Join(msgs, "\n"), "shared handoff")
 			}
-		}, timeout, tick)
+		}, fixture.Timeout, fixture.Tick)
 	}
-	assert.Equal(t, "team-a", getSvc(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays after the detach")
+	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays after the detach")
 }

@@ -8,33 +8,24 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // deleteClass creates an IPAddressClass with reclaimPolicy Delete and its
 // MetalLB pool (what the class controller renders), autoAssign off.
 func deleteClass(t *testing.T, name string, cidrs ...string) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, c.Client.Create(ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete},
-	}))
-	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: cidrs, AutoAssign: ptr.To(false)},
-	}))
+	suite.Create(t, cluster.Class(name, iadv1alpha1.ReclaimDelete, ""), fixture.Pool(name, cidrs...))
 }
 
 // pinWatch records, from a watch on the Services of a namespace, every
@@ -83,7 +74,7 @@ func (w *pinWatch) wasPinned(name string) bool {
 // contains every one of parts.
 func assertNoEvent(t *testing.T, kind, ns, name, reason string, parts ...string) {
 	t.Helper()
-	for _, e := range events(t, kind, ns, name) {
+	for _, e := range suite.Events(t, fixture.About{Kind: kind, Namespace: ns, Name: name}, "") {
 		if e.Reason != reason {
 			continue
 		}
@@ -127,7 +118,7 @@ func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
 				ips = append(ips, a.Spec.Address)
 			}
 			pin := binding.PinValue(ips)
-			create(t, tt.svc(ns))
+			suite.Create(t, tt.svc(ns))
 			assertAssociated(t, ns, "web", "web-ip", pin, addrs...)
 
 			cl := &iadv1alpha1.IPAddressClaim{}
@@ -139,19 +130,19 @@ func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
 					err := c.Client.Get(ctx, client.ObjectKeyFromObject(a), &iadv1alpha1.IPAddress{})
 					assert.True(t, apierrors.IsNotFound(err), "%s is deleted: %v", a.Name, err)
 				}
-				s := getSvc(t, ns, "web")
-				assert.Empty(t, ingress(s), "MetalLB took the addresses back")
+				s := suite.GetService(t, ns, "web")
+				assert.Empty(t, fixture.Ingress(s), "MetalLB took the addresses back")
 				for _, k := range []string{names.MetalLBLoadBalancerIPs, names.AnnotationPinnedBy, names.MetalLBAllowSharedIP, names.AnnotationSharedBy} {
 					assert.NotContains(t, s.Annotations, k, "nothing the driver wrote is left, least of all a release pin")
 				}
-			}, timeout, tick)
+			}, fixture.Timeout, fixture.Tick)
 			assert.EventuallyWithT(t, func(t *assert.CollectT) {
 				var found bool
-				for _, e := range events(t, "Service", ns, "web") {
+				for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: ns, Name: "web"}, "") {
 					found = found || (e.Type == corev1.EventTypeNormal && strings.Contains(e.Message, "given up") && strings.Contains(e.Message, "detached"))
 				}
 				assert.True(t, found, "an Event says the address was given up and the Service detached")
-			}, timeout, tick)
+			}, fixture.Timeout, fixture.Tick)
 			assertNoEvent(t, "Service", ns, "web", ReasonAddressConflict)
 			assertNoEvent(t, "Service", ns, "web", ReasonDetached, "stays reserved")
 
@@ -193,22 +184,22 @@ func TestTwoServicesNamingOneClaimAtOnce(t *testing.T) {
 
 	var winner, loser string
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		at := getAddr(t, a.Name).Status.AssociatedTo
+		at := suite.GetAddress(t, a.Name).Status.AssociatedTo
 		require.NotNil(t, at)
 		winner, loser = at.Name, map[string]string{"web": "api", "api": "web"}[at.Name]
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	assertAssociated(t, ns, winner, "web-ip", a.Spec.Address, a)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", ns, loser, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, "already attached to Service "+ns+"/"+winner)
-	}, timeout, tick)
-	s := getSvc(t, ns, loser)
+	}, fixture.Timeout, fixture.Tick)
+	s := suite.GetService(t, ns, loser)
 	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
 	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
-	assert.Empty(t, ingress(s))
+	assert.Empty(t, fixture.Ingress(s))
 	assert.False(t, w.wasPinned(loser), "the losing Service was never pinned")
 	assert.True(t, w.wasPinned(winner))
 	assertNoEvent(t, "Service", ns, loser, ReasonAssociated)
-	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, a.Name).Status.Phase, "no Conflict")
+	assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, a.Name).Status.Phase, "no Conflict")
 
 	// The winner lets the claim go: the Service that waited gets its
 	// address. The last step of the winner's detach (the pin and the
@@ -225,23 +216,23 @@ func TestNoFinalizerOnTenantServices(t *testing.T) {
 	ctx := context.Background()
 	class(t, "sim-nofin", "198.51.100.224/28")
 	_, addrs := boundClaim(t, "nofin", "ip", "sim-nofin", iadv1alpha1.FamilyIPv4, "198.51.100.225")
-	create(t, lb("nofin", "web", "ip"))
+	suite.Create(t, lb("nofin", "web", "ip"))
 	assertAssociated(t, "nofin", "web", "ip", "198.51.100.225", addrs...) // asserts no finalizer
 
 	// An upgrade: the finalizer an earlier version added is removed.
-	s := getSvc(t, "nofin", "web")
+	s := suite.GetService(t, "nofin", "web")
 	orig := s.DeepCopy()
 	s.Finalizers = append(s.Finalizers, AssociationFinalizer)
 	require.NoError(t, c.Client.Patch(ctx, s, client.MergeFrom(orig)))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.NotContains(t, getSvc(t, "nofin", "web").Finalizers, AssociationFinalizer)
-	}, timeout, tick)
+		assert.NotContains(t, suite.GetService(t, "nofin", "web").Finalizers, AssociationFinalizer)
+	}, fixture.Timeout, fixture.Tick)
 
 	// Deleting the namespace completes; the association is cleared.
 	require.NoError(t, c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nofin"}}))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		err := c.Client.Get(ctx, client.ObjectKey{Name: "nofin"}, &corev1.Namespace{})
 		assert.True(t, apierrors.IsNotFound(err), "the namespace is gone: %v", err)
-		assert.Nil(t, getAddr(t, addrs[0].Name).Status.AssociatedTo)
-	}, timeout, tick)
+		assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
+	}, fixture.Timeout, fixture.Tick)
 }

@@ -13,7 +13,6 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,31 +26,20 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // startClassController runs the class controller for the rest of the test,
 // as its own ServiceAccount.
 func startClassController(t *testing.T) {
 	t.Helper()
-	cluster.StartController(t, classctl.Controller, c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-class"), placeholderNS)
+	suite.StartController(t, classctl.Controller)
 }
 
 // servedClass creates a class of the driver with the given addresses.
 func servedClass(t *testing.T, name string, addresses ...string) {
 	t.Helper()
-	raw := `{"addresses": [`
-	for i, a := range addresses {
-		if i > 0 {
-			raw += ","
-		}
-		raw += `"` + a + `"`
-	}
-	raw += `]}`
-	require.NoError(t, c.Client.Create(context.Background(), &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, ReclaimPolicy: iadv1alpha1.ReclaimDelete,
-			Parameters: &apiextensionsv1.JSON{Raw: []byte(raw)}},
-	}))
+	suite.Create(t, cluster.Class(name, iadv1alpha1.ReclaimDelete, fixture.Addresses(addresses...)))
 }
 
 func getPool(t require.TestingT, cls string) *metallbv1beta1.IPAddressPool {
@@ -89,8 +77,8 @@ func metallbRefused(t *testing.T, ns, name string) {
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", ns, name, corev1.EventTypeWarning, "AllocationFailed", "not compatible")
-	}, timeout, tick, "MetalLB refuses %s/%s", ns, name)
-	assert.Empty(t, ingress(getSvc(t, ns, name)), "%s/%s holds no address", ns, name)
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB refuses %s/%s", ns, name)
+	assert.Empty(t, fixture.Ingress(suite.GetService(t, ns, name)), "%s/%s holds no address", ns, name)
 }
 
 // TestClassRangeBelongsToItsLedger: a fresh class's pool admits only
@@ -110,7 +98,7 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		p := getPool(t, cls)
 		assert.True(t, names.PoolRequiresGrant(p, cls), "the pool admits only granted Services: %+v", p.Spec.AllocateTo)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	tenant := tenantClient(t, ns, "grant-tenant-user")
 
 	byPool := sharedLB(ns, "by-pool", "")
@@ -130,37 +118,37 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 	require.NoError(t, tenant.Create(ctx, grabber))
 	var grabbed string
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		in := ingress(getSvc(t, ns, "grab"))
+		in := fixture.Ingress(suite.GetService(t, ns, "grab"))
 		require.Len(t, in, 1)
 		grabbed = in[0]
 		assertEvent(t, "Service", ns, "grab", corev1.EventTypeWarning, ReasonUnclaimedAddress,
 			grabbed, "IPAddressClass "+cls, iadv1alpha1.ServiceClaimAnnotation)
 		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeWarning, ReasonUnclaimedAddress, ns+"/grab", grabbed)
 		assert.Equal(t, 1.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)))
-	}, timeout, tick, "the grab is reported")
+	}, fixture.MetalLBTimeout, fixture.Tick, "the grab is reported")
 	require.NoError(t, tenant.Delete(ctx, grabber))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, 0.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)))
-	}, timeout, tick, "the holder is gone from the metric")
+	}, fixture.Timeout, fixture.Tick, "the holder is gone from the metric")
 
 	// Attach and detach through a claim, shared handoff first.
 	addrs := provisioned(t, ns, "ip", cls, iadv1alpha1.FamilyIPv4)
 	a, ip := addrs[0], addrs[0].Spec.Address
-	for _, ph := range placeholdersOf(t, a.Name) {
+	for _, ph := range suite.PlaceholdersOf(t, a.Name) {
 		assert.Equal(t, cls, ph.Labels[names.LabelGrant], "placeholder %s is granted", ph.Name)
 	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.True(t, conditions.IsTrue(getAddr(t, a.Name).Status.Conditions, conditions.Granted))
-	}, timeout, tick)
+		assert.True(t, conditions.IsTrue(suite.GetAddress(t, a.Name).Status.Conditions, conditions.Granted))
+	}, fixture.Timeout, fixture.Tick)
 	require.NoError(t, tenant.Create(ctx, sharedLB(ns, "web", "ip")))
 	assertAssociated(t, ns, "web", "ip", ip, a)
-	assert.Equal(t, cls, getSvc(t, ns, "web").Labels[names.LabelGrant], "the attached Service is granted")
+	assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[names.LabelGrant], "the attached Service is granted")
 	detachAndCheck(t, tenant, ns, "web", a)
 
 	// The gap handoff (the Service uses the placeholder's port).
 	require.NoError(t, tenant.Create(ctx, lb(ns, "api", "ip")))
 	assertAssociated(t, ns, "api", "ip", ip, a)
-	assert.Equal(t, cls, getSvc(t, ns, "api").Labels[names.LabelGrant])
+	assert.Equal(t, cls, suite.GetService(t, ns, "api").Labels[names.LabelGrant])
 	detachAndCheck(t, tenant, ns, "api", a)
 	assert.Equal(t, 0.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)), "no handoff step was reported as a grab")
 }
@@ -173,18 +161,18 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 // Service until MetalLB has taken the address back.
 func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv1alpha1.IPAddress) {
 	t.Helper()
-	s := getSvc(t, ns, name)
+	s := suite.GetService(t, ns, name)
 	orig := s.DeepCopy()
 	delete(s.Annotations, iadv1alpha1.ServiceClaimAnnotation)
 	metaChanges := watchMetadata(t, ns, name)
 	require.NoError(t, tenant.Patch(context.Background(), s, client.MergeFrom(orig)))
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(fixture.Timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		// Until MetalLB has let go, the association authorizes the Service
 		// (the address is read first: the association is cleared only after
 		// the Service stopped holding, so a later read of the Service that
 		// still holds must meet it).
-		addr := getAddr(t, a.Name)
-		svc := getSvc(t, ns, name)
+		addr := suite.GetAddress(t, a.Name)
+		svc := suite.GetService(t, ns, name)
 		if !binding.Holds(svc, a.Spec.Address) {
 			break
 		}
@@ -192,19 +180,19 @@ func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv
 			"the Service holds the address with the association or the marker")
 	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		s := getSvc(t, ns, name)
-		assert.Empty(t, ingress(s))
+		s := suite.GetService(t, ns, name)
+		assert.Empty(t, fixture.Ingress(s))
 		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
 		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
 		assert.NotContains(t, s.Labels, names.LabelGrant)
 		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonReleasing, names.LabelGrant)
-	}, timeout, tick)
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	assertHeld(t, a.Name, a.Spec.Address)
-	for _, e := range events(t, "Service", ns, name) {
+	for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: ns, Name: name}, "") {
 		assert.False(t, releasePinFailure(e), "no impossible pin during the detach: %s", e.Message)
 	}
 	assert.Equal(t, 2, metaChanges(), "the tenant's write and one of the driver's")
-	require.NoError(t, tenant.Delete(context.Background(), getSvc(t, ns, name)))
+	require.NoError(t, tenant.Delete(context.Background(), suite.GetService(t, ns, name)))
 }
 
 // watchMetadata watches one Service from now on and returns a function
@@ -215,7 +203,7 @@ func watchMetadata(t *testing.T, ns, name string) func() int {
 	t.Helper()
 	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Client.Scheme()})
 	require.NoError(t, err)
-	cur := getSvc(t, ns, name)
+	cur := suite.GetService(t, ns, name)
 	w, err := wc.Watch(context.Background(), &corev1.ServiceList{}, client.InNamespace(ns),
 		&client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion}})
 	require.NoError(t, err)
@@ -255,11 +243,9 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	pausePartner(t)
 	const cls, ns = "upgrade", "upgrade-tenant"
 	servedClass(t, cls, "192.0.2.16/28")
-	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(cls),
-			Labels: classctl.RenderedLabels(cls)},
-		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.16/28"}, AutoAssign: ptr.To(false)},
-	}))
+	older := fixture.Pool(cls, "192.0.2.16/28")
+	older.Labels = classctl.RenderedLabels(cls)
+	suite.Create(t, older)
 
 	// The older driver's state: a held address and an attached one.
 	_, held := boundClaim(t, ns, "kept", cls, iadv1alpha1.FamilyIPv4, "192.0.2.17")
@@ -276,46 +262,46 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	// An older driver owner-referenced a recorded placeholder to its address.
 	hold.OwnerReferences = []metav1.OwnerReference{{APIVersion: iadv1alpha1.GroupVersion.String(), Kind: "IPAddress",
 		Name: held[0].Name, UID: held[0].UID, Controller: ptr.To(true)}}
-	create(t, hold)
-	require.NoError(t, retryStatus(ctx, att[0], func(a *iadv1alpha1.IPAddress) {
-		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
-		meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: conditions.Held, Status: metav1.ConditionFalse,
+	suite.Create(t, hold)
+	suite.PatchAddressStatus(t, att[0].Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: conditions.Held, Status: metav1.ConditionFalse,
 			Reason: conditions.ReasonReleasedForWorkload, Message: "older driver"})
-	}))
+	})
 	web := lb(ns, "web", "used")
 	web.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.18"
 	web.Annotations[names.AnnotationPinnedBy] = "used"
-	create(t, web)
+	suite.Create(t, web)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"192.0.2.17"}, ingress(getSvc(t, placeholderNS, hold.Name)))
-		assert.Equal(t, []string{"192.0.2.18"}, ingress(getSvc(t, ns, "web")))
-	}, timeout, tick, "MetalLB holds both addresses for the older driver")
+		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
+		assert.Equal(t, []string{"192.0.2.18"}, fixture.Ingress(suite.GetService(t, ns, "web")))
+	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB holds both addresses for the older driver")
 
 	// The class controller comes first: the placeholder is not labelled.
 	startClassController(t)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeNormal, classctl.ReasonWaitingForGrant, held[0].Name)
-	}, timeout, tick, "the class waits for the addresses to be granted")
+	}, fixture.Timeout, fixture.Tick, "the class waits for the addresses to be granted")
 	assert.False(t, names.PoolRequiresGrant(getPool(t, cls), cls), "the pool does not require the grant yet")
 
 	// The rest of the new driver: the placeholder is labelled, then the pool requires the grant.
 	startDriver(t)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.True(t, names.PoolRequiresGrant(getPool(t, cls), cls))
-	}, timeout, tick, "the pool requires the grant once every holder carries it")
+	}, fixture.Timeout, fixture.Tick, "the pool requires the grant once every holder carries it")
 	// MetalLB has processed every Service against the new pool once the
 	// pool's status reflects it; both keep their addresses.
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"192.0.2.17"}, ingress(getSvc(t, placeholderNS, hold.Name)))
-		assert.Equal(t, []string{"192.0.2.18"}, ingress(getSvc(t, ns, "web")))
-		assert.Equal(t, cls, getSvc(t, ns, "web").Labels[names.LabelGrant])
-	}, timeout, tick)
+		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
+		assert.Equal(t, []string{"192.0.2.18"}, fixture.Ingress(suite.GetService(t, ns, "web")))
+		assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[names.LabelGrant])
+	}, fixture.MetalLBTimeout, fixture.Tick)
 	for _, k := range []client.ObjectKey{{Namespace: placeholderNS, Name: hold.Name}, {Namespace: ns, Name: "web"}} {
-		for _, e := range events(t, "Service", k.Namespace, k.Name) {
+		for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: k.Namespace, Name: k.Name}, "") {
 			assert.NotEqual(t, "ClearAssignment", e.Reason, "%s lost its address: %s", k, e.Message)
 		}
 	}
-	assert.Empty(t, apierrorsIgnore(c.Client.Delete(ctx, getSvc(t, ns, "web"))))
+	assert.Empty(t, apierrorsIgnore(c.Client.Delete(ctx, suite.GetService(t, ns, "web"))))
 }
 
 func apierrorsIgnore(err error) error {
@@ -323,20 +309,6 @@ func apierrorsIgnore(err error) error {
 		return nil
 	}
 	return err
-}
-
-// retryStatus applies change to the address's status, retrying on conflicts.
-func retryStatus(ctx context.Context, a *iadv1alpha1.IPAddress, change func(*iadv1alpha1.IPAddress)) error {
-	for {
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
-			return err
-		}
-		change(a)
-		err := c.Client.Status().Update(ctx, a)
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
 }
 
 // releasePinFailure reports whether an Event is MetalLB failing to satisfy

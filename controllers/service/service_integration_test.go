@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,22 +9,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The integration suite runs the service controller in-process, as its own
@@ -38,7 +32,8 @@ import (
 // while associatedTo is set and Held True otherwise.
 
 var (
-	c *cluster.Cluster
+	suite *fixture.Suite
+	c     *cluster.Cluster
 	// partnerPaused stops heldPartner while a test runs the real IPAddress
 	// controller.
 	partnerPaused atomic.Bool
@@ -57,34 +52,13 @@ const (
 	simulatedPrefix = "sim-"
 	// manualHeld labels an address heldPartner leaves alone.
 	manualHeld = "test.metallb-iad/manual-held"
-
-	timeout = 30 * time.Second
-	tick    = 100 * time.Millisecond
 )
 
-func TestMain(m *testing.M) { cluster.Main(m, run) }
-
-func run(m *testing.M) (int, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	if c, err = cluster.StartForDriver(ctx, cluster.Options{}, placeholderNS); err != nil {
-		return 0, err
-	}
-	defer c.Stop()
-	logFile, err := os.Create(filepath.Join(c.Dir, "service-controller.log"))
-	if err != nil {
-		return 0, err
-	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
-	cfg := c.ServiceAccountConfig(cluster.DriverNamespace, "metallb-iad-service")
-	mgr, err := Controller.NewManager(cfg, cluster.ControllerOptions(placeholderNS))
-	if err != nil {
-		return 0, err
-	}
-	go heldPartner(ctx)
-	return cluster.RunWithManager(ctx, mgr, m.Run), nil
+func TestMain(m *testing.M) {
+	fixture.Main(m, fixture.Options{Controller: Controller, LogFile: "service-controller.log"}, func(s *fixture.Suite) {
+		suite, c = s, s.Cluster
+		go heldPartner(s.Context())
+	})
 }
 
 // heldPartner plays the IPAddress controller's part of the handoff for the
@@ -132,15 +106,7 @@ func setHeld(ctx context.Context, a *iadv1alpha1.IPAddress, status metav1.Condit
 // (what the class controller renders), autoAssign off.
 func class(t *testing.T, name string, cidrs ...string) {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, c.Client.Create(ctx, &iadv1alpha1.IPAddressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner},
-	}))
-	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(name)},
-		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: cidrs, AutoAssign: ptr.To(false)},
-	}))
+	suite.Create(t, cluster.Class(name, "", ""), fixture.Pool(name, cidrs...))
 }
 
 // boundClaim creates a claim and its addresses bound to it, the way the
@@ -154,12 +120,11 @@ func boundClaim(t *testing.T, ns, name, className string, family iadv1alpha1.IPF
 
 func createClaim(t testing.TB, ns, name, className string, family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
 	t.Helper()
-	require.NoError(t, c.EnsureNamespace(context.Background(), ns))
 	claim := &iadv1alpha1.IPAddressClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: className, Family: family},
 	}
-	require.NoError(t, c.Client.Create(context.Background(), claim))
+	suite.Create(t, claim)
 	return claim
 }
 
@@ -169,27 +134,15 @@ func bind(t *testing.T, claim *iadv1alpha1.IPAddressClaim, labels map[string]str
 	ctx := context.Background()
 	var addrs []*iadv1alpha1.IPAddress
 	var listed []iadv1alpha1.ClaimedAddress
-	for _, s := range ips {
-		ip, err := names.ParseAddress(s)
-		require.NoError(t, err)
-		n, err := names.AddressName(ip)
-		require.NoError(t, err)
-		a := &iadv1alpha1.IPAddress{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels},
-			Spec: iadv1alpha1.IPAddressSpec{
-				Address: ip.String(), ClassName: claim.Spec.ClassName, ReclaimPolicy: iadv1alpha1.ReclaimRetain,
-				ClaimRef: &iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)},
-				Source:   iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
-			},
-		}
-		require.NoError(t, c.Client.Create(ctx, a))
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(a), a))
-			a.Status.Phase = iadv1alpha1.AddressBound
-			return c.Client.Status().Update(ctx, a)
-		}))
-		addrs = append(addrs, a)
-		listed = append(listed, iadv1alpha1.ClaimedAddress{Name: n, Address: ip.String()})
+	for _, ip := range ips {
+		a := fixture.IPAddress(t, claim.Spec.ClassName, ip,
+			&iadv1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: string(claim.UID)})
+		a.Labels = labels
+		a.Spec.ReclaimPolicy = iadv1alpha1.ReclaimRetain
+		suite.Create(t, a)
+		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.Phase = iadv1alpha1.AddressBound })
+		addrs = append(addrs, suite.GetAddress(t, a.Name))
+		listed = append(listed, iadv1alpha1.ClaimedAddress{Name: a.Name, Address: a.Spec.Address})
 	}
 	require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim))
 	claim.Status.Phase = iadv1alpha1.ClaimBound
@@ -205,70 +158,28 @@ func bind(t *testing.T, claim *iadv1alpha1.IPAddressClaim, labels map[string]str
 // gap handoff: most of this suite has no real placeholders (heldPartner
 // only plays the Held condition). sharedLB is the one that can share.
 func lb(ns, name, claim string, fams ...corev1.IPFamily) *corev1.Service {
-	if len(fams) == 0 {
-		fams = []corev1.IPFamily{corev1.IPv4Protocol}
-	}
-	policy := corev1.IPFamilyPolicySingleStack
-	if len(fams) == 2 {
-		policy = corev1.IPFamilyPolicyRequireDualStack
-	}
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			IPFamilies:                    fams,
-			IPFamilyPolicy:                &policy,
-			Selector:                      map[string]string{"app": name},
-			Ports:                         []corev1.ServicePort{{Name: "discard", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}},
-		},
-	}
+	s := sharedLB(ns, name, claim, fams...)
+	s.Spec.Ports = []corev1.ServicePort{{Name: "discard", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
+	return s
+}
+
+// sharedLB is a LoadBalancer Service (fixture.LoadBalancer) serving port
+// 80/TCP with the default traffic policy (Cluster): MetalLB lets it share
+// an address with a placeholder, so the driver attaches it with the shared
+// handoff.
+func sharedLB(ns, name, claim string, fams ...corev1.IPFamily) *corev1.Service {
+	s := fixture.LoadBalancer(ns, name, nil, fams...)
 	if claim != "" {
 		s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = claim
 	}
 	return s
 }
 
-// sharedLB is lb serving port 80/TCP with the default traffic policy
-// (Cluster): MetalLB lets it share an address with a placeholder, so the
-// driver attaches it with the shared handoff.
-func sharedLB(ns, name, claim string, fams ...corev1.IPFamily) *corev1.Service {
-	s := lb(ns, name, claim, fams...)
-	s.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
-	return s
-}
-
-func create(t *testing.T, o client.Object) {
-	t.Helper()
-	require.NoError(t, c.EnsureNamespace(context.Background(), o.GetNamespace()))
-	require.NoError(t, c.Client.Create(context.Background(), o))
-}
-
-func getSvc(t require.TestingT, ns, name string) *corev1.Service {
-	s := &corev1.Service{}
-	require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s))
-	return s
-}
-
-func getAddr(t require.TestingT, name string) *iadv1alpha1.IPAddress {
-	a := &iadv1alpha1.IPAddress{}
-	require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Name: name}, a))
-	return a
-}
-
-func ingress(s *corev1.Service) []string {
-	var out []string
-	for _, i := range s.Status.LoadBalancer.Ingress {
-		out = append(out, i.IP)
-	}
-	return out
-}
-
 // patchAnnotations merges annotations into a Service as its owner would
 // (a value of "" removes the key).
 func patchAnnotations(t *testing.T, ns, name string, ann map[string]string) {
 	t.Helper()
-	s := getSvc(t, ns, name)
+	s := suite.GetService(t, ns, name)
 	orig := s.DeepCopy()
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
@@ -283,29 +194,11 @@ func patchAnnotations(t *testing.T, ns, name string, ann map[string]string) {
 	require.NoError(t, c.Client.Patch(context.Background(), s, client.MergeFrom(orig)))
 }
 
-// events lists the Events about one object. Events about cluster-scoped
-// objects (IPAddresses) live in "default".
-func events(t require.TestingT, kind, ns, name string) []corev1.Event {
-	evNS := ns
-	if evNS == "" {
-		evNS = metav1.NamespaceDefault
-	}
-	var list corev1.EventList
-	require.NoError(t, c.Client.List(context.Background(), &list, client.InNamespace(evNS)))
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // assertEvent asserts an Event of the type and reason about the object
 // whose message contains every one of parts.
 func assertEvent(t *assert.CollectT, kind, ns, name, typ, reason string, parts ...string) {
 	var seen []string
-	for _, e := range events(t, kind, ns, name) {
+	for _, e := range suite.Events(t, fixture.About{Kind: kind, Namespace: ns, Name: name}, "") {
 		if e.Type != typ || e.Reason != reason {
 			continue
 		}
@@ -328,16 +221,16 @@ func assertAssociated(t *testing.T, ns, svcName, claim, pin string, addrs ...*ia
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		for _, a := range addrs {
-			got := getAddr(t, a.Name)
+			got := suite.GetAddress(t, a.Name)
 			assert.Equal(t, &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: svcName}, got.Status.AssociatedTo, a.Name)
 		}
-		s := getSvc(t, ns, svcName)
+		s := suite.GetService(t, ns, svcName)
 		assert.Equal(t, pin, s.Annotations[names.MetalLBLoadBalancerIPs])
 		assert.Equal(t, claim, s.Annotations[names.AnnotationPinnedBy])
 		assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant's Service")
 		// MetalLB may list them in another order (it sorts them as text).
-		assert.ElementsMatch(t, strings.Split(pin, ","), ingress(s), "MetalLB gives the Service exactly the pinned addresses")
-	}, timeout, tick)
+		assert.ElementsMatch(t, strings.Split(pin, ","), fixture.Ingress(s), "MetalLB gives the Service exactly the pinned addresses")
+	}, fixture.MetalLBTimeout, fixture.Tick)
 }
 
 func TestAssociatePinsService(t *testing.T) {
@@ -346,24 +239,24 @@ func TestAssociatePinsService(t *testing.T) {
 	before := histogram(t, handoffSeconds).GetSampleCount()
 	beforeUnheld := histogram(t, handoffUnheldSeconds).GetSampleCount()
 
-	create(t, lb("assoc", "web", "web-ip"))
+	suite.Create(t, lb("assoc", "web", "web-ip"))
 	assertAssociated(t, "assoc", "web", "web-ip", "198.51.100.5", addrs...)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "assoc", "web", corev1.EventTypeNormal, ReasonAssociated, `claim "web-ip"`, "198.51.100.5")
 		assertEvent(t, "IPAddress", "", "ip-198-51-100-5", corev1.EventTypeNormal, ReasonAssociated, "Service assoc/web")
 		assert.Greater(t, histogram(t, handoffSeconds).GetSampleCount(), before, "the handoff is measured")
 		assert.Greater(t, histogram(t, handoffUnheldSeconds).GetSampleCount(), beforeUnheld, "the unheld gap is measured")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	// The address stays Bound: association is not the core's business.
-	assert.Equal(t, iadv1alpha1.AddressBound, getAddr(t, addrs[0].Name).Status.Phase)
+	assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, addrs[0].Name).Status.Phase)
 }
 
 func TestAssociateDualStack(t *testing.T) {
 	class(t, "sim-dual", "198.51.100.16/28", "2001:db8:100:1::/124")
 	// Created v6 first: the pin still lists v4 first.
 	_, addrs := boundClaim(t, "dual", "both", "sim-dual", iadv1alpha1.FamilyDual, "2001:db8:100:1::5", "198.51.100.20")
-	create(t, lb("dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
+	suite.Create(t, lb("dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
 	assertAssociated(t, "dual", "web", "both", "198.51.100.20,2001:db8:100:1::5", addrs...)
 }
 
@@ -374,21 +267,21 @@ func TestPinWaitsForRelease(t *testing.T) {
 	class(t, "sim-wait", "198.51.100.32/28")
 	claim := createClaim(t, "wait", "ip", "sim-wait", iadv1alpha1.FamilyIPv4)
 	addrs := bind(t, claim, map[string]string{manualHeld: "true"}, "198.51.100.33")
-	a := getAddr(t, addrs[0].Name)
+	a := suite.GetAddress(t, addrs[0].Name)
 	require.NoError(t, setHeld(ctx, a, metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder))
 
-	create(t, lb("wait", "web", "ip"))
+	suite.Create(t, lb("wait", "web", "ip"))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.NotNil(t, getAddr(t, a.Name).Status.AssociatedTo)
-	}, timeout, tick, "step 1 runs")
+		assert.NotNil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo)
+	}, fixture.Timeout, fixture.Tick, "step 1 runs")
 	assert.Never(t, func() bool {
 		s := &corev1.Service{}
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "wait", Name: "web"}, s)
 		_, pinned := s.Annotations[names.MetalLBLoadBalancerIPs]
 		return err != nil || pinned
-	}, 2*time.Second, tick, "no pin while the placeholder still holds the address")
+	}, 2*time.Second, fixture.Tick, "no pin while the placeholder still holds the address")
 
-	require.NoError(t, setHeld(ctx, getAddr(t, a.Name), metav1.ConditionFalse, conditions.ReasonReleasedForWorkload))
+	require.NoError(t, setHeld(ctx, suite.GetAddress(t, a.Name), metav1.ConditionFalse, conditions.ReasonReleasedForWorkload))
 	assertAssociated(t, "wait", "web", "ip", "198.51.100.33", a)
 }
 
@@ -396,38 +289,38 @@ func TestSecondServiceRejected(t *testing.T) {
 	ctx := context.Background()
 	class(t, "sim-second", "198.51.100.48/28")
 	_, addrs := boundClaim(t, "second", "ip", "sim-second", iadv1alpha1.FamilyIPv4, "198.51.100.50")
-	create(t, lb("second", "first", "ip"))
+	suite.Create(t, lb("second", "first", "ip"))
 	assertAssociated(t, "second", "first", "ip", "198.51.100.50", addrs...)
 
-	create(t, lb("second", "copycat", "ip"))
+	suite.Create(t, lb("second", "copycat", "ip"))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "second", "copycat", corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, `"ip"`, "Service second/first")
 		assertEvent(t, "IPAddress", "", addrs[0].Name, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, "Service second/copycat", "Service second/first")
-	}, timeout, tick)
-	s := getSvc(t, "second", "copycat")
+	}, fixture.Timeout, fixture.Tick)
+	s := suite.GetService(t, "second", "copycat")
 	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, "the second Service gets no pin")
 	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
 	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
-	assert.Empty(t, ingress(s))
-	assert.Equal(t, "first", getAddr(t, addrs[0].Name).Status.AssociatedTo.Name)
+	assert.Empty(t, fixture.Ingress(s))
+	assert.Equal(t, "first", suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo.Name)
 
 	// Once the first Service is gone, the one waiting gets the same address.
-	require.NoError(t, c.Client.Delete(ctx, getSvc(t, "second", "first")))
+	require.NoError(t, c.Client.Delete(ctx, suite.GetService(t, "second", "first")))
 	assertAssociated(t, "second", "copycat", "ip", "198.51.100.50", addrs...)
 }
 
 func TestClaimNotBoundThenAssociates(t *testing.T) {
 	class(t, "sim-later", "198.51.100.64/28")
-	create(t, lb("later", "web", "later-ip"))
+	suite.Create(t, lb("later", "web", "later-ip"))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "later", "web", corev1.EventTypeWarning, ReasonClaimNotFound, `IPAddressClaim "later-ip" does not exist`)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
 	claim := createClaim(t, "later", "later-ip", "sim-later", iadv1alpha1.FamilyIPv4)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "later", "web", corev1.EventTypeNormal, ReasonClaimNotBound, `IPAddressClaim "later-ip" is Pending, not Bound yet`)
-	}, timeout, tick, "the claim's creation brings the Service back")
-	s := getSvc(t, "later", "web")
+	}, fixture.Timeout, fixture.Tick, "the claim's creation brings the Service back")
+	s := suite.GetService(t, "later", "web")
 	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
 	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
 
@@ -441,35 +334,35 @@ func TestNotLoadBalancerRejected(t *testing.T) {
 	s := lb("clusterip", "web", "ip")
 	s.Spec.Type = corev1.ServiceTypeClusterIP
 	s.Spec.AllocateLoadBalancerNodePorts = nil
-	create(t, s)
+	suite.Create(t, s)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "clusterip", "web", corev1.EventTypeWarning, ReasonNotLoadBalancer, "not of type LoadBalancer", `"ip"`)
-	}, timeout, tick)
-	got := getSvc(t, "clusterip", "web")
+	}, fixture.Timeout, fixture.Tick)
+	got := suite.GetService(t, "clusterip", "web")
 	assert.NotContains(t, got.Annotations, names.MetalLBLoadBalancerIPs)
 	assert.NotContains(t, got.Finalizers, AssociationFinalizer)
-	assert.Nil(t, getAddr(t, addrs[0].Name).Status.AssociatedTo)
+	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 }
 
 func TestFamilyMismatchRejected(t *testing.T) {
 	class(t, "sim-family", "198.51.100.96/28", "2001:db8:100:2::/124")
 	_, dual := boundClaim(t, "family", "dual", "sim-family", iadv1alpha1.FamilyDual, "198.51.100.97", "2001:db8:100:2::7")
 	_, v6 := boundClaim(t, "family", "v6", "sim-family", iadv1alpha1.FamilyIPv6, "2001:db8:100:2::8")
-	create(t, lb("family", "single", "dual"))
-	create(t, lb("family", "v4only", "v6"))
+	suite.Create(t, lb("family", "single", "dual"))
+	suite.Create(t, lb("family", "v4only", "v6"))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "family", "single", corev1.EventTypeWarning, ReasonFamilyMismatch,
 			`IPAddressClaim "dual" is Dual`, "single-stack IPv4", "RequireDualStack")
 		assertEvent(t, "Service", "family", "v4only", corev1.EventTypeWarning, ReasonFamilyMismatch,
 			`IPAddressClaim "v6" holds an IPv6 address but the Service is single-stack IPv4`)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 	for _, a := range append(dual, v6...) {
-		assert.Nil(t, getAddr(t, a.Name).Status.AssociatedTo, a.Name)
+		assert.Nil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo, a.Name)
 	}
 	for _, n := range []string{"single", "v4only"} {
-		s := getSvc(t, "family", n)
+		s := suite.GetService(t, "family", n)
 		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, n)
-		assert.Empty(t, ingress(s), n)
+		assert.Empty(t, fixture.Ingress(s), n)
 	}
 }
 
@@ -479,24 +372,24 @@ func TestFamilyMismatchRejected(t *testing.T) {
 func TestDetachByRemovingAnnotation(t *testing.T) {
 	class(t, "sim-detach", "198.51.100.112/28")
 	_, addrs := boundClaim(t, "detach", "ip", "sim-detach", iadv1alpha1.FamilyIPv4, "198.51.100.113")
-	create(t, lb("detach", "web", "ip"))
+	suite.Create(t, lb("detach", "web", "ip"))
 	assertAssociated(t, "detach", "web", "ip", "198.51.100.113", addrs...)
 
 	patchAnnotations(t, "detach", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		s := getSvc(t, "detach", "web")
+		s := suite.GetService(t, "detach", "web")
 		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, "pin withdrawn")
 		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy, "marker withdrawn")
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
-		assert.Empty(t, ingress(s), "MetalLB took the address back")
-		a := getAddr(t, addrs[0].Name)
+		assert.Empty(t, fixture.Ingress(s), "MetalLB took the address back")
+		a := suite.GetAddress(t, addrs[0].Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase, "the address stays Bound")
 		assertEvent(t, "Service", "detach", "web", corev1.EventTypeNormal, ReasonDetached, "198.51.100.113")
 		assertEvent(t, "IPAddress", "", addrs[0].Name, corev1.EventTypeNormal, ReasonDetached, "Service detach/web")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 
-	create(t, lb("detach", "other", "ip"))
+	suite.Create(t, lb("detach", "other", "ip"))
 	assertAssociated(t, "detach", "other", "ip", "198.51.100.113", addrs...)
 }
 
@@ -509,76 +402,73 @@ func TestHandWrittenPinUntouched(t *testing.T) {
 	// Pinned by hand to another address: refused, nothing touched.
 	elsewhere := lb("hand", "elsewhere", "ip")
 	elsewhere.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.140"
-	create(t, elsewhere)
+	suite.Create(t, elsewhere)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "hand", "elsewhere", corev1.EventTypeWarning, ReasonPinnedByHand, "198.51.100.140", `claim "ip"`)
-	}, timeout, tick)
-	s := getSvc(t, "hand", "elsewhere")
+	}, fixture.Timeout, fixture.Tick)
+	s := suite.GetService(t, "hand", "elsewhere")
 	assert.Equal(t, "198.51.100.140", s.Annotations[names.MetalLBLoadBalancerIPs])
 	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
-	assert.Nil(t, getAddr(t, addrs[0].Name).Status.AssociatedTo)
+	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 	require.NoError(t, c.Client.Delete(context.Background(), s))
 
 	// Pinned by hand to the claim's address: associated without authorship.
 	same := lb("hand", "same", "ip")
 	same.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.129"
-	create(t, same)
+	suite.Create(t, same)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		if at := getAddr(t, addrs[0].Name).Status.AssociatedTo; assert.NotNil(t, at) {
+		if at := suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo; assert.NotNil(t, at) {
 			assert.Equal(t, "same", at.Name)
 		}
-		assert.Equal(t, []string{"198.51.100.129"}, ingress(getSvc(t, "hand", "same")))
-	}, timeout, tick)
+		assert.Equal(t, []string{"198.51.100.129"}, fixture.Ingress(suite.GetService(t, "hand", "same")))
+	}, fixture.Timeout, fixture.Tick)
 
 	patchAnnotations(t, "hand", "same", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Nil(t, getAddr(t, addrs[0].Name).Status.AssociatedTo)
-		s := getSvc(t, "hand", "same")
+		assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
+		s := suite.GetService(t, "hand", "same")
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
-	}, timeout, tick)
-	s = getSvc(t, "hand", "same")
+	}, fixture.Timeout, fixture.Tick)
+	s = suite.GetService(t, "hand", "same")
 	assert.Equal(t, "198.51.100.129", s.Annotations[names.MetalLBLoadBalancerIPs], "the hand-written pin stays")
 	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
 	// Still holding the address, now without authority: that is a conflict.
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, iadv1alpha1.AddressConflict, getAddr(t, addrs[0].Name).Status.Phase)
-	}, timeout, tick)
+		assert.Equal(t, iadv1alpha1.AddressConflict, suite.GetAddress(t, addrs[0].Name).Status.Phase)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 func TestServiceDeletionDetaches(t *testing.T) {
 	ctx := context.Background()
 	class(t, "sim-delete", "198.51.100.144/28")
 	_, addrs := boundClaim(t, "delete", "ip", "sim-delete", iadv1alpha1.FamilyIPv4, "198.51.100.145")
-	create(t, lb("delete", "web", "ip"))
+	suite.Create(t, lb("delete", "web", "ip"))
 	assertAssociated(t, "delete", "web", "ip", "198.51.100.145", addrs...)
 
-	require.NoError(t, c.Client.Delete(ctx, getSvc(t, "delete", "web")))
+	require.NoError(t, c.Client.Delete(ctx, suite.GetService(t, "delete", "web")))
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "delete", Name: "web"}, &corev1.Service{})
 		assert.True(t, apierrors.IsNotFound(err), "the Service is gone: %v", err)
-		a := getAddr(t, addrs[0].Name)
+		a := suite.GetAddress(t, addrs[0].Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)
 		assertEvent(t, "IPAddress", "", addrs[0].Name, corev1.EventTypeNormal, ReasonDetached, "Service delete/web")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 // TestStaleAssociationCleared: an address associated with a Service that
 // does not exist (its finalizer removed by hand, say) is detached.
 func TestStaleAssociationCleared(t *testing.T) {
-	ctx := context.Background()
 	class(t, "sim-stale", "198.51.100.160/28")
 	_, addrs := boundClaim(t, "stale", "ip", "sim-stale", iadv1alpha1.FamilyIPv4, "198.51.100.161")
 	a := addrs[0]
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		got := getAddr(t, a.Name)
-		got.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "stale", Name: "ghost"}
-		return c.Client.Status().Update(ctx, got)
-	}))
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "stale", Name: "ghost"}
+	})
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Nil(t, getAddr(t, a.Name).Status.AssociatedTo)
+		assert.Nil(t, suite.GetAddress(t, a.Name).Status.AssociatedTo)
 		assertEvent(t, "IPAddress", "", a.Name, corev1.EventTypeNormal, ReasonDetached, "Service stale/ghost, which was deleted")
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 // TestConflictDetection: a plain Service pinned by hand to a ledger address
@@ -589,7 +479,7 @@ func TestConflictDetection(t *testing.T) {
 	_, addrs := boundClaim(t, "conflict-owner", "ip", "sim-conflict", iadv1alpha1.FamilyIPv4, "198.51.100.177")
 	squatter := lb("conflict-tenant", "squatter", "")
 	squatter.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.177"
-	create(t, squatter)
+	suite.Create(t, squatter)
 
 	assertConflict(t, "conflict-tenant", "squatter", addrs[0].Name, "198.51.100.177", "claim conflict-owner/ip")
 }
@@ -597,8 +487,8 @@ func TestConflictDetection(t *testing.T) {
 func assertConflict(t *testing.T, ns, name, addr, ip, binding string) {
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{ip}, ingress(getSvc(t, ns, name)), "MetalLB honours the hand pin")
-		a := getAddr(t, addr)
+		assert.Equal(t, []string{ip}, fixture.Ingress(suite.GetService(t, ns, name)), "MetalLB honours the hand pin")
+		a := suite.GetAddress(t, addr)
 		assert.Equal(t, iadv1alpha1.AddressConflict, a.Status.Phase)
 		cond := meta.FindStatusCondition(a.Status.Conditions, conditions.Conflict)
 		if assert.NotNil(t, cond) {
@@ -608,7 +498,7 @@ func assertConflict(t *testing.T, ns, name, addr, ip, binding string) {
 		}
 		assertEvent(t, "Service", ns, name, corev1.EventTypeWarning, ReasonAddressConflict, ip, "IPAddress "+addr, binding)
 		assertEvent(t, "IPAddress", "", addr, corev1.EventTypeWarning, ReasonAddressConflict, "Service "+ns+"/"+name, ip)
-	}, timeout, tick)
+	}, fixture.Timeout, fixture.Tick)
 }
 
 // TestPlaceholderExemptOnlyInPlaceholderNamespace: the placeholder label
@@ -622,19 +512,19 @@ func TestPlaceholderExemptOnlyInPlaceholderNamespace(t *testing.T) {
 	forged := lb("forged-tenant", "hold-ip-198-51-100-193", "")
 	forged.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: forgedAddrs[0].Name}
 	forged.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.193"
-	create(t, forged)
+	suite.Create(t, forged)
 	assertConflict(t, "forged-tenant", forged.Name, forgedAddrs[0].Name, "198.51.100.193", "claim forged-owner/a")
 
 	real := lb(placeholderNS, "hold-ip-198-51-100-194", "")
 	real.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: heldAddrs[0].Name}
 	real.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.194"
-	create(t, real)
+	suite.Create(t, real)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"198.51.100.194"}, ingress(getSvc(t, placeholderNS, real.Name)))
-	}, timeout, tick)
+		assert.Equal(t, []string{"198.51.100.194"}, fixture.Ingress(suite.GetService(t, placeholderNS, real.Name)))
+	}, fixture.Timeout, fixture.Tick)
 	assert.Never(t, func() bool {
 		a := &iadv1alpha1.IPAddress{}
 		err := c.Client.Get(context.Background(), client.ObjectKey{Name: heldAddrs[0].Name}, a)
 		return err != nil || a.Status.Phase == iadv1alpha1.AddressConflict
-	}, 2*time.Second, tick, "a placeholder in the placeholder namespace is exempt")
+	}, 2*time.Second, fixture.Tick, "a placeholder in the placeholder namespace is exempt")
 }

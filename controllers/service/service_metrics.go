@@ -10,24 +10,16 @@ import (
 )
 
 var (
-	// handoffSeconds measures a whole association: from the first pass that
-	// saw the Service ask for a bound claim to the pass that saw MetalLB
-	// give the Service every address of the claim.
 	handoffSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "metallb_iad_handoff_seconds",
 		Help:    "Seconds from the service controller first seeing a Service ask for a bound claim to the Service holding the claim's addresses in status.loadBalancer.ingress.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
-	// handoffUnheldSeconds measures the gap of the gap handoff: from the
-	// first pass that saw a placeholder release an address for the Service
-	// to the pass that saw the Service hold it. Shared handoffs have no gap
-	// and are not observed here.
 	handoffUnheldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "metallb_iad_handoff_unheld_seconds",
 		Help:    "Seconds an address spent held by nothing during a gap handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress. Shared handoffs have no such gap and are not observed.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
-	// handoffsTotal counts handoffs by direction and mode.
 	handoffsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "metallb_iad_handoffs_total",
 		Help: "Handoffs the service controller ran, by direction (attach: measured attaches that completed; detach: detaches that asked MetalLB to take the addresses back) and mode (shared: never unheld; gap: unheld for a moment).",
@@ -49,16 +41,15 @@ func init() {
 	}
 }
 
-// handoff is one association in progress, as this process has seen it.
 type handoff struct {
 	uid     types.UID
 	started time.Time
 	unheld  time.Time
 }
 
-// handoffs remembers, in memory, when this process first saw each
-// association in progress. The figures are for metrics only: after a
-// restart an association in flight is simply not measured.
+// handoffs remembers when this process first saw each association in
+// progress, for the metrics only: after a restart one in flight is not
+// measured.
 type handoffs struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*handoff
@@ -79,8 +70,7 @@ func (h *handoffs) start(key types.NamespacedName, uid types.UID) {
 	}
 }
 
-// released records the first sight of a placeholder letting go for an
-// association already started.
+// released records the first sight of a hold released for it.
 func (h *handoffs) released(key types.NamespacedName, uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -89,9 +79,7 @@ func (h *handoffs) released(key types.NamespacedName, uid types.UID) {
 	}
 }
 
-// done observes a finished association, run in mode (ModeShared or
-// ModeGap), and forgets it. An association this process never saw start is
-// not observed; the unheld gap is observed only for a gap handoff.
+// done observes a finished association (one seen to start) and forgets it.
 func (h *handoffs) done(key types.NamespacedName, uid types.UID, mode string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

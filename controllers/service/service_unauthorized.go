@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -21,15 +20,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// ReasonUnclaimedAddress (Warning, on the Service and on the class): the
-// Service holds an address of a class's ranges that the ledger does not
-// authorize it to hold: no IPAddress records it (it was taken from the pool
-// without a claim), or the IPAddress's binding does not name the Service
-// (that case also puts the address in phase Conflict).
-const ReasonUnclaimedAddress = "UnclaimedAddress"
-
-// unauthorizedHolders is the number of Services holding an address of the
-// class's ranges that the ledger does not authorize.
 var unauthorizedHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "metallb_iad_unauthorized_holders",
 	Help: "Services holding an address of a class's ranges (status.loadBalancer.ingress) that the ledger does not authorize: no IPAddress records it, or the IPAddress's binding does not name the Service.",
@@ -45,9 +35,8 @@ type grab struct {
 	Address string
 }
 
-// unauthorized remembers, in memory, the unauthorized holdings this process
-// has seen, per Service: the metric counts them, and each new one is
-// reported once. Decisions never read it.
+// unauthorized remembers the unauthorized holdings seen per Service, for
+// the gauge and to report each new one once. Decisions never read it.
 type unauthorized struct {
 	mu    sync.Mutex
 	bySvc map[types.NamespacedName]map[grab]bool
@@ -115,9 +104,8 @@ type servedClassParams struct {
 	params classparams.Parameters
 }
 
-// servedClasses lists, from the cache, the classes this driver serves that
-// are not being deleted and whose parameters parse. Classes whose
-// parameters do not parse are left out (the class controller reports them).
+// servedClasses lists, from the cache, the served classes not being
+// deleted whose parameters parse (the class controller reports the others).
 func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, error) {
 	var list iadv1alpha1.IPAddressClassList
 	if err := r.List(ctx, &list); err != nil {
@@ -138,8 +126,7 @@ func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, er
 	return out, nil
 }
 
-// servedClassRanges parses, from the cache, the ranges of every class this
-// driver serves whose parameters are valid. Classes are few.
+// servedClassRanges are the ranges of servedClasses, by class name.
 func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, error) {
 	served, err := r.servedClasses(ctx)
 	if err != nil {
@@ -169,10 +156,8 @@ func classOfIP(classes []classRanges, ip string) string {
 	return ""
 }
 
-// reportUnauthorized records the Service's unauthorized holdings (found by
-// detectConflicts) for the metric and reports each new one: a Warning Event
-// on the Service naming the class and how to claim an address properly, and
-// one on the class naming the Service.
+// reportUnauthorized records the Service's unauthorized holdings and
+// reports each new one on the Service and on the class.
 func (r *Reconciler) reportUnauthorized(ctx context.Context, svc *corev1.Service, grabs []grab) {
 	for _, g := range r.holders.set(client.ObjectKeyFromObject(svc), grabs) {
 		log.FromContext(ctx).Info("a Service holds a class address the ledger does not authorize", "class", g.Class, "ip", g.IP, "ipaddress", g.Address)
@@ -185,26 +170,9 @@ func (r *Reconciler) reportUnauthorized(ctx context.Context, svc *corev1.Service
 	}
 }
 
-func msgUnclaimedService(g grab) string {
-	how := fmt.Sprintf("create an IPAddressClaim with className %s in this namespace and set the annotation %s: <claim name> on this Service (drop metallb.io/address-pool and metallb.io/loadBalancerIPs)",
-		g.Class, iadv1alpha1.ServiceClaimAnnotation)
-	if g.Address == "" {
-		return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s, without a claim: addresses of this class are given out only through claims. To hold one, %s", g.IP, g.Class, how)
-	}
-	return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s recorded as IPAddress %s, which does not authorize this Service. To hold an address of this class, %s", g.IP, g.Class, g.Address, how)
-}
-
-func msgUnclaimedClass(svc *corev1.Service, g grab) string {
-	if g.Address == "" {
-		return fmt.Sprintf("Service %s/%s holds %s of this class without a claim (no IPAddress records it): the class's capacity shrinks and claims are bypassed", svc.Namespace, svc.Name, g.IP)
-	}
-	return fmt.Sprintf("Service %s/%s holds %s of this class (IPAddress %s) without its binding's authority", svc.Namespace, svc.Name, g.IP, g.Address)
-}
-
 // servicesForClass maps a class to the Services holding an address of its
-// ranges, so a class created or widened after a Service took one of its
-// addresses reports it. It lists the Services of the cache: class changes
-// are rare.
+// ranges, so a class created or widened after the fact reports them. It
+// lists every cached Service: class changes are rare.
 func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []reconcile.Request {
 	c, ok := o.(*iadv1alpha1.IPAddressClass)
 	if !ok || c.Spec.Provisioner != names.Provisioner {

@@ -10,9 +10,9 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// PinValue renders IPs as a metallb.io/loadBalancerIPs value: canonical
-// forms, IPv4 before IPv6, ascending within a family, no duplicates,
-// comma-separated. Text that does not parse is dropped.
+// PinValue renders IPs as a metallb.io/loadBalancerIPs value in one
+// canonical order (IPv4 first, ascending, deduplicated), so equal pins
+// compare equal. Text that does not parse is dropped.
 func PinValue(ips []string) string {
 	var parsed []netip.Addr
 	for _, s := range ips {
@@ -22,7 +22,6 @@ func PinValue(ips []string) string {
 		}
 		parsed = append(parsed, ip)
 	}
-	// netip orders IPv4 before IPv6, and numerically within a family.
 	slices.SortFunc(parsed, func(a, b netip.Addr) int { return a.Compare(b) })
 	parsed = slices.Compact(parsed)
 	out := make([]string, len(parsed))
@@ -33,9 +32,8 @@ func PinValue(ips []string) string {
 }
 
 // HandPin returns the MetalLB pin a Service carries without the driver's
-// authorship marker (metallb.io/loadBalancerIPs, its legacy twin, or
-// spec.loadBalancerIP), canonicalised with PinValue; "" when the Service
-// carries none or the driver wrote it.
+// marker (either annotation spelling, or spec.loadBalancerIP), canonical
+// when it parses; "" when there is none or the driver wrote it.
 func HandPin(svc *corev1.Service) string {
 	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; ours {
 		return ""

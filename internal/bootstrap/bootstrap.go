@@ -1,8 +1,4 @@
-// Package bootstrap is the start-up code the four controller binaries share:
-// flags, the scheme, the manager (leader election with one lease per
-// controller, probes, metrics, a cache without managedFields) and a
-// pre-flight check that fails fast, with a clear message, when the API
-// server cannot be reached or the CRDs a controller needs are missing.
+// Package bootstrap is the start-up code the four controller binaries share.
 package bootstrap
 
 import (
@@ -54,13 +50,11 @@ type Options struct {
 	LeaderElectionNS       string
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	// PprofBindAddress serves Go's /debug/pprof profiles; empty disables
-	// it (the default).
+	// PprofBindAddress serves /debug/pprof; empty (the default) disables it.
 	PprofBindAddress     string
 	PlaceholderNamespace string
 	MetalLBNamespace     string
-	// SharingKeyFile holds the secret the MetalLB sharing keys are derived
-	// from (names.SetSharingSecret).
+	// SharingKeyFile holds the secret of names.SetSharingSecret.
 	SharingKeyFile string
 
 	KubeAPIQPS   float64
@@ -72,8 +66,7 @@ type Options struct {
 
 	Zap zap.Options
 
-	// SkipNameValidation lets several managers in one process run
-	// controllers of the same name (tests that restart a controller).
+	// SkipNameValidation lets tests run same-named controllers in one process.
 	SkipNameValidation bool
 
 	kubeconfigFlag *flag.Flag
@@ -85,8 +78,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	if ns == "" {
 		ns = "metallb-iad-system"
 	}
-	// controller-runtime registers --kubeconfig on the default flag set
-	// itself; share it rather than define it twice.
+	// controller-runtime registers --kubeconfig itself; a second one panics.
 	if f := fs.Lookup("kubeconfig"); f != nil {
 		o.kubeconfigFlag = f
 	} else {
@@ -94,11 +86,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Take the controller's leader-election lease before reconciling, so only one replica works at a time.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "Namespace of the leader-election lease (default: $POD_NAMESPACE).")
-	// A claim costs the claim controller five requests besides its Events
-	// (two creates, a patch and two reads of the claim on the API server),
-	// so at 50 per second the client's own limiter, not MetalLB, paced a
-	// burst of claims (BENCHMARKS.md). The API server's priority and
-	// fairness still protects it from a busy controller.
+	// At client-go's 50/s the client limiter, not MetalLB, paced a burst of
+	// claims (BENCHMARKS.md); API priority and fairness protects the server.
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "Sustained requests per second the controller may send to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "Requests the controller may send to the API server in a burst.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed lease.")
@@ -121,8 +110,7 @@ func ParseFlags(controller string) *Options {
 	return o
 }
 
-// RESTConfig loads the client configuration from --kubeconfig, $KUBECONFIG or
-// the in-cluster environment.
+// RESTConfig loads the client configuration (--kubeconfig, $KUBECONFIG, in-cluster).
 func (o *Options) RESTConfig() (*rest.Config, error) {
 	if o.kubeconfigFlag != nil && o.Kubeconfig == "" {
 		o.Kubeconfig = o.kubeconfigFlag.Value.String()
@@ -143,12 +131,8 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	if o.KubeAPIBurst > 0 {
 		cfg.Burst = o.KubeAPIBurst
 	}
-	// Responses come uncompressed. The API server gzips large lists and
-	// watch streams for a client that asks, and each stream's gzip reader
-	// stays in the client's memory: about 1.5 MB of the claim controller's
-	// heap after 1,000 claims (BENCHMARKS.md). A controller runs beside its
-	// API server, where the bytes saved cost more memory and CPU than they
-	// are worth.
+	// A gzipped watch stream keeps its reader in memory (1.5 MB of the claim
+	// controller's heap at 1,000 claims, BENCHMARKS.md): not worth it in-cluster.
 	cfg.DisableCompression = true
 	return cfg, nil
 }
@@ -182,7 +166,7 @@ var DriverAPIs = []Requirement{CoreAPI, MetalLBAPI}
 var ErrUnreachable = errors.New("cannot reach the API server")
 
 // Preflight checks that the API server answers and serves every required
-// resource. Its errors are meant to be printed to the user as they are.
+// resource; its errors are worded for the user.
 func Preflight(cfg *rest.Config, reqs ...Requirement) error {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = 10 * time.Second
@@ -214,10 +198,8 @@ func Preflight(cfg *rest.Config, reqs ...Requirement) error {
 	return nil
 }
 
-// NewManager builds a manager for one controller: its own lease
-// (metallb-iad-<controller>), probes, metrics, and a cache that drops
-// managedFields from everything it stores. byObject narrows what the cache
-// holds per kind (for example only the placeholder namespace for Services).
+// NewManager builds a manager for one controller: own lease, probes,
+// metrics, a cache without managedFields, narrowed per kind by byObject.
 func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.ByObject) (ctrl.Manager, error) {
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -266,11 +248,8 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	return mgr, nil
 }
 
-// Controller is what it takes to run one of the driver's controllers: its
-// name (the binary's, the lease's), the APIs it needs, the cache options of
-// its manager and the setup of its reconcilers and indexes on the manager.
-// Each controller package exports one; cmd/<name> hands it to Main and the
-// tests to NewManager, so a test runs a controller as the binary does.
+// Controller is one of the driver's controllers. cmd/<name> hands it to
+// Main and the tests to NewManager, so tests run it as the binary does.
 type Controller struct {
 	Name     string
 	Requires []Requirement
@@ -280,8 +259,7 @@ type Controller struct {
 	Setup func(mgr ctrl.Manager, o *Options) error
 }
 
-// NewManager creates a manager for the controller with its cache options
-// and sets the controller up on it. o.Controller is set to its name.
+// NewManager creates the controller's manager and sets the controller up.
 func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	o.Controller = c.Name
 	var byObject map[client.Object]cache.ByObject
@@ -298,9 +276,7 @@ func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, erro
 	return mgr, nil
 }
 
-// Main runs the controller as its binary: flags, logging, the client
-// configuration, the preflight check of the APIs it needs, the sharing
-// secret, then the manager until a signal. It returns the exit code.
+// Main runs the controller as its binary and returns the exit code.
 func Main(c Controller) int {
 	controller := c.Name
 	o := ParseFlags(controller)
@@ -337,8 +313,7 @@ func Main(c Controller) int {
 	return 0
 }
 
-// LoadSharingSecret reads --sharing-key-file, when set, into
-// names.SetSharingSecret.
+// LoadSharingSecret reads --sharing-key-file, when set, into names.SetSharingSecret.
 func (o *Options) LoadSharingSecret() error {
 	if o.SharingKeyFile == "" {
 		return nil

@@ -7,27 +7,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// DefaultMetalLBNamespace is the namespace MetalLB watches unless
-// --metallb-namespace says otherwise.
+// DefaultMetalLBNamespace is the default of --metallb-namespace.
 const DefaultMetalLBNamespace = "metallb-system"
 
-// Deps are what every controller's Reconciler is given, embedded in each:
-// the clients, the Event recorder and the two namespaces of the flags.
-// A binary fills them with Options.Deps; SetupWithManager fills what a
-// test left unset with Default.
+// Deps are what every controller's Reconciler embeds. Binaries fill them
+// with Options.Deps; Default fills what a test left unset.
 type Deps struct {
 	client.Client
-	// APIReader reads straight from the API server, where a stale cache
-	// must not decide. Defaults to the manager's.
+	// APIReader reads from the API server, where a stale cache must not decide.
 	APIReader client.Reader
-	// Recorder records the controller's Events. Defaults to the manager's
-	// recorder for the controller's Event source.
+	// Recorder records the controller's Events.
 	Recorder record.EventRecorder
 	// PlaceholderNamespace holds the driver's placeholder Services.
 	PlaceholderNamespace string
-	// MetalLBNamespace is the namespace MetalLB watches, where the class
-	// controller renders the pools and advertisements. Defaults to
-	// DefaultMetalLBNamespace.
+	// MetalLBNamespace is where MetalLB reads pools and advertisements.
 	MetalLBNamespace string
 }
 
@@ -36,8 +29,7 @@ func (o *Options) Deps(mgr ctrl.Manager) Deps {
 	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}
 }
 
-// Default fills what is unset from mgr: the client, the API reader, a
-// recorder for eventSource, and the MetalLB namespace.
+// Default fills what is unset from mgr, with a recorder for eventSource.
 func (d *Deps) Default(mgr ctrl.Manager, eventSource string) {
 	if d.Client == nil {
 		d.Client = mgr.GetClient()
@@ -53,16 +45,13 @@ func (d *Deps) Default(mgr ctrl.Manager, eventSource string) {
 	}
 }
 
-// Reconciler is what a controller package sets up on a manager: its
-// reconcilers, watches and indexes.
+// Reconciler is what a controller package sets up on a manager.
 type Reconciler interface {
 	SetupWithManager(mgr ctrl.Manager) error
 }
 
-// NewController is the Controller of one of the driver's four controllers:
-// named name, it needs DriverAPIs, builds its manager's cache with
-// cacheOptions and sets up the Reconciler newReconciler makes of the
-// dependencies the options give (Options.Deps).
+// NewController is the Controller named name: it requires DriverAPIs,
+// caches with cacheOptions and sets up newReconciler(o.Deps(mgr)).
 func NewController(name string, cacheOptions func(*Options) map[client.Object]cache.ByObject, newReconciler func(Deps) Reconciler) Controller {
 	return Controller{
 		Name: name, Requires: DriverAPIs, Cache: cacheOptions,

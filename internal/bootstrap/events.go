@@ -17,30 +17,17 @@ const (
 	forbiddenWait  = time.Second
 )
 
-// eventCacheSize is how many recent Events the broadcaster's correlator
-// remembers, to fold a repeat into a count on the existing Event instead of
-// writing a new one. client-go remembers 4,096 by default, in three caches
-// of a few hundred bytes to a few KiB an entry, messages included: after a
-// burst of a thousand claims that was about a quarter of the claim
-// controller's live heap (its heap profile in the claim benchmark). The
-// driver's Events come once per decision, and a repeat that matters (a
-// Warning renewed on the next pass) follows within a few hundred others.
+// eventCacheSize bounds the Event correlator: client-go's 4,096 was a
+// quarter of the claim controller's live heap after a thousand claims, and
+// a repeat that matters follows within a few hundred others.
 const eventCacheSize = 512
 
-// patientBroadcaster is the manager's Event broadcaster. Its sink tries an
-// Event the API server refuses as Forbidden a few more times before it
-// gives up: right after an API server starts, its authorizer refuses every
-// request until it has loaded the RBAC objects, and client-go drops an
-// Event refused with any API status for good. A Warning such as an
-// address's `Lost` would be gone with it, and nothing says it again.
-//
-// The manager hands one broadcaster to each of its recorder providers, and
-// each starts recording to a sink of its own: only the first is kept, or
-// every Event would be written once per provider. The manager does not shut
-// down a broadcaster it was given, and nothing here does either: a
-// provider starts recording on its first Event, which can come while the
-// manager stops, and a broadcaster shut down by then logs an error. The
-// process's end stops it.
+// patientBroadcaster retries Forbidden Events: a fresh API server refuses
+// everything until RBAC is loaded, and client-go drops a refused Event for
+// good, so a Warning such as `Lost` would never be said. The manager hands
+// it to every recorder provider; only the first sink is kept, or each Event
+// would be written once per provider. It is never shut down: a provider may
+// start on its first Event while the manager stops, and would log an error.
 type patientBroadcaster struct {
 	record.EventBroadcaster
 	once sync.Once
@@ -52,8 +39,7 @@ func newPatientBroadcaster() *patientBroadcaster {
 		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))}
 }
 
-// StartRecordingToSink records to the first sink it is given, patiently,
-// and ignores the others.
+// StartRecordingToSink records to the first sink only.
 func (b *patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
 	b.once.Do(func() {
 		b.sink = b.EventBroadcaster.StartRecordingToSink(patientSink{EventSink: sink, wait: forbiddenWait})
@@ -61,8 +47,7 @@ func (b *patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.I
 	return b.sink
 }
 
-// patientSink tries again, wait apart, what the API server refuses as
-// Forbidden, forbiddenTries times in all.
+// patientSink retries Forbidden writes, wait apart, forbiddenTries in all.
 type patientSink struct {
 	record.EventSink
 	wait time.Duration

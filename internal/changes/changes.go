@@ -1,22 +1,19 @@
 // Package changes remembers the last thing a controller reported about each
-// object, so that it reports (an Event, a counter) once per change instead
-// of on every pass. It decides nothing: a restart forgets it and repeats
-// each current report once.
+// object, to report once per change instead of every pass. It decides
+// nothing: a restart repeats each current report once.
 package changes
 
 import "sync"
 
-// Memo maps an object's key to the last value reported for it. The zero
-// value is ready to use and safe for concurrent use.
+// Memo maps an object's key to the last value reported; the zero value is
+// ready and safe for concurrent use.
 type Memo struct {
 	mu sync.Mutex
 	m  map[string]string
 }
 
-// Changed records value as the latest for key and reports whether it
-// differs from the one recorded before (a key never seen differs from any
-// value but ""). Recording "" when there is nothing to report makes the
-// next report a change again.
+// Changed records value for key and reports whether it differs from the
+// previous one. Recording "" makes the next non-empty report a change again.
 func (m *Memo) Changed(key, value string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,8 +1,5 @@
-// Package conditions defines the condition types and reasons the driver
-// writes on IPAddresses, who writes each, and small setters for them.
-//
-// Hand-offs between the controllers are these conditions and
-// status.associatedTo; the controllers never talk to each other directly.
+// Package conditions defines the conditions the driver writes on IPAddresses,
+// which with status.associatedTo are the controllers' only hand-offs.
 package conditions
 
 import (
@@ -11,49 +8,30 @@ import (
 )
 
 const (
-	// Held (written by the IPAddress controller) is True while a placeholder
-	// Service pinned to the address holds it in MetalLB: alone while the
-	// address is not attached (HeldByPlaceholder), or sharing it with the
-	// attached Service in a shared attachment (SharedWithWorkload). It is
-	// False once every placeholder is gone because the address is attached
-	// to a workload that cannot share it (ReleasedForWorkload); the Service
-	// controller pins such a workload (the gap handoff) only after that.
+	// Held (IPAddress controller) is True while a placeholder holds the address,
+	// False once every placeholder let go for a workload that cannot share; the
+	// Service controller pins such a workload (gap handoff) only after that.
 	Held = "Held"
 
-	// Conflict (written by the Service controller when it detects, and by
-	// the IPAddress controller when it recovers) is True while a Service
-	// holds the address without its binding's authority.
+	// Conflict (Service controller detects, IPAddress controller recovers) is
+	// True while a Service holds the address without its binding's authority.
 	Conflict = "Conflict"
 
-	// Granted (written by the IPAddress controller) is True while every
-	// Service holding the address for the driver (its placeholders, the
-	// Service it is attached to or being handed to) carries the class's
-	// grant label, so MetalLB keeps their assignments once the class pool
-	// admits only granted Services. The class controller adds that
-	// requirement to a pool rendered without it only once every address of
-	// the class is Granted.
+	// Granted (IPAddress controller) is True while every holder carries the grant
+	// label; a pool is made grant-only only once all its addresses are Granted.
 	Granted = "Granted"
 
-	// Lost (written by the IPAddress controller) is True while MetalLB's
-	// configuration no longer contains the address (its class was deleted,
-	// or the class's pool was deleted or no longer covers it), so MetalLB
-	// took it from whoever held it; the phase is Lost meanwhile. It turns
-	// False once the pool contains the address again.
+	// Lost (IPAddress controller) is True while MetalLB's configuration lacks
+	// the address (class, pool or range gone), so MetalLB took it.
 	Lost = "Lost"
 
-	// ClassGone (written by the IPAddress controller) is True while the
-	// address's IPAddressClass does not exist (or is being deleted) and the
-	// class's pool is kept for the addresses recorded under its name: the
-	// binding and any attachment stay until the address is released. It
-	// turns False when a class of that name is created again.
+	// ClassGone (IPAddress controller) is True while the class is gone and its
+	// pool kept; binding and attachment stay until the address is released.
 	ClassGone = "ClassGone"
 )
 
-// AttachmentServed (written by the IPAddress controller) is False while
-// the address is attached to a Service that is pinned to it but holds none
-// of it, because MetalLB refused the Service (RefusedByMetalLB, with
-// MetalLB's words); it turns True once the Service holds the address or is
-// no longer attached. An attachment that never failed carries no condition.
+// AttachmentServed (IPAddress controller) is False while MetalLB refuses
+// the attached Service, with MetalLB's words; absent if it never failed.
 const AttachmentServed = "AttachmentServed"
 
 // Reasons of AttachmentServed.
@@ -77,15 +55,12 @@ const (
 // Reasons of Held.
 const (
 	ReasonHeldByPlaceholder = "HeldByPlaceholder"
-	// ReasonSharedWithWorkload: the address is attached to a Service that
-	// shares it with the hold placeholder; both hold it, so a detach or the
-	// Service's deletion leaves it held.
+	// ReasonSharedWithWorkload: the attached Service shares it with the hold placeholder.
 	ReasonSharedWithWorkload  = "SharedWithWorkload"
 	ReasonWaitingForMetalLB   = "WaitingForMetalLB"
 	ReasonReleasedForWorkload = "ReleasedForWorkload"
 	ReasonTakenElsewhere      = "TakenElsewhere"
-	// ReasonImporting: the Service the address is being imported from
-	// holds it; no placeholder is created, the Service keeps it.
+	// ReasonImporting: the Service being imported holds the address itself.
 	ReasonImporting = "Importing"
 )
 
@@ -107,8 +82,7 @@ const (
 	ReasonRangeReturned = "RangeReturned"
 )
 
-// Set sets a condition on a list, keeping lastTransitionTime when the status
-// does not change. It reports whether anything changed.
+// Set sets a condition and reports whether anything changed.
 func Set(list *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, message string, generation int64) bool {
 	old := meta.FindStatusCondition(*list, typ)
 	if old != nil && old.Status == status && old.Reason == reason && old.Message == message && old.ObservedGeneration == generation {

@@ -1,6 +1,5 @@
-// Package index holds every cache field index the controllers use, with
-// their names as constants, so lookups go through the informer cache
-// instead of listing everything per event.
+// Package index holds every cache field index the controllers use, so
+// lookups go through the informer cache instead of listing per event.
 package index
 
 import (
@@ -21,42 +20,33 @@ const (
 	AddressByClaim = "iad.spec.claimRef"
 	// AddressByIP indexes IPAddresses by spec.address (canonical form).
 	AddressByIP = "iad.spec.address"
-	// AddressByAssociation indexes IPAddresses by "<namespace>/<name>" of
-	// status.associatedTo (Services only).
+	// AddressByAssociation indexes IPAddresses by the Service in status.associatedTo.
 	AddressByAssociation = "iad.status.associatedTo"
 	// AddressByClass indexes IPAddresses by spec.className.
 	AddressByClass = "iad.spec.className"
 
-	// ServiceByClaim indexes Services by "<namespace>/<claim>" of the
-	// tenant's claim annotation.
+	// ServiceByClaim indexes Services by "<namespace>/<claim>" of the claim annotation.
 	ServiceByClaim = "iad.service.claim"
-	// ServiceByIngressIP indexes Services by each canonical IP of
-	// status.loadBalancer.ingress.
+	// ServiceByIngressIP indexes Services by each canonical ingress IP.
 	ServiceByIngressIP = "iad.service.ingressIP"
-	// ServiceByPinnedIP indexes Services by each canonical IP of the
-	// metallb.io/loadBalancerIPs annotation.
+	// ServiceByPinnedIP indexes Services by each canonical IP of their pin.
 	ServiceByPinnedIP = "iad.service.pinnedIP"
-	// PlaceholderByAddress indexes placeholder Services by the IPAddress
-	// name in their names.LabelAddress label.
+	// PlaceholderByAddress indexes placeholders by names.LabelAddress.
 	PlaceholderByAddress = "iad.placeholder.address"
 	// PlaceholderByClaimUID indexes allocation placeholders by claim uid.
 	PlaceholderByClaimUID = "iad.placeholder.claimUID"
-	// PlaceholderDrawnByClass indexes allocation and warm placeholders (not
-	// handed over yet) by the class they draw from: addresses asked for,
-	// answered by MetalLB or not, and not in the ledger yet.
+	// PlaceholderDrawnByClass indexes allocation and warm placeholders by class:
+	// addresses asked for and not in the ledger yet, answered or not.
 	PlaceholderDrawnByClass = "iad.placeholder.drawnByClass"
-	// WarmPlaceholderByClass indexes warm placeholders not handed over yet
-	// by the class they draw from.
+	// WarmPlaceholderByClass indexes warm placeholders by the class they draw from.
 	WarmPlaceholderByClass = "iad.placeholder.warmByClass"
-	// WarmAddressByClass indexes the IPAddresses the driver recorded as
-	// warm (names.LabelWarm) by spec.className.
+	// WarmAddressByClass indexes warm IPAddresses (names.LabelWarm) by class.
 	WarmAddressByClass = "iad.spec.className.warm"
 
 	// ClaimByClass indexes claims by status.className.
 	ClaimByClass = "iad.claim.class"
 
-	// EventByInvolvedUID indexes core/v1 Events by the uid of the object
-	// they are about (for example MetalLB's AllocationFailed on a placeholder).
+	// EventByInvolvedUID indexes core/v1 Events by involvedObject.uid.
 	EventByInvolvedUID = "iad.event.involvedUID"
 )
 
@@ -155,12 +145,9 @@ var All = []Indexer{
 	}},
 }
 
-// Register adds the named indexes to a manager's cache. Each controller
-// registers only the ones it uses, so its cache holds no index it never
-// reads. It is idempotent per manager: an index that an earlier call
-// registered on the same manager (another controller, or the test core,
-// sharing it) is already there and is not registered again, since the
-// definitions here are the only ones.
+// Register adds the named indexes to a manager's cache, so a controller's
+// cache holds only the indexes it reads. Idempotent per manager: a manager
+// shared by several controllers (tests) would fail on a second IndexField.
 func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
 	indexer := mgr.GetFieldIndexer()
 	registeredMu.Lock()
@@ -186,8 +173,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
 	return nil
 }
 
-// registered records, per manager (its field indexer), the indexes
-// Register added to it.
+// registered records, per field indexer, the indexes Register added.
 var (
 	registeredMu sync.Mutex
 	registered   = map[client.FieldIndexer]map[string]bool{}

@@ -6,17 +6,11 @@ import (
 	"strings"
 )
 
-// AddressName derives the IPAddress object name from an IP. The mapping is
-// injective and every result is a valid DNS-1123 subdomain:
-//
-//   - IPv4 (and IPv4-mapped IPv6, which is the same address): "ip-" and the
-//     four decimal octets joined by "-": 203.0.113.7 -> ip-203-0-113-7.
-//   - IPv6: "ip6-" and the 32 hexadecimal digits of the fully expanded
-//     address, in eight groups of four joined by "-":
-//     2001:db8::7 -> ip6-2001-0db8-0000-0000-0000-0000-0000-0007.
-//
-// Expanding IPv6 instead of compressing it keeps the mapping one-to-one
-// whatever text form the address arrives in; zones are refused.
+// AddressName derives the IPAddress object name from an IP, injectively and
+// as a valid DNS-1123 subdomain: IPv4 (and IPv4-mapped) 203.0.113.7 ->
+// ip-203-0-113-7; IPv6 fully expanded, 2001:db8::7 ->
+// ip6-2001-0db8-0000-0000-0000-0000-0000-0007. Expanding keeps the mapping
+// one-to-one whatever text form arrives; zones are refused.
 func AddressName(ip netip.Addr) (string, error) {
 	if !ip.IsValid() {
 		return "", fmt.Errorf("invalid IP address")
@@ -37,8 +31,8 @@ func AddressName(ip netip.Addr) (string, error) {
 	return "ip6-" + strings.Join(groups, "-"), nil
 }
 
-// ParseAddress parses an IP in any text form and returns it canonical:
-// IPv4-mapped IPv6 becomes IPv4, IPv6 is compressed (RFC 5952).
+// ParseAddress parses an IP in any text form and returns it canonical
+// (IPv4-mapped becomes IPv4, IPv6 compressed per RFC 5952).
 func ParseAddress(s string) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil {

@@ -1,34 +1,27 @@
-// Package names holds every name the driver owns: its provisioner name, the
-// finalizer, labels and annotations on placeholders and Services, and the
-// pure functions that derive object names (pool, address, placeholder).
+// Package names holds every name the driver owns (provisioner, finalizer,
+// labels, annotations) and the pure functions that derive object names.
 package names
 
 import "strings"
 
-// Provisioner is the driver's name in IPAddressClass.spec.provisioner and in
-// the core's provisioner stamp on claims.
+// Provisioner is the driver's name in IPAddressClass.spec.provisioner.
 const Provisioner = "metallb.drivers.local.sdn.cozystack.io"
 
 // Domain prefixes every label, annotation and finalizer the driver writes.
 const Domain = Provisioner + "/"
 
 const (
-	// Finalizer is the driver's teardown finalizer on the IPAddresses it
-	// serves: it releases the MetalLB allocation before the object goes.
+	// Finalizer makes an IPAddress wait for its MetalLB allocation's release.
 	Finalizer = Domain + "teardown"
 
-	// LabelWarm marks an IPAddress the driver recorded as a warm
-	// reservation of its class (value "true"). Only such addresses are
-	// deleted when the class asks for fewer warm addresses.
+	// LabelWarm ("true") marks warm reservations, the only ones scaled down.
 	LabelWarm = Domain + "warm"
 
-	// LabelPlaceholder marks a placeholder Service. Its value is the
-	// placeholder's role (PlaceholderAllocation, PlaceholderWarm or PlaceholderHold).
+	// LabelPlaceholder marks a placeholder Service; its value is the role.
 	LabelPlaceholder = Domain + "placeholder"
 	// LabelAddress names the IPAddress a placeholder holds (or will hold).
 	LabelAddress = Domain + "ipaddress"
-	// LabelClaimUID carries the uid of the claim an allocation placeholder
-	// serves, so placeholders can be found by claim through an index.
+	// LabelClaimUID is the uid of the claim an allocation placeholder serves.
 	LabelClaimUID = Domain + "claim-uid"
 
 	// AnnotationClaimNamespace, AnnotationClaimName and AnnotationFamily
@@ -39,30 +32,18 @@ const (
 	// AnnotationClass records the class whose pool the placeholder draws from.
 	AnnotationClass = Domain + "class"
 
-	// AnnotationPinnedBy is the authorship marker: present on a Service whose
-	// MetalLB pin the driver wrote. The driver withdraws only such pins.
-	// Its value is the claim the pin came from.
+	// AnnotationPinnedBy marks (with the claim) a pin the driver wrote and may withdraw.
 	AnnotationPinnedBy = Domain + "pinned-by"
-	// AnnotationSharedBy is the second authorship marker: present on a
-	// Service whose metallb.io/allow-shared-ip the driver wrote, so that it
-	// may share its addresses with their placeholders during a handoff. The
-	// driver withdraws only such keys. Its value is the claim the key came
-	// from.
+	// AnnotationSharedBy marks (with the claim) a sharing key the driver wrote.
 	AnnotationSharedBy = Domain + "shared-by"
 
-	// LabelGrant is the grant label. Its value is the name of the class
-	// whose pool MetalLB may give the Service an address from: each class
-	// pool admits only Services carrying it (GrantSelector), even for an
-	// address a Service asks for by pin. The driver sets it on its
-	// placeholders and on the Service it attaches, and removes it on detach;
-	// the chart's admission policy reserves it to the driver.
+	// LabelGrant names the class whose pool may give the Service an address:
+	// class pools admit only Services carrying it, even ones pinned. Reserved to
+	// the driver by the chart's admission policy.
 	LabelGrant = Domain + "grant"
 
-	// AnnotationAttaching, on an IPAddress, names the Service
-	// ("<namespace>/<name>") the Service controller granted the right to
-	// attach the address. It is written with an optimistic lock before any
-	// pin, so of two Services naming one claim at the same instant exactly
-	// one gets it; status.associatedTo follows later in the handoff.
+	// AnnotationAttaching, on an IPAddress, names the Service granted the right
+	// to attach it; written locked before any pin, so one of two racing wins.
 	AnnotationAttaching = Domain + "attaching"
 )
 
@@ -72,8 +53,7 @@ const (
 	PlaceholderAllocation = "allocation"
 	// PlaceholderHold keeps an existing address reserved while it is not attached.
 	PlaceholderHold = "hold"
-	// PlaceholderWarm draws a fresh address from the class pool for no
-	// claim yet: a warm reservation, recorded as an Available IPAddress.
+	// PlaceholderWarm draws a fresh address for no claim yet: a warm reservation.
 	PlaceholderWarm = "warm"
 )
 
@@ -83,16 +63,11 @@ const (
 	MetalLBLoadBalancerIPs = "metallb.io/loadBalancerIPs"
 	MetalLBAllowSharedIP   = "metallb.io/allow-shared-ip"
 
-	// MetalLBLegacyAllowSharedIP is the deprecated spelling of
-	// MetalLBAllowSharedIP, which MetalLB still reads when the current one
-	// is absent. The driver never writes it.
+	// MetalLBLegacyAllowSharedIP is a deprecated spelling MetalLB still reads.
 	MetalLBLegacyAllowSharedIP = "metallb.universe.tf/allow-shared-ip"
-	// MetalLBLegacyLoadBalancerIPs is the deprecated spelling of
-	// MetalLBLoadBalancerIPs, which MetalLB still reads. The driver never
-	// writes it.
+	// MetalLBLegacyLoadBalancerIPs is read, never written, as above.
 	MetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
-	// MetalLBLegacyAddressPool is the deprecated spelling of
-	// MetalLBAddressPool, which MetalLB still reads.
+	// MetalLBLegacyAddressPool is the deprecated pool request, still read.
 	MetalLBLegacyAddressPool = "metallb.universe.tf/address-pool"
 )
 
@@ -102,8 +77,8 @@ func LeaseID(controller string) string { return "metallb-iad-" + controller }
 // PoolName is the MetalLB IPAddressPool (and advertisement) rendered for a class.
 func PoolName(class string) string { return "iad-" + class }
 
-// SplitIPs parses a comma-separated list of IPs (the metallb.io/loadBalancerIPs
-// format) into canonical forms, skipping what does not parse.
+// SplitIPs parses a metallb.io/loadBalancerIPs value into canonical IPs,
+// skipping what does not parse.
 func SplitIPs(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {

@@ -1,8 +1,5 @@
-// Package patch holds the few ways the controllers write what they own:
-// merge patches of metadata, spec or status that carry an optimistic lock,
-// the finalizer add and remove built on them, the one retry that turns a
-// lost optimistic-lock race into a quiet requeue, the wait until the cache
-// shows a write, and the record that lets a pass see that it has not.
+// Package patch holds the ways the controllers write what they own, and the
+// one conflict retry.
 package patch
 
 import (
@@ -18,11 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Meta applies change to obj and writes what changed (metadata or spec) in
-// one merge patch with an optimistic lock: the patch carries the
-// resourceVersion obj was read at, so it fails with a conflict instead of
-// resting on a stale read. Lists (finalizers, owner references) are
-// replaced whole by a merge patch; the lock makes that safe.
+// Meta applies change to obj and writes it (metadata or spec) in one merge
+// patch locked to obj's resourceVersion: a write resting on a stale read
+// conflicts, which also makes replacing whole lists (finalizers) safe.
 func Meta(ctx context.Context, c client.Writer, obj client.Object, change func()) error {
 	orig := obj.DeepCopyObject().(client.Object)
 	change()
@@ -46,9 +41,8 @@ func StatusSince(ctx context.Context, c client.StatusClient, obj, orig client.Ob
 	return c.Status().Patch(ctx, obj, locked(orig))
 }
 
-// Unlocked applies change to obj and writes it in a merge patch without a
-// lock: only for fields no one else writes, where a concurrent write to
-// other fields must not fail the patch.
+// Unlocked is Meta without the lock: only for fields no one else writes,
+// where a concurrent write elsewhere must not fail the patch.
 func Unlocked(ctx context.Context, c client.Writer, obj client.Object, change func()) error {
 	orig := obj.DeepCopyObject().(client.Object)
 	change()
@@ -59,8 +53,7 @@ func locked(orig client.Object) client.Patch {
 	return client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 }
 
-// AddFinalizer adds finalizer to obj, with an optimistic lock, unless it is
-// there already.
+// AddFinalizer adds finalizer to obj, locked, unless it is there already.
 func AddFinalizer(ctx context.Context, c client.Writer, obj client.Object, finalizer string) error {
 	if controllerutil.ContainsFinalizer(obj, finalizer) {
 		return nil
@@ -68,9 +61,8 @@ func AddFinalizer(ctx context.Context, c client.Writer, obj client.Object, final
 	return Meta(ctx, c, obj, func() { controllerutil.AddFinalizer(obj, finalizer) })
 }
 
-// RemoveFinalizer removes finalizer from obj, with an optimistic lock. It
-// reports whether it wrote; a write that finds obj gone returns the
-// NotFound error, for the caller to judge.
+// RemoveFinalizer removes finalizer from obj, locked, and reports whether
+// it wrote; a NotFound is returned for the caller to judge.
 func RemoveFinalizer(ctx context.Context, c client.Writer, obj client.Object, finalizer string) (bool, error) {
 	if !controllerutil.ContainsFinalizer(obj, finalizer) {
 		return false, nil
@@ -81,8 +73,7 @@ func RemoveFinalizer(ctx context.Context, c client.Writer, obj client.Object, fi
 	return true, nil
 }
 
-// Sooner combines two results of one pass, keeping the sooner requeue (a
-// result without one yields to the other).
+// Sooner returns the result with the sooner requeue (zero yields).
 func Sooner(a, b ctrl.Result) ctrl.Result {
 	if a.RequeueAfter == 0 || (b.RequeueAfter != 0 && b.RequeueAfter < a.RequeueAfter) {
 		return b
@@ -90,11 +81,10 @@ func Sooner(a, b ctrl.Result) ctrl.Result {
 	return a
 }
 
-// OnConflict is the one conflict retry of the controllers. A pass whose
-// errors (nil ones are ignored) are all optimistic-lock conflicts acted on
-// a stale read; the newer version's own event follows, so the pass is
-// quietly requeued after the given delay instead of failing. Any other
-// error is returned, with res, as it is; without errors res is returned.
+// OnConflict is the controllers' one conflict retry: when every non-nil
+// error is a conflict, the pass acted on a stale read and the newer
+// version's event follows, so it is requeued after after, quietly. Other
+// errors are returned as they are, with res.
 func OnConflict(ctx context.Context, after time.Duration, res ctrl.Result, errs ...error) (ctrl.Result, error) {
 	var failed []error
 	for _, e := range errs {
@@ -127,27 +117,28 @@ func allConflicts(err error) bool {
 		}
 		return true
 	}
+	// A joined error wrapped by a phase name is judged by its parts: errors.As
+	// alone would stop at the first conflict among them.
+	if _, isStatus := err.(apierrors.APIStatus); !isStatus {
+		if inner := errors.Unwrap(err); inner != nil {
+			return allConflicts(inner)
+		}
+	}
 	return apierrors.IsConflict(err)
 }
 
-// WaitForCache looks at the cache first after firstPoll and then at twice
-// the interval each time, up to maxPoll: a watch event usually follows the
-// write's answer within a millisecond or two, and a pass that waits for it
-// holds its worker (the claim controller's draws run one at a time, so
-// this wait is part of every claim). Every liveEvery it asks the API server
-// whether the object is gone.
+// WaitForCache polls from firstPoll doubling to maxPoll, since the watch
+// event usually follows within a millisecond or two and the waiting pass
+// holds its worker; every liveEvery it asks whether the object is gone.
 const (
 	firstPoll = time.Millisecond
 	maxPoll   = 10 * time.Millisecond
 	liveEvery = 500 * time.Millisecond
 )
 
-// WaitForCache waits, at most timeout, until the cache shows the object of
-// obj's key and seen (nil: any version) accepts it, so that no later pass
-// acts on a read that misses this pass's write. When live is set it stops
-// early, without error, once the object is gone from the API server as
-// well (deleted right after it was written): then there is nothing left
-// to wait for. obj itself is not changed.
+// WaitForCache waits, at most timeout, until the cache shows obj's key and
+// seen (nil: any version) accepts it, so no later pass misses this write;
+// with live set it stops once the object is gone from the API server too.
 func WaitForCache(ctx context.Context, cache, live client.Reader, obj client.Object, seen func(client.Object) bool, timeout time.Duration) error {
 	key := client.ObjectKeyFromObject(obj)
 	probe := obj.DeepCopyObject().(client.Object)

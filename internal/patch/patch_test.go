@@ -120,6 +120,8 @@ func TestOnConflict(t *testing.T) {
 		{"only conflicts", []error{conflict(), conflict()}, ctrl.Result{RequeueAfter: time.Second}, nil},
 		{"another error is returned as it is", []error{other}, res, other},
 		{"a conflict and another error", []error{conflict(), other}, res, other},
+		{"both, joined and wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), other))}, res, other},
+		{"joined conflicts, wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), conflict()))}, ctrl.Result{RequeueAfter: time.Second}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := OnConflict(ctx, time.Second, res, tc.errs...)

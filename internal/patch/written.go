@@ -5,20 +5,11 @@ import (
 	"time"
 )
 
-// Written remembers, per object, the resourceVersion that a write of this
-// process was locked to, until the cache shows another version of the
-// object. A pass that reads the remembered version from the cache works
-// from a view that misses that write: it would compute the same write
-// again, and the lock would fail it with a conflict (a wasted request, and
-// a retry). Such a pass can stop at once: the write's own watch event
-// brings the object back as soon as the cache has it.
-//
-// It lives in memory only. A restarted controller remembers nothing and
-// acts on its first reads, and the lock still guards every write, so
-// nothing decides on it; it only saves the writes that would fail. A
-// record older than writtenMaxAge is dropped (an object deleted before any
-// pass read it again leaves one behind; a cache that lags that far is not
-// waited for).
+// Written remembers, per object, the resourceVersion a write of this
+// process was locked to, until the cache shows another. A pass reading that
+// version would compute the same write and conflict, so it stops and waits
+// for the write's watch event. Memory only, deciding nothing: the lock
+// still guards every write. Records expire after writtenMaxAge.
 type Written struct {
 	m         sync.Map // key -> writtenAt
 	lastSweep time.Time
@@ -30,11 +21,9 @@ type writtenAt struct {
 	at      time.Time
 }
 
-// writtenMaxAge is how long a record is kept at most.
 const writtenMaxAge = 30 * time.Second
 
-// Wrote records that the object of key was written by a patch locked to
-// resourceVersion basedOn (the version read before the write).
+// Wrote records that key was written by a patch locked to basedOn.
 func (w *Written) Wrote(key, basedOn string) {
 	now := time.Now()
 	w.m.Store(key, writtenAt{basedOn: basedOn, at: now})
@@ -54,10 +43,8 @@ func (w *Written) Wrote(key, basedOn string) {
 	}
 }
 
-// Behind reports whether cached, the object's resourceVersion in the
-// cache, is the version a recorded write was locked to: the cache has not
-// shown that write yet. Once the cache shows another version, or the
-// record is too old, the record is dropped.
+// Behind reports whether cached, the object's version in the cache, is the
+// one a recorded write was locked to; otherwise the record is dropped.
 func (w *Written) Behind(key, cached string) bool {
 	v, ok := w.m.Load(key)
 	if !ok {

@@ -1,8 +1,6 @@
-// Package placeholder renders the parts every placeholder Service shares,
-// whichever controller creates it: the claim controller's allocation
-// placeholders and the IPAddress controller's hold placeholders. A
-// placeholder is selectorless (no endpoints, so MetalLB never announces
-// it), type LoadBalancer without node ports, and single-stack.
+// Package placeholder renders what every placeholder Service shares,
+// whichever controller creates it: selectorless (no endpoints, so MetalLB
+// never announces it), LoadBalancer without node ports, single-stack.
 package placeholder
 
 import (
@@ -14,9 +12,8 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
-// Port is the one port a placeholder declares: a Service needs at least one.
-// Nothing listens on it; having no endpoints, the placeholder is never
-// announced.
+// Port is the one port a placeholder declares, since a Service needs one;
+// nothing listens on it.
 var Port = corev1.ServicePort{
 	Name:       "hold",
 	Protocol:   corev1.ProtocolTCP,
@@ -35,9 +32,9 @@ func Spec(family corev1.IPFamily) corev1.ServiceSpec {
 	}
 }
 
-// OwnerRef is the non-controller, non-blocking owner reference that hands a
-// placeholder to the IPAddress it holds: deleting the address lets the
-// garbage collector remove a placeholder the driver's finalizer missed.
+// OwnerRef hands a placeholder to the IPAddress it holds, non-controller
+// and non-blocking, so the garbage collector removes a placeholder the
+// finalizer missed.
 func OwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion:         iadv1alpha1.GroupVersion.String(),

@@ -1,8 +1,5 @@
-// Package servicecache holds the one cache transform for Services, shared
-// by the controllers that cache every Service of the cluster (the Service
-// and the IPAddress controller) and by the claim controller for its
-// placeholders: the cache keeps only what they read, so a cluster with many
-// Services costs them little memory.
+// Package servicecache holds the one cache transform for Services, so that
+// controllers caching every Service of the cluster keep only what they read.
 package servicecache
 
 import (
@@ -15,18 +12,13 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 )
 
-// lastApplied is kubectl's copy of the applied manifest, often the largest
-// annotation on a Service; no controller reads it.
+// lastApplied is often a Service's largest annotation; no controller reads it.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Options are the cache options of the Service and the IPAddress
-// controller, which both binaries and the tests build their manager with.
-// They see Services in every namespace (a workload named by associatedTo,
-// and any Service holding or pinned to an address), so Services are not
-// narrowed by namespace; instead the cache keeps of each only what the
-// controllers read (Trim). Code reading Services from this cache must
-// therefore never write a whole Service back; it only patches. MetalLB's
-// IPAddressPools are read only in the MetalLB namespace.
+// Options are the cache options of the Service and IPAddress controllers.
+// They must see Services in every namespace, so the cache trims each
+// (Trim) instead of narrowing by namespace; IPAddressPools are read only in
+// the MetalLB namespace.
 func Options(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Service{}:               {Transform: Trim},
@@ -34,16 +26,11 @@ func Options(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	}
 }
 
-// Trim is a cache transform that keeps only what the controllers read of a
-// Service: identity, labels, annotations (without kubectl's last-applied
-// copy), owner references (a hold placeholder is owned by its address),
-// finalizers, deletion, type, IP families and policy, cluster IPs,
-// spec.loadBalancerIP, the ports' names, protocols and numbers, the
-// external traffic policy (both decide whether the Service can share an
-// address with a placeholder; the families also decide the release pin)
-// and the load-balancer status. The controllers only ever patch Services,
-// from a copy of what the cache holds, so the fields dropped here are never
-// written back. Anything but a Service is returned as it is.
+// Trim keeps only what the controllers read of a Service, kubectl's
+// last-applied copy dropped; the ports and traffic policy decide sharing,
+// the families the release pin. Safe only because the controllers never
+// write a whole Service back, only patches: code reading this cache must
+// keep it so. Anything but a Service is returned as it is.
 func Trim(o any) (any, error) {
 	svc, ok := o.(*corev1.Service)
 	if !ok {

@@ -1,8 +1,5 @@
-// Package stale holds the two writes the driver makes when MetalLB's books
-// disagree with the API (docs/design.md §3, stale allocations): clearing an
-// allocation MetalLB keeps for a Service that no longer exists, and making
-// MetalLB look again at a Service it refused, which it does not retry by
-// itself. The IPAddress and claim controllers share them.
+// Package stale handles MetalLB's books disagreeing with the API
+// (docs/design.md §3, "Stale allocations in MetalLB").
 package stale
 
 import (
@@ -18,15 +15,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
-// Clear makes MetalLB process the name key once more if no Service of that
-// name exists (read from the API server, not a cache): a headless Service
-// of that name, marked with what it clears for, is created and deleted at
-// once (only the one created here, by uid). MetalLB processes the name,
-// finds no LoadBalancer and forgets the allocation. It reports whether it
-// did; a namespace that is gone or being deleted takes no new Service, and
-// MetalLB keeps the address until it restarts.
+// ReasonCleared (Normal) is the reason of the Event on what a cleared stale
+// allocation was for.
+const ReasonCleared = "StaleAllocationCleared"
+
+// Clear makes MetalLB forget its allocation for key when no Service of that
+// name exists, by creating a marked headless Service of that name and
+// deleting it at once; it reports whether it did. A namespace gone or going
+// is not an error.
 func Clear(ctx context.Context, c client.Client, reader client.Reader, key types.NamespacedName, marker string) (bool, error) {
 	switch err := reader.Get(ctx, key, &corev1.Service{}); {
 	case err == nil:
@@ -48,8 +47,7 @@ func Clear(ctx context.Context, c client.Client, reader client.Reader, key types
 	case err != nil:
 		return false, err
 	}
-	uid := svc.UID
-	if err := c.Delete(ctx, svc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	if _, err := patch.Delete(ctx, c, svc, false); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -62,41 +60,12 @@ func Poke(ctx context.Context, c client.Client, svc *corev1.Service) error {
 	return SetRetryMark(ctx, c, svc, time.Now().UTC().Format(time.RFC3339Nano))
 }
 
-// SetRetryMark sets (or, with nil, removes) names.AnnotationMetalLBRetry,
-// in a merge patch of that one key.
+// SetRetryMark sets (nil: removes) names.AnnotationMetalLBRetry in a merge
+// patch of that one key.
 func SetRetryMark(ctx context.Context, c client.Client, svc *corev1.Service, v any) error {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{names.AnnotationMetalLBRetry: v}}})
 	if err != nil {
 		return err
 	}
 	return client.IgnoreNotFound(c.Patch(ctx, svc.DeepCopy(), client.RawPatch(types.MergePatchType, body)))
-}
-
-// EventFirstTime is when an Event first happened, whichever API wrote it.
-func EventFirstTime(e *corev1.Event) time.Time {
-	if !e.FirstTimestamp.IsZero() {
-		return e.FirstTimestamp.Time
-	}
-	return eventRecordTime(e)
-}
-
-// EventTime is when an Event last happened, whichever API wrote it.
-func EventTime(e *corev1.Event) time.Time {
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	default:
-		return eventRecordTime(e)
-	}
-}
-
-// eventRecordTime is an Event's time where it has none of the older API's
-// timestamps: its eventTime, else when the object was created.
-func eventRecordTime(e *corev1.Event) time.Time {
-	if !e.EventTime.IsZero() {
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }

@@ -62,9 +62,7 @@ func (c *Cluster) StartingWindow(t *testing.T, blocker *corev1.Service, pool str
 		once.Do(func() {
 			_ = c.Client.Delete(context.Background(), bind)
 			_ = c.Client.Delete(context.Background(), policy)
-			// The API server's admission stops applying the policy a
-			// moment after it is deleted.
-			time.Sleep(2 * time.Second)
+			c.waitAdmitted(blocker, time.Minute)
 			_ = c.Client.Create(context.Background(), nudge)
 		})
 	}
@@ -90,4 +88,29 @@ func (c *Cluster) StartingWindow(t *testing.T, blocker *corev1.Service, pool str
 		assert.Equal(ct, booked, p.Status.AssignedIPv4)
 	}, timeout, tick, "MetalLB's first pass booked %d addresses of pool %s", booked, pool)
 	return end
+}
+
+// waitAdmitted waits, at most within, until the API server admits a status
+// write of blocker again: its admission stops applying a deleted policy a
+// moment after the deletion, later on a busy machine. The write changes
+// nothing (admission judges it all the same, before the API server drops it
+// as a no-op), so nobody sees it. A blocker already gone needs no wait.
+func (c *Cluster) waitAdmitted(blocker *corev1.Service, within time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for {
+		got := &corev1.Service{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(blocker), got)
+		if err == nil {
+			err = c.Client.Status().Update(ctx, got)
+		}
+		if err == nil || apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

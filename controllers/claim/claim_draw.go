@@ -1,0 +1,128 @@
+package claim
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+// claimDraw is a claim's family as the owner of a draw: its allocation
+// placeholder is named from the claim, its address recorded pre-bound to
+// the claim, and what happens is told on the claim.
+type claimDraw struct {
+	r *Reconciler
+	s *scope
+	f iadv1alpha1.IPFamily
+}
+
+// draw is the draw of family f for the scope's claim.
+func (r *Reconciler) draw(s *scope, f iadv1alpha1.IPFamily) draw {
+	return draw{Deps: r.Deps, owner: claimDraw{r: r, s: s, f: f}, class: s.class.Name, f: f,
+		what: "placeholder", written: &r.written}
+}
+
+func (d claimDraw) placeholder() *corev1.Service {
+	return renderPlaceholder(d.r.PlaceholderNamespace, d.s.claim, d.s.class.Name, d.f)
+}
+
+// judge asks the ledger in the cache, by address. An entry the cache does
+// not show yet is met by the Create in recordEntry and judged the same way.
+func (d claimDraw) judge(ctx context.Context, ip, _ string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	var entries iadv1alpha1.IPAddressList
+	if err := d.r.List(ctx, &entries, client.MatchingFields{index.AddressByIP: ip}); err != nil {
+		return ledgerFree, nil, err
+	}
+	answer, entry := ledgerVerdict(entries.Items, d.s.claim)
+	return answer, entry, nil
+}
+
+func (d claimDraw) recordEntry(ctx context.Context, _ *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	if entry != nil {
+		addrName = entry.Name
+	}
+	a, err := d.r.ensureAddress(ctx, d.s, ip, addrName)
+	if err != nil || a == nil {
+		return ledgerFree, nil, err
+	}
+	c := d.s.claim
+	if bindsClaim(a, c.Namespace, c.Name, c.UID) {
+		return ledgerOurs, a, nil
+	}
+	if got, err := names.ParseAddress(a.Spec.Address); err != nil || got.String() != ip {
+		d.r.Recorder.Event(c, corev1.EventTypeWarning, ReasonLedgerMismatch, msgLedgerMismatch(d.f, ip, a))
+		allocationsTotal.WithLabelValues(d.s.class.Name, string(d.f), resultLedgerMismatch).Inc()
+		log.FromContext(ctx).Info("ledger mismatch: the name of the address MetalLB assigned is recorded for another address",
+			"family", d.f, "ip", ip, "ipaddress", a.Name)
+		return ledgerFree, nil, nil
+	}
+	answer, entry := ledgerVerdict([]iadv1alpha1.IPAddress{*a}, c)
+	return answer, entry, nil
+}
+
+// handOver labels the placeholder a hold placeholder of a, grants it the
+// class's pool, pins it to the address MetalLB assigned (so a MetalLB
+// restart cannot hand it another) and owner-references it to a; from then
+// on the IPAddress controller owns it. No sharing key: MetalLB reprocesses
+// every Service when an allocation first carries one, so the IPAddress
+// controller writes it only for a shared handoff.
+func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
+	ip, class := assignedIP(ph, d.f), d.s.class.Name
+	if handedOver(ph, a, ip, class) {
+		return nil
+	}
+	return func() {
+		if !ownedByAddress(ph, a.Name) {
+			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
+		}
+		if ph.Annotations == nil {
+			ph.Annotations = map[string]string{}
+		}
+		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+		ph.Labels[names.LabelAddress] = a.Name
+		ph.Labels[names.LabelGrant] = class
+		if ip != "" {
+			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		}
+	}
+}
+
+func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
+	r, s, f, logger := d.r, d.s, d.f, log.FromContext(ctx)
+	switch n.kind {
+	case newsCreated:
+		logger.Info("created allocation placeholder", "family", f, "placeholder", n.ph.Name, "pool", names.PoolName(s.class.Name))
+		r.untell(s.claim, f)
+		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
+		return waitForMetalLB
+	case newsPinnedElsewhere:
+		logger.Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
+			"placeholder", n.ph.Name, "pinned", n.ph.Annotations[names.MetalLBLoadBalancerIPs], "assigned", n.ip)
+		return waitForMetalLB
+	case newsEntryGoing:
+		logger.Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",
+			"family", f, "ip", n.ip, "ipaddress", n.entry.Name)
+		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, n.ip, n.entry))
+		return s.waitOnClass("the IPAddress recording the assigned address is being deleted", ledgerWait)
+	case newsGaveBack:
+		// The claim draws again after a pause (drawPauses), once every
+		// address of the ledger is held (createPlaceholder).
+		pause := r.pauses.gaveBack(memoKey(s.claim, f), n.ip, time.Now())
+		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, n.ip, n.entry))
+		return phase.RetryAfter(pause, "gave an address back; drawing again after a pause")
+	case newsHandedOver:
+		logger.Info("recorded address", "family", f, "ip", n.entry.Spec.Address, "ipaddress", n.entry.Name, "placeholder", n.ph.Name)
+		r.untell(s.claim, f)
+		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonRecorded, msgRecorded(f, n.entry.Spec.Address, n.entry.Name))
+		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
+	}
+	return phase.Next()
+}

@@ -1,0 +1,141 @@
+package claim
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
+)
+
+// fakeDrawer answers the pipeline with fixed verdicts and records what it
+// was asked and told.
+type fakeDrawer struct {
+	judged, recorded ledgerAnswer
+	entry            *iadv1alpha1.IPAddress
+	handedOver       bool
+	calls            []string
+	news             []newsKind
+}
+
+func (d *fakeDrawer) placeholder() *corev1.Service {
+	return renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
+}
+
+func (d *fakeDrawer) judge(context.Context, string, string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	d.calls = append(d.calls, "judge")
+	return d.judged, d.entry, nil
+}
+
+func (d *fakeDrawer) recordEntry(context.Context, *corev1.Service, string, string, *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	d.calls = append(d.calls, "recordEntry")
+	return d.recorded, d.entry, nil
+}
+
+func (d *fakeDrawer) handOver(ph *corev1.Service, _ *iadv1alpha1.IPAddress) func() {
+	if d.handedOver {
+		return nil
+	}
+	return func() { ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold }
+}
+
+func (d *fakeDrawer) report(_ context.Context, n drawNews) phase.Result {
+	d.news = append(d.news, n.kind)
+	return phase.Next()
+}
+
+func pipelineClient(t *testing.T, objs ...client.Object) client.Client {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, iadv1alpha1.AddToScheme(s))
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+func TestDrawRecord(t *testing.T) {
+	entry := testAddress("ip-192-0-2-1", "192.0.2.1", nil)
+	tests := []struct {
+		name      string
+		d         fakeDrawer
+		pin       string
+		bound     bool
+		calls     []string
+		news      []newsKind
+		wantLabel string // the placeholder's role afterwards; "" when deleted
+	}{
+		{name: "free: record, then hand over", d: fakeDrawer{judged: ledgerFree, recorded: ledgerOurs, entry: &entry},
+			bound: true, calls: []string{"judge", "recordEntry"}, news: []newsKind{newsHandedOver}, wantLabel: names.PlaceholderHold},
+		{name: "handed over already: nothing written", d: fakeDrawer{judged: ledgerOurs, recorded: ledgerOurs, entry: &entry, handedOver: true},
+			bound: true, calls: []string{"judge", "recordEntry"}, wantLabel: names.PlaceholderAllocation},
+		{name: "taken: give back", d: fakeDrawer{judged: ledgerTaken, entry: &entry},
+			calls: []string{"judge"}, news: []newsKind{newsGaveBack}},
+		{name: "taken once recorded: give back", d: fakeDrawer{judged: ledgerFree, recorded: ledgerTaken, entry: &entry},
+			calls: []string{"judge", "recordEntry"}, news: []newsKind{newsGaveBack}},
+		{name: "the entry is going: wait", d: fakeDrawer{judged: ledgerGoing, entry: &entry},
+			calls: []string{"judge"}, news: []newsKind{newsEntryGoing}, wantLabel: names.PlaceholderAllocation},
+		{name: "pinned elsewhere: wait for MetalLB", d: fakeDrawer{judged: ledgerFree}, pin: "192.0.2.9",
+			calls: []string{"judge"}, news: []newsKind{newsPinnedElsewhere}, wantLabel: names.PlaceholderAllocation},
+		{name: "nothing recorded this pass", d: fakeDrawer{judged: ledgerFree, recorded: ledgerFree},
+			calls: []string{"judge", "recordEntry"}, wantLabel: names.PlaceholderAllocation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			ph := tt.d.placeholder()
+			ph.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+			if tt.pin != "" {
+				ph.Annotations[names.MetalLBLoadBalancerIPs] = tt.pin
+			}
+			c := pipelineClient(t, ph)
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ph), ph))
+			d := draw{Deps: bootstrap.Deps{Client: c}, owner: &tt.d, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
+
+			bound, _, err := d.record(ctx, ph)
+			require.NoError(t, err)
+			assert.Equal(t, tt.bound, bound)
+			assert.Equal(t, tt.calls, tt.d.calls)
+			assert.Equal(t, tt.news, tt.d.news)
+			got := &corev1.Service{}
+			err = c.Get(ctx, client.ObjectKeyFromObject(ph), got)
+			if tt.wantLabel == "" {
+				assert.True(t, apierrors.IsNotFound(err), "given back: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLabel, got.Labels[names.LabelPlaceholder])
+		})
+	}
+}
+
+func TestDrawCreate(t *testing.T) {
+	ctx := context.Background()
+	c := pipelineClient(t)
+	dr := &fakeDrawer{}
+	d := draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, owner: dr, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
+	_, err := d.create(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []newsKind{newsCreated}, dr.news)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.placeholder()), &corev1.Service{}))
+
+	res, err := d.create(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []newsKind{newsCreated}, dr.news, "one that exists is not news")
+	assert.Equal(t, phase.Waiting, res.State)
+}
+
+func TestDrawDescribe(t *testing.T) {
+	d := draw{class: "public", what: "warm placeholder"}
+	assert.Equal(t, "warm placeholder for class public", d.describe(renderWarmPlaceholder("ph", "public", iadv1alpha1.FamilyIPv4)))
+	d.what = "placeholder"
+	assert.Equal(t, "placeholder alloc-ipv4-"+string(testUID), d.describe((&fakeDrawer{}).placeholder()))
+}

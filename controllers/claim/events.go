@@ -1,0 +1,160 @@
+package claim
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
+)
+
+// Event reasons the claim controller records on claims, and the warm
+// controller on classes. They are stable: people and alerts match on them.
+// The message functions below say what each one means.
+const (
+	ReasonWaitingForMetalLB = "WaitingForMetalLB" // Normal: a placeholder was created
+	// ReasonPoolExhausted (Warning): MetalLB or the ledger shows no room.
+	ReasonPoolExhausted  = "PoolExhausted"
+	ReasonPoolNotReady   = "PoolNotReady"   // Warning: MetalLB does not know the pool
+	ReasonClassNotServed = "ClassNotServed" // Warning: the class is missing or not ours
+	ReasonRetargeted     = "Retargeted"
+	ReasonRecorded       = "Recorded"
+	// ReasonLedgerMismatch (Warning): the assigned address's IPAddress
+	// name is taken by an entry for another address.
+	ReasonLedgerMismatch = "LedgerMismatch"
+	ReasonWaitingForName = "WaitingForName"
+	// ReasonLedgerAddressReturned (Normal): the assigned address was
+	// someone else's (unheld for a moment during a handoff): given back.
+	ReasonLedgerAddressReturned = "LedgerAddressReturned"
+	// ReasonWaitingForLedger (Normal): an address of the class is unheld,
+	// or the assigned address's entry is being deleted.
+	ReasonWaitingForLedger = "WaitingForLedger"
+
+	ReasonWarmRecorded = "WarmAddressRecorded"
+	ReasonWarmPoolFull = "WarmPoolFull" // Warning
+	// ReasonWarmDropped (Normal): a warm address outside the edited
+	// ranges was deleted, so that the class can be rendered.
+	ReasonWarmDropped  = "WarmAddressDropped"
+	ReasonWarmReturned = "WarmAddressReturned"
+
+	// ReasonStaleAllocationCleared (Normal, on the class): see stale.go.
+	ReasonStaleAllocationCleared = stale.ReasonCleared
+)
+
+// allocationFailure turns MetalLB's refusal of a placeholder into the
+// reason and message recorded on the claim.
+func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, message string) {
+	if stale.UnknownPool(metallb) {
+		return ReasonPoolNotReady, msgPoolNotReady(f, class, metallb)
+	}
+	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
+}
+
+// describeBinding says in words what an IPAddress is bound to.
+func describeBinding(a *iadv1alpha1.IPAddress) string {
+	r := a.Spec.ClaimRef
+	if r == nil {
+		phase := string(a.Status.Phase)
+		if phase == "" {
+			phase = "no phase yet"
+		}
+		return fmt.Sprintf("is bound to no claim (%s)", phase)
+	}
+	if r.UID == "" {
+		return fmt.Sprintf("is bound to claim %s/%s", r.Namespace, r.Name)
+	}
+	return fmt.Sprintf("is bound to claim %s/%s (uid %s)", r.Namespace, r.Name, r.UID)
+}
+
+func msgWaitingForMetalLB(f iadv1alpha1.IPFamily, class string) string {
+	return fmt.Sprintf("Waiting for MetalLB to assign an %s address from pool %s (class %s)", f, names.PoolName(class), class)
+}
+
+func msgPoolExhausted(f iadv1alpha1.IPFamily, class, metallb string) string {
+	return fmt.Sprintf("MetalLB has no free %s address in pool %s (class %s): the pool is exhausted or has no %s range. "+
+		"The claim stays Pending and proceeds as soon as an address is freed. MetalLB said: %s",
+		f, names.PoolName(class), class, f, metallb)
+}
+
+func msgPoolNotReady(f iadv1alpha1.IPFamily, class, metallb string) string {
+	return fmt.Sprintf("MetalLB does not know pool %s (class %s) yet, so it cannot assign an %s address; "+
+		"the claim proceeds once the pool is rendered. MetalLB said: %s", names.PoolName(class), class, f, metallb)
+}
+
+func msgRetargeted(f iadv1alpha1.IPFamily, old, class string) string {
+	if class == "" {
+		return fmt.Sprintf("The claim is no longer this driver's to provision; its %s allocation placeholder drawing from IPAddressClass %s was deleted", f, old)
+	}
+	return fmt.Sprintf("The claim names IPAddressClass %s now; its %s allocation placeholder drawing from IPAddressClass %s was deleted, and the address is drawn from %s",
+		class, f, old, class)
+}
+
+func msgClassFull(f iadv1alpha1.IPFamily, class string, used int, size float64) string {
+	return fmt.Sprintf("Class %s has no free %s address: the ledger and the placeholders still waiting for MetalLB account for %d of its %.0f. "+
+		"The claim stays Pending and the driver asks MetalLB for nothing until an address of the class is freed", class, f, used, size)
+}
+
+// msgClassRefused is the PoolNotReady message for a class the class
+// controller refuses to render.
+func msgClassRefused(f iadv1alpha1.IPFamily, class, refusal string) string {
+	return fmt.Sprintf("IPAddressClass %s is refused, so pool %s is not rendered and MetalLB cannot assign an %s address; "+
+		"the claim proceeds once the class is fixed (see the class's Events). The refusal: %s", class, names.PoolName(class), f, refusal)
+}
+
+func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) string {
+	return fmt.Sprintf("The %s allocation placeholder's name %s is still taken by the hold placeholder of IPAddress %s, "+
+		"which is not this claim's; the claim proceeds once that placeholder is gone", f, placeholder, address)
+}
+
+func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
+	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
+}
+
+func msgLedgerMismatch(f iadv1alpha1.IPFamily, ip string, existing *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, but IPAddress %s already exists and %s; "+
+		"MetalLB and the ledger disagree, so the driver leaves both alone for an administrator to resolve",
+		f, ip, existing.Name, describeBinding(existing))
+}
+
+func msgLedgerAddressReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim's placeholder, but IPAddress %s records it and %s; "+
+		"the driver gave it back (deleted the placeholder) instead of recording it, and draws again once every address "+
+		"of the ledger is held", f, ip, entry.Name, describeBinding(entry))
+}
+
+func msgLedgerEntryGoing(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, and IPAddress %s, which records it, is being deleted; "+
+		"the driver records the address for this claim once that entry is gone", f, ip, entry.Name)
+}
+
+func msgWaitingForLedger(f iadv1alpha1.IPFamily, class string, a *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("IPAddress %s (%s) of class %s is in the ledger but not held in MetalLB right now (a handoff is under way); "+
+		"the claim asks pool %s for an %s address once it is held again, so that MetalLB cannot hand it that address",
+		a.Name, a.Spec.Address, class, names.PoolName(class), f)
+}
+
+func msgWarmRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
+	return fmt.Sprintf("Recorded warm %s address %s as Available IPAddress %s", f, ip, address)
+}
+
+func msgWarmPoolFull(f iadv1alpha1.IPFamily, target int) string {
+	return fmt.Sprintf("The class's %s ranges have no room for the %d warm addresses asked for; the driver keeps what fits and asks MetalLB for no more", f, target)
+}
+
+func msgWarmDropped(a *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("Deleted warm address %s (IPAddress %s, bound to no claim): the class's addresses no longer contain it", a.Spec.Address, a.Name)
+}
+
+func msgWarmReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
+	return fmt.Sprintf("MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
+		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))
+}
+
+func msgStaleFreeCleared(ip string, key types.NamespacedName) string {
+	return fmt.Sprintf("MetalLB still booked %s, which no IPAddress records, for Service %s, which no longer exists "+
+		"(MetalLB missed its deletion while it was starting), and refused new placeholders for lack of room; "+
+		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
+}

@@ -1,0 +1,183 @@
+package claim
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
+)
+
+// WarmControllerName is the name of the controller that keeps a class's
+// warm reservations filled.
+const WarmControllerName = "claim-warm"
+
+// warmer keeps, for every served class with spec.parameters.warmAddresses
+// set, that many Available IPAddresses of each family the class has ranges
+// of: drawn as claims' addresses are (draw.go), but recorded with no
+// claimRef, so the core binds a new claim to one at once.
+type warmer struct {
+	bootstrap.Deps
+	// pauses holds, per class and family, the pause after a warm
+	// placeholder gave an address back: MetalLB hands the next one the
+	// same address while its owner waits for it.
+	pauses drawPauses
+	// refills holds back a refill while a burst of claims is still taking
+	// the class's warm addresses (refillQuiet).
+	refills refillDelays
+	// draws and cleared are the claim controller's.
+	draws   *drawLocks
+	cleared *staleMemo
+}
+
+// warmKey names one family of one class in pauses and refills.
+func warmKey(className string, f iadv1alpha1.IPFamily) string {
+	return className + "/" + string(f)
+}
+
+// warmScope is what one pass over a class works from.
+type warmScope struct {
+	// class is nil when it is gone; then only dropOrphans runs.
+	class  *iadv1alpha1.IPAddressClass
+	name   string
+	target int
+	ranges []classparams.AddressRange
+	addrs  []iadv1alpha1.IPAddress
+	phs    []*corev1.Service
+}
+
+// +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete
+
+// Reconcile tops up or trims one class's warm addresses, one family at a
+// time, or drops them when the class is no longer served. The pass holds
+// the class's draw lock from reading the ledger to its last draw.
+func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &iadv1alpha1.IPAddressClass{}
+	if err := w.Get(ctx, req.NamespacedName, c); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		c = nil
+	}
+	target, ranges, served := warmTarget(c)
+	if idle, err := w.idle(ctx, req.Name, target); err != nil || idle {
+		return ctrl.Result{}, err
+	}
+	defer w.draws.lock(req.Name)()
+	s, err := w.newScope(ctx, c, req.Name, target, ranges)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !served {
+		return phase.Run(ctx, s, phase.Phase[*warmScope]{Name: "drop orphans", Run: w.dropOrphans})
+	}
+	var phases []phase.Phase[*warmScope]
+	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
+		phases = append(phases,
+			phase.Phase[*warmScope]{Name: "fill " + string(f), Run: w.fill(f)},
+			phase.Phase[*warmScope]{Name: "clear refused " + string(f), Run: w.clearRefused(f)})
+	}
+	return phase.Run(ctx, s, phases...)
+}
+
+// idle reports whether a class has nothing for the warm controller to do:
+// it asks for no warm address, and no warm placeholder or address the
+// driver labelled warm is left. The warm controller hears about every
+// address and placeholder of the class; for a class without warm
+// reservations (the default) this keeps each event from copying its ledger.
+func (w *warmer) idle(ctx context.Context, class string, target int) (bool, error) {
+	if target > 0 {
+		return false, nil
+	}
+	phs, err := w.warmPlaceholders(ctx, class)
+	if err != nil || len(phs) > 0 {
+		return false, err
+	}
+	var warm iadv1alpha1.IPAddressList
+	if err := w.List(ctx, &warm, client.MatchingFields{index.WarmAddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	return len(warm.Items) == 0, nil
+}
+
+// newScope reads the class's addresses and warm placeholders.
+func (w *warmer) newScope(ctx context.Context, c *iadv1alpha1.IPAddressClass, name string, target int,
+	ranges []classparams.AddressRange) (*warmScope, error) {
+	var addrs iadv1alpha1.IPAddressList
+	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: name}); err != nil {
+		return nil, err
+	}
+	phs, err := w.warmPlaceholders(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &warmScope{class: c, name: name, target: target, ranges: ranges, addrs: addrs.Items, phs: phs}, nil
+}
+
+// warmPlaceholders lists the warm placeholders of a class that are not
+// handed over yet.
+func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*corev1.Service, error) {
+	var list corev1.ServiceList
+	if err := w.List(ctx, &list, client.InNamespace(w.PlaceholderNamespace),
+		client.MatchingFields{index.WarmPlaceholderByClass: className}); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Service, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	toClass := func(_ context.Context, o client.Object) []reconcile.Request {
+		var name string
+		switch v := o.(type) {
+		case *iadv1alpha1.IPAddress:
+			name = v.Spec.ClassName
+		case *corev1.Service:
+			if v.Namespace != w.PlaceholderNamespace {
+				return nil
+			}
+			name = v.Annotations[names.AnnotationClass]
+		}
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	// MetalLB refusing a warm placeholder changes nothing on the Service,
+	// only an Event: the class looks at the refusal then (clearRefused).
+	refusal := func(ctx context.Context, o client.Object) []reconcile.Request {
+		ph := eventPlaceholder(ctx, w, w.PlaceholderNamespace, o)
+		if ph == nil || ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm {
+			return nil
+		}
+		return toClass(ctx, ph)
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.(*iadv1alpha1.IPAddressClass).Spec.Provisioner == names.Provisioner
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(WarmControllerName).
+		For(&iadv1alpha1.IPAddressClass{}, builder.WithPredicates(ours)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(toClass)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(toClass)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(refusal)).
+		WithOptions(opts).
+		Complete(w)
+}

@@ -1,0 +1,117 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+// warmDraw is a class's family as the owner of a draw: its placeholders
+// are named by the API server, its addresses recorded Available (no
+// claimRef), and what happens is told on the class.
+type warmDraw struct {
+	w *warmer
+	c *iadv1alpha1.IPAddressClass
+	f iadv1alpha1.IPFamily
+}
+
+// draw is the warm draw of family f for the scope's class.
+func (w *warmer) draw(s *warmScope, f iadv1alpha1.IPFamily) draw {
+	return draw{Deps: w.Deps, owner: warmDraw{w: w, c: s.class, f: f}, class: s.name, f: f, what: "warm placeholder"}
+}
+
+func (d warmDraw) placeholder() *corev1.Service {
+	return renderWarmPlaceholder(d.w.PlaceholderNamespace, d.c.Name, d.f)
+}
+
+// judge reads the entry by name; a miss in the cache is confirmed with the
+// API server, so a lagging cache never lets a warm placeholder take an
+// address the ledger records. An address recorded for someone else (an
+// attached address is unheld for a moment during a gap handoff, and
+// MetalLB may hand it out) is given back; one being torn down is waited for.
+func (d warmDraw) judge(ctx context.Context, _, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	a := &iadv1alpha1.IPAddress{}
+	err := d.w.Get(ctx, types.NamespacedName{Name: addrName}, a)
+	if apierrors.IsNotFound(err) {
+		err = d.w.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, a)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return ledgerFree, nil, nil
+	case err != nil:
+		return ledgerFree, nil, err
+	case a.DeletionTimestamp != nil:
+		return ledgerGoing, a, nil
+	case !isOurWarm(a, d.c.Name):
+		return ledgerTaken, a, nil
+	}
+	return ledgerOurs, a, nil
+}
+
+// recordEntry labels and pins the placeholder, without a sharing key (as a
+// claim's: the claim the address is bound to later gets a key on its hold
+// only for a shared handoff), then creates the Available IPAddress unless
+// judge found it.
+func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip {
+		if err := patch.Meta(ctx, d.w.Client, ph, func() {
+			ph.Labels[names.LabelAddress] = addrName
+			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+		}); err != nil {
+			return ledgerFree, nil, fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
+		}
+	}
+	if entry != nil {
+		return ledgerOurs, entry, nil
+	}
+	a := renderWarmAddress(d.c, ip, addrName)
+	switch created, err := patch.CreateAndWait(ctx, d.w.Client, d.w.APIReader, a, cacheWait); {
+	case !created && err == nil:
+		return ledgerFree, nil, nil // someone was faster; the next pass asks the ledger again
+	case !created:
+		return ledgerFree, nil, fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
+	case err != nil:
+		return ledgerFree, nil, err
+	}
+	d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmRecorded, msgWarmRecorded(d.f, ip, addrName))
+	allocationsTotal.WithLabelValues(d.c.Name, string(d.f), resultWarm).Inc()
+	return ledgerOurs, a, nil
+}
+
+// handOver makes the placeholder the hold placeholder of a, owned by it.
+func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
+	return func() {
+		if !ownedByAddress(ph, a.Name) {
+			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
+		}
+		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+	}
+}
+
+func (d warmDraw) report(ctx context.Context, n drawNews) phase.Result {
+	logger := log.FromContext(ctx)
+	switch n.kind {
+	case newsCreated:
+		logger.V(1).Info("created warm placeholder", "class", d.c.Name, "family", d.f, "placeholder", n.ph.Name)
+	case newsEntryGoing:
+		logger.V(1).Info("the address MetalLB gave a warm placeholder is still being torn down; waiting",
+			"placeholder", n.ph.Name, "ipaddress", n.entry.Name)
+	case newsGaveBack:
+		d.w.pauses.gaveBack(warmKey(d.c.Name, d.f), n.ip, time.Now())
+		d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmReturned, msgWarmReturned(d.f, n.ip, n.entry))
+	case newsHandedOver:
+		logger.Info("recorded warm address", "class", d.c.Name, "family", d.f, "ip", n.ip, "ipaddress", n.entry.Name)
+	}
+	return phase.Next()
+}

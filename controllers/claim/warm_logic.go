@@ -1,0 +1,187 @@
+package claim
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+// warmTarget is how many warm addresses of each family a class asks for
+// (-1 when its parameters do not parse: keep what is there), its ranges,
+// and whether the driver serves it (exists, ours, not being deleted).
+func warmTarget(c *iadv1alpha1.IPAddressClass) (int, []classparams.AddressRange, bool) {
+	if c == nil || c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
+		return 0, nil, false
+	}
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return -1, nil, true
+	}
+	return int(p.WarmAddresses), p.Addresses, true
+}
+
+// warmPlan is what one family of a class needs.
+type warmPlan struct {
+	create int  // placeholders to draw
+	full   bool // the ranges lack room for all that is missing
+	// record are the placeholders MetalLB gave an address in the ranges.
+	record           []*corev1.Service
+	dropPlaceholders []*corev1.Service
+	dropAddresses    []*iadv1alpha1.IPAddress
+}
+
+// isWarm reports whether an address counts as warm: from the class's
+// ranges, unbound, not being deleted, Available or not yet phased.
+func isWarm(a *iadv1alpha1.IPAddress) bool {
+	return a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil && a.Spec.Source.FromClass != nil &&
+		(a.Status.Phase == "" || a.Status.Phase == iadv1alpha1.AddressAvailable)
+}
+
+// isOurWarm reports whether a is a warm address the driver recorded for
+// the class and nobody took since: only then may a placeholder hold it.
+func isOurWarm(a *iadv1alpha1.IPAddress, className string) bool {
+	return a.Labels[names.LabelWarm] == "true" && a.Spec.ClassName == className && a.Spec.ClaimRef == nil &&
+		a.Status.AssociatedTo == nil && a.Spec.Source.FromClass != nil
+}
+
+// planWarm decides what family f of a class needs from its target, the
+// room in its ranges (size), its addresses and warm placeholders.
+//
+// After an edit of the ranges the pool keeps the old ones while an address
+// lies outside the new. Then the driver's warm addresses outside are
+// dropped, nothing new is asked of MetalLB and strays are given back; once
+// every address is inside, a stray waits for the new pool to move it.
+func planWarm(f iadv1alpha1.IPFamily, target int, size float64, ranges []classparams.AddressRange,
+	addrs []iadv1alpha1.IPAddress, phs []*corev1.Service) warmPlan {
+	warm, outside, used, shrinking := warmLedger(f, ranges, addrs)
+	waiting, assigned, strays := warmDraws(f, ranges, phs)
+	slices.SortFunc(outside, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(a.Name, b.Name) })
+	p := warmPlan{record: assigned, dropAddresses: outside}
+	if shrinking {
+		p.dropPlaceholders = append(waiting, strays...)
+		return p
+	}
+	have := len(warm) + len(waiting) + len(assigned) + len(strays)
+	switch {
+	case have < target:
+		room := int(size) - used - len(waiting) - len(assigned)
+		p.create = min(target-have, max(room, 0))
+		p.full = p.create < target-have
+	case have > target:
+		surplus := have - target
+		n := min(surplus, len(waiting))
+		p.dropPlaceholders = waiting[:n]
+		ours := oursLastFirst(warm)
+		p.dropAddresses = ours[:min(surplus-n, len(ours))]
+	}
+	return p
+}
+
+// warmLedger sorts a class's addresses of family f: warm ones inside the
+// ranges, the driver's warm ones outside, how many others take room, and
+// whether a live address lies outside (shrinking).
+func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs []iadv1alpha1.IPAddress) (
+	warm, outside []*iadv1alpha1.IPAddress, used int, shrinking bool) {
+	for i := range addrs {
+		a := &addrs[i]
+		if addressFamily(a.Spec.Address) != f {
+			continue
+		}
+		ours := isWarm(a) && a.Labels[names.LabelWarm] == "true"
+		switch {
+		case !inRanges(ranges, a.Spec.Address) && ours:
+			outside = append(outside, a)
+			shrinking = true
+		case !inRanges(ranges, a.Spec.Address):
+			shrinking = shrinking || a.DeletionTimestamp == nil
+			used++
+		default:
+			used++
+			if isWarm(a) {
+				warm = append(warm, a)
+			}
+		}
+	}
+	return warm, outside, used, shrinking
+}
+
+// warmDraws sorts a class's live warm placeholders of family f: waiting
+// for MetalLB, assigned an address in the ranges, or outside them.
+func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []*corev1.Service) (waiting, assigned, strays []*corev1.Service) {
+	for _, ph := range phs {
+		if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
+			continue
+		}
+		switch ip := assignedIP(ph, f); {
+		case ip == "":
+			waiting = append(waiting, ph)
+		case !inRanges(ranges, ip):
+			strays = append(strays, ph)
+		default:
+			assigned = append(assigned, ph)
+		}
+	}
+	return waiting, assigned, strays
+}
+
+// oursLastFirst keeps the warm addresses the driver recorded (an admin's
+// is not ours to delete), last names first: the core binds the first.
+func oursLastFirst(warm []*iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
+	var ours []*iadv1alpha1.IPAddress
+	for _, a := range warm {
+		if a.Labels[names.LabelWarm] == "true" {
+			ours = append(ours, a)
+		}
+	}
+	slices.SortFunc(ours, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(b.Name, a.Name) })
+	return ours
+}
+
+// inRanges reports whether ip lies in one of the ranges.
+func inRanges(ranges []classparams.AddressRange, ip string) bool {
+	a, err := names.ParseAddress(ip)
+	return err == nil && classparams.Contains(ranges, a)
+}
+
+// renderWarmPlaceholder is a placeholder of no claim drawing from the
+// class pool, named by the API server.
+func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    namespace,
+			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
+			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm, names.LabelGrant: className},
+			Annotations: map[string]string{
+				names.MetalLBAddressPool: names.PoolName(className),
+				names.AnnotationFamily:   string(f),
+				names.AnnotationClass:    className,
+			},
+		},
+		Spec: placeholder.Spec(serviceFamily(f)),
+	}
+}
+
+// renderWarmAddress is the IPAddress recording a warm address: no
+// claimRef, so the core makes it Available for the next claim.
+func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Labels:     map[string]string{names.LabelWarm: "true"},
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     c.Name,
+			ReclaimPolicy: reclaimPolicy(c),
+			Source:        iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+}

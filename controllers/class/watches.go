@@ -1,0 +1,133 @@
+package class
+
+import (
+	"context"
+	"strings"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// addressToClass maps an IPAddress to its class: a class refused because
+// it would drop addresses in use is rendered once they are gone.
+func addressToClass(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*iadv1alpha1.IPAddress)
+	if !ok || a.Spec.ClassName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}
+}
+
+// ledgerChanged passes the IPAddress events that can change what a class
+// change drops, or what its refusal says (ledgerEntryChanged): a refusal
+// decided before the cache saw an attachment is told again, naming the
+// Service.
+var ledgerChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return true },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*iadv1alpha1.IPAddress), e.ObjectNew.(*iadv1alpha1.IPAddress)
+		return ledgerEntryChanged(o, n)
+	},
+}
+
+// ledgerEntryChanged tells whether an IPAddress changed in what a class
+// change drops or what DroppedMessage says about it.
+func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
+	return (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		o.Spec.ClassName != n.Spec.ClassName ||
+		!equality.Semantic.DeepEqual(o.Spec.ClaimRef, n.Spec.ClaimRef) ||
+		!equality.Semantic.DeepEqual(o.Status.AssociatedTo, n.Status.AssociatedTo)
+}
+
+// renderedToClass maps a MetalLB object to the class it was rendered for
+// (by label and by controller reference) and to the class whose name it
+// bears (iad-<class>), which someone else's object may block.
+func (r *Reconciler) renderedToClass(_ context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.MetalLBNamespace {
+		return nil
+	}
+	set := map[string]bool{}
+	if class, ok := strings.CutPrefix(o.GetName(), names.PoolName("")); ok && class != "" {
+		set[class] = true
+	}
+	if o.GetLabels()[LabelManagedBy] == ManagedBy && o.GetLabels()[LabelClass] != "" {
+		set[o.GetLabels()[LabelClass]] = true
+	}
+	if ref := metav1.GetControllerOf(o); ref != nil && isClassRef(*ref) {
+		set[ref.Name] = true
+	}
+	out := make([]reconcile.Request, 0, len(set))
+	for name := range set {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
+}
+
+// poolToClasses maps a pool to its class and, since a pool can settle or
+// cause an overlap, to every class of the driver.
+func (r *Reconciler) poolToClasses(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.MetalLBNamespace {
+		return nil
+	}
+	return append(r.renderedToClass(ctx, o), r.ourClasses(ctx, "")...)
+}
+
+// addressToClass maps an address to its class while the class's pool does
+// not require the grant label yet: its Granted condition may be the last
+// one the class waits for.
+func (r *Reconciler) addressToClass(ctx context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*iadv1alpha1.IPAddress)
+	if !ok || a.Spec.ClassName == "" {
+		return nil
+	}
+	pool := &metallbv1beta1.IPAddressPool{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && classparams.RequiresGrant(pool, a.Spec.ClassName) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}
+}
+
+// otherClasses maps a class event to every other class of the driver.
+func (r *Reconciler) otherClasses(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.ourClasses(ctx, o.GetName())
+}
+
+// ourClasses lists this driver's classes from the cache, except skip.
+func (r *Reconciler) ourClasses(ctx context.Context, skip string) []reconcile.Request {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list IPAddressClasses from the cache")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range classes.Items {
+		if c.Spec.Provisioner == names.Provisioner && c.Name != skip {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+		}
+	}
+	return out
+}
+
+// ownerRefsChanged passes updates that change the owner references (a
+// hand-removed controller reference is repaired).
+var ownerRefsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
+	},
+}

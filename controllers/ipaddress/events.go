@@ -1,0 +1,146 @@
+package ipaddress
+
+import (
+	"fmt"
+
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Event reasons the IPAddress controller records; people and alerts match
+// on them. Each says what it is about and on what it is recorded.
+const (
+	ReasonHoldCreated           = "HoldCreated"           // Normal, address: a hold placeholder was created
+	ReasonHoldReleased          = "HoldReleased"          // Normal, address: placeholders deleted for an attached workload
+	ReasonPinRepaired           = "PinRepaired"           // Normal, address: a placeholder's pin was corrected
+	ReasonAssociationCleared    = "AssociationCleared"    // Normal, address: associatedTo named a Service that is gone
+	ReasonAddressTakenElsewhere = "AddressTakenElsewhere" // Warning, address: another Service holds it, the placeholder cannot
+	ReasonConflictResolved      = "ConflictResolved"      // Normal, address: no unauthorized holder left; phase handed back
+	ReasonPinWithdrawn          = "PinWithdrawn"          // Normal, Service: the address was deleted and the driver's pin withdrawn
+	ReasonReleasing             = "Releasing"             // Normal, Service: the address is being deleted while the Service holds it (the Service controller's reason too)
+	ReasonInvalidAddress        = "InvalidAddress"        // Warning, address: spec.address is not an IP
+	ReasonAddressLost           = "AddressLost"           // Warning, address, claim, attached Service: MetalLB's configuration lacks the address
+	ReasonAddressRecovered      = "AddressRecovered"      // Normal, the same: the class's pool contains it again
+	ReasonAttachmentRefused     = "AttachmentRefused"     // Warning, address and Service: MetalLB refused the pinned attached Service
+)
+
+// Messages of Events and conditions, one function each so their text is
+// tested.
+
+func workloadName(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name)
+}
+
+// byClaim names the claim an address was bound to, for messages.
+func byClaim(a *iadv1alpha1.IPAddress) string {
+	if ref := a.Spec.ClaimRef; ref != nil && ref.Name != "" {
+		return fmt.Sprintf(" (claim %s/%s)", ref.Namespace, ref.Name)
+	}
+	return ""
+}
+
+func msgClassGone(a *iadv1alpha1.IPAddress, metallbNamespace string, pool *metallbv1beta1.IPAddressPool) string {
+	return fmt.Sprintf("IPAddressClass %s was deleted; IPAddressPool %s/%s is kept for the addresses still recorded under that name, "+
+		"so this address stays reserved (and attached, if it is) until it is released; no new claim gets an address of the class",
+		a.Spec.ClassName, metallbNamespace, pool.Name)
+}
+
+func msgReleased(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("No placeholder holds the address: it is released for %s", workloadName(w))
+}
+
+func msgWaiting(ip, namespace, name string) string {
+	return fmt.Sprintf("Waiting for MetalLB to assign %s to placeholder Service %s/%s", ip, namespace, name)
+}
+
+func msgPlaceholderGoing(ip string) string {
+	return fmt.Sprintf("The placeholder of %s is being deleted; a new one is created once it is gone", ip)
+}
+
+func msgHeld(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s", ip, s.Namespace, s.Name)
+}
+
+func msgBeingHandedOver(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("MetalLB assigned %s to the claim's allocation placeholder %s/%s, which is being handed over to this address", ip, s.Namespace, s.Name)
+}
+
+func msgImporting(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Service %s/%s holds %s and is being imported into the address's claim; it keeps the address, so no placeholder is created", s.Namespace, s.Name, ip)
+}
+
+func msgTakenElsewhere(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's authority, so the placeholder cannot; "+
+		"the driver keeps the placeholder pinned to %s and never substitutes another address", s.Namespace, s.Name, ip, ip)
+}
+
+func msgWaitingForRelease(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Waiting for Service %s/%s, which this address's binding authorizes, to release %s to the placeholder",
+		s.Namespace, s.Name, ip)
+}
+
+func msgWaitingToShare(ip string, ph, s *corev1.Service) string {
+	return fmt.Sprintf("Waiting for MetalLB to let placeholder Service %s/%s share %s with Service %s/%s, which this address's binding authorizes (shared handoff)",
+		ph.Namespace, ph.Name, ip, s.Namespace, s.Name)
+}
+
+func msgHeldByOtherPlaceholder(ip string, s *corev1.Service) string {
+	return fmt.Sprintf("Placeholder Service %s/%s of another claim got %s while it was unheld; waiting for the claim controller to give it back",
+		s.Namespace, s.Name, ip)
+}
+
+func msgSharedWithWorkload(ip string, s *corev1.Service, w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("MetalLB assigned %s to placeholder Service %s/%s, which shares it with %s, the address is attached to (shared attachment): "+
+		"detaching or deleting that Service leaves the address held", ip, s.Namespace, s.Name, workloadName(w))
+}
+
+func msgWaitingToShareAttached(ip, namespace, name string, w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("Waiting for MetalLB to let placeholder Service %s/%s share %s with %s, the address is attached to (shared attachment)",
+		namespace, name, ip, workloadName(w))
+}
+
+func msgHoldCreated(ip, namespace, name string) string {
+	return fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached", namespace, name, ip)
+}
+
+func msgHoldReleased(w *iadv1alpha1.WorkloadReference, n int) string {
+	return fmt.Sprintf("Deleted %d placeholder Service(s) to release the address for %s", n, workloadName(w))
+}
+
+func msgPinRepaired(s *corev1.Service, ip string) string {
+	return fmt.Sprintf("Placeholder Service %s/%s was pinned to %q; re-pinned it to %s", s.Namespace, s.Name,
+		s.Annotations[names.MetalLBLoadBalancerIPs], ip)
+}
+
+func msgAssociationCleared(w *iadv1alpha1.WorkloadReference) string {
+	return fmt.Sprintf("%s no longer exists: cleared the association and re-armed the hold", workloadName(w))
+}
+
+func msgConflictResolved(phase iadv1alpha1.IPAddressPhase) string {
+	return fmt.Sprintf("No Service holds the address without authority any more; phase handed back to %s", phase)
+}
+
+func msgPinWithdrawn(a *iadv1alpha1.IPAddress, ip string) string {
+	return fmt.Sprintf("IPAddress %s (%s) was given up%s: address given up, Service detached (the driver's pin is removed)", a.Name, ip, byClaim(a))
+}
+
+func msgTeardownReleasing(a *iadv1alpha1.IPAddress, ip, release string) string {
+	return fmt.Sprintf("IPAddress %s (%s) is being given up%s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		a.Name, ip, byClaim(a), release)
+}
+
+func msgInvalidAddress(address string, err error) string {
+	return fmt.Sprintf("spec.address %q is not an IP address (%v); nothing can hold it", address, err)
+}
+
+func msgAddressLostOn(a *iadv1alpha1.IPAddress, message string) string {
+	return fmt.Sprintf("IPAddress %s (%s) is Lost: %s", a.Name, a.Spec.Address, message)
+}
+
+func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phase iadv1alpha1.IPAddressPhase) string {
+	return fmt.Sprintf("IPAddressPool %s/%s contains %s again: IPAddress %s is %s again and keeps the same IP",
+		metallbNamespace, names.PoolName(a.Spec.ClassName), a.Spec.Address, a.Name, phase)
+}

@@ -1,0 +1,376 @@
+package ipaddress
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// heldState is a value of the Held condition.
+type heldState struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+func waiting(msg string) *heldState {
+	return &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
+}
+
+func released(w *iadv1alpha1.WorkloadReference) *heldState {
+	return &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
+}
+
+// holdPlan is what the holding invariant asks for in one pass.
+type holdPlan struct {
+	Create bool              // create the hold placeholder
+	Repair []*corev1.Service // pin, grant label or key not the address's
+	Key    string            // the placeholders' sharing key (holdKey), "" for none
+	Delete []*corev1.Service // for a workload that cannot share, or surplus
+	// Held is the condition to report; nil leaves it as it is.
+	Held *heldState
+	// TakenBy holds the address without authority, so the hold cannot.
+	TakenBy *corev1.Service
+}
+
+// planHold decides what the holding invariant asks for. placeholders are
+// the address's own, holders every Service MetalLB assigned ip to, attached
+// the Service associatedTo names (nil when the cache does not show it),
+// attaching the one the attach grant names.
+func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
+	live := liveOnly(placeholders)
+	if len(placeholders) == 0 {
+		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
+			return planRecording(a, ip, ph)
+		}
+	}
+	if w := a.Status.AssociatedTo; w != nil {
+		return planAttached(a, ip, placeholderNamespace, w, attached, live, len(placeholders))
+	}
+	switch {
+	case len(placeholders) == 0:
+		return planMissing(a, ip, placeholderNamespace, holders, attaching)
+	case len(live) == 0:
+		return holdPlan{Held: waiting(msgPlaceholderGoing(ip))}
+	}
+	p := holdPlan{Key: holdKey(a, live, sharing(a, attaching, holders, placeholders))}
+	var holder *corev1.Service
+	if p.Repair, holder = repairsAndHolder(a, ip, p.Key, live); holder != nil {
+		p.Delete = surplus(ip, live, holder)
+		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, holder)}
+		return p
+	}
+	p.Held, p.TakenBy = unheld(a, ip, placeholderNamespace, placeholders, live, holders)
+	return p
+}
+
+// liveOnly are the placeholders not being deleted.
+func liveOnly(placeholders []corev1.Service) []*corev1.Service {
+	var live []*corev1.Service
+	for i := range placeholders {
+		if placeholders[i].DeletionTimestamp == nil {
+			live = append(live, &placeholders[i])
+		}
+	}
+	return live
+}
+
+// planRecording plans an address whose claim's allocation placeholder holds
+// it and is not handed over yet: the claim controller records the address
+// first, so neither a hold nor a release is due.
+func planRecording(a *iadv1alpha1.IPAddress, ip string, ph *corev1.Service) holdPlan {
+	if a.Status.AssociatedTo != nil {
+		return holdPlan{Held: waiting(msgBeingHandedOver(ip, ph))}
+	}
+	return holdPlan{Held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, ph)}}
+}
+
+// planAttached plans an attached address: nothing moves while its Service
+// leaves, the hold stays in a shared attachment, and in the gap handoff the
+// placeholders go. total counts the placeholders, deleting ones included.
+func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
+	switch {
+	case attached != nil && (attached.DeletionTimestamp != nil || binding.LetGo(a, attached)):
+		return planLeaving(a, ip, w, live, total)
+	case binding.SharesHold(a, attached):
+		return planShared(a, ip, placeholderNamespace, w, attached, live, total)
+	case total == 0:
+		return holdPlan{Held: released(w)}
+	}
+	return holdPlan{Delete: live}
+}
+
+// planMissing plans an unattached address without placeholders: a hold is
+// created unless the address is being imported from the Service holding it.
+func planMissing(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, holders []corev1.Service, attaching *corev1.Service) holdPlan {
+	if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
+		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
+	}
+	return holdPlan{Create: true, Key: holdKey(a, nil, sharing(a, attaching, holders, nil)),
+		Held: waiting(msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name)))}
+}
+
+// surplus are the live placeholders besides holder that do not hold ip.
+func surplus(ip string, live []*corev1.Service, holder *corev1.Service) []*corev1.Service {
+	var out []*corev1.Service
+	for _, s := range live {
+		if s != holder && !binding.Holds(s, ip) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// unheld is the Held condition of an unattached address none of whose live
+// placeholders holds it, by who does: a Service without the binding's
+// authority (returned too), one with it, another claim's placeholder, or
+// nobody.
+func unheld(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
+	ours := map[string]bool{}
+	for i := range placeholders {
+		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
+	}
+	var waitingFor, otherPlaceholder *corev1.Service
+	for i := range holders {
+		s := &holders[i]
+		switch {
+		case ours[s.Namespace+"/"+s.Name]:
+		case s.Namespace == placeholderNamespace:
+			// Another claim's allocation placeholder got the address while
+			// it was unheld; its claim controller gives it back.
+			if otherPlaceholder == nil {
+				otherPlaceholder = s
+			}
+		case !authorized(a, s):
+			return &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}, s
+		case waitingFor == nil:
+			waitingFor = s
+		}
+	}
+	switch {
+	case waitingFor != nil && keyedExactly(waitingFor, binding.SharingKey(a)):
+		return waiting(msgWaitingToShare(ip, live[0], waitingFor)), nil
+	case waitingFor != nil:
+		return waiting(msgWaitingForRelease(ip, waitingFor)), nil
+	case otherPlaceholder != nil:
+		return waiting(msgHeldByOtherPlaceholder(ip, otherPlaceholder)), nil
+	}
+	return waiting(msgWaiting(ip, live[0].Namespace, live[0].Name)), nil
+}
+
+// recordingPlaceholder returns the allocation placeholder of the claim a
+// is bound to (by uid) that MetalLB assigned ip and that is not handed over
+// to a yet (labelled with another address or none); nil when there is none.
+func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, holders []corev1.Service) *corev1.Service {
+	ref := a.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil
+	}
+	for i := range holders {
+		s := &holders[i]
+		if s.Namespace != placeholderNamespace || s.DeletionTimestamp != nil ||
+			s.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[names.LabelClaimUID] != ref.UID {
+			continue
+		}
+		if l := s.Labels[names.LabelAddress]; (l == "" || l == a.Name) && binding.Holds(s, ip) {
+			return s
+		}
+	}
+	return nil
+}
+
+// planShared plans a shared attachment: the placeholder keeps holding the
+// address beside the Service. A missing one is created once the Service
+// holds the address (it then shares it at once: same key, ports apart).
+func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
+	p := holdPlan{Key: binding.SharingKey(a)}
+	switch {
+	case total == 0 && !binding.Holds(attached, ip):
+		// The Service takes the address first (a gap handoff finished by
+		// a Service that became able to share on the way).
+		p.Held = released(w)
+	case total == 0:
+		p.Create = true
+		p.Held = waiting(msgWaitingToShareAttached(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name), w))
+	case len(live) == 0:
+		p.Held = waiting(msgPlaceholderGoing(ip))
+	default:
+		var holder *corev1.Service
+		if p.Repair, holder = repairsAndHolder(a, ip, p.Key, live); holder == nil {
+			p.Held = waiting(msgWaitingToShareAttached(ip, live[0].Namespace, live[0].Name, w))
+			return p
+		}
+		p.Delete = surplus(ip, live, holder)
+		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, holder, w)}
+	}
+	return p
+}
+
+// planLeaving plans an address whose attached Service is being deleted or
+// was let go (binding.LetGo): nothing is created or deleted, since the
+// association is cleared next; only Held follows what holds the address.
+func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadReference, live []*corev1.Service, total int) holdPlan {
+	for _, s := range live {
+		if binding.Holds(s, ip) {
+			return holdPlan{Held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, s, w)}}
+		}
+	}
+	if total == 0 {
+		return holdPlan{Held: released(w)}
+	}
+	return holdPlan{}
+}
+
+// repairsAndHolder returns, among live placeholders, those to repair (pin,
+// grant label or sharing key not the address's) and the first that holds ip.
+func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
+	for _, s := range live {
+		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
+			repair = append(repair, s)
+		}
+		if holder == nil && binding.Holds(s, ip) {
+			holder = s
+		}
+	}
+	return repair, holder
+}
+
+// holdKey is the sharing key of the hold placeholders: the binding's when a
+// workload shares or is about to share the address with them (share), or
+// when one carries it already (taking a key back costs MetalLB a full pass
+// over every Service, as giving it does); none otherwise, so an unshared
+// claim costs MetalLB one single-Service allocation. A key of another
+// binding is taken away.
+func holdKey(a *iadv1alpha1.IPAddress, live []*corev1.Service, share bool) string {
+	key := binding.SharingKey(a)
+	if share {
+		return key
+	}
+	for _, s := range live {
+		if keyedExactly(s, key) {
+			return key
+		}
+	}
+	return ""
+}
+
+// sharing reports whether a workload is about to share the unattached
+// address with its hold: the Service being attached takes the shared
+// handoff (sharesSoon), or a holder hands the address back in it.
+func sharing(a *iadv1alpha1.IPAddress, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
+	if sharesSoon(a, attaching) {
+		return true
+	}
+	for i := range holders {
+		if handingBack(a, &holders[i], placeholders) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharesSoon reports whether svc, the Service the attach grant names, asks
+// for the claim and can share the address (the Service controller's test):
+// the hold then needs the key before the Service is pinned.
+func sharesSoon(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
+	ref := a.Spec.ClaimRef
+	if svc == nil || svc.DeletionTimestamp != nil || ref == nil || svc.Namespace != ref.Namespace ||
+		strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]) != ref.Name {
+		return false
+	}
+	return binding.ServiceShareProblem(svc) == ""
+}
+
+// pinnedExactly reports whether a Service's MetalLB pin names exactly ip.
+func pinnedExactly(svc *corev1.Service, ip string) bool {
+	pins := names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs])
+	return len(pins) == 1 && pins[0] == ip
+}
+
+// keyedExactly reports whether a placeholder carries exactly the sharing key
+// (none when key is empty) and not the legacy spelling, which MetalLB
+// ignores beside the current one but which would mislead a reader.
+func keyedExactly(svc *corev1.Service, key string) bool {
+	got, ok := svc.Annotations[names.MetalLBAllowSharedIP]
+	_, legacy := svc.Annotations[names.MetalLBLegacyAllowSharedIP]
+	if key == "" {
+		return !ok && !legacy
+	}
+	return ok && got == key && !legacy
+}
+
+// repairedAnnotations is a placeholder's annotations pinned to exactly ip,
+// with exactly the sharing key and no legacy key. The input is not modified.
+func repairedAnnotations(in map[string]string, ip, key string) map[string]string {
+	out := make(map[string]string, len(in)+2)
+	for k, v := range in {
+		out[k] = v
+	}
+	out[names.MetalLBLoadBalancerIPs] = ip
+	if key != "" {
+		out[names.MetalLBAllowSharedIP] = key
+	} else {
+		delete(out, names.MetalLBAllowSharedIP)
+	}
+	delete(out, names.MetalLBLegacyAllowSharedIP)
+	return out
+}
+
+// grantedLabels is a placeholder's labels with the class's grant label.
+// The input is not modified.
+func grantedLabels(in map[string]string, class string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	out[names.LabelGrant] = class
+	return out
+}
+
+// alreadyReleased reports whether the address reports its hold released.
+func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
+}
+
+// recheckAttached reports whether the plan drops an attached address's
+// placeholders for the gap handoff. The cache may miss the key written
+// before the association (a shared attachment keeps its hold), or a detach
+// that cleared the association before the key: the API server is asked.
+func recheckAttached(a *iadv1alpha1.IPAddress, p holdPlan, attached *corev1.Service) bool {
+	return a.Status.AssociatedTo != nil && len(p.Delete) > 0 && !binding.SharesHold(a, attached)
+}
+
+// recheckPlaceholders reports whether the plan creates a placeholder or
+// newly reports the hold released (the Service controller pins on that):
+// the API server is asked first whether the cache missed a placeholder.
+func recheckPlaceholders(a *iadv1alpha1.IPAddress, p holdPlan) bool {
+	return p.Create || (p.Held != nil && p.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a))
+}
+
+// releasedFor is the workload the HoldReleased Event names once deleted
+// placeholders went for it; nil when there is no Event to record.
+func releasedFor(a *iadv1alpha1.IPAddress, attached *corev1.Service, deleted int) *iadv1alpha1.WorkloadReference {
+	if w := a.Status.AssociatedTo; w != nil && deleted > 0 && !binding.SharesHold(a, attached) {
+		return w
+	}
+	return nil
+}
+
+// rightfulHolder is the workload that should hold the address beside its
+// placeholders: the attached Service or, while a shared handoff attaches
+// the address, the Service being attached (MetalLB may refuse it for an
+// allocation kept from a former holder with the same key and port).
+func rightfulHolder(a *iadv1alpha1.IPAddress, attached, attaching *corev1.Service) *corev1.Service {
+	if a.Status.AssociatedTo == nil && binding.SharesHold(a, attaching) {
+		return attaching
+	}
+	return attached
+}

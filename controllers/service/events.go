@@ -1,0 +1,185 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// Event reasons the service controller records, on Services, IPAddresses,
+// claims and classes. They are stable: people and alerts match on them.
+const (
+	// ReasonAssociated (Normal): the Service is pinned to the claim's addresses.
+	ReasonAssociated = "Associated"
+	// ReasonDetached (Normal): the Service no longer carries the claim's
+	// addresses; they stay bound to the claim unless given up.
+	ReasonDetached = "Detached"
+	// ReasonReleasing (Normal): MetalLB is being made to take the addresses back.
+	ReasonReleasing = "Releasing"
+	// ReasonHandingBack (Normal): a detached Service shares the addresses
+	// with their placeholders until one holds them again.
+	ReasonHandingBack = "HandingBack"
+	// ReasonClaimNotFound (Warning): the annotation names no claim of the namespace.
+	ReasonClaimNotFound = "ClaimNotFound"
+	// ReasonClaimDeleted (Normal): the claim is being deleted; the Service is detached.
+	ReasonClaimDeleted = "ClaimDeleted"
+	// ReasonClaimNotBound (Normal): the claim has no addresses yet.
+	ReasonClaimNotBound = "ClaimNotBound"
+	// ReasonClaimNotServed (Warning): the claim's addresses are another driver's.
+	ReasonClaimNotServed = "ClaimNotServed"
+	// ReasonClaimAlreadyAssociated (Warning): another Service carries the claim.
+	ReasonClaimAlreadyAssociated = "ClaimAlreadyAssociated"
+	// ReasonWaitingForDetach (Normal): the claim is still being detached
+	// from another Service; this one gets it after.
+	ReasonWaitingForDetach = "WaitingForDetach"
+	// ReasonNotLoadBalancer (Warning): MetalLB serves only LoadBalancer Services.
+	ReasonNotLoadBalancer = "NotLoadBalancer"
+	// ReasonFamilyMismatch (Warning): the claim's families do not fit the Service's.
+	ReasonFamilyMismatch = "FamilyMismatch"
+	// ReasonPinnedByHand (Warning): a MetalLB pin the driver did not write
+	// names other addresses.
+	ReasonPinnedByHand = "PinnedByHand"
+	// ReasonAddressConflict (Warning): a Service holds a ledger address its
+	// binding does not authorize.
+	ReasonAddressConflict = "AddressConflict"
+	// ReasonPoolRequestTakenOver (Normal): the Service's own MetalLB pool
+	// request went in the same write as the driver's pin.
+	ReasonPoolRequestTakenOver = "PoolRequestTakenOver"
+	// ReasonUnclaimedAddress (Warning, on the Service and the class): the
+	// Service holds an address of a class's ranges that the ledger does not
+	// authorize (unrecorded, or recorded for another binding).
+	ReasonUnclaimedAddress = "UnclaimedAddress"
+)
+
+// Event reasons of the import of addresses MetalLB assigned to plain
+// Services (class parameter adoptExisting).
+const (
+	// ReasonImported (Normal, on the Service, the claim and the IPAddress).
+	ReasonImported = "Imported"
+	// ReasonImportSkippedPartlyInRange (Warning): one of two addresses lies
+	// in the class's ranges.
+	ReasonImportSkippedPartlyInRange = "ImportSkippedPartlyInRange"
+	// ReasonImportSkippedDualStack (Warning): a dual-stack import is not built.
+	ReasonImportSkippedDualStack = "ImportSkippedDualStack"
+	// ReasonImportSkippedSharedIP (Warning): other Services share the address.
+	ReasonImportSkippedSharedIP = "ImportSkippedSharedIP"
+	// ReasonImportSkippedClaimNameTaken (Warning, on the Service and the
+	// claim): a claim of the generated name exists that is not this import's.
+	ReasonImportSkippedClaimNameTaken = "ImportSkippedClaimNameTaken"
+	// ReasonImportSkippedPinMismatch (Warning): the owner's pin names
+	// another address.
+	ReasonImportSkippedPinMismatch = "ImportSkippedPinMismatch"
+	// ReasonImportFailed (Warning): an import step failed; it is retried.
+	ReasonImportFailed = "ImportFailed"
+)
+
+// msgAssociated is the Associated Event's message on the Service. problem
+// is ShareProblem's answer for a gap handoff.
+func msgAssociated(claim, pin, mode, problem string) string {
+	if mode == ModeShared {
+		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shares the address with its placeholder, which keeps holding it while attached, so it is never unheld, not even when the Service is detached or deleted)", claim, pin)
+	}
+	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
+}
+
+func msgAssociatedAddress(namespace, name, claim, mode string) string {
+	return fmt.Sprintf("Attached to Service %s/%s (claim %s/%s, %s handoff)", namespace, name, namespace, claim, mode)
+}
+
+// msgReleasing is the Releasing Event's message; release "" is a release
+// by withdrawing the grant label.
+func msgReleasing(ips []string, release, mode string) string {
+	if release == "" {
+		how := ""
+		if mode == ModeShared {
+			how = " (shared handoff: a placeholder holds the address)"
+		}
+		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and the grant label %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
+			strings.Join(ips, ","), how, names.LabelGrant)
+	}
+	if mode == ModeShared {
+		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+			strings.Join(ips, ","), release)
+	}
+	return fmt.Sprintf("Detaching %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		strings.Join(ips, ","), release)
+}
+
+// msgLettingGo is the Releasing Event's message of a detach in one write
+// (binding.LetGo).
+func msgLettingGo(ips []string, mode string) string {
+	how := ""
+	if mode == ModeShared {
+		how = " (shared handoff: a placeholder keeps holding the address)"
+	}
+	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and the grant label %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
+		strings.Join(ips, ","), how, names.LabelGrant)
+}
+
+func msgGivingUp(claim string, ips []string, release string) string {
+	return fmt.Sprintf("Claim %q gave up %s: the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
+		claim, strings.Join(ips, ","), release)
+}
+
+func msgGivenUp(claim string, ips []string) string {
+	return fmt.Sprintf("Claim %q gave up %s: address given up, Service detached (the driver's pin is removed)", claim, strings.Join(ips, ","))
+}
+
+func msgGivenUpAddress(namespace, name string) string {
+	return fmt.Sprintf("Detached from Service %s/%s: the address is given up", namespace, name)
+}
+
+func msgHandingBack(ips []string) string {
+	return fmt.Sprintf("Detaching %s (shared handoff): the Service keeps the address, shared with a placeholder, until a placeholder holds it again; then MetalLB takes it back from the Service",
+		strings.Join(ips, ","))
+}
+
+func msgPoolRequestTakenOver(took, pin string) string {
+	return fmt.Sprintf("Removed %s in the same write as the driver's pin to %s: MetalLB refuses a pin to an address the named pool does not hold, "+
+		"so the request would take the address away as soon as that pool changes; the old value is kept in annotation %s",
+		took, pin, names.AnnotationOwnerPool)
+}
+
+func msgUnclaimedService(g grab) string {
+	how := fmt.Sprintf("create an IPAddressClaim with className %s in this namespace and set the annotation %s: <claim name> on this Service (drop metallb.io/address-pool and metallb.io/loadBalancerIPs)",
+		g.Class, iadv1alpha1.ServiceClaimAnnotation)
+	if g.Address == "" {
+		return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s, without a claim: addresses of this class are given out only through claims. To hold one, %s", g.IP, g.Class, how)
+	}
+	return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s recorded as IPAddress %s, which does not authorize this Service. To hold an address of this class, %s", g.IP, g.Class, g.Address, how)
+}
+
+func msgUnclaimedClass(svc *corev1.Service, g grab) string {
+	if g.Address == "" {
+		return fmt.Sprintf("Service %s/%s holds %s of this class without a claim (no IPAddress records it): the class's capacity shrinks and claims are bypassed", svc.Namespace, svc.Name, g.IP)
+	}
+	return fmt.Sprintf("Service %s/%s holds %s of this class (IPAddress %s) without its binding's authority", svc.Namespace, svc.Name, g.IP, g.Address)
+}
+
+func msgImportedService(p ImportPlan, namespace string) string {
+	how := "the driver pinned it there"
+	if p.HandPin != "" {
+		how = "its own pin stays and stays the owner's"
+	}
+	return fmt.Sprintf("Imported %s, which MetalLB had assigned to this Service, into IPAddressClaim %s/%s (IPAddress %s, IPAddressClass %s): "+
+		"the Service keeps the address and is attached through the claim; %s", p.IP, namespace, p.ClaimName, p.AddressName, p.Class.Name, how)
+}
+
+func msgImportedClaim(p ImportPlan, namespace, service string) string {
+	return fmt.Sprintf("Generated to import %s from Service %s/%s (IPAddress %s, IPAddressClass %s); deleting this claim gives the address up",
+		p.IP, namespace, service, p.AddressName, p.Class.Name)
+}
+
+func msgImportedAddress(p ImportPlan, namespace, service string) string {
+	return fmt.Sprintf("Imported from Service %s/%s, to which MetalLB had assigned it; bound to generated claim %s/%s and attached to the Service",
+		namespace, service, namespace, p.ClaimName)
+}
+
+func msgClaimNameTaken(p ImportPlan, namespace, service string) string {
+	return fmt.Sprintf("The driver would generate this claim to import %s from Service %s/%s, but it exists and was not generated for that Service; the import is skipped",
+		p.IP, namespace, service)
+}
