@@ -276,7 +276,9 @@ func TestIPv4ClaimIsRecorded(t *testing.T) {
 	assert.Empty(t, cur.Finalizers)
 
 	// Counted right after the hand-over the wait saw.
-	assert.Eventually(t, func() bool { return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)) == 1 },
+	assert.Eventually(t, func() bool {
+		return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)) == 1
+	},
 		fixture.Timeout, fixture.Tick, "one recording counted")
 	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, fixture.Timeout, fixture.Tick)
 }

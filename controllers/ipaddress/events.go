@@ -5,26 +5,29 @@ import (
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // Event reasons the IPAddress controller records; people and alerts match
 // on them. Each says what it is about and on what it is recorded.
 const (
-	ReasonHoldCreated           = "HoldCreated"           // Normal, address: a hold placeholder was created
-	ReasonHoldReleased          = "HoldReleased"          // Normal, address: placeholders deleted for an attached workload
-	ReasonPinRepaired           = "PinRepaired"           // Normal, address: a placeholder's pin was corrected
-	ReasonAssociationCleared    = "AssociationCleared"    // Normal, address: associatedTo named a Service that is gone
-	ReasonAddressTakenElsewhere = "AddressTakenElsewhere" // Warning, address: another Service holds it, the placeholder cannot
-	ReasonConflictResolved      = "ConflictResolved"      // Normal, address: no unauthorized holder left; phase handed back
-	ReasonPinWithdrawn          = "PinWithdrawn"          // Normal, Service: the address was deleted and the driver's pin withdrawn
-	ReasonReleasing             = "Releasing"             // Normal, Service: the address is being deleted while the Service holds it (the Service controller's reason too)
-	ReasonInvalidAddress        = "InvalidAddress"        // Warning, address: spec.address is not an IP
-	ReasonAddressLost           = "AddressLost"           // Warning, address, claim, attached Service: MetalLB's configuration lacks the address
-	ReasonAddressRecovered      = "AddressRecovered"      // Normal, the same: the class's pool contains it again
-	ReasonAttachmentRefused     = "AttachmentRefused"     // Warning, address and Service: MetalLB refused the pinned attached Service
+	ReasonHoldCreated            = "HoldCreated"           // Normal, address: a hold placeholder was created
+	ReasonHoldReleased           = "HoldReleased"          // Normal, address: placeholders deleted for an attached workload
+	ReasonPinRepaired            = "PinRepaired"           // Normal, address: a placeholder's pin was corrected
+	ReasonAssociationCleared     = "AssociationCleared"    // Normal, address: associatedTo named a Service that is gone
+	ReasonAddressTakenElsewhere  = "AddressTakenElsewhere" // Warning, address: another Service holds it, the placeholder cannot
+	ReasonConflictResolved       = "ConflictResolved"      // Normal, address: no unauthorized holder left; phase handed back
+	ReasonPinWithdrawn           = "PinWithdrawn"          // Normal, Service: the address was deleted and the driver's pin withdrawn
+	ReasonReleasing              = "Releasing"             // Normal, Service: the address is being deleted while the Service holds it (the Service controller's reason too)
+	ReasonInvalidAddress         = "InvalidAddress"        // Warning, address: spec.address is not an IP
+	ReasonAddressLost            = "AddressLost"           // Warning, address, claim, attached Service: MetalLB's configuration lacks the address
+	ReasonAddressRecovered       = "AddressRecovered"      // Normal, the same: the class's pool contains it again
+	ReasonAttachmentRefused      = "AttachmentRefused"     // Warning, address and Service: MetalLB refused the pinned attached Service
+	ReasonStaleAllocationCleared = stale.ReasonCleared     // Normal, address: MetalLB's booking for a Service that is gone was cleared
 )
 
 // Messages of Events and conditions, one function each so their text is
@@ -143,4 +146,9 @@ func msgAddressLostOn(a *iadv1alpha1.IPAddress, message string) string {
 func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phase iadv1alpha1.IPAddressPhase) string {
 	return fmt.Sprintf("IPAddressPool %s/%s contains %s again: IPAddress %s is %s again and keeps the same IP",
 		metallbNamespace, names.PoolName(a.Spec.ClassName), a.Spec.Address, a.Name, phase)
+}
+
+func msgStaleAllocationCleared(ip string, key types.NamespacedName) string {
+	return fmt.Sprintf("MetalLB still booked %s for Service %s, which no longer exists (MetalLB missed its deletion while it was starting); "+
+		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
 }

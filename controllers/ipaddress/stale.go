@@ -2,7 +2,6 @@ package ipaddress
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -26,9 +25,6 @@ import (
 // name. When the rightful holder of an address holds nothing, nobody else
 // does, and MetalLB's refusal names a Service that does not exist, the
 // controller clears the allocation (stale.Clear).
-
-// ReasonStaleAllocationCleared (Normal, on the IPAddress).
-const ReasonStaleAllocationCleared = stale.ReasonCleared
 
 // maxFormerHolders bounds how many former holders one pass looks at.
 const maxFormerHolders = 8
@@ -276,9 +272,4 @@ func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IP
 	log.FromContext(ctx).Info("cleared a stale MetalLB allocation", "service", key, "ip", ip)
 	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleAllocationCleared(ip, key))
 	return nil
-}
-
-func msgStaleAllocationCleared(ip string, key types.NamespacedName) string {
-	return fmt.Sprintf("MetalLB still booked %s for Service %s, which no longer exists (MetalLB missed its deletion while it was starting); "+
-		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
 }
