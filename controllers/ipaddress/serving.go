@@ -84,7 +84,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 			if h := meta.FindStatusCondition(a.Status.Conditions, conditions.Held); h != nil {
 				since = h.LastTransitionTime.Time
 			}
-			if f := latestAllocationFailure(evs.Items, svc.UID); f != nil && !stale.EventTime(f).Before(since.Truncate(time.Second)) {
+			if f := stale.LatestFailure(evs.Items, svc.UID); f != nil && !stale.EventTime(f).Before(since.Truncate(time.Second)) {
 				refused = f.Message
 			}
 		}

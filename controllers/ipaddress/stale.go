@@ -150,11 +150,6 @@ func handingBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, placeholders []c
 	return keyedExactly(svc, binding.SharingKey(a)) && binding.Authorizes(a, svc)
 }
 
-// latestAllocationFailure is stale.LatestFailure.
-func latestAllocationFailure(evs []corev1.Event, uid types.UID) *corev1.Event {
-	return stale.LatestFailure(evs, uid)
-}
-
 // clearStaleAllocations clears a stale allocation that keeps the address
 // from its rightful holder, and returns when to look again.
 func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service, attached *corev1.Service) (time.Duration, error) {
@@ -172,7 +167,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": metallbAllocationFailed}); err != nil {
 		return 0, err
 	}
-	failure := latestAllocationFailure(evs.Items, blocked.UID)
+	failure := stale.LatestFailure(evs.Items, blocked.UID)
 	if failure == nil {
 		return staleRecheck, nil
 	}

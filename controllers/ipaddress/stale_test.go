@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -99,21 +98,6 @@ func TestBlockedService(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestLatestAllocationFailure(t *testing.T) {
-	at := func(sec int) metav1.Time { return metav1.Time{Time: time.Unix(int64(1000+sec), 0)} }
-	ev := func(reason, uid, msg string, sec int) corev1.Event {
-		return corev1.Event{Reason: reason, Message: msg, LastTimestamp: at(sec), InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}}
-	}
-	evs := []corev1.Event{
-		ev(metallbAllocationFailed, "u1", "old", 1),
-		ev(metallbAllocationFailed, "u1", "new", 5),
-		ev("IPAllocated", "u1", "allocated", 9),
-		ev(metallbAllocationFailed, "u0", "an earlier Service of that name", 9),
-	}
-	assert.Equal(t, "new", latestAllocationFailure(evs, "u1").Message)
-	assert.Nil(t, latestAllocationFailure(evs, "u2"))
 }
 
 func ptrTo[T any](v T) *T { return &v }
