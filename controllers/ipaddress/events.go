@@ -17,6 +17,7 @@ import (
 const (
 	ReasonHoldCreated            = "HoldCreated"           // Normal, address: a hold placeholder was created
 	ReasonHoldReleased           = "HoldReleased"          // Normal, address: placeholders deleted for an attached workload
+	ReasonHoldParked             = "HoldParked"            // Normal, address: placeholders moved to the parking pool for an attached workload
 	ReasonPinRepaired            = "PinRepaired"           // Normal, address: a placeholder's pin was corrected
 	ReasonAssociationCleared     = "AssociationCleared"    // Normal, address: associatedTo named a Service that is gone
 	ReasonAddressTakenElsewhere  = "AddressTakenElsewhere" // Warning, address: another Service holds it, the placeholder cannot
@@ -111,6 +112,21 @@ func msgHoldCreated(ip, namespace, name string) string {
 
 func msgHoldReleased(w *iadv1alpha1.WorkloadReference, n int) string {
 	return fmt.Sprintf("Deleted %d placeholder Service(s) to release the address for %s", n, workloadName(w))
+}
+
+func msgHoldParked(w *iadv1alpha1.WorkloadReference, n int, pool string) string {
+	return fmt.Sprintf("Moved %d placeholder Service(s) to the parking pool %s to release the address for %s (no MetalLB pass over every Service; the placeholder comes back on detach)", n, pool, workloadName(w))
+}
+
+func msgUnparked(s *corev1.Service, ip string) string {
+	return fmt.Sprintf("Placeholder Service %s/%s was parked in %s; pinned it back to %s", s.Namespace, s.Name,
+		s.Annotations[names.MetalLBAddressPool], ip)
+}
+
+// msgParking is the Held message while MetalLB has not yet moved a parked
+// placeholder off the address.
+func msgParking(ip string, s *corev1.Service, pool string) string {
+	return fmt.Sprintf("Waiting for MetalLB to move placeholder Service %s/%s from %s to the parking pool %s", s.Namespace, s.Name, ip, pool)
 }
 
 func msgPinRepaired(s *corev1.Service, ip string) string {

@@ -11,6 +11,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -23,11 +25,12 @@ type holdView struct {
 	cached, placeholders []corev1.Service
 	holders              []corev1.Service
 	attached, attaching  *corev1.Service
+	park                 parkOpt
 	plan                 holdPlan
 }
 
 func (v *holdView) replan(s *scope, placeholderNamespace string) {
-	v.plan = planHold(s.addr, s.ip.String(), placeholderNamespace, v.placeholders, v.holders, v.attached, v.attaching)
+	v.plan = planHold(s.addr, s.ip.String(), placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
 }
 
 // enforceHold makes the placeholders match the holding invariant and sets
@@ -60,6 +63,11 @@ func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phas
 	if v.attaching, err = r.attachingService(ctx, s); err != nil {
 		return nil, phase.Next(), err
 	}
+	pool, err := parking.Get(ctx, r, r.MetalLBNamespace, r.ParkingPool)
+	if err != nil {
+		return nil, phase.Next(), err
+	}
+	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip)}
 	v.replan(s, r.PlaceholderNamespace)
 	if recheckAttached(a, v.plan, v.attached) {
 		fresh, res, err := r.freshAttached(ctx, a)
@@ -134,8 +142,12 @@ func (r *Reconciler) applyHold(ctx context.Context, s *scope, v *holdView) (phas
 	if err != nil {
 		return phase.Next(), err
 	}
-	r.noteHold(s, v, deleted)
-	if v.plan.Create || len(v.plan.Delete) > 0 {
+	parked, err := r.parkPlaceholders(ctx, v.plan.Park)
+	if err != nil {
+		return phase.Next(), err
+	}
+	r.noteHold(s, v, deleted, parked)
+	if v.plan.Create || len(v.plan.Delete) > 0 || len(v.plan.Park) > 0 {
 		return res, nil
 	}
 	again, err := r.clearStaleAllocations(ctx, s, v.cached, rightfulHolder(s.addr, v.attached, v.attaching))
@@ -176,8 +188,12 @@ func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan hold
 	logger := log.FromContext(ctx)
 	for _, ph := range plan.Repair {
 		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
+		pool := ""
+		if parking.Parked(ph, r.ParkingPool) {
+			msg, pool = msgUnparked(ph, ip), names.PoolName(a.Spec.ClassName)
+		}
 		if err := patch.Unlocked(ctx, r, ph, func() {
-			ph.Annotations = repairedAnnotations(ph.Annotations, ip, plan.Key)
+			ph.Annotations = repairedAnnotations(ph.Annotations, ip, plan.Key, pool)
 			ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
 		}); err != nil {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
@@ -210,12 +226,33 @@ func (r *Reconciler) dropPlaceholders(ctx context.Context, phs []*corev1.Service
 	return deleted, nil
 }
 
-// noteHold records HoldReleased and sets Granted and Held in memory, with
-// the AddressTakenElsewhere Warning after the status patch.
-func (r *Reconciler) noteHold(s *scope, v *holdView, deleted int) {
+// parkPlaceholders moves the placeholders it is given to the parking
+// pool, each with an optimistic lock, and counts those it moved.
+func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) (int, error) {
+	parked := 0
+	for _, ph := range phs {
+		err := patch.Meta(ctx, r, ph, func() { ph.Annotations = parking.Annotations(ph.Annotations, r.ParkingPool) })
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return parked, err
+		}
+		log.FromContext(ctx).Info("parked a placeholder", "placeholder", client.ObjectKeyFromObject(ph), "pool", r.ParkingPool)
+		parked++
+	}
+	return parked, nil
+}
+
+// noteHold records HoldReleased or HoldParked and sets Granted and Held in
+// memory, with the AddressTakenElsewhere Warning after the status patch.
+func (r *Reconciler) noteHold(s *scope, v *holdView, deleted, parked int) {
 	a := s.addr
 	if w := releasedFor(a, v.attached, deleted); w != nil {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
+	}
+	if w := releasedFor(a, v.attached, parked); w != nil {
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldParked, msgHoldParked(w, parked, r.ParkingPool))
 	}
 	g := grantState(a, v.holders, r.PlaceholderNamespace)
 	conditions.Set(&a.Status.Conditions, conditions.Granted, g.Status, g.Reason, g.Message, a.Generation)

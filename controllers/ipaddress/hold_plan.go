@@ -1,6 +1,7 @@
 package ipaddress
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
 // heldState is a value of the Held condition.
@@ -28,12 +30,21 @@ func released(w *iadv1alpha1.WorkloadReference) *heldState {
 	return &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
 }
 
+// parkOpt is what the plan knows of parking (internal/parking): the
+// parking pool's name, which marks a parked placeholder, and whether the
+// pool can take a placeholder of the address's family now.
+type parkOpt struct {
+	Pool string
+	Open bool
+}
+
 // holdPlan is what the holding invariant asks for in one pass.
 type holdPlan struct {
 	Create bool              // create the hold placeholder
-	Repair []*corev1.Service // pin, grant label or key not the address's
+	Repair []*corev1.Service // pin, grant label or key not the address's (a parked one comes back)
 	Key    string            // the placeholders' sharing key (holdKey), "" for none
 	Delete []*corev1.Service // for a workload that cannot share, or surplus
+	Park   []*corev1.Service // to step aside to the parking pool for the attached workload
 	// Held is the condition to report; nil leaves it as it is.
 	Held *heldState
 	// TakenBy holds the address without authority, so the hold cannot.
@@ -44,7 +55,7 @@ type holdPlan struct {
 // the address's own, holders every Service MetalLB assigned ip to, attached
 // the Service associatedTo names (nil when the cache does not show it),
 // attaching the one the attach grant names.
-func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
+func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
 	live := liveOnly(placeholders)
 	if len(placeholders) == 0 {
 		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
@@ -52,15 +63,21 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeho
 		}
 	}
 	if w := a.Status.AssociatedTo; w != nil {
-		return planAttached(a, ip, placeholderNamespace, w, attached, live, len(placeholders))
+		return planAttached(a, ip, placeholderNamespace, park, w, attached, placeholders)
 	}
 	switch {
 	case len(placeholders) == 0:
-		return planMissing(a, ip, placeholderNamespace, holders, attaching)
+		return planMissing(a, ip, placeholderNamespace, park, holders, attaching)
 	case len(live) == 0:
 		return holdPlan{Held: waiting(msgPlaceholderGoing(ip))}
 	}
-	p := holdPlan{Key: holdKey(a, live, sharing(a, attaching, holders, placeholders))}
+	p := holdPlan{Key: holdKey(a, live, sharing(a, park.Open, attaching, holders, placeholders))}
+	if anyParked(live, park.Pool) && heldByOthers(ip, placeholders, holders) {
+		// Pinned back now, the placeholder would find the address taken,
+		// lose its parking address too and cost MetalLB a full pass.
+		p.Held, p.TakenBy = unheld(a, ip, placeholderNamespace, placeholders, live, holders)
+		return p
+	}
 	var holder *corev1.Service
 	if p.Repair, holder = repairsAndHolder(a, ip, p.Key, live); holder != nil {
 		p.Delete = surplus(ip, live, holder)
@@ -95,7 +112,8 @@ func planRecording(a *iadv1alpha1.IPAddress, ip string, ph *corev1.Service) hold
 // planAttached plans an attached address: nothing moves while its Service
 // leaves, the hold stays in a shared attachment, and in the gap handoff the
 // placeholders go. total counts the placeholders, deleting ones included.
-func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
+func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, placeholders []corev1.Service) holdPlan {
+	live, total := liveOnly(placeholders), len(placeholders)
 	switch {
 	case attached != nil && (attached.DeletionTimestamp != nil || binding.LetGo(a, attached)):
 		return planLeaving(a, ip, w, live, total)
@@ -103,17 +121,61 @@ func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *
 		return planShared(a, ip, placeholderNamespace, w, attached, live, total)
 	case total == 0:
 		return holdPlan{Held: released(w)}
+	case park.Open:
+		return planParking(ip, park.Pool, w, placeholders, live)
 	}
 	return holdPlan{Delete: live}
 }
 
+// planParking plans the gap handoff of an address whose placeholders step
+// aside to the parking pool instead of going: MetalLB moves each to a
+// parking address and frees ip without a pass over every Service. The
+// hold counts as released once no placeholder holds ip any more.
+func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders []corev1.Service, live []*corev1.Service) holdPlan {
+	var p holdPlan
+	for _, s := range live {
+		if !parking.Parked(s, pool) {
+			p.Park = append(p.Park, s)
+		}
+	}
+	if len(p.Park) > 0 {
+		return p
+	}
+	for i := range placeholders {
+		if binding.Holds(&placeholders[i], ip) {
+			p.Held = waiting(msgParking(ip, &placeholders[i], pool))
+			return p
+		}
+	}
+	p.Held = released(w)
+	return p
+}
+
+// anyParked reports whether a live placeholder is parked in pool.
+func anyParked(live []*corev1.Service, pool string) bool {
+	return slices.ContainsFunc(live, func(s *corev1.Service) bool { return parking.Parked(s, pool) })
+}
+
+// heldByOthers reports whether a Service other than the address's own
+// placeholders holds ip.
+func heldByOthers(ip string, placeholders, holders []corev1.Service) bool {
+	for i := range holders {
+		if binding.Holds(&holders[i], ip) && !slices.ContainsFunc(placeholders, func(p corev1.Service) bool {
+			return p.Namespace == holders[i].Namespace && p.Name == holders[i].Name
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
 // planMissing plans an unattached address without placeholders: a hold is
 // created unless the address is being imported from the Service holding it.
-func planMissing(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, holders []corev1.Service, attaching *corev1.Service) holdPlan {
+func planMissing(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, holders []corev1.Service, attaching *corev1.Service) holdPlan {
 	if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
 		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
 	}
-	return holdPlan{Create: true, Key: holdKey(a, nil, sharing(a, attaching, holders, nil)),
+	return holdPlan{Create: true, Key: holdKey(a, nil, sharing(a, park.Open, attaching, holders, nil)),
 		Held: waiting(msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name)))}
 }
 
@@ -263,9 +325,10 @@ func holdKey(a *iadv1alpha1.IPAddress, live []*corev1.Service, share bool) strin
 
 // sharing reports whether a workload is about to share the unattached
 // address with its hold: the Service being attached takes the shared
-// handoff (sharesSoon), or a holder hands the address back in it.
-func sharing(a *iadv1alpha1.IPAddress, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
-	if sharesSoon(a, attaching) {
+// handoff (sharesSoon; never while the hold can park, parked), or a holder
+// hands the address back in it.
+func sharing(a *iadv1alpha1.IPAddress, parked bool, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
+	if !parked && sharesSoon(a, attaching) {
 		return true
 	}
 	for i := range holders {
@@ -307,13 +370,18 @@ func keyedExactly(svc *corev1.Service, key string) bool {
 }
 
 // repairedAnnotations is a placeholder's annotations pinned to exactly ip,
-// with exactly the sharing key and no legacy key. The input is not modified.
-func repairedAnnotations(in map[string]string, ip, key string) map[string]string {
+// with exactly the sharing key and no legacy key; pool, when not empty, is
+// the pool it asks for again (a parked placeholder's class pool). The
+// input is not modified.
+func repairedAnnotations(in map[string]string, ip, key, pool string) map[string]string {
 	out := make(map[string]string, len(in)+2)
 	for k, v := range in {
 		out[k] = v
 	}
 	out[names.MetalLBLoadBalancerIPs] = ip
+	if pool != "" {
+		out[names.MetalLBAddressPool] = pool
+	}
 	if key != "" {
 		out[names.MetalLBAllowSharedIP] = key
 	} else {
@@ -345,7 +413,7 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 // before the association (a shared attachment keeps its hold), or a detach
 // that cleared the association before the key: the API server is asked.
 func recheckAttached(a *iadv1alpha1.IPAddress, p holdPlan, attached *corev1.Service) bool {
-	return a.Status.AssociatedTo != nil && len(p.Delete) > 0 && !binding.SharesHold(a, attached)
+	return a.Status.AssociatedTo != nil && len(p.Delete)+len(p.Park) > 0 && !binding.SharesHold(a, attached)
 }
 
 // recheckPlaceholders reports whether the plan creates a placeholder or
@@ -355,10 +423,11 @@ func recheckPlaceholders(a *iadv1alpha1.IPAddress, p holdPlan) bool {
 	return p.Create || (p.Held != nil && p.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a))
 }
 
-// releasedFor is the workload the HoldReleased Event names once deleted
-// placeholders went for it; nil when there is no Event to record.
-func releasedFor(a *iadv1alpha1.IPAddress, attached *corev1.Service, deleted int) *iadv1alpha1.WorkloadReference {
-	if w := a.Status.AssociatedTo; w != nil && deleted > 0 && !binding.SharesHold(a, attached) {
+// releasedFor is the workload the HoldReleased or HoldParked Event names
+// once placeholders went or stepped aside for it (moved of them); nil when
+// there is no Event to record.
+func releasedFor(a *iadv1alpha1.IPAddress, attached *corev1.Service, moved int) *iadv1alpha1.WorkloadReference {
+	if w := a.Status.AssociatedTo; w != nil && moved > 0 && !binding.SharesHold(a, attached) {
 		return w
 	}
 	return nil

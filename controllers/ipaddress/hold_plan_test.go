@@ -76,27 +76,39 @@ func TestPlanRecording(t *testing.T) {
 func TestPlanAttached(t *testing.T) {
 	w := shared().Status.AssociatedTo
 	hold := svc(phNS, "hold", planIP, planIP)
+	going := deleting(svc(phNS, "going", planIP, ""))
+	parked := func(ingress string) corev1.Service {
+		return svc(phNS, "hold", "", ingress, names.MetalLBAddressPool, "parking")
+	}
+	open := parkOpt{Pool: "parking", Open: true}
+	gap := ptr.To(svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c"))
 	tests := []struct {
-		name     string
-		attached *corev1.Service
-		live     []*corev1.Service
-		total    int
-		held     *heldState
-		delete   []string
-		create   bool
+		name           string
+		park           parkOpt
+		attached       *corev1.Service
+		placeholders   []corev1.Service
+		held           *heldState
+		delete, parked []string
+		create         bool
 	}{
-		{"the Service is being deleted: the holding placeholder stays", ptr.To(deleting(sharingWorkload(planIP, planIP))), refs(hold), 1, sharedWith(phNS + "/hold"), nil, false},
-		{"the Service was let go: nothing moves", ptr.To(svc("t", "web", "", planIP)), refs(hold), 1, sharedWith(phNS + "/hold"), nil, false},
-		{"shared attachment without a placeholder: a hold is created", ptr.To(sharingWorkload(planIP, planIP)), nil, 0,
-			waiting("Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)"), nil, true},
-		{"gap handoff, no placeholder left: released", ptr.To(svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c")), nil, 0, releasedForWeb, nil, false},
-		{"gap handoff: the live placeholders go", ptr.To(svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c")), refs(hold), 2, nil, []string{phNS + "/hold"}, false},
-		{"not in the cache: the gap handoff", nil, refs(hold), 1, nil, []string{phNS + "/hold"}, false},
+		{"the Service is being deleted: the holding placeholder stays", parkOpt{}, ptr.To(deleting(sharingWorkload(planIP, planIP))), []corev1.Service{hold}, sharedWith(phNS + "/hold"), nil, nil, false},
+		{"the Service was let go: nothing moves", open, ptr.To(svc("t", "web", "", planIP)), []corev1.Service{hold}, sharedWith(phNS + "/hold"), nil, nil, false},
+		{"shared attachment without a placeholder: a hold is created", parkOpt{}, ptr.To(sharingWorkload(planIP, planIP)), nil,
+			waiting("Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)"), nil, nil, true},
+		{"gap handoff, no placeholder left: released", parkOpt{}, gap, nil, releasedForWeb, nil, nil, false},
+		{"gap handoff: the live placeholders go", parkOpt{}, gap, []corev1.Service{hold, going}, nil, []string{phNS + "/hold"}, nil, false},
+		{"not in the cache: the gap handoff", parkOpt{}, nil, []corev1.Service{hold}, nil, []string{phNS + "/hold"}, nil, false},
+		{"gap handoff with parking: the live placeholders park", open, gap, []corev1.Service{hold, going}, nil, nil, []string{phNS + "/hold"}, false},
+		{"parked, one still terminating on the address: not released", open, gap, []corev1.Service{parked("240.0.0.1"), deleting(hold)},
+			waiting("Waiting for MetalLB to move placeholder Service iad-system/hold from 192.0.2.7 to the parking pool parking"), nil, nil, false},
+		{"parked and moved: released", open, gap, []corev1.Service{parked("240.0.0.1")}, releasedForWeb, nil, nil, false},
+		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedForWeb, nil, nil, false},
 	}
 	for _, tt := range tests {
-		p := planAttached(shared(), planIP, phNS, w, tt.attached, tt.live, tt.total)
+		p := planAttached(shared(), planIP, phNS, tt.park, w, tt.attached, tt.placeholders)
 		assert.Equal(t, tt.held, p.Held, tt.name)
 		assert.Equal(t, tt.delete, svcNames(p.Delete), tt.name)
+		assert.Equal(t, tt.parked, svcNames(p.Park), tt.name)
 		assert.Equal(t, tt.create, p.Create, tt.name)
 	}
 }
@@ -121,7 +133,7 @@ func TestPlanMissing(t *testing.T) {
 			"Service t/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planMissing(tt.addr, planIP, phNS, tt.holders, tt.attaching), tt.name)
+		assert.Equal(t, tt.want, planMissing(tt.addr, planIP, phNS, parkOpt{}, tt.holders, tt.attaching), tt.name)
 	}
 }
 

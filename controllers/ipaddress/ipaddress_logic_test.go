@@ -100,6 +100,7 @@ func TestPlanHold(t *testing.T) {
 		create  bool
 		repair  []string
 		delete  []string
+		park    []string
 		held    *heldState
 		takenBy string
 		// key, when set, is the sharing key the plan gives the
@@ -111,9 +112,15 @@ func TestPlanHold(t *testing.T) {
 		return &s
 	}
 	claimKey := names.ClaimSharingKey("t", "c", "claim-uid")
+	open := parkOpt{Pool: "parking", Open: true}
+	// parked is the hold moved to the parking pool, MetalLB showing ingress.
+	parked := func(ingress string) corev1.Service {
+		return svc(phNS, hold, "", ingress, names.MetalLBAddressPool, "parking")
+	}
 	tests := []struct {
 		name         string
 		addr         *iadv1alpha1.IPAddress
+		park         parkOpt
 		placeholders []corev1.Service
 		holders      []corev1.Service
 		// keepKeys leaves the placeholders' sharing keys as written;
@@ -433,6 +440,84 @@ func TestPlanHold(t *testing.T) {
 			want:         want{delete: []string{phNS + "/" + hold}},
 		},
 		{
+			name:         "associated, parking open: the hold is parked, not deleted",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			park:         open,
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     asker(),
+			want:         want{park: []string{phNS + "/" + hold}},
+		},
+		{
+			name:         "associated, parking open, a Service that could share: parked all the same (no key, no pass)",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			park:         open,
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attached:     ptr.To(withPort(svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c"), 80)),
+			want:         want{park: []string{phNS + "/" + hold}},
+		},
+		{
+			name:         "associated, parked, MetalLB has not moved it yet: not released",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked(ip)},
+			holders:      []corev1.Service{parked(ip)},
+			attached:     asker(),
+			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
+		},
+		{
+			name:         "associated, parked and moved: released for the workload",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked("240.0.0.1")},
+			attached:     asker(),
+			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
+				"No placeholder holds the address: it is released for Service t/web"}},
+		},
+		{
+			name:         "associated, parking closed meanwhile: a parked placeholder is deleted as in the gap handoff",
+			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
+			park:         parkOpt{Pool: "parking"},
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked("240.0.0.1")},
+			attached:     asker(),
+			want:         want{delete: []string{phNS + "/" + hold}},
+		},
+		{
+			name:         "detached, parked, the Service still holding: nothing pinned back yet",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked("240.0.0.1")},
+			holders:      []corev1.Service{svc("t", "web", "", ip, names.AnnotationPinnedBy, "c")},
+			want: want{key: "none", held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
+		},
+		{
+			name:         "detached, parked, nobody holding: pinned back without a key",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked("240.0.0.1")},
+			want: want{key: "none", repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
+			name:         "attach grant for a Service that could share, parking open: the hold gets no key",
+			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
+			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
+			attaching:    ptr.To(withPort(svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c"), 80)),
+			want: want{key: "none", held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder,
+				"MetalLB assigned 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
 			name:     "attached Service let go in one write (gap): no hold yet, until the association is cleared",
 			addr:     associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
 			holders:  []corev1.Service{svc("t", "web", "", ip)},
@@ -455,7 +540,7 @@ func TestPlanHold(t *testing.T) {
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, phNS, tt.placeholders, tt.holders, tt.attached, tt.attaching)
+			p := planHold(tt.addr, ip, phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
 			switch tt.want.key {
 			case "":
 			case "none":
@@ -466,6 +551,7 @@ func TestPlanHold(t *testing.T) {
 			assert.Equal(t, tt.want.create, p.Create, "create")
 			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
 			assert.Equal(t, tt.want.delete, svcNames(p.Delete), "delete")
+			assert.Equal(t, tt.want.park, svcNames(p.Park), "park")
 			assert.Equal(t, tt.want.held, p.Held, "held")
 			if tt.want.takenBy == "" {
 				assert.Nil(t, p.TakenBy)
@@ -814,12 +900,12 @@ func TestAddressStatesGauge(t *testing.T) {
 
 func TestRepairedAnnotations(t *testing.T) {
 	in := map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.9", names.MetalLBLegacyAllowSharedIP: "old", "keep": "me"}
-	out := repairedAnnotations(in, "192.0.2.7", "k")
+	out := repairedAnnotations(in, "192.0.2.7", "k", "")
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k", "keep": "me"}, out)
 	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k"))
+	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k", ""))
 	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7"},
-		repairedAnnotations(map[string]string{names.MetalLBAllowSharedIP: "old"}, "192.0.2.7", ""), "no key: a key is taken away")
+		repairedAnnotations(map[string]string{names.MetalLBAllowSharedIP: "old"}, "192.0.2.7", "", ""), "no key: a key is taken away")
 }
 
 // annotated is s with annotations.

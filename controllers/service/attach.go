@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"maps"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
@@ -43,22 +45,47 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 		return err
 	}
 
-	// The Service carries the claim's key whenever it can share, whichever
-	// handoff attaches it, so that its detach can be a shared one.
+	// The Service carries the claim's key whenever it can share and the
+	// hold does not park, whichever handoff attaches it, so that its detach
+	// can be a shared one.
 	key := SharingKeyOf(s.addrs)
 	problem := ShareProblem(svc, key)
-	if problem != "" {
-		key = ""
-	}
 	released := false
 	for _, a := range s.addrs {
 		released = released || (Released(a) && AssociatedWith(a, svc.Namespace, svc.Name))
 	}
-	mode, why := AttachMode(problem, released, binding.HoldsAll(svc, ips...))
+	// A shared handoff under way (the Service carries the claim's key) is
+	// finished as one.
+	parkable, err := r.parkable(ctx, s.addrs)
+	if err != nil {
+		return err
+	}
+	parkable = parkable && !SharesOurKey(svc)
+	mode, why := AttachMode(problem, released, binding.HoldsAll(svc, ips...), parkable)
+	if problem != "" || mode == ModeParked {
+		key = ""
+	}
 	if mode == ModeShared {
 		return r.associateShared(ctx, s, ips, key)
 	}
-	return r.associateGap(ctx, s, ips, key, why)
+	return r.associateGap(ctx, s, ips, key, mode, why)
+}
+
+// parkable reports whether the parking pool can take a placeholder of each
+// address: the IPAddress controller then parks the holds (the same test,
+// parking.Serves, on its own cache).
+func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddress) (bool, error) {
+	pool, err := parking.Get(ctx, r, r.MetalLBNamespace, r.ParkingPool)
+	if pool == nil || err != nil {
+		return false, err
+	}
+	var ips []netip.Addr
+	for _, a := range addrs {
+		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
+			ips = append(ips, ip)
+		}
+	}
+	return parking.ServesAll(pool, ips), nil
 }
 
 // associateShared is the shared handoff (docs/design.md, section 4): once
@@ -100,10 +127,11 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string
 	return nil
 }
 
-// associateGap is the gap handoff: record the associations (this disarms
-// the holds), wait until each address is Released, then pin the Service
-// with key ("" when it cannot share); problem says why it does not share.
-func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, problem string) error {
+// associateGap is the gap handoff, or the parked one (mode): record the
+// associations (this disarms the holds), wait until each address is
+// Released, then pin the Service with key ("" when it cannot or need not
+// share); problem says why a gap handoff does not share.
+func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, mode, problem string) error {
 	svc := s.svc
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
@@ -128,10 +156,10 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 		return err
 	}
 	if pinned || (newly && binding.HandPin(svc) != "") {
-		r.recordAssociated(s, pin, ModeGap, problem)
+		r.recordAssociated(s, pin, mode, problem)
 	}
 	if binding.HoldsAll(svc, ips...) {
-		r.handoffs.done(s.key, svc.UID, ModeGap)
+		r.handoffs.done(s.key, svc.UID, mode)
 	}
 	return nil
 }

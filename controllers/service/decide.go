@@ -127,14 +127,23 @@ const (
 	ModeShared = "shared"
 	// ModeGap: the address is unheld for a moment between the two.
 	ModeGap = "gap"
+	// ModeParked: a gap handoff whose placeholder steps aside to the
+	// parking pool instead of going, so that MetalLB makes no pass over
+	// every Service; it comes back to the address on detach.
+	ModeParked = "parked"
 )
 
 // AttachMode chooses the handoff that attaches a Service (problem:
-// ShareProblem's answer). A gap handoff already under way (released: a
-// hold was released for the Service) is finished as one; why says why a
-// gap handoff was not shared.
-func AttachMode(problem string, released, holdsAll bool) (mode, why string) {
+// ShareProblem's answer): parked whenever the parking pool can take a
+// placeholder of every family of the claim (parking), as neither it nor
+// the Service then costs MetalLB a full pass; else shared when the Service
+// can share. A gap handoff already under way (released: a hold was
+// released for the Service) is finished as one; why says why a gap
+// handoff was not shared.
+func AttachMode(problem string, released, holdsAll, parking bool) (mode, why string) {
 	switch {
+	case parking:
+		return ModeParked, ""
 	case problem != "":
 		return ModeGap, problem
 	case released && !holdsAll:

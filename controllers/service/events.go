@@ -83,6 +83,9 @@ func msgAssociated(claim, pin, mode, problem string) string {
 	if mode == ModeShared {
 		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (shared handoff: the Service shares the address with its placeholder, which keeps holding it while attached, so it is never unheld, not even when the Service is detached or deleted)", claim, pin)
 	}
+	if mode == ModeParked {
+		return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (parked handoff: the placeholder holding the address moved to the parking pool, so the address was unheld for a moment and MetalLB made no pass over every Service; it comes back when the Service is detached)", claim, pin)
+	}
 	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
 }
 

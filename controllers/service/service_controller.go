@@ -12,6 +12,7 @@ package service
 
 import (
 	"context"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +102,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.waitersForPinnedClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClass),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.attachingForParking),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+// attachingForParking maps the parking pool to the Services the attach
+// grants name: parking coming or going changes their handoff (AttachMode).
+// The pool rarely changes, so reading every address from the cache is fine.
+func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetName() != r.ParkingPool {
+		return nil
+	}
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list IPAddresses")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range addrs.Items {
+		if ns, svc, ok := strings.Cut(addrs.Items[i].Annotations[names.AnnotationAttaching], "/"); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: svc}})
+		}
+	}
+	return reqs
 }
 
 // sharersOfPlaceholder maps a placeholder to the other Services holding

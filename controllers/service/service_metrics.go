@@ -17,12 +17,12 @@ var (
 	})
 	handoffUnheldSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "metallb_iad_handoff_unheld_seconds",
-		Help:    "Seconds an address spent held by nothing during a gap handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress. Shared handoffs have no such gap and are not observed.",
+		Help:    "Seconds an address spent held by nothing during a gap or parked handoff: from the service controller seeing the placeholder release it (Held=False) to the Service holding it in status.loadBalancer.ingress. Shared handoffs have no such gap and are not observed.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
 	handoffsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "metallb_iad_handoffs_total",
-		Help: "Handoffs the service controller ran, by direction (attach: measured attaches that completed; detach: detaches that asked MetalLB to take the addresses back) and mode (shared: never unheld; gap: unheld for a moment).",
+		Help: "Handoffs the service controller ran, by direction (attach: measured attaches that completed; detach: detaches that asked MetalLB to take the addresses back) and mode (shared: never unheld; gap: unheld for a moment; parked: unheld for a moment, the placeholder parked instead of deleted).",
 	}, []string{"direction", "mode"})
 )
 
@@ -91,7 +91,7 @@ func (h *handoffs) done(key types.NamespacedName, uid types.UID, mode string) {
 	now := h.now()
 	handoffSeconds.Observe(now.Sub(e.started).Seconds())
 	handoffsTotal.WithLabelValues(directionAttach, mode).Inc()
-	if mode == ModeGap && !e.unheld.IsZero() {
+	if mode != ModeShared && !e.unheld.IsZero() {
 		handoffUnheldSeconds.Observe(now.Sub(e.unheld).Seconds())
 	}
 }

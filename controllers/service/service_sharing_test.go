@@ -242,18 +242,22 @@ func TestAttachMode(t *testing.T) {
 		name               string
 		problem            string
 		released, holdsAll bool
+		parking            bool
 		mode, why          string
 	}{
-		{"shareable, fresh", "", false, false, ModeShared, ""},
-		{"shareable, the Service already holds the addresses", "", false, true, ModeShared, ""},
-		{"shareable, released after the Service took the addresses (shared handoff done)", "", true, true, ModeShared, ""},
-		{"shareable, but a gap handoff is under way", "", true, false, ModeGap, "the placeholder had already let go"},
-		{"not shareable", "the Service uses port 9/TCP", false, false, ModeGap, "port 9/TCP"},
-		{"not shareable, attached", "the Service uses port 9/TCP", true, true, ModeGap, "port 9/TCP"},
+		{"shareable, fresh", "", false, false, false, ModeShared, ""},
+		{"shareable, the Service already holds the addresses", "", false, true, false, ModeShared, ""},
+		{"shareable, released after the Service took the addresses (shared handoff done)", "", true, true, false, ModeShared, ""},
+		{"shareable, but a gap handoff is under way", "", true, false, false, ModeGap, "the placeholder had already let go"},
+		{"not shareable", "the Service uses port 9/TCP", false, false, false, ModeGap, "port 9/TCP"},
+		{"not shareable, attached", "the Service uses port 9/TCP", true, true, false, ModeGap, "port 9/TCP"},
+		{"shareable, parking open", "", false, false, true, ModeParked, ""},
+		{"not shareable, parking open", "the Service uses port 9/TCP", false, false, true, ModeParked, ""},
+		{"a gap handoff under way, parking open: parked (the same steps)", "", true, false, true, ModeParked, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mode, why := AttachMode(tt.problem, tt.released, tt.holdsAll)
+			mode, why := AttachMode(tt.problem, tt.released, tt.holdsAll, tt.parking)
 			assert.Equal(t, tt.mode, mode)
 			if tt.why == "" {
 				assert.Empty(t, why)

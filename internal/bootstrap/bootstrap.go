@@ -29,6 +29,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
 // Scheme holds client-go's kinds, the address model and MetalLB's v1beta1.
@@ -54,6 +55,8 @@ type Options struct {
 	PprofBindAddress     string
 	PlaceholderNamespace string
 	MetalLBNamespace     string
+	// ParkingPool is Deps.ParkingPool.
+	ParkingPool string
 	// SharingKeyFile holds the secret of names.SetSharingSecret.
 	SharingKeyFile string
 
@@ -98,6 +101,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "Address Go's /debug/pprof profiles are served on, for profiling the controller; empty disables it.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
 	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", DefaultMetalLBNamespace, "Namespace MetalLB watches for IPAddressPools and advertisements.")
+	fs.StringVar(&o.ParkingPool, "parking-pool", parking.DefaultPool, "IPAddressPool, in the MetalLB namespace, that a hold placeholder moves to while its address is attached, so that attaching costs MetalLB no pass over every Service; the service and ipaddress controllers must agree. Absent or empty: the hold is deleted or shared instead.")
 	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")
 	o.Zap.BindFlags(fs)
 }
@@ -305,7 +309,7 @@ func Main(c Controller) int {
 		return 1
 	}
 	log.Info("starting", "lease", names.LeaseID(controller), "leaderElect", o.LeaderElect,
-		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace)
+		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace, "parkingPool", o.ParkingPool)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1

@@ -22,11 +22,14 @@ type Deps struct {
 	PlaceholderNamespace string
 	// MetalLBNamespace is where MetalLB reads pools and advertisements.
 	MetalLBNamespace string
+	// ParkingPool names the IPAddressPool a hold steps aside to while its
+	// address is attached (internal/parking); empty turns parking off.
+	ParkingPool string
 }
 
 // Deps are the dependencies of a controller run on mgr with these options.
 func (o *Options) Deps(mgr ctrl.Manager) Deps {
-	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace}
+	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool}
 }
 
 // Default fills what is unset from mgr, with a recorder for eventSource.

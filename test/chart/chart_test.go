@@ -98,6 +98,8 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			assert.Empty(t, o.GetNamespace(), o.GetName())
+		case "IPAddressPool":
+			assert.Equal(t, "metallb-system", o.GetNamespace(), "the parking pool is MetalLB configuration")
 		default:
 			assert.Equal(t, releaseNS, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 		}
@@ -148,6 +150,10 @@ func TestDefaultDeployments(t *testing.T) {
 				"--health-probe-bind-address=:8081",
 				"--placeholder-namespace=" + releaseNS,
 				"--metallb-namespace=metallb-system",
+			}
+			// The controllers that park holds and attach Services name the parking pool.
+			if c == "service" || c == "ipaddress" {
+				args = append(args, "--parking-pool=metallb-iad-parking")
 			}
 			// The controllers that write sharing keys read their secret.
 			if c != "class" {
@@ -385,6 +391,46 @@ metallbNamespace: lb
 		assert.Equal(t, "Always", ct["imagePullPolicy"])
 		assert.Contains(t, ct["args"], "--metallb-namespace=lb")
 		assert.Equal(t, []any{map[string]any{"name": "regcred"}}, podSpec(t, d)["imagePullSecrets"])
+	}
+}
+
+func TestParkingPool(t *testing.T) {
+	tests := []struct {
+		name, values, wantArg, wantNS string
+		wantAddresses                 []any
+	}{
+		{"default", "", "--parking-pool=metallb-iad-parking", releaseNS, []any{"240.0.0.0/16", "100::/112"}},
+		{"own name, ranges and placeholder namespace",
+			"placeholderNamespace: iad-holds\nparking:\n  enabled: true\n  poolName: park\n  addresses: [198.18.0.0/24]",
+			"--parking-pool=park", "iad-holds", []any{"198.18.0.0/24"}},
+		{"disabled", "parking:\n  enabled: false\n  poolName: park\n  addresses: [198.18.0.0/24]", "--parking-pool=", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := render(t, tt.values)
+			for _, c := range controllers {
+				args := container(t, must(t, r, "Deployment", "metallb-iad-"+c))["args"]
+				if c == "service" || c == "ipaddress" {
+					assert.Contains(t, args, tt.wantArg, c)
+				} else {
+					assert.NotContains(t, fmt.Sprint(args), "--parking-pool", c)
+				}
+			}
+			pools := r.Find("IPAddressPool")
+			if tt.wantAddresses == nil {
+				assert.Empty(t, pools)
+				return
+			}
+			require.Len(t, pools, 1)
+			spec := pools[0].Object["spec"].(map[string]any)
+			assert.Equal(t, strings.TrimPrefix(tt.wantArg, "--parking-pool="), pools[0].GetName())
+			assert.Equal(t, tt.wantAddresses, spec["addresses"])
+			assert.Equal(t, false, spec["autoAssign"])
+			assert.Equal(t, map[string]any{
+				"namespaces":       []any{tt.wantNS},
+				"serviceSelectors": []any{map[string]any{"matchLabels": map[string]any{names.LabelPlaceholder: names.PlaceholderHold}}},
+			}, spec["serviceAllocation"])
+		})
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/manifests"
 )
 
@@ -261,7 +262,7 @@ func ControllerOptions(placeholderNamespace string) *bootstrap.Options {
 	return &bootstrap.Options{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		PlaceholderNamespace: placeholderNamespace, MetalLBNamespace: MetalLBNamespace,
-		SkipNameValidation: true,
+		ParkingPool: parking.DefaultPool, SkipNameValidation: true,
 	}
 }
 

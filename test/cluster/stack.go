@@ -50,9 +50,10 @@ type Stack struct {
 	drivers map[string][]*Driver
 }
 
-// StartStack starts the control plane, installs the driver's RBAC, builds
-// the four binaries, starts the reference core and opts.Replicas processes
-// of each controller, and waits until each controller has a leader.
+// StartStack starts the control plane, installs the driver's RBAC and the
+// parking pool, builds the four binaries, starts the reference core and
+// opts.Replicas processes of each controller, and waits until each
+// controller has a leader.
 func StartStack(ctx context.Context, opts StackOptions) (s *Stack, err error) {
 	if opts.Replicas <= 0 {
 		opts.Replicas = 1
@@ -67,6 +68,9 @@ func StartStack(ctx context.Context, opts StackOptions) (s *Stack, err error) {
 		return s, err
 	}
 	if err = s.InstallDriverRBAC(ctx); err != nil {
+		return s, err
+	}
+	if err = s.InstallParkingPool(ctx); err != nil {
 		return s, err
 	}
 	if s.BinDir, err = os.MkdirTemp("", "metallb-iad-bin-"); err != nil {

@@ -189,8 +189,8 @@ func run(ctx context.Context, keep bool) error {
 		if err := k.Get(ctx, client.ObjectKey{Name: addrName}, a); err != nil {
 			return false, err
 		}
-		// The placeholder that held the address beside the Service holds
-		// it on.
+		// The placeholder that stepped aside to the parking pool while the
+		// Service held the address holds it again.
 		var phs corev1.ServiceList
 		if err := k.List(ctx, &phs, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{names.LabelAddress: addrName}); err != nil {
 			return false, err

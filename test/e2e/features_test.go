@@ -20,6 +20,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -38,11 +39,20 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []fun
 		func() {
 			k.service("a", "ip")
 			k.attached("a", a)
-			// A plain web Service can share the placeholder's IP: the
-			// address is handed over without an unheld instant.
+			// The hold steps aside to the parking pool (installed with the
+			// driver) instead of going, and waits there for the detach.
 			require.EventuallyWithT(k.t, func(t *assert.CollectT) {
-				assert.Contains(t, strings.Join(k.events(t, "Service", "a", "Associated"), "\n"), "shared handoff")
-			}, wait, tick, "the attach took the shared handoff")
+				assert.Contains(t, strings.Join(k.events(t, "Service", "a", "Associated"), "\n"), "parked handoff")
+				list := &corev1.ServiceList{}
+				require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
+				if assert.Len(t, list.Items, 1, "the hold is kept") {
+					ph := &list.Items[0]
+					assert.Equal(t, parking.DefaultPool, ph.Annotations[names.MetalLBAddressPool], "parked")
+					for _, in := range ph.Status.LoadBalancer.Ingress {
+						assert.NotEqual(t, a.Address, in.IP, "the parked hold does not hold the address")
+					}
+				}
+			}, wait, tick, "the attach took the parked handoff")
 		},
 		func() { k.deleteService("a"); k.held(a, iadv1alpha1.AddressBound) },
 		func() { k.service("b", "ip"); k.attached("b", a) },
