@@ -240,3 +240,32 @@ func TestAllBenchmarksListed(t *testing.T) {
 	}
 	assert.ElementsMatch(t, allBenchmarks, found)
 }
+
+func TestPassTargets(t *testing.T) {
+	saved := results
+	t.Cleanup(func() { results = saved })
+	base := &op{name: "plain re-pin"}
+	row := func(name string, passes int, p50 time.Duration) *op {
+		o := &op{name: name, n: 30, base: base, lat: Summary{P50: p50}}
+		o.cost.metallb.FullPasses = passes
+		return o
+	}
+	results = []*op{
+		row("shared attach, 30 at once, 100 background (221 Services)", 0, 100*time.Millisecond),
+		row("shared attach, 30 at once, 1000 background (1121 Services)", 0, 110*time.Millisecond),
+		row("shared detach, 30 at once, 1000 background (1121 Services)", 31, time.Second),
+		row("gap attach, one at a time, idle (5 Services)", 1, 50*time.Millisecond),
+	}
+	assert.Equal(t, []int{100, 1000}, backgrounds())
+	got := map[string]bool{}
+	passTargets(func(target, measured string, met, known bool) {
+		if known {
+			got[target] = met
+		}
+	})
+	assert.Equal(t, map[string]bool{
+		"attaches cause no MetalLB full pass":                                                       false,
+		"detaches at once: at most one full pass each (shared detach, 30 at once, 1000 background)": false,
+		"shared attach p50 flat within 20% from 100 to 1000 background Services":                    true,
+	}, got)
+}

@@ -166,6 +166,7 @@ func targets(total time.Duration) string {
 		add("30 at once, 1000 background: p95 <= 2x plain re-pin p95, max <= 2s ("+strings.SplitN(o.name, ",", 2)[0]+")",
 			fmt.Sprintf("p95 %s (%s of %s), max %s", fmtD(o.lat.P95), x(Ms(o.lat.P95), Ms(o.base.lat.P95)), fmtD(o.base.lat.P95), fmtD(o.lat.Max)), ok, true)
 	}
+	passTargets(add)
 	if o := find("claim -> Bound, N=1000"); o != nil {
 		ok := Ms(o.lat.P50) <= 1.5*Ms(o.base.lat.P50) && o.rate() >= 0.8*o.base.rate()
 		add("claim -> Bound, N=1000: p50 <= 1.5x plain, throughput >= 0.8x plain",
@@ -234,6 +235,57 @@ func targets(total time.Duration) string {
 	add("the default run within 15 minutes (this process; the build before it not counted)",
 		fmtD(total.Round(time.Second)), total <= 15*time.Minute, os.Getenv("BENCH_SCALE") == "" && ranAll())
 	return table("Targets (figures of this run)", rows)
+}
+
+// passTargets checks MetalLB's full passes per handoff and how the handoff
+// cost grows with the Services in the cluster.
+func passTargets(add func(target, measured string, met, known bool)) {
+	passes, attaches := 0, 0
+	for _, o := range findAll(" attach, ") {
+		if o.base != nil {
+			passes += o.cost.metallb.FullPasses
+			attaches += o.n
+		}
+	}
+	add("attaches cause no MetalLB full pass", fmt.Sprintf("%d full passes in %d attaches", passes, attaches), passes == 0, attaches > 0)
+	for _, o := range findAll(" detach, ", " at once, ") {
+		per := float64(o.cost.metallb.FullPasses) / float64(o.n)
+		add("detaches at once: at most one full pass each ("+strings.SplitN(o.name, " (", 2)[0]+")",
+			fmt.Sprintf("%.2f per detach", per), per <= 1, true)
+	}
+	bgs := backgrounds()
+	if len(bgs) < 2 {
+		return
+	}
+	lo, hi := bgs[0], bgs[len(bgs)-1]
+	for _, kind := range []string{"shared", "gap"} {
+		for _, dir := range []string{"attach", "detach"} {
+			a := find(fmt.Sprintf("%s %s, 30 at once, %d background", kind, dir, lo))
+			z := find(fmt.Sprintf("%s %s, 30 at once, %d background", kind, dir, hi))
+			target := fmt.Sprintf("%s %s p50 flat within 20%% from %d to %d background Services", kind, dir, lo, hi)
+			if a == nil || z == nil {
+				add(target, "", false, false)
+				continue
+			}
+			r := Ratio(Ms(z.lat.P50), Ms(a.lat.P50))
+			add(target, fmt.Sprintf("%s vs %s (%.2fx)", fmtD(z.lat.P50), fmtD(a.lat.P50), r), r <= 1.2, true)
+		}
+	}
+}
+
+// backgrounds are the background Service counts the handoff rows ran with,
+// smallest first.
+func backgrounds() []int {
+	var out []int
+	for _, o := range findAll(" attach, 30 at once, ") {
+		var kind, dir string
+		var bg int
+		if _, err := fmt.Sscanf(o.name, "%s %s 30 at once, %d background", &kind, &dir, &bg); err == nil && !slices.Contains(out, bg) {
+			out = append(out, bg)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func summ(o *op) string {

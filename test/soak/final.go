@@ -14,6 +14,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
 // Invariants checked once the system has converged after the storm.
@@ -163,8 +164,11 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 			checks[FinalOrphans]++
 			if name := sv.Labels[names.LabelAddress]; name != "" {
 				a := byName[name]
-				if a == nil || a.DeletionTimestamp != nil || (a.Status.AssociatedTo != nil && !sharedWith(a, svc)) {
-					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached (not in a shared attachment)", sv.Name, name)
+				// An attached address keeps its hold beside the Service
+				// (shared attachment) or parked in the parking pool.
+				attached := a != nil && a.Status.AssociatedTo != nil
+				if a == nil || a.DeletionTimestamp != nil || (attached && !sharedWith(a, svc) && !parking.Parked(sv, parking.DefaultPool)) {
+					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached (not in a shared attachment, not parked)", sv.Name, name)
 				}
 			} else {
 				c := claims[client.ObjectKey{Namespace: sv.Annotations[names.AnnotationClaimNamespace], Name: sv.Annotations[names.AnnotationClaimName]}]

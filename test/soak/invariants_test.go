@@ -14,6 +14,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
 const phNS = "iad-system"
@@ -132,6 +133,16 @@ func TestCheckFinal(t *testing.T) {
 	assert.Empty(t, findings, "placeholder and Service both hold the IP of a shared attachment")
 	assert.Equal(t, 1, checks[FinalSharedHold])
 
+	// A parked handoff: the hold waits in the parking pool, on an address
+	// of its own.
+	parked := good()
+	ph := hold(att, phNS)
+	ph.Annotations = map[string]string{names.MetalLBAddressPool: parking.DefaultPool}
+	ph.Status.LoadBalancer.Ingress[0].IP = "240.0.0.1"
+	parked.Services = append(parked.Services, *ph)
+	_, findings = CheckFinal(parked, phNS, retain)
+	assert.Empty(t, findings, "the parked hold of an attached address")
+
 	for _, tc := range []struct {
 		name   string
 		break_ func(s *State)
@@ -150,6 +161,10 @@ func TestCheckFinal(t *testing.T) {
 		{"leak", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.1.5")) }, FinalLeak},
 		{"double hold at rest", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.0.2")) }, FinalDoubleHold},
 		{"placeholder beside a Service attached without sharing", func(s *State) { s.Services = append(s.Services, *hold(att, phNS)) }, FinalOrphans},
+		{"parked placeholder of an unattached address", func(s *State) {
+			s.Services[0].Annotations = map[string]string{names.MetalLBAddressPool: parking.DefaultPool}
+			s.Services[0].Status.LoadBalancer.Ingress[0].IP = "240.0.0.1"
+		}, FinalHeld},
 		{"shared attachment without its hold", func(s *State) { s.Services[1].Annotations[names.AnnotationSharedBy] = "b" }, FinalSharedHold},
 		{"shared attachment with two holds", func(s *State) {
 			s.Services[1].Annotations[names.AnnotationSharedBy] = "b"
