@@ -55,7 +55,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	fixture.Main(m, fixture.Options{Controller: Controller, LogFile: "service-controller.log"}, func(s *fixture.Suite) {
+	fixture.Main(m, fixture.Options{Controller: Controller, LogFile: "service-controller.log", MetalLBLogLevel: "info"}, func(s *fixture.Suite) {
 		suite, c = s, s.Cluster
 		go heldPartner(s.Context())
 	})

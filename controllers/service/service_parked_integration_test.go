@@ -24,22 +24,9 @@ import (
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
-// withMetalLBInfo runs MetalLB at log level info for the rest of the test,
-// so that its full passes can be counted, and as before afterwards.
-func withMetalLBInfo(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	before := c.MetalLBLogLevel
-	c.MetalLBLogLevel = "info"
-	require.NoError(t, c.StartMetalLB(ctx))
-	t.Cleanup(func() {
-		c.MetalLBLogLevel = before
-		assert.NoError(t, c.StartMetalLB(ctx))
-	})
-}
-
 // fullPassesDuring waits until MetalLB is quiet, runs step, waits until it
-// is quiet again and returns the full passes MetalLB started meanwhile.
+// is quiet again and returns the full passes MetalLB started meanwhile. The
+// suite runs MetalLB at log level info, where it logs every pass.
 func fullPassesDuring(t *testing.T, step func()) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), fixture.MetalLBTimeout)
@@ -65,14 +52,13 @@ func fullPassesDuring(t *testing.T, step func()) int {
 func TestParkedHandoff(t *testing.T) {
 	ctx := context.Background()
 	startDriver(t)
-	withMetalLBInfo(t)
-	plain := fixture.Pool("parked-plain", "203.0.113.240/29")
+	plain := fixture.Pool("parked-plain", "192.0.2.176/29")
 	plain.Spec.AutoAssign = ptr.To(true)
 	suite.CreateForTest(t, cluster.ParkingPool(placeholderNS), plain)
 
 	ns := suite.Namespace(t, "parked")
 	// The pool as the class controller renders it: for granted Services only.
-	pool := fixture.Pool("parked", "198.51.100.200/29")
+	pool := fixture.Pool("parked", "192.0.2.160/29")
 	classparams.WithGrant(pool, "parked")
 	suite.CreateForTest(t, cluster.Class("parked", iadv1alpha1.ReclaimDelete, ""), pool)
 	for _, tc := range []struct {

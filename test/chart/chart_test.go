@@ -426,6 +426,7 @@ func TestParkingPool(t *testing.T) {
 			assert.Equal(t, strings.TrimPrefix(tt.wantArg, "--parking-pool="), pools[0].GetName())
 			assert.Equal(t, tt.wantAddresses, spec["addresses"])
 			assert.Equal(t, false, spec["autoAssign"])
+			assert.Equal(t, true, spec["avoidBuggyIPs"], "no .0 or .255 address shown in a placeholder's status")
 			assert.Equal(t, map[string]any{
 				"namespaces":       []any{tt.wantNS},
 				"serviceSelectors": []any{map[string]any{"matchLabels": map[string]any{names.LabelPlaceholder: names.PlaceholderHold}}},

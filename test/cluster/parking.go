@@ -21,8 +21,9 @@ func ParkingPool(placeholderNamespace string) *metallbv1beta1.IPAddressPool {
 	return &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: MetalLBNamespace, Name: parking.DefaultPool},
 		Spec: metallbv1beta1.IPAddressPoolSpec{
-			Addresses:  ParkingAddresses,
-			AutoAssign: ptr.To(false),
+			Addresses:     ParkingAddresses,
+			AutoAssign:    ptr.To(false),
+			AvoidBuggyIPs: true,
 			AllocateTo: &metallbv1beta1.ServiceAllocation{
 				Namespaces:       []string{placeholderNamespace},
 				ServiceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold}}},
