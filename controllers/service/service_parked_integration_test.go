@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,11 +53,14 @@ func fullPassesDuring(t *testing.T, step func()) int {
 func TestParkedHandoff(t *testing.T) {
 	ctx := context.Background()
 	startDriver(t)
+	ns := suite.Namespace(t, "parked")
+	// The auto-assigned pool serves this test's namespace only: the
+	// suite's other tests leave Services waiting for an address.
 	plain := fixture.Pool("parked-plain", "192.0.2.176/29")
 	plain.Spec.AutoAssign = ptr.To(true)
+	plain.Spec.AllocateTo = &metallbv1beta1.ServiceAllocation{Namespaces: []string{ns}}
 	suite.CreateForTest(t, cluster.ParkingPool(placeholderNS), plain)
 
-	ns := suite.Namespace(t, "parked")
 	// The pool as the class controller renders it: for granted Services only.
 	pool := fixture.Pool("parked", "192.0.2.160/29")
 	classparams.WithGrant(pool, "parked")

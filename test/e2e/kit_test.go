@@ -22,6 +22,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -175,7 +176,8 @@ func (k *kit) service(name, claim string, families ...corev1.IPFamily) {
 // attached waits until the Service holds exactly ips and every address
 // names it. In a shared attachment (the Service carries the driver's
 // sharing key) the address's hold placeholder keeps holding it beside the
-// Service; otherwise (the gap handoff) no placeholder is left.
+// Service; otherwise the hold waits in the parking pool (the parked
+// handoff) or is gone (the gap handoff), and never holds the address.
 func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 	var want []string
 	for _, a := range addrs {
@@ -196,7 +198,11 @@ func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 			require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
 				client.MatchingLabels{names.LabelAddress: a.Name}))
 			if _, shared := s.Annotations[names.AnnotationSharedBy]; !shared {
-				assert.Empty(t, list.Items, "no placeholder while attached in a gap handoff")
+				assert.LessOrEqual(t, len(list.Items), 1, "at most the parked hold while attached")
+				for i := range list.Items {
+					assert.Equal(t, parking.DefaultPool, list.Items[i].Annotations[names.MetalLBAddressPool], "the hold is parked")
+					assert.NotContains(t, ingress(&list.Items[i]), a.Address, "the parked hold does not hold %s", a.Address)
+				}
 				continue
 			}
 			if assert.Len(t, list.Items, 1, "the hold placeholder stays in a shared attachment") {
