@@ -86,7 +86,11 @@ func start() (e *env, err error) {
 	}()
 	ctx := e.ctx
 	// MetalLB logs its full passes over every Service only at info level.
-	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{Cluster: cluster.Options{MetalLBLogLevel: "info", AuditPolicy: AuditPolicy}}); err != nil {
+	// BENCH_PARKING=off measures the handoffs without the parking pool.
+	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{
+		Cluster:       cluster.Options{MetalLBLogLevel: "info", AuditPolicy: AuditPolicy},
+		NoParkingPool: os.Getenv("BENCH_PARKING") == "off",
+	}); err != nil {
 		return e, err
 	}
 	e.c = e.s.Cluster

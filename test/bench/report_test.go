@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // conflictsCol is the 409 count of a cost and its attribution.
@@ -24,6 +26,11 @@ func report() string {
 	}
 	var sb strings.Builder
 	sb.WriteString("\n==================== metallb-iad benchmark: side by side with plain MetalLB, same run ====================\n")
+	parking := "on (parked handoff)"
+	if os.Getenv("BENCH_PARKING") == "off" {
+		parking = "off (shared and gap handoffs)"
+	}
+	fmt.Fprintf(&sb, "MetalLB %s; parking pool %s\n", cluster.MetalLBVersion(), parking)
 	rows := [][]string{{"OPERATION", "N", "P50", "P95", "MAX", "PER S", "BASELINE", "BASE P50", "BASE P95", "x P50", "x P95", "x PER S"}}
 	for _, o := range results {
 		r := []string{o.name, fmt.Sprint(o.n), fmtD(o.lat.P50), fmtD(o.lat.P95), fmtD(o.lat.Max), rate(o)}

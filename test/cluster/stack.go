@@ -30,6 +30,10 @@ type StackOptions struct {
 	Replicas int
 	// ReplicaArgs are extra flags every controller process gets.
 	ReplicaArgs []string
+	// NoParkingPool leaves the parking pool out, as the chart does with
+	// parking.enabled false: the driver then takes the shared and gap
+	// handoffs.
+	NoParkingPool bool
 }
 
 // Stack is the whole system on this machine: the local control plane with
@@ -70,8 +74,10 @@ func StartStack(ctx context.Context, opts StackOptions) (s *Stack, err error) {
 	if err = s.InstallDriverRBAC(ctx); err != nil {
 		return s, err
 	}
-	if err = s.InstallParkingPool(ctx); err != nil {
-		return s, err
+	if !opts.NoParkingPool {
+		if err = s.InstallParkingPool(ctx); err != nil {
+			return s, err
+		}
 	}
 	if s.BinDir, err = os.MkdirTemp("", "metallb-iad-bin-"); err != nil {
 		return s, err
