@@ -139,6 +139,8 @@ func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders
 		}
 	}
 	if len(p.Park) > 0 {
+		// Reported now, so the pass our own write wakes has nothing to say.
+		p.Held = waiting(msgParking(ip, p.Park[0], pool))
 		return p
 	}
 	for i := range placeholders {

@@ -446,7 +446,8 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			attached:     asker(),
-			want:         want{park: []string{phNS + "/" + hold}},
+			want: want{park: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
 		},
 		{
 			name:         "associated, parking open, a Service that could share: parked all the same (no key, no pass)",
@@ -455,7 +456,8 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			attached:     ptr.To(withPort(svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c"), 80)),
-			want:         want{park: []string{phNS + "/" + hold}},
+			want: want{park: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
 		},
 		{
 			name:         "associated, parked, MetalLB has not moved it yet: not released",
