@@ -110,8 +110,9 @@ func planRecording(a *iadv1alpha1.IPAddress, ip string, ph *corev1.Service) hold
 }
 
 // planAttached plans an attached address: nothing moves while its Service
-// leaves, the hold stays in a shared attachment, and in the gap handoff the
-// placeholders go. total counts the placeholders, deleting ones included.
+// leaves, the hold stays in a shared attachment, and otherwise the
+// placeholders park when the parking pool can take them (the parked
+// handoff) or go (the gap handoff).
 func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, placeholders []corev1.Service) holdPlan {
 	live, total := liveOnly(placeholders), len(placeholders)
 	switch {
