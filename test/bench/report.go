@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // ParseSeries splits a series as written in the exposition format
@@ -255,7 +257,7 @@ type MetalLBLog struct {
 func CountMetalLBLog(text string) MetalLBLog {
 	var c MetalLBLog
 	for _, line := range strings.Split(text, "\n") {
-		pass := strings.Contains(line, `"controller":"ServiceReconciler - reprocessAll"`)
+		pass := strings.Contains(line, cluster.MetalLBFullPassLog)
 		single := strings.Contains(line, `"controller":"ServiceReconciler",`)
 		switch {
 		case strings.Contains(line, `"start reconcile"`) && pass:
@@ -299,7 +301,7 @@ type PassClock struct {
 // Read takes the next piece of the log.
 func (p *PassClock) Read(text string) {
 	for _, line := range strings.Split(text, "\n") {
-		if !strings.Contains(line, `"controller":"ServiceReconciler - reprocessAll"`) {
+		if !strings.Contains(line, cluster.MetalLBFullPassLog) {
 			continue
 		}
 		ts, ok := logTime(line)

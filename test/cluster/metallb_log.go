@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// fullPassStart marks, in MetalLB's info log (go-kit JSON), the start of a
-// pass over every Service.
-const fullPassStart = `"controller":"ServiceReconciler - reprocessAll"`
+// MetalLBFullPassLog marks, in MetalLB's info log (go-kit JSON), the lines
+// of its passes over every Service; with "start reconcile", one starting.
+const MetalLBFullPassLog = `"controller":"ServiceReconciler - reprocessAll"`
 
 // MetalLBFullPasses counts the passes over every Service that the running
 // MetalLB controller has started, from its log. It needs MetalLBLogLevel
@@ -26,7 +26,7 @@ func (c *Cluster) MetalLBFullPasses() (int, error) {
 func CountFullPasses(log string) int {
 	n := 0
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, fullPassStart) && strings.Contains(line, `"start reconcile"`) {
+		if strings.Contains(line, MetalLBFullPassLog) && strings.Contains(line, `"start reconcile"`) {
 			n++
 		}
 	}
