@@ -2,7 +2,6 @@
 package bootstrap
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,7 +56,12 @@ type Options struct {
 	MetalLBNamespace     string
 	// ParkingPool is Deps.ParkingPool.
 	ParkingPool string
-	// SharingKeyFile holds the secret of names.SetSharingSecret.
+	// SharingKeySecret names the Secret holding the secret of
+	// names.SetSharingSecret (LoadSharingSecret).
+	SharingKeySecret string
+	// SharingKeyCreate creates SharingKeySecret when it is missing.
+	SharingKeyCreate bool
+	// SharingKeyFile holds the secret instead, for a binary run by hand.
 	SharingKeyFile string
 
 	KubeAPIQPS   float64
@@ -102,6 +106,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
 	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", DefaultMetalLBNamespace, "Namespace MetalLB watches for IPAddressPools and advertisements.")
 	fs.StringVar(&o.ParkingPool, "parking-pool", parking.DefaultPool, "IPAddressPool, in the MetalLB namespace, that a hold placeholder moves to while its address is attached, so that attaching costs MetalLB no pass over every Service; the service and ipaddress controllers must agree. Absent or empty: the hold is deleted or shared instead.")
+	fs.StringVar(&o.SharingKeySecret, "sharing-key-secret", "", "Secret (NAME in the leader-election namespace, or NAMESPACE/NAME) whose field \"key\" holds the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it.")
+	fs.BoolVar(&o.SharingKeyCreate, "sharing-key-create", false, "Create the --sharing-key-secret Secret with a random key when it does not exist (the first controller to start creates it, the others read it).")
 	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")
 	o.Zap.BindFlags(fs)
 }
@@ -286,6 +292,7 @@ func Main(c Controller) int {
 	o := ParseFlags(controller)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	log := ctrl.Log.WithName(controller)
+	ctx := ctrl.SetupSignalHandler()
 
 	cfg, err := o.RESTConfig()
 	if err != nil {
@@ -296,12 +303,12 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if err := o.LoadSharingSecret(); err != nil {
+	if err := o.LoadSharingSecret(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if o.SharingKeyFile == "" {
-		log.Info("no --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
+	if !names.SharingSecretSet() {
+		log.Info("no --sharing-key-secret or --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
 	}
 	mgr, err := c.NewManager(cfg, o)
 	if err != nil {
@@ -310,28 +317,11 @@ func Main(c Controller) int {
 	}
 	log.Info("starting", "lease", names.LeaseID(controller), "leaderElect", o.LeaderElect,
 		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace, "parkingPool", o.ParkingPool)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
 	return 0
-}
-
-// LoadSharingSecret reads --sharing-key-file, when set, into names.SetSharingSecret.
-func (o *Options) LoadSharingSecret() error {
-	if o.SharingKeyFile == "" {
-		return nil
-	}
-	b, err := os.ReadFile(o.SharingKeyFile)
-	if err != nil {
-		return fmt.Errorf("cannot read the sharing key file: %w", err)
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) < 16 {
-		return fmt.Errorf("the sharing key file %s holds %d bytes; it needs at least 16", o.SharingKeyFile, len(b))
-	}
-	names.SetSharingSecret(b)
-	return nil
 }
 
 func durationOrNil(d time.Duration) *time.Duration {

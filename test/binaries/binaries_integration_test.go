@@ -11,13 +11,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
@@ -199,4 +202,84 @@ func TestPreflightNamesMissingCRDs(t *testing.T) {
 	err = bootstrap.Preflight(c.Config, missing)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not serve ipaddressgadgets.local.sdn.cozystack.io: its CRD is missing")
+}
+
+// TestSharingKeySecret checks the sharing-key Secret as the controllers
+// meet it, each as its own ServiceAccount with the RBAC of config/rbac:
+// started together on a cluster without it, they create exactly one and all
+// read the same key; a Secret that exists is never replaced; without
+// --sharing-key-create a missing Secret is an error that says what to do;
+// and the binaries start with it.
+func TestSharingKeySecret(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key := client.ObjectKey{Namespace: cluster.DriverNamespace, Name: cluster.SharingKeySecret}
+	drop := func() {
+		s := &corev1.Secret{}
+		s.Namespace, s.Name = key.Namespace, key.Name
+		require.NoError(t, client.IgnoreNotFound(c.Client.Delete(ctx, s)))
+	}
+	drop()
+	t.Cleanup(drop)
+
+	users := map[string]client.Client{}
+	for _, name := range []string{"claim", "service", "ipaddress"} {
+		kc, err := c.ServiceAccountKubeconfig(cluster.DriverNamespace, "metallb-iad-"+name)
+		require.NoError(t, err)
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		require.NoError(t, err)
+		users[name], err = client.New(cfg, client.Options{})
+		require.NoError(t, err)
+	}
+
+	_, err := bootstrap.EnsureSharingSecret(ctx, users["claim"], key, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not exist: create it with a field \"key\"")
+
+	var wg sync.WaitGroup
+	got := map[string][]byte{}
+	var mu sync.Mutex
+	for name, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := bootstrap.EnsureSharingSecret(ctx, u, key, true)
+			assert.NoError(t, err, name)
+			mu.Lock()
+			got[name] = b
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	stored := &corev1.Secret{}
+	require.NoError(t, c.Client.Get(ctx, key, stored))
+	assert.GreaterOrEqual(t, len(stored.Data["key"]), 16)
+	for name, b := range got {
+		assert.Equal(t, stored.Data["key"], b, "%s reads the one stored key", name)
+	}
+
+	// A key that exists is read, never replaced, create or not.
+	again, err := bootstrap.EnsureSharingSecret(ctx, users["service"], key, true)
+	require.NoError(t, err)
+	assert.Equal(t, stored.Data["key"], again)
+	kept := &corev1.Secret{}
+	require.NoError(t, c.Client.Get(ctx, key, kept))
+	assert.Equal(t, stored.ResourceVersion, kept.ResourceVersion)
+
+	// A key too short to be a secret is refused.
+	kept.Data["key"] = []byte("short")
+	require.NoError(t, c.Client.Update(ctx, kept))
+	_, err = bootstrap.EnsureSharingSecret(ctx, users["ipaddress"], key, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds 5 bytes; it needs at least 16")
+	drop()
+
+	// The binaries, started as the chart starts them, create it themselves.
+	for _, name := range []string{"claim", "service", "ipaddress"} {
+		d, err := c.StartDriverReady(ctx, binDir, name)
+		require.NoError(t, err, name)
+		d.Stop(10 * time.Second)
+	}
+	require.NoError(t, c.Client.Get(ctx, key, stored))
+	assert.GreaterOrEqual(t, len(stored.Data["key"]), 16)
 }

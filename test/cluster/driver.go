@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -35,6 +33,10 @@ var BuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
 // DriverNamespace is where the local control plane runs the driver: its
 // leases and (by default) its placeholder Services live there.
 const DriverNamespace = "metallb-iad-system"
+
+// SharingKeySecret is the Secret, in DriverNamespace, the controllers derive
+// MetalLB sharing keys from (config/rbac grants them exactly this one).
+const SharingKeySecret = "metallb-iad-sharing-key"
 
 // BuildDriver builds the four controller binaries into dir the way the
 // image builds them (BuildFlags, without cgo), so tests and benchmarks run
@@ -158,13 +160,12 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 	}
 	d := &Driver{Controller: controller,
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp)}
-	keyFile, err := c.sharingKeyFile()
-	if err != nil {
-		return nil, err
-	}
 	args := append([]string{
 		"--kubeconfig", kc,
-		"--sharing-key-file", keyFile,
+		// As the chart runs them: the first controller to start creates
+		// the sharing-key Secret, the others read it.
+		"--sharing-key-secret", SharingKeySecret,
+		"--sharing-key-create",
 		"--leader-elect=true",
 		"--leader-election-namespace", DriverNamespace,
 		"--placeholder-namespace", DriverNamespace,
@@ -215,20 +216,6 @@ func (c *Cluster) StartDriverReady(ctx context.Context, binDir, controller strin
 			return nil, err
 		}
 	}
-}
-
-// sharingKeyFile is the cluster's sharing secret, created on first use and
-// given to every driver binary, as the chart mounts one Secret into them.
-func (c *Cluster) sharingKeyFile() (string, error) {
-	p := filepath.Join(c.Dir, "sharing-key")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return p, os.WriteFile(p, []byte(hex.EncodeToString(b)), 0o600)
 }
 
 // WaitReady waits until the binary's /readyz answers 200.
