@@ -64,7 +64,7 @@ func newSharingSecret(key client.ObjectKey) (*corev1.Secret, error) {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
-			Labels:    map[string]string{"app.kubernetes.io/part-of": "metallb-iad"},
+			Labels: map[string]string{"app.kubernetes.io/part-of": "metallb-iad"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{SharingKeyField: []byte(hex.EncodeToString(raw))},
