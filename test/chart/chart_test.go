@@ -164,6 +164,7 @@ func TestDefaultDeployments(t *testing.T) {
 				assert.NotContains(t, ct, "volumeMounts")
 				assert.NotContains(t, ps, "volumes")
 			}
+			args = append(args, "--zap-log-level=info", "--zap-encoder=json")
 			assert.Equal(t, args, ct["args"])
 			assert.Equal(t, []any{map[string]any{
 				"name": "POD_NAMESPACE",
@@ -354,6 +355,8 @@ controllers:
 		"--placeholder-namespace=" + releaseNS,
 		"--metallb-namespace=metallb-system",
 		"--sharing-key-file=/etc/metallb-iad/sharing-key/key",
+		"--zap-log-level=info",
+		"--zap-encoder=json",
 		"--zap-log-level=debug",
 		"--zap-devel",
 	}, ct["args"])

@@ -68,9 +68,49 @@ app.kubernetes.io/component: {{ .c }}
 app.kubernetes.io/component: {{ .c }}
 {{- end }}
 
-{{/* The container image: repository:tag, the tag defaulting to appVersion. */}}
+{{/*
+The container image: repository@digest when a digest is set, else
+repository:tag, the tag defaulting to appVersion.
+*/}}
 {{- define "metallb-iad.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The containers' pull policy: the former top-level imagePullPolicy when set
+(older values files keep working), else image.pullPolicy; empty leaves it to
+Kubernetes.
+*/}}
+{{- define "metallb-iad.pullPolicy" -}}
+{{- default .Values.image.pullPolicy .Values.imagePullPolicy }}
+{{- end }}
+
+{{/*
+The settings of one controller that have a shared default: each field of
+.Values.defaults, unless the controller's own value is non-empty. Maps and
+lists are taken whole from one side, never merged; leaderElection's three
+durations are taken one by one. Rendered as JSON, read back with fromJson.
+Call with (dict "root" $ "c" "<controller>").
+*/}}
+{{- define "metallb-iad.settings" -}}
+{{- $d := .root.Values.defaults | default dict }}
+{{- $v := index .root.Values.controllers .c | default dict }}
+{{- $out := dict }}
+{{- range $k := list "resources" "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "podLabels" "podAnnotations" "priorityClassName" "securityContext" "containerSecurityContext" "logLevel" "logFormat" }}
+{{- $_ := set $out $k (default (index $d $k) (index $v $k)) }}
+{{- end }}
+{{- $dle := $d.leaderElection | default dict }}
+{{- $vle := $v.leaderElection | default dict }}
+{{- $le := dict }}
+{{- range $k := list "leaseDuration" "renewDeadline" "retryPeriod" }}
+{{- $_ := set $le $k (default (index $dle $k) (index $vle $k)) }}
+{{- end }}
+{{- $_ := set $out "leaderElection" $le }}
+{{- toJson $out }}
 {{- end }}
 
 {{/* The namespace of the placeholder Services: placeholderNamespace, else the release namespace. */}}
@@ -100,4 +140,14 @@ Rendered as JSON, read back with fromJsonArray.
 {{- $out = append $out (printf "system:serviceaccount:%s:%s" $.Release.Namespace (include "metallb-iad.componentName" (dict "root" $ "c" $c))) }}
 {{- end }}
 {{- toJson $out }}
+{{- end }}
+
+{{/*
+The PromQL label matchers that select one controller's pods, by the
+namespace and pod labels Prometheus Operator's ServiceMonitor and PodMonitor
+attach (a Deployment's pods are <deployment>-<hash>-<suffix>).
+Call with (dict "root" $ "c" "<controller>").
+*/}}
+{{- define "metallb-iad.podMatchers" -}}
+{{- printf "namespace=%q,pod=~%q" .root.Release.Namespace (printf "%s-[a-z0-9]+-[a-z0-9]+" (include "metallb-iad.componentName" .)) }}
 {{- end }}
