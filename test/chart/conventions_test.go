@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -449,6 +450,62 @@ func TestConventionsSchema(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "values don't meet the specifications of the schema")
 			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestTenantRoles(t *testing.T) {
+	claimsRule := func(verbs ...any) []any {
+		return []any{map[string]any{
+			"apiGroups": []any{"local.sdn.cozystack.io"},
+			"resources": []any{"ipaddressclaims"},
+			"verbs":     verbs,
+		}}
+	}
+	tests := []struct {
+		name       string
+		rel        Release
+		values     string
+		wantPrefix string // empty: no tenant roles
+	}{
+		{"default", Release{Name: "metallb-iad"}, "", "metallb-iad"},
+		{"the chart's fullname", Release{Name: "edge"}, "", "edge-metallb-iad"},
+		{"fullnameOverride", Release{Name: "edge"}, "fullnameOverride: iad", "iad"},
+		{"disabled", Release{Name: "metallb-iad"}, "tenantRoles: {enabled: false}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Render(tt.rel, tt.values)
+			require.NoError(t, err)
+			var tenant []*unstructured.Unstructured
+			for _, o := range r.Find("ClusterRole") {
+				if strings.Contains(o.GetName(), "-claims-") {
+					tenant = append(tenant, o)
+				}
+			}
+			if tt.wantPrefix == "" {
+				assert.Empty(t, tenant)
+				return
+			}
+			assert.Len(t, tenant, 2)
+
+			edit := must(t, r, "ClusterRole", tt.wantPrefix+"-claims-edit")
+			assert.Equal(t, "true", edit.GetLabels()["rbac.authorization.k8s.io/aggregate-to-admin"])
+			assert.Equal(t, "true", edit.GetLabels()["rbac.authorization.k8s.io/aggregate-to-edit"])
+			assert.NotContains(t, edit.GetLabels(), "rbac.authorization.k8s.io/aggregate-to-view")
+			assert.Equal(t, claimsRule("create", "update", "patch", "delete", "get", "list", "watch"), edit.Object["rules"])
+
+			view := must(t, r, "ClusterRole", tt.wantPrefix+"-claims-view")
+			assert.Equal(t, "true", view.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"])
+			assert.NotContains(t, view.GetLabels(), "rbac.authorization.k8s.io/aggregate-to-admin")
+			assert.NotContains(t, view.GetLabels(), "rbac.authorization.k8s.io/aggregate-to-edit")
+			assert.Equal(t, claimsRule("get", "list", "watch"), view.Object["rules"])
+
+			for _, o := range tenant {
+				assert.Empty(t, o.GetNamespace(), "cluster-scoped")
+				assert.NotContains(t, o.Object, "aggregationRule", "aggregated into the built-in roles, not aggregating")
+				assert.NotContains(t, fmt.Sprint(o.Object["rules"]), "ipaddresses", "the ledger is not the tenants'")
+			}
 		})
 	}
 }
