@@ -425,7 +425,26 @@ func TestConventionsSchema(t *testing.T) {
 		{"digest", "image: {digest: sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945}", ""},
 		{"verbosity", "controllers: {claim: {logLevel: 3}}", ""},
 		{"sub-second lease timing", "defaults: {leaderElection: {retryPeriod: 1.5s}}", ""},
+		{"monitoring and tenant roles", `
+metrics:
+  podMonitor: {enabled: true, interval: 30s, scrapeTimeout: 10s, labels: {release: prom}}
+  prometheusRule:
+    enabled: true
+    labels: {release: prom}
+    additionalRules:
+      - {alert: Down, expr: up == 0, for: 5m, keep_firing_for: 1m, labels: {severity: warning}, annotations: {summary: down}}
+      - {record: "job:up:sum", expr: sum by (job) (up)}
+tenantRoles: {enabled: false}
+`, ""},
 		{"misspelt defaults key", "defaults: {resource: {}}", "resource"},
+		{"misspelt PodMonitor key", "metrics: {podMonitor: {enable: true}}", "enable"},
+		{"PodMonitor interval without a unit", `metrics: {podMonitor: {interval: "30"}}`, "interval"},
+		{"misspelt PrometheusRule key", "metrics: {prometheusRule: {additionalRule: []}}", "additionalRule"},
+		{"rule without expr", "metrics: {prometheusRule: {additionalRules: [{alert: Down}]}}", "expr"},
+		{"rule neither alert nor record", "metrics: {prometheusRule: {additionalRules: [{expr: up}]}}", "additionalRules"},
+		{"misspelt rule key", "metrics: {prometheusRule: {additionalRules: [{alert: Down, expr: up, annotation: {}}]}}", "annotation"},
+		{"tenantRoles.enabled not a boolean", `tenantRoles: {enabled: "yes"}`, "enabled"},
+		{"misspelt tenantRoles key", "tenantRoles: {enable: true}", "enable"},
 		{"unknown top-level block", "default: {logLevel: info}", "default"},
 		{"unknown log level", "defaults: {logLevel: verbose}", "logLevel"},
 		{"zero verbosity", "defaults: {logLevel: 0}", "logLevel"},
