@@ -6,7 +6,15 @@ CONTROLLER_GEN_VERSION ?= v0.20.1
 METALLB_VERSION ?= v0.16.1
 export METALLB_VERSION
 HELM_VERSION ?= v3.19.5
+# kind and actionlint for the kind e2e and the workflow lint; the workflows
+# take every version from here.
+KIND_VERSION ?= v0.30.0
+ACTIONLINT_VERSION ?= v1.7.12
 IMG ?= ghcr.io/cozystack/metallb-iad:main
+# VERSION is the release (x.y.z, no v) `make helm-package` stamps.
+VERSION ?=
+PACKAGE_DIR ?= $(BIN)
+HELM := go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
@@ -72,6 +80,10 @@ node-tools: ## Build kubelet, kube-proxy and kube-scheduler into bin/node (cache
 test-node: tools node-tools ## The e2e suite on a one-node cluster on this machine, the chart's pods for real (root; installs containerd from Debian).
 	E2E_PROVIDER=node go test -p 1 -count=1 -v -timeout 45m ./test/node/ ./test/e2e/
 
+.PHONY: test-kind
+test-kind: e2e-tools ## The e2e suite on a dual-stack kind cluster (needs Docker and the images: E2E_IMAGE, and E2E_CORE_IMAGE built from E2E_CORE_SRC).
+	E2E_PROVIDER=kind go test -count=1 -v -timeout 60m ./test/e2e/
+
 .PHONY: soak
 soak: tools ## The long chaos soak (SOAK_OPS, SOAK_KILLS, SOAK_API_RESTARTS, SOAK_SEED, SOAK_DURATION, SOAK_CONVERGE override).
 	SOAK_LONG=1 go test -count=1 -v -run '^TestSoak$$' -timeout 120m ./test/soak/
@@ -103,11 +115,25 @@ docker-build: ## Build the image (needs a container engine).
 
 .PHONY: helm-lint
 helm-lint: ## Lint the chart strictly.
-	go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) lint --strict chart/metallb-iad
+	$(HELM) lint --strict chart/metallb-iad
 
 .PHONY: helm-package
-helm-package: manifests ## Package the chart into bin/.
-	go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) package chart/metallb-iad -d $(BIN)
+helm-package: ## Package the chart into PACKAGE_DIR (bin/) as release VERSION=x.y.z: chart version and appVersion (the default image tag) both x.y.z.
+	@echo "$(VERSION)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "helm-package: set VERSION=x.y.z (the release, without the v; got '$(VERSION)')" >&2; exit 1; }
+	$(HELM) package chart/metallb-iad -d $(PACKAGE_DIR) --version $(VERSION) --app-version $(VERSION)
+
+.PHONY: e2e-tools
+e2e-tools: $(BIN)/kind $(BIN)/helm ## Install kind and helm (KIND_VERSION, HELM_VERSION) into bin/ for the kind e2e and releases.
+
+$(BIN)/kind:
+	GOBIN=$(BIN) go install sigs.k8s.io/kind@$(KIND_VERSION)
+
+$(BIN)/helm:
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: lint-workflows
+lint-workflows: ## Lint .github/workflows with actionlint (ACTIONLINT_VERSION).
+	go run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) -no-color
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -83,8 +83,10 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	// IPAddress controller's create and delete are cluster-wide: it also
 	// clears MetalLB's stale allocations of deleted tenant Services.
 	placeholderRoles := append(slices.Clone(leaseNames), "metallb-iad-claim")
-	assert.ElementsMatch(t, placeholderRoles, names4(r, "Role"))
-	assert.ElementsMatch(t, placeholderRoles, names4(r, "RoleBinding"))
+	// The three controllers that derive sharing keys read their Secret.
+	roles := append(slices.Clone(placeholderRoles), "metallb-iad-claim-sharing-key", "metallb-iad-service-sharing-key", "metallb-iad-ipaddress-sharing-key")
+	assert.ElementsMatch(t, roles, names4(r, "Role"))
+	assert.ElementsMatch(t, roles, names4(r, "RoleBinding"))
 
 	// Nothing optional is rendered by default; the admission policy is on.
 	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
@@ -92,9 +94,8 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	}
 	must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
 	must(t, r, "ValidatingAdmissionPolicyBinding", "metallb-iad-reserved-service-fields")
-	key := must(t, r, "Secret", "metallb-iad-sharing-key")
-	data, _, _ := unstructured.NestedString(key.Object, "data", "key")
-	assert.GreaterOrEqual(t, len(data), 48, "a random sharing secret")
+	// The chart renders no sharing key: the controllers make it.
+	assert.Empty(t, r.Find("Secret"))
 	// Every namespaced object is in the release namespace.
 	for _, o := range r.Objects {
 		switch o.GetKind() {
@@ -157,15 +158,13 @@ func TestDefaultDeployments(t *testing.T) {
 			if c == "service" || c == "ipaddress" {
 				args = append(args, "--parking-pool=metallb-iad-parking")
 			}
-			// The controllers that write sharing keys read their secret.
+			// The controllers that write sharing keys read their secret, and
+			// the first to start creates it; nothing is mounted.
 			if c != "class" {
-				args = append(args, "--sharing-key-file=/etc/metallb-iad/sharing-key/key")
-				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "mountPath": "/etc/metallb-iad/sharing-key", "readOnly": true}}, ct["volumeMounts"])
-				assert.Equal(t, []any{map[string]any{"name": "sharing-key", "secret": map[string]any{"secretName": "metallb-iad-sharing-key"}}}, ps["volumes"])
-			} else {
-				assert.NotContains(t, ct, "volumeMounts")
-				assert.NotContains(t, ps, "volumes")
+				args = append(args, "--sharing-key-secret=metallb-iad-sharing-key", "--sharing-key-create=true")
 			}
+			assert.NotContains(t, ct, "volumeMounts")
+			assert.NotContains(t, ps, "volumes")
 			args = append(args, "--zap-log-level=info", "--zap-encoder=json")
 			assert.Equal(t, args, ct["args"])
 			assert.Equal(t, []any{map[string]any{
@@ -312,7 +311,13 @@ func TestInstallCRDs(t *testing.T) {
 	for _, crd := range r.Find("CustomResourceDefinition") {
 		file := fmt.Sprintf("config/crd/bases/local.sdn.cozystack.io_%s.yaml", strings.TrimSuffix(crd.GetName(), ".local.sdn.cozystack.io"))
 		want, _ := readYAML(t, file)
-		assert.Equal(t, want, crd.Object, "%s renders as %s", crd.GetName(), file)
+		// helm uninstall leaves them, and every claim and address with them.
+		assert.Equal(t, "keep", crd.GetAnnotations()["helm.sh/resource-policy"], crd.GetName())
+		got := crd.DeepCopy()
+		ann := got.GetAnnotations()
+		delete(ann, "helm.sh/resource-policy")
+		got.SetAnnotations(ann)
+		assert.Equal(t, want, got.Object, "%s renders as %s with the keep policy", crd.GetName(), file)
 	}
 }
 
@@ -356,7 +361,8 @@ controllers:
 		"--health-probe-bind-address=:8081",
 		"--placeholder-namespace=" + releaseNS,
 		"--metallb-namespace=metallb-system",
-		"--sharing-key-file=/etc/metallb-iad/sharing-key/key",
+		"--sharing-key-secret=metallb-iad-sharing-key",
+		"--sharing-key-create=true",
 		"--zap-log-level=info",
 		"--zap-encoder=json",
 		"--zap-log-level=debug",

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -48,6 +49,15 @@ type Rendered struct {
 // Render renders the chart with values (YAML, merged over values.yaml, and
 // checked against values.schema.json like `helm install` does).
 func Render(rel Release, values string) (*Rendered, error) {
+	ch, err := loader.Load(Dir())
+	if err != nil {
+		return nil, err
+	}
+	return RenderChart(ch, rel, values)
+}
+
+// RenderChart renders a loaded chart (a packaged one, say) as Render does.
+func RenderChart(ch *chart.Chart, rel Release, values string) (*Rendered, error) {
 	if rel.Name == "" {
 		rel.Name = "metallb-iad"
 	}
@@ -57,10 +67,6 @@ func Render(rel Release, values string) (*Rendered, error) {
 	vals := map[string]any{}
 	if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
 		return nil, fmt.Errorf("values: %w", err)
-	}
-	ch, err := loader.Load(Dir())
-	if err != nil {
-		return nil, err
 	}
 	// Helm's built-in default Kubernetes version is 1.20 when its packages
 	// are used as a library (its CLI stamps its own client version); render

@@ -151,3 +151,12 @@ Call with (dict "root" $ "c" "<controller>").
 {{- define "metallb-iad.podMatchers" -}}
 {{- printf "namespace=%q,pod=~%q" .root.Release.Namespace (printf "%s-[a-z0-9]+-[a-z0-9]+" (include "metallb-iad.componentName" .)) }}
 {{- end }}
+
+{{/*
+The Secret the claim, service and ipaddress controllers derive MetalLB
+sharing keys from: sharingKey.existingSecret, or <fullname>-sharing-key,
+which the first of them to start creates.
+*/}}
+{{- define "metallb-iad.sharingKeySecret" -}}
+{{- .Values.sharingKey.existingSecret | default (printf "%s-sharing-key" (include "metallb-iad.fullname" .)) -}}
+{{- end }}
