@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,10 @@ type StackOptions struct {
 	// parking.enabled false: the driver then takes the shared and gap
 	// handoffs.
 	NoParkingPool bool
+	// CoreSrc, when set, is the real core's source tree (address-controller):
+	// its binary is built from there and runs as a process in place of the
+	// reference core.
+	CoreSrc string
 }
 
 // Stack is the whole system on this machine: the local control plane with
@@ -49,6 +55,8 @@ type Stack struct {
 	replicaArgs []string
 	cancel      context.CancelFunc
 	coreDone    chan struct{}
+	// realCore is the real core's process (StackOptions.CoreSrc).
+	realCore *Process
 
 	mu      sync.Mutex
 	drivers map[string][]*Driver
@@ -85,7 +93,12 @@ func StartStack(ctx context.Context, opts StackOptions) (s *Stack, err error) {
 	if err = BuildDriver(s.BinDir); err != nil {
 		return s, err
 	}
-	if err = s.startCore(); err != nil {
+	if opts.CoreSrc != "" {
+		err = s.startRealCore(opts.CoreSrc)
+	} else {
+		err = s.startCore()
+	}
+	if err != nil {
 		return s, err
 	}
 	for _, name := range Controllers {
@@ -125,6 +138,27 @@ func (s *Stack) startCore() error {
 		}
 	}()
 	return nil
+}
+
+// startRealCore builds the real core from its source tree and runs it as a
+// process with the admin's rights, as its chart runs it (one replica, no
+// metrics), on a free health port.
+func (s *Stack) startRealCore(src string) error {
+	bin := filepath.Join(s.BinDir, "address-controller")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the real core from %s: %v: %s", src, err, out)
+	}
+	hp, err := FreePort()
+	if err != nil {
+		return err
+	}
+	s.realCore, err = StartProcess(s.Dir, "address-controller", bin,
+		"-kubeconfig", s.Kubeconfig, "-leader-elect=false", "-metrics-bind-address", "0",
+		"-health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", hp))
+	return err
 }
 
 // StartReplica starts one more process of a controller and waits until it
@@ -207,6 +241,9 @@ func (s *Stack) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.coreDone
+	}
+	if s.realCore != nil {
+		s.realCore.Stop(10 * time.Second)
 	}
 	if s.Cluster != nil {
 		s.Cluster.Stop()

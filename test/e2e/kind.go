@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,20 +16,15 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/support"
-	"sigs.k8s.io/e2e-framework/third_party/helm"
 	"sigs.k8s.io/e2e-framework/third_party/kind"
-
-	"github.com/cozystack/metallb-iad/test/cluster"
-	"github.com/cozystack/metallb-iad/test/core"
-	"github.com/cozystack/metallb-iad/test/manifests"
 )
 
-// The kind path: a kind cluster, MetalLB from the chart inside its Go module,
-// our image loaded into the nodes, our chart installed with the CRDs, and the
-// reference core run in-process against the cluster. E2E_IMAGE names the
-// image to load (default ghcr.io/cozystack/metallb-iad:e2e, built by
-// `make docker-build IMG=...`); E2E_KIND_IMAGE picks the node image.
-const kindNamespace = "metallb-iad-system"
+// The kind path: a dual-stack kind cluster, our image (E2E_IMAGE, default
+// ghcr.io/cozystack/metallb-iad:e2e, built by `make docker-build IMG=...`)
+// and, with E2E_CORE_SRC, the real core's image (E2E_CORE_IMAGE, built from
+// that source by its own Dockerfile) loaded into the nodes; then the chart
+// path (charts.go), the same code as the node provider's. E2E_KIND_IMAGE
+// picks the node image; E2E_LOGS is where the cluster's logs go at the end.
 
 func kindImage() string {
 	if v := os.Getenv("E2E_IMAGE"); v != "" {
@@ -39,84 +33,85 @@ func kindImage() string {
 	return "ghcr.io/cozystack/metallb-iad:e2e"
 }
 
-func kindSetup() []env.Func {
+func kindCoreImage() string {
+	if v := os.Getenv("E2E_CORE_IMAGE"); v != "" {
+		return v
+	}
+	return coreImageRef
+}
+
+// kindConfig is the cluster's kind configuration: dual-stack, so that
+// RequireDualStack Services get both families.
+const kindConfig = `kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+networking:
+  ipFamily: dual
+`
+
+func kindSetup() ([]env.Func, error) {
+	src, err := coreSource()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "metallb-iad-kind-")
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "kind.yaml")
+	if err := os.WriteFile(cfgPath, []byte(kindConfig), 0o600); err != nil {
+		return nil, err
+	}
 	var opts []support.ClusterOpts
 	if img := os.Getenv("E2E_KIND_IMAGE"); img != "" {
 		opts = append(opts, kind.WithImage(img))
 	}
-	return []env.Func{
-		envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...),
+	fns := []env.Func{
+		envfuncs.CreateClusterWithConfig(kind.NewProvider(), clusterName, cfgPath, opts...),
 		envfuncs.LoadImageToCluster(clusterName, kindImage()),
-		installMetalLB,
-		installDriverChart,
-		startCoreAgainst,
 	}
+	if src != "" {
+		fns = append(fns, envfuncs.LoadImageToCluster(clusterName, kindCoreImage()))
+	}
+	// From here on, the same code as the node provider's.
+	fns = append(fns, func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		charted = &chartStack{
+			kubeconfig: cfg.KubeconfigFile(), config: cfg.Client().RESTConfig(),
+			driverImage: kindImage(), coreSrc: src, coreImage: kindCoreImage(),
+			// The real core's chart brings the CRDs; for the reference core
+			// ours do.
+			ourCRDs:       src == "",
+			metallbValues: map[string]any{"speaker": map[string]any{"enabled": false}},
+		}
+		return ctx, charted.install(ctx)
+	})
+	return fns, nil
+}
+
+func kindLogsDir() string {
+	if v := os.Getenv("E2E_LOGS"); v != "" {
+		return v
+	}
+	return filepath.Join(os.TempDir(), "metallb-iad-e2e-logs")
 }
 
 func kindFinish() []env.Func {
 	return []env.Func{
-		envfuncs.ExportClusterLogs(clusterName, filepath.Join(os.TempDir(), "metallb-iad-e2e-logs")),
+		func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+			if charted != nil {
+				charted.stop()
+			}
+			return ctx, nil
+		},
+		envfuncs.ExportClusterLogs(clusterName, kindLogsDir()),
 		envfuncs.DestroyCluster(clusterName),
 	}
 }
 
-func moduleDir(mod string) (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
-	if err != nil {
-		// MetalLB is a dependency of the tools module, not the main one.
-		cmd := exec.Command("go", "mod", "download", "-json", mod)
-		cmd.Dir = filepath.Join(manifests.Root(), "hack", "tools", "metallb")
-		b, err2 := cmd.Output()
-		if err2 != nil {
-			return "", fmt.Errorf("locate %s: %v / %v", mod, err, err2)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, `"Dir":`) {
-				return strings.Trim(strings.TrimSpace(strings.SplitN(l, ":", 2)[1]), `",`), nil
-			}
-		}
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-func installMetalLB(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	dir, err := moduleDir("go.universe.tf/metallb")
-	if err != nil {
-		return ctx, err
-	}
-	h := helm.New(cfg.KubeconfigFile())
-	err = h.RunInstall(helm.WithName("metallb"), helm.WithNamespace(cluster.MetalLBNamespace),
-		helm.WithChart(filepath.Join(dir, "charts", "metallb")),
-		helm.WithArgs("--create-namespace", "--set", "speaker.enabled=false"), helm.WithWait(), helm.WithTimeout("5m"))
-	return ctx, err
-}
-
-func installDriverChart(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	repo, tag, _ := strings.Cut(kindImage(), ":")
-	h := helm.New(cfg.KubeconfigFile())
-	err := h.RunInstall(helm.WithName("metallb-iad"), helm.WithNamespace(kindNamespace),
-		helm.WithChart(filepath.Join(manifests.Root(), "chart", "metallb-iad")),
-		helm.WithArgs("--create-namespace", "--set", "installCRDs=true",
-			"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "imagePullPolicy=IfNotPresent",
-			"--set", "controllers.class.replicas=2", "--set", "controllers.claim.replicas=2",
-			"--set", "controllers.service.replicas=2", "--set", "controllers.ipaddress.replicas=2"),
-		helm.WithWait(), helm.WithTimeout("5m"))
-	return ctx, err
-}
-
-func startCoreAgainst(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	mgr, err := core.NewManager(cfg.Client().RESTConfig())
-	if err != nil {
-		return ctx, err
-	}
-	go func() { _ = mgr.Start(context.Background()) }()
-	return ctx, nil
-}
-
-// kindFleet kills controller pods; the Deployment replaces them.
+// kindFleet kills controller pods, on kind and on the node; the Deployment
+// replaces them.
 type kindFleet struct{ k client.Client }
 
-func (f kindFleet) placeholderNamespace() string { return kindNamespace }
+func (f kindFleet) placeholderNamespace() string { return holdsNamespace }
 
 func (f kindFleet) killLeader(ctx context.Context, controller string) (time.Duration, error) {
 	lease := &coordinationv1.Lease{}

@@ -2,11 +2,15 @@
 // default it runs locally: the local control plane with the real MetalLB
 // controller, the reference core, and the driver's four binaries as separate
 // processes, two replicas each with leader election, as the chart deploys
-// them. E2E_PROVIDER=kind runs the portable features on a kind cluster with
-// the chart installed instead (for CI machines with a container engine).
-// E2E_PROVIDER=node runs them on a one-node cluster on this machine
-// (test/node: root, Debian's containerd), with MetalLB's controller and the
-// chart installed as pods, plus the features only real Deployments show.
+// them. E2E_PROVIDER=kind runs it on a dual-stack kind cluster (for CI
+// machines with a container engine), E2E_PROVIDER=node on a one-node
+// cluster on this machine (test/node: root, Debian's containerd); both
+// install MetalLB, the core and the driver from their charts with the same
+// code (charts.go) and add the features only real Deployments show.
+//
+// E2E_CORE_SRC=<address-controller source tree> runs the real core in place
+// of the reference core (test/core): built and run as a process locally,
+// from its chart and an image built from that source on the node and kind.
 //
 // E2E_REPEAT (default 1) repeats the restart and failover features.
 package e2e
@@ -47,7 +51,12 @@ func TestMain(m *testing.M) {
 		testenv.Setup(envfuncs.CreateCluster(local, clusterName))
 		testenv.Finish(envfuncs.DestroyCluster(clusterName))
 	case "kind":
-		testenv.Setup(kindSetup()...)
+		setup, err := kindSetup()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		testenv.Setup(setup...)
 		testenv.Finish(kindFinish()...)
 	case "node":
 		if err := node.Check(); err != nil {

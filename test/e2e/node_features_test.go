@@ -28,12 +28,21 @@ import (
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
-// Features only real Deployments can show; they run on E2E_PROVIDER=node.
+// Features only real Deployments can show: they run on the chart path
+// (E2E_PROVIDER=kind or node); the ones that read the processes' kernel
+// state, on the node alone.
+
+func needChart(t *testing.T) {
+	t.Helper()
+	if charted == nil {
+		t.Skip("runs on real pods only: E2E_PROVIDER=kind or node (make test-node)")
+	}
+}
 
 func needNode(t *testing.T) {
 	t.Helper()
 	if onNode == nil {
-		t.Skip("runs on real pods only: E2E_PROVIDER=node (make test-node)")
+		t.Skip("reads the pods' processes on this machine: E2E_PROVIDER=node (make test-node)")
 	}
 }
 
@@ -88,7 +97,7 @@ func (k *kit) settled(controller string) {
 }
 
 func kubectl(t *testing.T, args ...string) string {
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", onNode.GetKubeconfig()}, args...)...)
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", charted.kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 	return string(out)
@@ -98,7 +107,7 @@ func kubectl(t *testing.T, args ...string) string {
 // resources for one controller changes that Deployment only; the other
 // three keep their pods.
 func TestChartTuning(t *testing.T) {
-	needNode(t)
+	needChart(t)
 	story(t, "chart tuning", "helm upgrade tunes the claim controller alone", "tuning", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		others := map[string]map[string]int32{}
 		gens := map[string]int64{}
@@ -116,7 +125,7 @@ func TestChartTuning(t *testing.T) {
 				"limits":   map[string]any{"memory": "300Mi"},
 			},
 		}}
-		_, err := onNode.UpgradeDriver(ctx, tuned)
+		_, err := charted.UpgradeDriver(ctx, tuned)
 		require.NoError(t, err)
 		k.settled("claim")
 		d := k.deployment("claim")
@@ -136,7 +145,7 @@ func TestChartTuning(t *testing.T) {
 		k.claim("ip", "e2e-tuning", iadv1alpha1.FamilyIPv4)
 		k.bound("ip")
 
-		_, err = onNode.UpgradeDriver(ctx, nil)
+		_, err = charted.UpgradeDriver(ctx, nil)
 		require.NoError(t, err)
 		k.settled("claim")
 		assert.Len(t, k.pods(t, "claim"), 2)
@@ -149,7 +158,7 @@ func TestChartTuning(t *testing.T) {
 // Deployments' pods keep their UIDs and restart counts, and the story
 // completes with the same IP.
 func TestRolloutRestartMidHandoff(t *testing.T) {
-	needNode(t)
+	needChart(t)
 	story(t, "rollout restart", "roll the service controller during a handoff", "rollout", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		k.class("e2e-rollout", iadv1alpha1.ReclaimDelete, "203.0.113.48/28")
 		a := k.heldClaim("ip", "e2e-rollout")
@@ -303,7 +312,7 @@ func rootReadOnly(t *testing.T, pid int) bool {
 // TestMetricsService: each controller's metrics Service answers
 // metallb_iad_* series through the Service address (kube-proxy's rules).
 func TestMetricsService(t *testing.T) {
-	needNode(t)
+	needChart(t)
 	story(t, "metrics Service", "every controller's metrics Service answers", "metrics", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		// Give every controller something to count.
 		k.class("e2e-metrics", iadv1alpha1.ReclaimDelete, "203.0.113.64/28")
@@ -343,11 +352,13 @@ func metricOf(controller string) string {
 }
 
 // TestUninstallReinstall: `helm uninstall` leaves no tenant object stuck
-// on a driver finalizer, and a reinstall picks up the existing addresses:
-// every claim keeps its IP, the attached Service keeps it, and the story
-// goes on with it.
+// on a driver finalizer and deletes no reservation: with the driver gone,
+// every address is still Bound and held (or attached) with its IP, the
+// CRDs, the placeholder namespace and the sharing key are still there. A
+// reinstall picks up the existing addresses: every claim keeps its IP, the
+// attached Service keeps it, and the story goes on with it.
 func TestUninstallReinstall(t *testing.T) {
-	needNode(t)
+	needChart(t)
 	story(t, "uninstall and reinstall", "the addresses survive the driver's absence", "reinstall", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		k.class("e2e-reinstall", iadv1alpha1.ReclaimRetain, "203.0.113.80/28")
 		k.claim("held", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
@@ -357,16 +368,31 @@ func TestUninstallReinstall(t *testing.T) {
 		k.service("web", "used")
 		k.attached("web", used)
 
-		require.NoError(t, onNode.UninstallDriver())
+		require.NoError(t, charted.UninstallDriver())
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			for _, ctl := range cluster.Controllers {
 				assert.Empty(c, k.pods(c, ctl), "no %s pod left", ctl)
 			}
 		}, podWait, tick, "the driver's pods are gone")
 		assertNothingStuck(t, k)
+		// Nothing the chart rendered that holds a reservation went with it:
+		// the CRDs (when ours installed them), the placeholder namespace and
+		// every placeholder in it, and the sharing key the driver made.
+		if charted.ourCRDs {
+			for _, crd := range []string{"ipaddressclasses", "ipaddressclaims", "ipaddresses"} {
+				kubectl(t, "get", "crd", crd+"."+iadv1alpha1.GroupVersion.Group)
+			}
+		}
+		ns := &corev1.Namespace{}
+		require.NoError(t, k.k.Get(ctx, client.ObjectKey{Name: holdsNamespace}, ns))
+		assert.Nil(t, ns.DeletionTimestamp, "the placeholder namespace stays")
+		key := &corev1.Secret{}
+		require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: kindNamespace, Name: driverRelease + "-sharing-key"}, key))
+		k.held(held, iadv1alpha1.AddressBound)
+		k.attached("web", used)
 		assert.Equal(t, []string{used.Address}, k.ingressOf("web"), "the attached Service keeps its IP without the driver")
 
-		_, err := onNode.InstallDriver(ctx, nil)
+		_, err := charted.InstallDriver(ctx, nil)
 		require.NoError(t, err)
 		assert.Equal(t, held, k.bound("held")[0], "the held claim keeps its address")
 		assert.Equal(t, used, k.bound("used")[0], "the used claim keeps its address")

@@ -22,7 +22,8 @@ const clusterName = "metallb-iad-e2e"
 
 // LocalProvider is an e2e-framework cluster provider that runs everything on
 // this machine (cluster.Stack): the local control plane with the real
-// MetalLB controller, the reference core (in-process), and the driver's four
+// MetalLB controller, the reference core (in-process; the real one as a
+// process with E2E_CORE_SRC), and the driver's four
 // binaries as separate OS processes, Replicas each, with leader election on,
 // each as its own ServiceAccount.
 type LocalProvider struct {
@@ -55,7 +56,11 @@ func (p *LocalProvider) WithOpts(...types.ClusterOpts) types.E2EClusterProvider 
 // returns the admin kubeconfig path.
 func (p *LocalProvider) Create(ctx context.Context, _ ...string) (string, error) {
 	// Short leases so failover takes seconds, not the default 15 s.
-	s, err := cluster.StartStack(ctx, cluster.StackOptions{Replicas: Replicas, ReplicaArgs: cluster.FastFailoverArgs})
+	src, err := coreSource()
+	if err != nil {
+		return "", err
+	}
+	s, err := cluster.StartStack(ctx, cluster.StackOptions{Replicas: Replicas, ReplicaArgs: cluster.FastFailoverArgs, CoreSrc: src})
 	if err != nil {
 		return "", err
 	}

@@ -372,6 +372,27 @@ func (n *Node) importImages() error {
 	return nil
 }
 
+// ImportBinaryImage builds the main package pkg of the Go module in dir
+// as a static binary and imports it into the node as image ref, with the
+// binary at path exe as its entrypoint (user 65532, as distroless nonroot).
+// The e2e suite builds the real core's image this way.
+func (n *Node) ImportBinaryImage(ref, dir, pkg, exe string) error {
+	out := filepath.Join(Base, "images", "bin", filepath.Base(exe)+"-"+strings.NewReplacer("/", "-", ":", "-").Replace(ref))
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s in %s: %v: %s", pkg, dir, err, b)
+	}
+	tarPath := out + ".tar"
+	im := Image{Ref: ref, Files: map[string]string{exe: out}, Entrypoint: []string{exe}, User: "65532:65532"}
+	if err := im.WriteTarball(tarPath); err != nil {
+		return fmt.Errorf("image %s: %w", ref, err)
+	}
+	_, err := n.ctr("images", "import", tarPath)
+	return err
+}
+
 func (n *Node) startKubeProxy(ctx context.Context) error {
 	hp, err := cluster.FreePort()
 	if err != nil {
