@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -228,13 +229,16 @@ func note(s string) {
 }
 
 // plainService is a Service as a tenant writes it: LoadBalancer, a
-// selector, port 80; annotations are added by the caller.
+// selector, port 80; annotations are added by the caller. It takes no node
+// port (MetalLB needs none): the default node-port range holds 2,768, fewer
+// than the large run's 5,000 background Services.
 func plainService(ns, name string, port int32) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": name},
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			AllocateLoadBalancerNodePorts: ptr.To(false),
+			Selector:                      map[string]string{"app": name},
 			Ports:    []corev1.ServicePort{{Name: "p", Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
 		},
 	}
