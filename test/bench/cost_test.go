@@ -239,7 +239,7 @@ func plainService(ns, name string, port int32) *corev1.Service {
 			Type:                          corev1.ServiceTypeLoadBalancer,
 			AllocateLoadBalancerNodePorts: ptr.To(false),
 			Selector:                      map[string]string{"app": name},
-			Ports:    []corev1.ServicePort{{Name: "p", Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+			Ports:                         []corev1.ServicePort{{Name: "p", Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 }
