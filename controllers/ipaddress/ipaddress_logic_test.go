@@ -824,6 +824,9 @@ func TestAddressState(t *testing.T) {
 	conflict := address("a", "192.0.2.7")
 	conflict.Status.Phase = iadv1alpha1.AddressConflict
 	assert.Equal(t, stateConflict, addressState(conflict))
+	lost := address("a", "192.0.2.7")
+	lost.Status.Phase = iadv1alpha1.AddressLost
+	assert.Equal(t, stateLost, addressState(lost))
 	assert.Equal(t, stateAssociated, addressState(associated(address("a", "192.0.2.7"), "t", "web")))
 	assert.Equal(t, stateHeld, addressState(withHeld(address("a", "192.0.2.7"), metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder)))
 	assert.Equal(t, stateConflict, addressState(withHeld(address("a", "192.0.2.7"), metav1.ConditionFalse, conditions.ReasonTakenElsewhere)))

@@ -15,7 +15,7 @@ var addressesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "metallb_iad_addresses",
 	Help: "IPAddresses served by the driver, by class and state (held: a placeholder holds the address in MetalLB; " +
 		"associated: attached to a workload; conflict: phase Conflict, or another Service holds the address; " +
-		"waiting: a placeholder waits for MetalLB).",
+		"lost: phase Lost, MetalLB can no longer hold the address; waiting: a placeholder waits for MetalLB).",
 }, []string{"class", "state"})
 
 func init() {
@@ -70,13 +70,17 @@ const (
 	stateHeld       = "held"
 	stateAssociated = "associated"
 	stateConflict   = "conflict"
+	stateLost       = "lost"
 	stateWaiting    = "waiting"
 )
 
 // addressState classifies an address for the gauge (see its help text).
 func addressState(a *iadv1alpha1.IPAddress) string {
-	if a.Status.Phase == iadv1alpha1.AddressConflict {
+	switch a.Status.Phase {
+	case iadv1alpha1.AddressConflict:
 		return stateConflict
+	case iadv1alpha1.AddressLost:
+		return stateLost
 	}
 	if a.Status.AssociatedTo != nil {
 		return stateAssociated

@@ -105,7 +105,7 @@ func TestPrometheusRule(t *testing.T) {
 		"class":     {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADClassRefused"},
 		"claim":     {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADClaimsPending", "MetalLBIADPoolExhausted"},
 		"service":   {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADUnauthorizedHolder"},
-		"ipaddress": {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADAddressConflict"},
+		"ipaddress": {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADAddressConflict", "MetalLBIADAddressLost"},
 	}, alertsByController(t, rules))
 
 	for _, rule := range rules {
@@ -159,7 +159,7 @@ controllers:
 	assert.Equal(t, map[string][]string{
 		"claim":     {"MetalLBIADControllerNoLeader", "MetalLBIADReconcileErrors", "MetalLBIADClaimsPending", "MetalLBIADPoolExhausted"},
 		"service":   {"MetalLBIADReconcileErrors", "MetalLBIADUnauthorizedHolder"},
-		"ipaddress": {"MetalLBIADReconcileErrors", "MetalLBIADAddressConflict"},
+		"ipaddress": {"MetalLBIADReconcileErrors", "MetalLBIADAddressConflict", "MetalLBIADAddressLost"},
 	}, alertsByController(t, rules[:len(rules)-2]))
 
 	// Nothing to alert on: no PrometheusRule at all.
