@@ -67,6 +67,9 @@ type Reconciler struct {
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
+	// unserved times the attachments whose Service holds nothing yet
+	// (serving.go).
+	unserved unservedAttachments
 	// written keeps a pass on a cache that has not shown the last status
 	// write from writing the same report again into a conflict.
 	written patch.Written
@@ -91,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, a); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.states.forget(req.Name)
+			r.unserved.forget(req.Name)
 			r.written.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

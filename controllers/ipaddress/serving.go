@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -29,22 +33,33 @@ type servingVerdict struct {
 	warn    bool
 }
 
+// refusedPrefix starts the message of a refusal of Service key.
+func refusedPrefix(key string) string { return fmt.Sprintf("Attached to Service %s, ", key) }
+
+// refusedFor reports whether the condition says MetalLB refused Service key.
+func refusedFor(c *metav1.Condition, key string) bool {
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonRefusedByMetalLB &&
+		strings.HasPrefix(c.Message, refusedPrefix(key))
+}
+
 // planServing decides AttachmentServed from the previous condition, the
-// attached pinned Service's key ("" for none) and MetalLB's refusal of it
-// since the attachment ("" for none).
-func planServing(prev *metav1.Condition, ip, svc, refused string) servingVerdict {
+// attached pinned Service's key ("" for none), MetalLB's refusal of its
+// pin ("" for none on record) and whether it holds none of ip (unserved).
+// A refusal stands while the Service holds nothing: MetalLB never looks at
+// a refused Service again by itself.
+func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool) servingVerdict {
 	if refused != "" {
-		msg := fmt.Sprintf("Attached to Service %s, which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
+		msg := refusedPrefix(svc) + fmt.Sprintf("which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
 			"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed",
-			svc, ip, refused)
+			ip, refused)
 		return servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: msg,
 			warn: prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg}
 	}
-	if prev == nil || prev.Status == metav1.ConditionTrue {
+	if prev == nil || prev.Status == metav1.ConditionTrue || (unserved && refusedFor(prev, svc)) {
 		return servingVerdict{}
 	}
 	msg := "The Service the address is attached to holds it"
-	if svc == "" {
+	if svc == "" || unserved {
 		msg = "The address is not attached to a Service MetalLB refuses"
 	}
 	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: msg}
@@ -60,42 +75,38 @@ func pinnedTo(svc *corev1.Service, ip string) bool {
 	return hand != "" && slices.Contains(names.SplitIPs(hand), ip)
 }
 
-// checkServing keeps the address from saying attached while its Service
-// holds none of it: AttachmentServed goes False, with Warnings, while the
-// attached Service is pinned to the address without holding it and MetalLB
-// refused it since the attachment (an AllocationFailed no older than Held's
-// last change), and True once that is over.
+// checkServing keeps the address from saying attached while MetalLB
+// refuses the Service it is attached to: AttachmentServed goes False, with
+// Warnings, once MetalLB refused the pinned Service (judgeRefusal), stays
+// False while the Service holds none of the address, and goes True once
+// it holds it or is detached. A Service that holds the address costs no
+// read beyond the cache.
 func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, error) {
 	a, ip := s.addr, s.ip.String()
 	svc, err := r.attachedService(ctx, s)
 	if err != nil {
 		return phase.Next(), err
 	}
-	key, refused := "", ""
+	prev := meta.FindStatusCondition(a.Status.Conditions, conditions.AttachmentServed)
+	key, refused, unserved := "", "", false
+	res := phase.Next()
 	if svc != nil && pinnedTo(svc, ip) {
 		key = svc.Namespace + "/" + svc.Name
-		if !binding.Holds(svc, ip) {
-			var evs corev1.EventList
-			if err := r.APIReader.List(ctx, &evs, client.InNamespace(svc.Namespace),
-				client.MatchingFields{"involvedObject.name": svc.Name, "reason": metallbAllocationFailed}); err != nil {
-				return phase.Next(), err
-			}
-			var since time.Time
-			if h := meta.FindStatusCondition(a.Status.Conditions, conditions.Held); h != nil {
-				since = h.LastTransitionTime.Time
-			}
-			if f := stale.LatestFailure(evs.Items, svc.UID); f != nil && !stale.EventTime(f).Before(since.Truncate(time.Second)) {
-				refused = f.Message
-			}
+		unserved = !binding.Holds(svc, ip)
+	}
+	switch {
+	case !unserved:
+		r.unserved.forget(a.Name)
+	case refusedFor(prev, key):
+		// Said already; the Service's next change brings the address back.
+	case a.Status.Phase == iadv1alpha1.AddressLost:
+		// MetalLB no longer has the address: AddressLost says so.
+	default:
+		if refused, res, err = r.judgeRefusal(ctx, s, svc); err != nil {
+			return phase.Next(), err
 		}
 	}
-	res := phase.Next()
-	if key != "" && refused == "" && !binding.Holds(svc, ip) {
-		// MetalLB's Event may come after the status change that woke
-		// this pass, and Events wake nothing here.
-		res = phase.RetryAfter(servingRecheck, "MetalLB may not have refused the attached Service yet")
-	}
-	v := planServing(meta.FindStatusCondition(a.Status.Conditions, conditions.AttachmentServed), ip, key, refused)
+	v := planServing(prev, ip, key, refused, unserved)
 	if !v.set {
 		return res, nil
 	}
@@ -108,6 +119,82 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 	return res, nil
 }
 
+// judgeRefusal returns MetalLB's refusal of the attached Service, pinned
+// to the address and holding none of it, and when to look again. It is
+// judged only from what MetalLB said about a version of the Service that
+// carries the driver's grant (written with the pin once the address is
+// released to it, so MetalLB can give it), once MetalLB has had time to
+// look (servingSettle and one full pass): a refusal of that version or a
+// later one, or a repeat, since, of a refusal first said about an earlier
+// version (stale.RefusalOf). A refusal MetalLB said before the pin (a
+// fresh Service it had no address for) or before the address was released
+// (a hand pin) is no refusal of the attachment. Where only such earlier
+// refusals are on record, the Service is handed back to MetalLB once
+// (stale.Poke), so that a refusal of the pin, if any, is said again.
+func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Service) (string, phase.Result, error) {
+	a := s.addr
+	if !names.Granted(svc.Labels, a.Spec.ClassName) {
+		return "", phase.Next(), nil // the Service controller's write to come brings the address back
+	}
+	u := r.unserved.get(a.Name, svc.UID)
+	look := servingSettle + passTime(r.allocated.count())
+	if wait := look - time.Since(u.since); wait > 0 {
+		return "", phase.RetryAfter(wait, "MetalLB may not have looked at the pinned Service yet"), nil
+	}
+	var evs corev1.EventList
+	if err := r.APIReader.List(ctx, &evs, client.InNamespace(svc.Namespace),
+		client.MatchingFields{"involvedObject.name": svc.Name, "reason": metallbAllocationFailed}); err != nil {
+		return "", phase.Next(), err
+	}
+	got := stale.RefusalOf(evs.Items, svc.UID, svc.ResourceVersion, u.earlier)
+	switch {
+	case got.Event != nil:
+		return got.Event.Message, phase.Next(), nil
+	case got.Ahead:
+		return "", phase.RetryAfter(lookAgain, "MetalLB refused a version of the Service the cache does not show yet"), nil
+	case len(got.Earlier) > 0 && u.earlier == nil:
+		u.earlier = got.Earlier
+		if err := r.poke(ctx, svc); err != nil {
+			return "", phase.Next(), err
+		}
+		return "", phase.RetryAfter(look, "MetalLB was asked to look at the pinned Service again"), nil
+	}
+	// MetalLB's Event may come after the status change that woke this
+	// pass, and Events wake nothing here.
+	return "", phase.RetryAfter(servingRecheck, "MetalLB may not have refused the attached Service yet"), nil
+}
+
+// servingSettle is how long an attached, pinned Service may hold nothing
+// before MetalLB's Events about it are read: MetalLB gives a Service it
+// can serve its pin in milliseconds, beyond the full pass it may be in.
+const servingSettle = 2 * time.Second
+
 // servingRecheck is how soon an attached, pinned Service that holds
 // nothing and has no refusal on record is looked at again.
 const servingRecheck = 10 * time.Second
+
+// unservedAttachments remembers, per address, since when its attached
+// Service (by uid) has been seen pinned and holding nothing, and the
+// earlier refusals on record when it was handed back to MetalLB. Losing it
+// delays a verdict; it never makes one.
+type unservedAttachments struct{ m sync.Map }
+
+type unservedAttachment struct {
+	uid     types.UID
+	since   time.Time
+	earlier map[string]int32
+}
+
+// get returns the record of the address's attachment to uid, started now
+// if there is none (or one of another Service). One pass at a time works
+// on an address, so the record is the pass's own.
+func (u *unservedAttachments) get(address string, uid types.UID) *unservedAttachment {
+	if v, ok := u.m.Load(address); ok && v.(*unservedAttachment).uid == uid {
+		return v.(*unservedAttachment)
+	}
+	rec := &unservedAttachment{uid: uid, since: time.Now()}
+	u.m.Store(address, rec)
+	return rec
+}
+
+func (u *unservedAttachments) forget(address string) { u.m.Delete(address) }

@@ -17,28 +17,44 @@ func TestPlanServing(t *testing.T) {
 	failed := &metav1.Condition{Type: conditions.AttachmentServed, Status: metav1.ConditionFalse, Reason: conditions.ReasonRefusedByMetalLB, Message: refusedMsg}
 	served := &metav1.Condition{Type: conditions.AttachmentServed, Status: metav1.ConditionTrue}
 	tests := []struct {
-		name    string
-		prev    *metav1.Condition
-		svc     string
-		refused string
-		want    servingVerdict
+		name     string
+		prev     *metav1.Condition
+		svc      string
+		refused  string
+		unserved bool
+		want     servingVerdict
 	}{
-		{"never failed: nothing written", nil, "shop/web", "", servingVerdict{}},
-		{"refused: False with a Warning", nil, "shop/web", "not compatible with pool legacy",
+		{"never failed: nothing written", nil, "shop/web", "", false, servingVerdict{}},
+		{"not served yet, nothing refused: nothing written", nil, "shop/web", "", true, servingVerdict{}},
+		{"refused: False with a Warning", nil, "shop/web", "not compatible with pool legacy", true,
 			servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: refusedMsg, warn: true}},
-		{"still refused: no second Warning", failed, "shop/web", "not compatible with pool legacy",
+		{"still refused: no second Warning", failed, "shop/web", "not compatible with pool legacy", true,
 			servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: refusedMsg}},
-		{"holds it again: True", failed, "shop/web", "",
+		{"refused and still holding nothing: the refusal stands", failed, "shop/web", "", true, servingVerdict{}},
+		{"holds it again: True", failed, "shop/web", "", false,
 			servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: "The Service the address is attached to holds it"}},
-		{"detached meanwhile: True", failed, "", "",
+		{"detached meanwhile: True", failed, "", "", false,
 			servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: "The address is not attached to a Service MetalLB refuses"}},
-		{"True stays", served, "shop/web", "", servingVerdict{}},
+		{"attached to another Service meanwhile, nothing refused yet: True", failed, "shop/api", "", true,
+			servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: "The address is not attached to a Service MetalLB refuses"}},
+		{"True stays", served, "shop/web", "", false, servingVerdict{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, planServing(tt.prev, "192.0.2.7", tt.svc, tt.refused))
+			assert.Equal(t, tt.want, planServing(tt.prev, "192.0.2.7", tt.svc, tt.refused, tt.unserved))
 		})
 	}
+}
+
+func TestRefusedFor(t *testing.T) {
+	v := planServing(nil, "192.0.2.7", "shop/web", "no", true)
+	c := &metav1.Condition{Type: conditions.AttachmentServed, Status: v.status, Reason: v.reason, Message: v.message}
+	assert.True(t, refusedFor(c, "shop/web"))
+	assert.False(t, refusedFor(c, "shop/we"), "another Service")
+	assert.False(t, refusedFor(c, "shop/web2"), "another Service")
+	assert.False(t, refusedFor(nil, "shop/web"))
+	c.Status = metav1.ConditionTrue
+	assert.False(t, refusedFor(c, "shop/web"))
 }
 
 func TestPinnedTo(t *testing.T) {

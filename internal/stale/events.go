@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -30,6 +31,67 @@ func LatestFailure(evs []corev1.Event, uid types.UID) *corev1.Event {
 		}
 	}
 	return latest
+}
+
+// Refusal is what MetalLB's AllocationFailed Events say about one version
+// of a Service (RefusalOf).
+type Refusal struct {
+	// Event is MetalLB's latest refusal of that version or a later one
+	// (or a repeat, see Earlier); nil when none is on record.
+	Event *corev1.Event
+	// Ahead reports a refusal of a version later than the one asked
+	// about: the caller's copy of the Service is behind.
+	Ahead bool
+	// Earlier are the refusals on record that were first said about an
+	// earlier version, each Event's name with how often it was said.
+	Earlier map[string]int32
+}
+
+// RefusalOf judges whether MetalLB refused version rv of the Service uid,
+// or a later one, from its AllocationFailed Events: by the version each
+// Event names (involvedObject.resourceVersion, which orders the versions
+// of one object), never by the time. MetalLB's event recorder folds a
+// refusal it repeats word for word into the Event first recorded, which
+// keeps naming the version of then and only counts the repeat; so an
+// Event about an earlier version counts only when it was said more often
+// than earlier records, taken while rv or a later version was current (nil:
+// none taken).
+func RefusalOf(evs []corev1.Event, uid types.UID, rv string, earlier map[string]int32) Refusal {
+	var out Refusal
+	for i := range evs {
+		e := &evs[i]
+		if e.Reason != AllocationFailed || e.InvolvedObject.UID != uid {
+			continue
+		}
+		cmp, err := resourceversion.CompareResourceVersion(e.InvolvedObject.ResourceVersion, rv)
+		switch {
+		case err != nil:
+			continue // no version named: nothing to judge it by
+		case cmp > 0:
+			out.Ahead = true
+			continue
+		case cmp < 0:
+			if out.Earlier == nil {
+				out.Earlier = map[string]int32{}
+			}
+			out.Earlier[e.Name] = Said(e)
+			if n, ok := earlier[e.Name]; !ok || Said(e) <= n {
+				continue
+			}
+		}
+		if out.Event == nil || EventTime(e).After(EventTime(out.Event)) {
+			out.Event = e
+		}
+	}
+	return out
+}
+
+// Said is how often an Event was said, whichever API wrote it.
+func Said(e *corev1.Event) int32 {
+	if e.Series != nil {
+		return max(e.Series.Count, 1)
+	}
+	return max(e.Count, 1)
 }
 
 // UnknownPool reports whether an AllocationFailed message says MetalLB

@@ -115,3 +115,61 @@ func TestAssignments(t *testing.T) {
 		"the latest assignment of each Service that keep accepts; no refusals, other kinds or forged namespaces")
 	assert.True(t, at(5).Time.Equal(got[types.NamespacedName{Namespace: "iad", Name: "a"}].At))
 }
+
+func TestRefusalOf(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.Time{Time: time.Unix(int64(1000+sec), 0)} }
+	ev := func(name, uid, rv, msg string, count int32, sec int) corev1.Event {
+		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, Reason: AllocationFailed, Message: msg, Count: count, LastTimestamp: at(sec),
+			InvolvedObject: corev1.ObjectReference{UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	// A fresh Service (version 100) MetalLB had no address for, then
+	// pinned by the driver (version 104).
+	fresh := ev("web.1", "u1", "100", "no available IPs", 1, 0)
+	tests := []struct {
+		name      string
+		evs       []corev1.Event
+		rv        string
+		earlier   map[string]int32
+		want      string
+		ahead     bool
+		wantEarly map[string]int32
+	}{
+		{"nothing said", nil, "104", nil, "", false, nil},
+		{"a refusal of the fresh Service before the pin, in the same second: no refusal of the pin", []corev1.Event{fresh}, "104", nil,
+			"", false, map[string]int32{"web.1": 1}},
+		{"the same refusal repeated before the pin was seen: still none", []corev1.Event{ev("web.1", "u1", "100", "no available IPs", 3, 0)}, "104",
+			nil, "", false, map[string]int32{"web.1": 3}},
+		{"a refusal of the pinned version", []corev1.Event{fresh, ev("web.2", "u1", "104", "not allowed", 1, 0)}, "104", nil,
+			"not allowed", false, map[string]int32{"web.1": 1}},
+		{"a refusal of the pinned version with the cache behind", []corev1.Event{ev("web.2", "u1", "106", "not allowed", 1, 0)}, "104", nil,
+			"", true, nil},
+		{"a refusal first said about an earlier version, said again since the records", []corev1.Event{ev("web.2", "u1", "90", "not allowed", 3, 9)}, "104",
+			map[string]int32{"web.2": 2}, "not allowed", false, map[string]int32{"web.2": 3}},
+		{"... and not said again", []corev1.Event{ev("web.2", "u1", "90", "not allowed", 2, 9)}, "104",
+			map[string]int32{"web.2": 2}, "", false, map[string]int32{"web.2": 2}},
+		{"... an Event missing from the records is no repeat", []corev1.Event{ev("web.3", "u1", "90", "not allowed", 4, 9)}, "104",
+			map[string]int32{"web.2": 2}, "", false, map[string]int32{"web.3": 4}},
+		{"an earlier Service of that name", []corev1.Event{ev("web.2", "u0", "104", "not allowed", 1, 0)}, "104", nil, "", false, nil},
+		{"no version named", []corev1.Event{ev("web.2", "u1", "", "not allowed", 1, 0)}, "104", nil, "", false, nil},
+		{"the latest of two refusals of the pin", []corev1.Event{ev("web.2", "u1", "104", "first", 1, 1), ev("web.3", "u1", "105", "second", 1, 2)}, "105", nil,
+			"second", false, map[string]int32{"web.2": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := RefusalOf(tt.evs, "u1", tt.rv, tt.earlier)
+			msg := ""
+			if got.Event != nil {
+				msg = got.Event.Message
+			}
+			assert.Equal(t, tt.want, msg)
+			assert.Equal(t, tt.ahead, got.Ahead)
+			assert.Equal(t, tt.wantEarly, got.Earlier)
+		})
+	}
+}
+
+func TestSaid(t *testing.T) {
+	assert.Equal(t, int32(1), Said(&corev1.Event{}))
+	assert.Equal(t, int32(4), Said(&corev1.Event{Count: 4}))
+	assert.Equal(t, int32(7), Said(&corev1.Event{Count: 1, Series: &corev1.EventSeries{Count: 7}}))
+}
