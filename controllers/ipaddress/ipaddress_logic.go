@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // lostCause is the Lost condition's reason and message when MetalLB's
@@ -307,11 +308,14 @@ func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	return false
 }
 
-// hasEventFor reports whether one of evs is about the object with uid and
-// has the reason.
-func hasEventFor(evs []corev1.Event, uid types.UID, reason string) bool {
+// saidSince reports whether one of evs is about the object with uid, has
+// the reason and was last said after since: an Event about an earlier
+// time the address went Lost does not say this one. Events and conditions
+// keep whole seconds, so one said in since's second does not count: the
+// owners may hear it twice, never not at all.
+func saidSince(evs []corev1.Event, uid types.UID, reason string, since time.Time) bool {
 	for i := range evs {
-		if evs[i].InvolvedObject.UID == uid && evs[i].Reason == reason {
+		if evs[i].InvolvedObject.UID == uid && evs[i].Reason == reason && stale.EventTime(&evs[i]).After(since) {
 			return true
 		}
 	}

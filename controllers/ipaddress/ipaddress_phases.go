@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,10 @@ type scope struct {
 	// afterPatch are Events about status changes, recorded once the status
 	// is written.
 	afterPatch []pendingEvent
+	// lostTold is set when afterPatch holds the address's AddressLost
+	// Warnings: once they are handed to the recorder, the address counts
+	// as told (lostAnnounced).
+	lostTold bool
 }
 
 type pendingEvent struct {
@@ -52,6 +57,7 @@ type pendingEvent struct {
 func (s *scope) rebase() {
 	s.orig = s.addr.DeepCopy()
 	s.afterPatch = nil
+	s.lostTold = false
 }
 
 // newScope parses the address. An unparsable spec.address gets a Warning
@@ -172,7 +178,10 @@ func (r *Reconciler) markLost(ctx context.Context, s *scope, reason, msg string)
 	for _, o := range r.related(ctx, a) {
 		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeWarning, ReasonAddressLost, msgAddressLostOn(a, msg)})
 	}
-	r.lostAnnounced.Store(a.UID, true)
+	// Told only once the status write went through and the Warnings were
+	// handed to the recorder (writeStatus): a write that failed, or whose
+	// answer was lost while it went through, must leave them to be said.
+	s.lostTold = true
 	return nil
 }
 
@@ -196,7 +205,8 @@ func (r *Reconciler) noteClassGone(s *scope, pool *metallbv1beta1.IPAddressPool)
 
 // lostTold reports whether the AddressLost Warning of an address already
 // Lost was recorded: by this process, or, the first time it looks, by
-// anyone (read from the API server). An expired Event counts as not
+// anyone (read from the API server) since the address went Lost. An
+// expired Event, or one about an earlier time it went Lost, counts as not
 // recorded: the owners hear it again.
 func (r *Reconciler) lostTold(ctx context.Context, a *iadv1alpha1.IPAddress) (bool, error) {
 	if _, ok := r.lostAnnounced.Load(a.UID); ok {
@@ -207,7 +217,11 @@ func (r *Reconciler) lostTold(ctx context.Context, a *iadv1alpha1.IPAddress) (bo
 		client.MatchingFields{"involvedObject.name": a.Name, "reason": ReasonAddressLost}); err != nil {
 		return false, err
 	}
-	if !hasEventFor(evs.Items, a.UID, ReasonAddressLost) {
+	var since time.Time
+	if c := meta.FindStatusCondition(a.Status.Conditions, conditions.Lost); c != nil {
+		since = c.LastTransitionTime.Time
+	}
+	if !saidSince(evs.Items, a.UID, ReasonAddressLost, since) {
 		return false, nil
 	}
 	r.lostAnnounced.Store(a.UID, true)
@@ -370,6 +384,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	}
 	for _, e := range s.afterPatch {
 		r.Recorder.Event(e.obj, e.eventType, e.reason, e.msg)
+	}
+	if s.lostTold {
+		r.lostAnnounced.Store(s.addr.UID, true)
 	}
 	return nil
 }

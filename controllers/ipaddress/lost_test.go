@@ -3,6 +3,7 @@ package ipaddress
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -118,13 +119,17 @@ func TestOwnPlaceholder(t *testing.T) {
 	assert.False(t, ownPlaceholder(a, ph("something-else", owned)), "unknown role")
 }
 
-func TestHasEventFor(t *testing.T) {
-	ev := func(uid, reason string) corev1.Event {
-		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}, Reason: reason}
+func TestSaidSince(t *testing.T) {
+	lost := time.Date(2026, 1, 1, 12, 0, 5, 0, time.UTC)
+	ev := func(uid, reason string, at time.Time) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}, Reason: reason, LastTimestamp: metav1.NewTime(at)}
 	}
-	evs := []corev1.Event{ev("a", ReasonAddressLost), ev("b", ReasonAddressRecovered)}
-	assert.True(t, hasEventFor(evs, "a", ReasonAddressLost))
-	assert.False(t, hasEventFor(evs, "b", ReasonAddressLost), "another reason")
-	assert.False(t, hasEventFor(evs, "c", ReasonAddressLost), "an older address of the same name")
-	assert.False(t, hasEventFor(nil, "a", ReasonAddressLost))
+	later := lost.Add(time.Second)
+	evs := []corev1.Event{ev("a", ReasonAddressLost, later), ev("b", ReasonAddressRecovered, later), ev("d", ReasonAddressLost, lost.Add(-time.Minute))}
+	assert.True(t, saidSince(evs, "a", ReasonAddressLost, lost))
+	assert.False(t, saidSince(evs, "b", ReasonAddressLost, lost), "another reason")
+	assert.False(t, saidSince(evs, "c", ReasonAddressLost, lost), "an older address of the same name")
+	assert.False(t, saidSince(evs, "d", ReasonAddressLost, lost), "said about an earlier time the address went Lost")
+	assert.False(t, saidSince([]corev1.Event{ev("a", ReasonAddressLost, lost)}, "a", ReasonAddressLost, lost), "in the same second: said again rather than not at all")
+	assert.False(t, saidSince(nil, "a", ReasonAddressLost, lost))
 }
