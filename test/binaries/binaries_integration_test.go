@@ -217,7 +217,7 @@ func TestSharingKeySecret(t *testing.T) {
 	drop := func() {
 		s := &corev1.Secret{}
 		s.Namespace, s.Name = key.Namespace, key.Name
-		require.NoError(t, client.IgnoreNotFound(c.Client.Delete(ctx, s)))
+		require.NoError(t, client.IgnoreNotFound(c.Client.Delete(context.Background(), s)))
 	}
 	drop()
 	t.Cleanup(drop)

@@ -38,6 +38,10 @@ const DriverNamespace = "metallb-iad-system"
 // MetalLB sharing keys from (config/rbac grants them exactly this one).
 const SharingKeySecret = "metallb-iad-sharing-key"
 
+// SharingKeyReader reports whether a controller derives MetalLB sharing
+// keys (and so reads SharingKeySecret): all but the class controller.
+func SharingKeyReader(controller string) bool { return controller != "class" }
+
 // BuildDriver builds the four controller binaries into dir the way the
 // image builds them (BuildFlags, without cgo), so tests and benchmarks run
 // what ships (the Go build cache makes a rebuild quick).
@@ -160,12 +164,13 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 	}
 	d := &Driver{Controller: controller,
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp)}
-	args := append([]string{
-		"--kubeconfig", kc,
+	args := []string{"--kubeconfig", kc}
+	if SharingKeyReader(controller) {
 		// As the chart runs them: the first controller to start creates
 		// the sharing-key Secret, the others read it.
-		"--sharing-key-secret", SharingKeySecret,
-		"--sharing-key-create",
+		args = append(args, "--sharing-key-secret", SharingKeySecret, "--sharing-key-create")
+	}
+	args = append(append(args,
 		"--leader-elect=true",
 		"--leader-election-namespace", DriverNamespace,
 		"--placeholder-namespace", DriverNamespace,
@@ -173,7 +178,7 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		"--metrics-bind-address", d.MetricsAddr,
 		"--health-probe-bind-address", d.HealthAddr,
 		"--zap-log-level", driverLogLevel(),
-	}, extraArgs...)
+	), extraArgs...)
 	name := controller
 	if _, err := os.Stat(filepath.Join(c.Dir, name+".log")); err == nil {
 		name = fmt.Sprintf("%s-%d", controller, time.Now().UnixNano())
