@@ -44,10 +44,31 @@ type Report struct {
 	Violations []Violation
 	Findings   []Finding
 	Unquiet    []string
+	// Stretches are the run's fault stretches and fault-free ones, each
+	// with its Warnings by reason and how many nothing explains.
+	Stretches []string
+	// Unexplained are the driver's Warnings nothing in the storm explains.
+	Unexplained []string
+	// OtherWarnings counts the Warnings of others (MetalLB), by source and
+	// reason.
+	OtherWarnings map[string]int
+	// Unchecked are the invariants that made no check.
+	Unchecked []string
 }
 
-// Failures counts every violation, final finding and unquiet object.
-func (r *Report) Failures() int { return len(r.Violations) + len(r.Findings) + len(r.Unquiet) }
+// Invariants is every invariant the soak checks; each must make at least
+// one check in a run, or the run did not test it.
+var Invariants = []string{
+	CheckDoubleHold, CheckIPStable, CheckOneAddress, CheckClaimKeeps, CheckLostWarned, CheckRetainLives, CheckWarnings,
+	FinalHeld, FinalAttached, FinalSharedHold, FinalOrphans, FinalMarkers, FinalLeak, FinalDoubleHold, FinalPhases,
+	FinalRetain, FinalAttachLives, FinalQuiet, FinalWarm,
+}
+
+// Failures counts every violation, final finding, unquiet object,
+// unexplained Warning and invariant that made no check.
+func (r *Report) Failures() int {
+	return len(r.Violations) + len(r.Findings) + len(r.Unquiet) + len(r.Unexplained) + len(r.Unchecked)
+}
 
 // Run starts the whole stack, runs the storm with the watcher on, lets the
 // system converge and checks the final invariants. It prints progress and
@@ -57,7 +78,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	say("seed %d (replay the same mix with SOAK_SEED=%d); %d operations, %d kills, %d API server restarts, storm at most %s",
 		cfg.Seed, cfg.Seed, cfg.Ops, cfg.Kills, cfg.APIRestarts, cfg.Duration)
 	t0 := time.Now()
-	s, err := cluster.StartStack(ctx, cluster.StackOptions{Replicas: Replicas, ReplicaArgs: cluster.FastFailoverArgs})
+	s, err := cluster.StartStack(ctx, cluster.StackOptions{Replicas: Replicas, ReplicaArgs: cluster.FastFailoverArgs, NoParkingPool: true})
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +104,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	}
 
 	st := newStorm(cfg, k, s, say)
+	w.Follow(st.History)
 	t1 := time.Now()
 	st.run(ctx)
 	rep := &Report{Seed: cfg.Seed, Ops: st.Ops(), OpsByKind: st.ops, OpErrors: st.opErrors, Kills: st.kills,
@@ -145,6 +167,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		}
 	}
 	w.Finish()
+	warnings, others := w.Warnings()
+	history := append(st.History(), stormEvent{Kind: "cleanup", Start: t1.Add(rep.Storm), End: t2})
+	parts, unexplained := judgeWarnings(warnings, history, t1, time.Now())
+	for _, p := range parts {
+		rep.Stretches = append(rep.Stretches, p.describe(t1))
+	}
+	rep.Unexplained, rep.OtherWarnings = unexplained, others
+	tally.mu.Lock()
+	tally.Checks[CheckWarnings] += len(parts)
+	tally.mu.Unlock()
 	if rep.Converged {
 		// Nothing may keep being rewritten: within the convergence bound,
 		// some Quiet-long window must see no write at all. One window is
@@ -177,26 +209,45 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	for kind, n := range checks {
 		rep.Checks[kind] += n
 	}
-	rep.Checks[FinalQuiet]++
+	if rep.Converged {
+		rep.Checks[FinalQuiet]++
+	}
+	for _, kind := range Invariants {
+		if rep.Checks[kind] == 0 {
+			rep.Checks[kind] = 0
+			rep.Unchecked = append(rep.Unchecked, kind)
+		}
+	}
 	rep.Print(out)
 	return rep, nil
 }
 
-// setup creates the namespaces and the classes, and waits until MetalLB
-// has loaded every pool.
+// parkingFamilies are the parking pool's ranges in the soak: IPv4 only,
+// so IPv4 attachments take the parked handoff and IPv6 and Dual ones the
+// shared and gap handoffs the driver falls back to (and a shared
+// attachment is left at rest for its invariant).
+var parkingFamilies = cluster.ParkingAddresses[:1]
+
+// setup creates the parking pool, the namespaces and the classes, and
+// waits until MetalLB has loaded every pool.
 func setup(ctx context.Context, s *cluster.Stack, k client.Client) error {
+	park := cluster.ParkingPool(cluster.DriverNamespace)
+	park.Spec.Addresses = parkingFamilies
+	if err := k.Create(ctx, park); err != nil {
+		return err
+	}
 	for _, ns := range append(append([]string{}, Tenants...), Rogue) {
 		if err := s.EnsureNamespace(ctx, ns); err != nil {
 			return err
 		}
 	}
-	for _, c := range Classes {
+	for _, c := range allClasses() {
 		if err := k.Create(ctx, c.Object(c.Wide, c.Warm)); err != nil {
 			return err
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for _, c := range Classes {
+	for _, c := range allClasses() {
 		for {
 			pool := &metallbv1beta1.IPAddressPool{}
 			err := k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(c.Name)}, pool)
@@ -282,6 +333,7 @@ func (r *Report) Print(out io.Writer) {
 	if len(r.Unquiet) > 0 {
 		byKind[FinalQuiet] = len(r.Unquiet)
 	}
+	byKind[CheckWarnings] += len(r.Unexplained)
 	fmt.Fprintf(w, "invariant\tchecks\tviolations\n")
 	for _, k := range sortedKeys(r.Checks) {
 		fmt.Fprintf(w, "  %s\t%d\t%d\n", k, r.Checks[k], byKind[k])
@@ -310,6 +362,24 @@ func (r *Report) Print(out io.Writer) {
 	}
 	if n > show {
 		fmt.Fprintf(w, "  ... and %d more\n", n-show)
+	}
+	for _, kind := range r.Unchecked {
+		fmt.Fprintf(w, "  invariant %s made no check: the run did not test it\n", kind)
+	}
+	w.Flush()
+	fmt.Fprintf(out, "warnings by stretch (seconds from the storm's start):\n")
+	for _, s := range r.Stretches {
+		fmt.Fprintf(out, "  %s\n", s)
+	}
+	for i, u := range r.Unexplained {
+		if i == show {
+			fmt.Fprintf(out, "  ... and %d more unexplained\n", len(r.Unexplained)-show)
+			break
+		}
+		fmt.Fprintf(out, "  unexplained Warning: %s\n", u)
+	}
+	for _, k := range sortedKeys(r.OtherWarnings) {
+		fmt.Fprintf(out, "  Warnings of others: %s %d\n", k, r.OtherWarnings[k])
 	}
 }
 

@@ -75,6 +75,25 @@ type storm struct {
 	fmu    sync.Mutex
 	kills  map[string]int
 	fErrs  []string
+
+	// opClass is the class the running operation is about ("": none).
+	opClass string
+	// history is every operation and fault, with when it ran (under fmu).
+	history []stormEvent
+}
+
+// note records an operation or a fault in the history.
+func (st *storm) note(e stormEvent) {
+	st.fmu.Lock()
+	st.history = append(st.history, e)
+	st.fmu.Unlock()
+}
+
+// History returns the operations and faults so far.
+func (st *storm) History() []stormEvent {
+	st.fmu.Lock()
+	defer st.fmu.Unlock()
+	return append([]stormEvent(nil), st.history...)
 }
 
 func newStorm(cfg Config, k client.Client, s *cluster.Stack, out func(string, ...any)) *storm {
@@ -191,10 +210,13 @@ func (st *storm) run(ctx context.Context) {
 		}
 		st.ops[op.name]++
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st.opClass = ""
+		start := time.Now()
 		if err := op.run(octx); err != nil {
 			st.opErrors[op.name]++
 		}
 		cancel()
+		st.note(stormEvent{Kind: op.name, Class: st.opClass, Start: start, End: time.Now()})
 		// Restart the API server right after an attach, so it lands in
 		// the middle of a handoff.
 		if apiPending && (op.name == "service-create" || op.name == "service-reannotate") {
@@ -222,7 +244,9 @@ func (st *storm) Ops() int {
 func (st *storm) faultWorker(ctx context.Context) {
 	defer st.fwg.Done()
 	for f := range st.faults {
+		start := time.Now()
 		err := st.inject(ctx, f)
+		st.note(stormEvent{Kind: f.target, Fault: true, Start: start, End: time.Now()})
 		st.fmu.Lock()
 		st.kills[f.target]++
 		if err != nil {
@@ -518,7 +542,9 @@ func (st *storm) editable() class {
 			out = append(out, c)
 		}
 	}
-	return out[st.pick(len(out))]
+	c := out[st.pick(len(out))]
+	st.opClass = c.Name
+	return c
 }
 
 // setClass gives a class n addresses per family and w warm reservations.
@@ -543,7 +569,7 @@ func (st *storm) setClassSize(ctx context.Context, c class, n int) error {
 // warmClasses is what each class that may have warm reservations asks
 // for now.
 func (st *storm) warmClasses() map[string]WarmClass {
-	out := map[string]WarmClass{}
+	out := map[string]WarmClass{steadyWarm.Name: {Size: steadyWarm.Wide, Warm: steadyWarm.Warm}}
 	for _, c := range Classes {
 		if c.Warm > 0 {
 			out[c.Name] = WarmClass{Size: st.edit[c.Name], Warm: st.warm[c.Name]}
@@ -566,6 +592,7 @@ func (st *storm) classWarm(ctx context.Context) error {
 		return nil // no class of this run keeps warm reservations
 	}
 	c := warm[st.pick(len(warm))]
+	st.opClass = c.Name
 	return st.setClass(ctx, c, st.edit[c.Name], st.pick(c.Warm+2))
 }
 
@@ -659,6 +686,7 @@ func (st *storm) placeholderEdit(ctx context.Context) error {
 // poolEdit narrows a rendered pool by hand to its first range only.
 func (st *storm) poolEdit(ctx context.Context) error {
 	c := Classes[st.pick(len(Classes))]
+	st.opClass = c.Name
 	pool := &metallbv1beta1.IPAddressPool{}
 	if err := st.k.Get(ctx, client.ObjectKey{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(c.Name)}, pool); err != nil {
 		return err
@@ -673,6 +701,7 @@ func (st *storm) poolEdit(ctx context.Context) error {
 
 func (st *storm) poolDelete(ctx context.Context) error {
 	c := Classes[st.pick(len(Classes))]
+	st.opClass = c.Name
 	return st.k.Delete(ctx, &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(c.Name)}})
 }
 
@@ -724,6 +753,26 @@ func (st *storm) cleanup(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	return st.attachShared(ctx)
+}
+
+// attachShared has a tenant attach an IPv6 claim of the steady warm class
+// (which has room whatever the storm left) to a Service that can share
+// it: the parking pool serves no IPv6 address, so it takes the shared
+// handoff and stays a shared attachment at rest, which
+// shared-attachment-keeps-its-hold then checks in every run.
+func (st *storm) attachShared(ctx context.Context) error {
+	c := claimRec{ns: Tenants[0], name: "final-shared", family: iadv1alpha1.FamilyIPv6}
+	claim := &iadv1alpha1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name},
+		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: steadyWarm.Name, Family: c.family},
+	}
+	if err := st.k.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := st.k.Create(ctx, serviceFor(c.ns, c.name, c, shapeShared)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
 	return nil
 }

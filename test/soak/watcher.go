@@ -87,11 +87,43 @@ type Watcher struct {
 	byIP      map[string]map[string]bool // IP -> live address names
 	everIP    map[string]string          // address name -> the IP it ever had
 	lostSeen  map[string]bool
-	lostAt    map[string]time.Time
-	warned    map[string]bool
+	lost      map[types.UID]*lostTrack
 	suspects  map[string]*suspect
 	retain    map[string]string // Retain address name -> uid, every one seen
 	losses    []loss
+
+	// Warnings said, by the driver (judged) and by others (counted).
+	warnings   []warning
+	said       map[types.UID]int32 // Event uid -> how often it was said when last seen
+	saidBefore map[string]bool     // reason and object of every Warning seen
+	others     map[string]int      // source and reason -> Warnings of others
+	addrClass  map[string]string   // address name -> class
+	claimClass map[string]string   // claim namespace/name -> class
+
+	// history returns the storm's operations and faults so far (nil: none).
+	history func() []stormEvent
+}
+
+// Follow gives the watcher the storm's history: a Lost phase while the API
+// server was down gets its Warning when the driver can write it again.
+func (w *Watcher) Follow(history func() []stormEvent) {
+	w.mu.Lock()
+	w.history = history
+	w.mu.Unlock()
+}
+
+// apiDown reports whether the API server was being restarted at some time
+// in [from, to]. The caller holds w.mu.
+func (w *Watcher) apiDown(from, to time.Time) bool {
+	if w.history == nil {
+		return false
+	}
+	for _, h := range w.history() {
+		if h.Fault && h.Kind == faultAPIServer && !h.Start.After(to) && !h.End.Before(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewWatcher starts informers on the cluster and returns once they synced.
@@ -110,8 +142,9 @@ func NewWatcher(ctx context.Context, cfg *rest.Config, placeholderNS string, gra
 	w := &Watcher{tally: tally, placeholderNS: placeholderNS, grace: grace, cache: c,
 		services: map[types.NamespacedName]*corev1.Service{}, holders: map[string]map[types.NamespacedName]bool{},
 		addresses: map[string]*iadv1alpha1.IPAddress{}, byIP: map[string]map[string]bool{}, everIP: map[string]string{},
-		lostSeen: map[string]bool{}, lostAt: map[string]time.Time{}, warned: map[string]bool{}, suspects: map[string]*suspect{},
-		retain: map[string]string{}}
+		lostSeen: map[string]bool{}, lost: map[types.UID]*lostTrack{}, suspects: map[string]*suspect{},
+		retain: map[string]string{}, said: map[types.UID]int32{}, saidBefore: map[string]bool{}, others: map[string]int{},
+		addrClass: map[string]string{}, claimClass: map[string]string{}}
 	handlers := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandlerFuncs
@@ -119,6 +152,7 @@ func NewWatcher(ctx context.Context, cfg *rest.Config, placeholderNS string, gra
 		{&corev1.Service{}, changes(w.onService)},
 		{&iadv1alpha1.IPAddress{}, changes(w.onAddress)},
 		{&iadv1alpha1.IPAddressClaim{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { w.noteClaim(o.(*iadv1alpha1.IPAddressClaim)) },
 			UpdateFunc: func(o, n any) { w.onClaim(o.(*iadv1alpha1.IPAddressClaim), n.(*iadv1alpha1.IPAddressClaim)) },
 		}},
 		{&corev1.Event{}, toolscache.ResourceEventHandlerFuncs{
@@ -256,6 +290,7 @@ func (w *Watcher) onAddress(old, cur *iadv1alpha1.IPAddress) {
 		w.tally.violate(CheckIPStable, "address %s changed IP from %s to %s", cur.Name, ip, cur.Spec.Address)
 	}
 	w.everIP[cur.Name] = cur.Spec.Address
+	w.addrClass[cur.Name] = cur.Spec.ClassName
 	if cur.Spec.ReclaimPolicy == iadv1alpha1.ReclaimRetain {
 		w.retain[cur.Name] = string(cur.UID)
 	}
@@ -270,14 +305,27 @@ func (w *Watcher) onAddress(old, cur *iadv1alpha1.IPAddress) {
 	}
 	if cur.Status.Phase == iadv1alpha1.AddressLost && (old == nil || old.Status.Phase != iadv1alpha1.AddressLost) {
 		w.lostSeen[cur.Name] = true
-		w.lostAt[cur.Name] = time.Now()
+		t := w.lost[cur.UID]
+		if t == nil {
+			t = &lostTrack{name: cur.Name}
+			w.lost[cur.UID] = t
+		}
+		t.at = append(t.at, time.Now())
 	}
 	if Universe(cur.Spec.Address) {
 		w.evalHold(cur.Spec.Address)
 	}
 }
 
+// noteClaim records the class of a claim, for the Warnings about it.
+func (w *Watcher) noteClaim(c *iadv1alpha1.IPAddressClaim) {
+	w.mu.Lock()
+	w.claimClass[c.Namespace+"/"+c.Name] = c.Spec.ClassName
+	w.mu.Unlock()
+}
+
 func (w *Watcher) onClaim(old, cur *iadv1alpha1.IPAddressClaim) {
+	w.noteClaim(cur)
 	lost, left := ClaimLoss(old, cur)
 	if old.Status.Phase != iadv1alpha1.ClaimBound || cur.DeletionTimestamp != nil {
 		return
@@ -330,13 +378,81 @@ func (w *Watcher) judgeLoss(l loss) (bool, []string) {
 	return len(wrong) == 0, wrong
 }
 
+// ReasonAddressLost is the Warning said about an address that went Lost.
+const ReasonAddressLost = "AddressLost"
+
+// driverSource is the prefix of the driver's Event sources.
+const driverSource = "metallb-iad-"
+
+// timesSaid is how often an Event was said, whichever API wrote it.
+func timesSaid(e *corev1.Event) int32 {
+	if e.Series != nil {
+		return max(e.Series.Count, 1)
+	}
+	return max(e.Count, 1)
+}
+
+// onEvent counts each time a Warning is said: a new Event, or a repeat the
+// recorder folded into one (its count).
 func (w *Watcher) onEvent(e *corev1.Event) {
-	if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "IPAddress" {
+	if e.Type != corev1.EventTypeWarning {
 		return
 	}
 	w.mu.Lock()
-	w.warned[e.InvolvedObject.Name] = true
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	n := timesSaid(e) - w.said[e.UID]
+	if n <= 0 {
+		return
+	}
+	w.said[e.UID] = timesSaid(e)
+	src := e.Source.Component
+	if src == "" {
+		src = e.ReportingController
+	}
+	io := e.InvolvedObject
+	if io.Kind == "IPAddress" && e.Reason == ReasonAddressLost {
+		t := w.lost[io.UID]
+		if t == nil {
+			t = &lostTrack{name: io.Name}
+			w.lost[io.UID] = t
+		}
+		t.said += int(n)
+	}
+	if !strings.HasPrefix(src, driverSource) {
+		w.others[src+" "+e.Reason] += int(n)
+		return
+	}
+	wn := warning{Reason: e.Reason, Kind: io.Kind, Namespace: io.Namespace, Name: io.Name, Source: src, Message: e.Message, At: time.Now()}
+	switch io.Kind {
+	case "IPAddress":
+		wn.Class = w.addrClass[io.Name]
+	case "IPAddressClass":
+		wn.Class = io.Name
+	case "IPAddressClaim":
+		wn.Class = w.claimClass[io.Namespace+"/"+io.Name]
+	case "Service":
+		if s := w.services[types.NamespacedName{Namespace: io.Namespace, Name: io.Name}]; s != nil {
+			wn.Class = w.claimClass[io.Namespace+"/"+s.Annotations[iadv1alpha1.ServiceClaimAnnotation]]
+		}
+	}
+	for range n {
+		key := wn.Reason + " " + wn.object()
+		wn.Repeat = w.saidBefore[key]
+		w.saidBefore[key] = true
+		w.warnings = append(w.warnings, wn)
+	}
+}
+
+// Warnings returns the Warnings the driver said, and the number of
+// Warnings of others by source and reason.
+func (w *Watcher) Warnings() ([]warning, map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	others := map[string]int{}
+	for k, v := range w.others {
+		others[k] = v
+	}
+	return append([]warning(nil), w.warnings...), others
 }
 
 // tick judges suspects and Lost phases waiting for their Warning.
@@ -400,18 +516,33 @@ func (w *Watcher) judge(final bool) {
 		}
 	}
 	w.losses = keep
-	for name, at := range w.lostAt {
-		if w.warned[name] {
+	for _, t := range w.lost {
+		// Each time the address goes Lost, one more AddressLost must be
+		// said about it (a new Event, or a repeat counted on the last).
+		for ; t.judged < len(t.at); t.judged++ {
+			at := t.at[t.judged]
+			// The recorder writes nothing while the API server is down
+			// (client-go tries again 10 s apart): a Lost phase then waits
+			// for the end of the run, not the grace.
+			if t.said <= t.judged && !final && (now.Sub(at) <= w.grace || w.apiDown(at.Add(-w.grace), now)) {
+				break
+			}
 			w.tally.check(CheckLostWarned)
-			delete(w.lostAt, name)
-			continue
-		}
-		if final || now.Sub(at) > w.grace {
-			w.tally.check(CheckLostWarned)
-			w.tally.violate(CheckLostWarned, "address %s went Lost with no Warning Event within %s", name, w.grace)
-			delete(w.lostAt, name)
+			if t.said <= t.judged {
+				w.tally.violate(CheckLostWarned, "address %s went Lost (time %d) with no AddressLost Warning on it within %s (%d said)",
+					t.name, t.judged+1, w.grace, t.said)
+			}
 		}
 	}
+}
+
+// lostTrack follows one address (by uid): when it went Lost, how often
+// AddressLost was said about it, and how many of its Lost phases are judged.
+type lostTrack struct {
+	name   string
+	at     []time.Time
+	said   int
+	judged int
 }
 
 // Finish judges what is still pending.

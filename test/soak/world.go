@@ -44,11 +44,20 @@ var Classes = []class{
 // not part of make test's soak).
 var warmClass = class{Name: "soak-warm", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.3.0", V6: "fd00:77:3::", Wide: 8, Warm: 3}
 
+// steadyWarm keeps two warm reservations per family from the start of
+// every run to its end: no operation of the storm resizes it, draws from
+// it or damages its pool, so warm-reservations-kept always has a class
+// that asks for warm addresses at rest, whatever the faults did meanwhile.
+var steadyWarm = class{Name: "soak-steady-warm", Reclaim: iadv1alpha1.ReclaimDelete, V4: "10.77.4.0", V6: "fd00:77:4::", Wide: 8, Warm: 2}
+
 func init() {
 	if os.Getenv("SOAK_WARM") != "" {
 		Classes = append(Classes, warmClass)
 	}
 }
+
+// allClasses are the classes the storm picks from and the steady warm one.
+func allClasses() []class { return append(append([]class{}, Classes...), steadyWarm) }
 
 // Ranges returns the class's MetalLB ranges holding n addresses per family.
 func (c class) Ranges(n int) []string {
@@ -82,7 +91,7 @@ func Universe(ip string) bool {
 		return false
 	}
 	a = a.Unmap()
-	for _, c := range Classes {
+	for _, c := range allClasses() {
 		for _, first := range []string{c.V4, c.V6} {
 			lo := netip.MustParseAddr(first)
 			hi := lo
