@@ -47,7 +47,7 @@ fmt:
 
 .PHONY: vet
 vet:
-	go vet ./...
+	go vet -tags integration ./...
 
 .PHONY: verify-generated
 verify-generated: manifests generate ## Fail when generated files differ from what is committed.
@@ -62,10 +62,10 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB co
 
 .PHONY: test
 test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller (the short soak with seed 1 unless SOAK_SEED says otherwise).
-	SOAK_SEED=$(or $(SOAK_SEED),1) go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
+	SOAK_SEED=$(or $(SOAK_SEED),1) go test -tags integration $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
-test-unit: ## The pure tests of every package with any (-short leaves out the *_integration_test.go files; no control plane starts).
+test-unit: ## The pure tests of every package with any: no control plane starts (the *_integration_test.go files build only with -tags integration; -short skips the checks that build helm and actionlint).
 	go test -short -count=1 ./api/... ./internal/... ./controllers/... ./test/manifests/... ./test/core/... ./test/cluster/... ./test/chart/... ./test/soak/... ./test/layout/...
 
 .PHONY: test-e2e

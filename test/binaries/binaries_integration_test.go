@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package binaries runs the four controller binaries, built as users build
 // them, against the local control plane, each as its own ServiceAccount with
 // the generated least-privilege RBAC.

@@ -1,3 +1,5 @@
+//go:build integration
+
 package chart
 
 import (
@@ -33,9 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// With -short this leaves the admission tests out; otherwise they start
-	// the cluster themselves, on first use.
-	cluster.IntegrationSelected()
+	// The admission tests start the cluster themselves, on first use.
 	code := m.Run()
 	if testCluster != nil {
 		testCluster.Stop()

@@ -144,3 +144,34 @@ func TestProjectFile(t *testing.T) {
 		assert.True(t, external[kind], "%s is external", kind)
 	}
 }
+
+// TestIntegrationFilesCarryTheTag: every test file that starts the control
+// plane is an integration file (named *_integration_test.go, built only
+// with -tags integration), so `make test-unit` starts nothing and `make
+// test` leaves none of them out.
+func TestIntegrationFilesCarryTheTag(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		src := string(b)
+		tagged := strings.HasPrefix(src, "//go:build integration\n")
+		named := strings.HasSuffix(path, "_integration_test.go")
+		if named && !tagged {
+			t.Errorf("%s: an integration file without //go:build integration", path)
+		}
+		if tagged && !named && !strings.HasSuffix(path, "_bench_test.go") {
+			t.Errorf("%s: tagged integration but not named *_integration_test.go", path)
+		}
+		if !tagged && (strings.Contains(src, "\tfixture.Main(m") || strings.Contains(src, "\tcluster.Main(m")) {
+			t.Errorf("%s starts the control plane without the integration tag", path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
