@@ -754,25 +754,5 @@ func (st *storm) cleanup(ctx context.Context) error {
 			}
 		}
 	}
-	return st.attachShared(ctx)
-}
-
-// attachShared has a tenant attach an IPv6 claim of the steady warm class
-// (which has room whatever the storm left) to a Service that can share
-// it: the parking pool serves no IPv6 address, so it takes the shared
-// handoff and stays a shared attachment at rest, which
-// shared-attachment-keeps-its-hold then checks in every run.
-func (st *storm) attachShared(ctx context.Context) error {
-	c := claimRec{ns: Tenants[0], name: "final-shared", family: iadv1alpha1.FamilyIPv6}
-	claim := &iadv1alpha1.IPAddressClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name},
-		Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: steadyWarm.Name, Family: c.family},
-	}
-	if err := st.k.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := st.k.Create(ctx, serviceFor(c.ns, c.name, c, shapeShared)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
 	return nil
 }
