@@ -25,20 +25,21 @@ import (
 )
 
 // flagshipSteps is the story a tenant lives through, as a list of steps so
-// the restart feature can crash a controller between any two of them.
-func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []func() {
-	var a iadv1alpha1.ClaimedAddress
+// the restart feature can crash a controller between any two of them, and
+// the address the claim gets once the second step ran.
+func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) ([]func(), *iadv1alpha1.ClaimedAddress) {
+	a := &iadv1alpha1.ClaimedAddress{}
 	return []func(){
 		func() { k.claim("ip", class, iadv1alpha1.FamilyIPv4) },
 		func() {
 			got := k.bound("ip")
 			require.Len(k.t, got, 1)
-			a = got[0]
-			k.held(a, iadv1alpha1.AddressBound)
+			*a = got[0]
+			k.held(*a, iadv1alpha1.AddressBound)
 		},
 		func() {
 			k.service("a", "ip")
-			k.attached("a", a)
+			k.attached("a", *a)
 			// The hold steps aside to the parking pool (installed with the
 			// driver) instead of going, and waits there for the detach.
 			require.EventuallyWithT(k.t, func(t *assert.CollectT) {
@@ -54,13 +55,13 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []fun
 				}
 			}, wait, tick, "the attach took the parked handoff")
 		},
-		func() { k.deleteService("a"); k.held(a, iadv1alpha1.AddressBound) },
-		func() { k.service("b", "ip"); k.attached("b", a) },
-		func() { k.unannotate("b"); k.held(a, iadv1alpha1.AddressBound) },
+		func() { k.deleteService("a"); k.held(*a, iadv1alpha1.AddressBound) },
+		func() { k.service("b", "ip"); k.attached("b", *a) },
+		func() { k.unannotate("b"); k.held(*a, iadv1alpha1.AddressBound) },
 		func() {
 			k.deleteClaim("ip")
 			if policy == iadv1alpha1.ReclaimRetain {
-				k.held(a, iadv1alpha1.AddressReleased) // still reserved in MetalLB's books
+				k.held(*a, iadv1alpha1.AddressReleased) // still reserved in MetalLB's books
 				return
 			}
 			require.Eventually(k.t, func() bool {
@@ -71,7 +72,7 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) []fun
 				assert.Equal(t, []string{a.Address}, k.ingressOf("free"))
 			}, wait, tick, "a plain Service gets the freed IP")
 		},
-	}
+	}, a
 }
 
 func flagship(name, class, cidr string, policy iadv1alpha1.ReclaimPolicy) features.Feature {
@@ -79,9 +80,13 @@ func flagship(name, class, cidr string, policy iadv1alpha1.ReclaimPolicy) featur
 		Assess("claim, attach, detach, re-attach, give up: "+string(policy), func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			k := newKit(ctx, t, cfg, name)
 			k.class(class, policy, cidr)
-			for _, s := range flagshipSteps(k, class, policy) {
+			steps, a := flagshipSteps(k, class, policy)
+			for _, s := range steps {
 				s()
 			}
+			// Every step is healthy: no Warning about the tenant's
+			// objects, the address or the class.
+			k.noWarnings("IPAddress/"+a.Name, "IPAddressClass/"+class)
 			return ctx
 		}).Feature()
 }
@@ -167,7 +172,7 @@ func TestRestartOneController(t *testing.T) {
 				Assess("crash "+c+" mid-story", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 					k := newKit(ctx, t, cfg, name)
 					k.class(class, iadv1alpha1.ReclaimDelete, cidr)
-					steps := flagshipSteps(k, class, iadv1alpha1.ReclaimDelete)
+					steps, _ := flagshipSteps(k, class, iadv1alpha1.ReclaimDelete)
 					at := rand.IntN(len(steps))
 					for j, s := range steps {
 						if j == at {

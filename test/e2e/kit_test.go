@@ -275,3 +275,45 @@ func (k *kit) events(t require.TestingT, kind, name, reason string) []string {
 	}
 	return out
 }
+
+// metallbNoAddressYet is MetalLB's refusal of a Service that asks for no
+// address of its own and no pool it can use: a Service created with the
+// claim annotation, in the moment before the driver pins it.
+const metallbNoAddressYet = "no available IPs"
+
+// warnings counts the Warning Events about the kit's namespace and the
+// cluster-scoped objects named ("IPAddress/ip-10-0-0-1",
+// "IPAddressClass/gold"), by "source reason kind/name", each as often as it
+// was said. MetalLB's refusal of a fresh Service before its pin
+// (metallbNoAddressYet) is left out: it is MetalLB's, not a fault's.
+func (k *kit) warnings(t require.TestingT, objects ...string) map[string]int {
+	list := &corev1.EventList{}
+	require.NoError(t, k.k.List(k.ctx, list, client.MatchingFields{"type": corev1.EventTypeWarning}))
+	named := map[string]bool{}
+	for _, o := range objects {
+		named[o] = true
+	}
+	out := map[string]int{}
+	for _, e := range list.Items {
+		io := e.InvolvedObject
+		if io.Namespace != k.ns && !named[io.Kind+"/"+io.Name] {
+			continue
+		}
+		if e.Source.Component == "metallb-controller" && e.Reason == "AllocationFailed" && strings.Contains(e.Message, metallbNoAddressYet) {
+			continue
+		}
+		out[fmt.Sprintf("%s %s %s/%s: %s", e.Source.Component, e.Reason, io.Kind, io.Name, e.Message)] += int(max(e.Count, 1))
+	}
+	return out
+}
+
+// noWarnings fails the test on any Warning about the kit's namespace and
+// the objects named (warnings), for a feature that injects no fault.
+func (k *kit) noWarnings(objects ...string) {
+	k.t.Helper()
+	got := k.warnings(k.t, objects...)
+	for w, n := range got {
+		k.t.Logf("Warning x%d: %s", n, w)
+	}
+	assert.Empty(k.t, got, "a feature that injects no fault records no Warning")
+}
