@@ -308,12 +308,24 @@ func (k *kit) warnings(t require.TestingT, objects ...string) map[string]int {
 }
 
 // noWarnings fails the test on any Warning about the kit's namespace and
-// the objects named (warnings), for a feature that injects no fault.
-func (k *kit) noWarnings(objects ...string) {
+// the objects named (warnings), for a feature that injects no fault, but
+// those expected: reasons by "kind/name" of the object, which the story
+// provokes on purpose and which must then be said.
+func (k *kit) noWarnings(expected map[string]string, objects ...string) {
 	k.t.Helper()
 	got := k.warnings(k.t, objects...)
+	said := map[string]bool{}
 	for w, n := range got {
 		k.t.Logf("Warning x%d: %s", n, w)
+		for obj, reason := range expected {
+			if strings.Contains(w, " "+reason+" "+obj+": ") {
+				said[obj+" "+reason] = true
+				delete(got, w)
+			}
+		}
 	}
-	assert.Empty(k.t, got, "a feature that injects no fault records no Warning")
+	assert.Empty(k.t, got, "a feature that injects no fault records no Warning it does not provoke")
+	for obj, reason := range expected {
+		assert.True(k.t, said[obj+" "+reason], "the provoked Warning %s on %s is said", reason, obj)
+	}
 }
