@@ -313,19 +313,26 @@ func (k *kit) warnings(t require.TestingT, objects ...string) map[string]int {
 // provokes on purpose and which must then be said.
 func (k *kit) noWarnings(expected map[string]string, objects ...string) {
 	k.t.Helper()
-	got := k.warnings(k.t, objects...)
-	said := map[string]bool{}
+	var got map[string]int
+	// The provoked Warnings come from the controllers' recorders, after
+	// the step that provoked them.
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
+		got = k.warnings(t, objects...)
+		for obj, reason := range expected {
+			said := false
+			for w := range got {
+				said = said || strings.Contains(w, " "+reason+" "+obj+": ")
+			}
+			assert.True(t, said, "the provoked Warning %s on %s is said", reason, obj)
+		}
+	}, wait, tick)
 	for w, n := range got {
 		k.t.Logf("Warning x%d: %s", n, w)
 		for obj, reason := range expected {
 			if strings.Contains(w, " "+reason+" "+obj+": ") {
-				said[obj+" "+reason] = true
 				delete(got, w)
 			}
 		}
 	}
 	assert.Empty(k.t, got, "a feature that injects no fault records no Warning it does not provoke")
-	for obj, reason := range expected {
-		assert.True(k.t, said[obj+" "+reason], "the provoked Warning %s on %s is said", reason, obj)
-	}
 }
