@@ -15,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -185,7 +188,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&iadv1alpha1.IPAddressClaim{}, builder.WithPredicates(stampedForUs())).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.placeholderToClaim)).
+		Watches(&corev1.Service{}, r.placeholderEvents()).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
@@ -235,6 +238,42 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil
+}
+
+// placeholderEvents maps a placeholder's events to its claim. The first
+// event of a placeholder takes its draw out of the class's book (the cache
+// counts it from then on: the informer updates the cache before it tells
+// its handlers); the initial listing and resyncs are queued behind the
+// others, as controller-runtime's own handlers do.
+func (r *Reconciler) placeholderEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object, low bool) {
+		if o.GetNamespace() != r.PlaceholderNamespace {
+			return
+		}
+		if class := o.GetAnnotations()[names.AnnotationClass]; class != "" {
+			r.draws.settle(class, o.GetName())
+		}
+		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
+		for _, req := range r.placeholderToClaim(ctx, o) {
+			switch {
+			case !isPQ:
+				q.Add(req)
+			case low:
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
+			default:
+				q.Add(req)
+			}
+		}
+	}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, q, e.Object, e.IsInInitialList) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			enqueue(ctx, q, e.ObjectNew, e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion())
+		},
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, q, e.Object, false) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, q, e.Object, false) },
+	}
 }
 
 // forget drops a claim that is gone or no longer served.

@@ -445,14 +445,17 @@ type drawDecision struct {
 }
 
 // decideDraw decides whether family f of a claim of class may ask MetalLB
-// for an address, from the class's ledger (addrs), the draws it does not
-// record yet (drawn) and held (heldByPlaceholder).
-func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int,
+// for an address, from the class's ledger (addrs), the cached draws it
+// does not record yet (drawn, unrecorded), the draws in flight the cache
+// does not show yet (inflight, inFlight) and held (heldByPlaceholder). It
+// is the whole decision a pass makes under the class's lock: the room left
+// is the class's size less the ledger, drawn and inflight.
+func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn, inflight int,
 	held func(a *iadv1alpha1.IPAddress, ip string) bool) drawDecision {
 	if name := availableFor(addrs, f); name != "" {
 		return drawDecision{verdict: drawLeftToCore, available: name}
 	}
-	if full, used, size := classFull(class, f, addrs, drawn); full {
+	if full, used, size := classFull(class, f, addrs, drawn+inflight); full {
 		return drawDecision{verdict: drawClassFull, used: used, size: size}
 	}
 	if a := unsettledAddress(addrs, f, held); a != nil {

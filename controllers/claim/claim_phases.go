@@ -172,68 +172,98 @@ func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alph
 	return ph, nil
 }
 
-// createPlaceholder is the first step of a claim's draw: it reads the
-// class's ledger and draws, decides whether MetalLB may be asked for an
-// address now (decideDraw), and creates the placeholder. From the ledger's
-// reading to the cache showing the placeholder no other pass draws from
-// the class (drawLocks).
+// createPlaceholder is the first step of a claim's draw: it decides, under
+// the class's lock and from memory only (decide), whether MetalLB may be
+// asked for an address now, entering the draw in the class's book of draws
+// in flight; then, the lock let go, it tells the claim why it waits or
+// creates the placeholder. Draws of one class overlap: the book, not the
+// lock, keeps each from missing the others.
 func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) (phase.Result, error) {
 	if d := r.pauses.left(memoKey(s.claim, f), time.Now()); d > 0 {
 		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
 		return phase.RetryAfter(d, "gave an address back a moment ago"), nil
 	}
-	defer r.draws.lock(s.class.Name)()
-	addrs, drawn, err := r.classDraws(ctx, s.class.Name, f)
-	if err != nil {
+	name := names.AllocationPlaceholderName(s.claim.UID, string(f))
+	book := r.draws.of(s.class.Name)
+	d, already, err := r.decide(ctx, s, f, book, name)
+	switch {
+	case err != nil:
 		return phase.Next(), err
+	case already:
+		// Created a moment ago; its watch event brings the claim back.
+		return phase.WaitFor("the cache has not shown the placeholder yet", inflightMax), nil
+	case d.verdict != drawNow:
+		return r.holdBack(ctx, s, f, d), nil
 	}
-	return r.applyDraw(ctx, s, f, decideDraw(s.class, f, addrs, drawn, heldByPlaceholder(ctx, r.Client, r.PlaceholderNamespace)))
+	created, res, err := r.draw(s, f).start(ctx)
+	switch {
+	case err != nil:
+		book.settle(name)
+	case !created && r.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: name}, &corev1.Service{}) == nil:
+		book.settle(name) // it existed, and the cache shows it
+	}
+	return res, err
 }
 
-// applyDraw tells the claim why it waits, or creates the placeholder.
-func (r *Reconciler) applyDraw(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, d drawDecision) (phase.Result, error) {
+// decide decides the draw of family f for the scope's claim under the
+// class's lock, from the cache and the book alone, and enters it in the
+// book when the claim may draw now. already reports that the claim's own
+// draw is in the book.
+func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, book *classBook, name string) (d drawDecision, already bool, err error) {
+	book.decide.Lock()
+	defer book.decide.Unlock()
+	now := time.Now()
+	if book.inBook(name, now) {
+		return drawDecision{}, true, nil
+	}
+	addrs, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, now)
+	if err != nil {
+		return drawDecision{}, false, err
+	}
+	d = decideDraw(s.class, f, addrs, drawn, inflight, heldByPlaceholder(ctx, r.Client, r.PlaceholderNamespace))
+	if d.verdict == drawNow {
+		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserve(name, f, now)))
+	}
+	return d, false, nil
+}
+
+// holdBack tells the claim why its family does not draw now.
+func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, d drawDecision) phase.Result {
 	logger := log.FromContext(ctx).V(1)
 	switch d.verdict {
 	case drawLeftToCore:
 		logger.Info("an Available address can serve the family; leaving it to the core", "family", f, "ipaddress", d.available)
-		return s.waitOnClass("an Available address is left to the core", coreWait), nil
+		return s.waitOnClass("an Available address is left to the core", coreWait)
 	case drawClassFull:
 		logger.Info("the class is full; not asking MetalLB", "family", f, "used", d.used, "size", d.size)
 		if r.tell(s.claim, f, corev1.EventTypeWarning, ReasonPoolExhausted, msgClassFull(f, s.class.Name, d.used, d.size)) {
 			allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
 		}
-		return s.waitOnClass("the class is full", roomWait), nil
-	case drawLedgerUnsettled:
-		logger.Info("an address of the ledger is not held in MetalLB right now; waiting", "family", f, "ipaddress", d.unsettled.Name)
-		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgWaitingForLedger(f, s.class.Name, d.unsettled))
-		return s.waitOnClass("an address of the ledger is not held in MetalLB", ledgerWait), nil
+		return s.waitOnClass("the class is full", roomWait)
 	}
-	// Creating reserves an address: the claim must still be there and
-	// ours on the API server, not just in a cache that may lag behind its
-	// deletion. Read last, as the only request of the checks: a claim they
-	// hold back costs none.
-	live := &iadv1alpha1.IPAddressClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
-		return phase.Next(), client.IgnoreNotFound(err)
-	}
-	if live.UID != s.claim.UID || !served(live) {
-		return phase.Next(), nil
-	}
-	return r.draw(s, f).create(ctx)
+	logger.Info("an address of the ledger is not held in MetalLB right now; waiting", "family", f, "ipaddress", d.unsettled.Name)
+	r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgWaitingForLedger(f, s.class.Name, d.unsettled))
+	return s.waitOnClass("an address of the ledger is not held in MetalLB", ledgerWait)
 }
 
-// classDraws reads, without copies, a class's ledger and counts the draws
-// of family f it does not record yet (unrecorded): what takes its room.
-func (r *Reconciler) classDraws(ctx context.Context, class string, f iadv1alpha1.IPFamily) ([]iadv1alpha1.IPAddress, int, error) {
-	var addrs iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, 0, err
-	}
+// classDraws reads, in memory and without copies, what takes a class's
+// room in family f: the draws in flight the cache does not show (inflight),
+// the cached placeholders whose address the ledger does not record yet
+// (drawn) and the ledger (addrs). They are read in that order, each
+// before what a draw moves on to: one leaving the book is listed by then,
+// one leaving the list recorded. The caller holds the class's lock.
+func (r *Reconciler) classDraws(ctx context.Context, book *classBook, class string, f iadv1alpha1.IPFamily, now time.Time) (
+	addrs []iadv1alpha1.IPAddress, drawn, inflight int, err error) {
+	inBook := book.book(now)
 	phs, err := drawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	return addrs.Items, unrecorded(phs, f, addrs.Items), nil
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, 0, 0, err
+	}
+	return list.Items, unrecorded(phs, f, list.Items), inFlight(inBook, f, phs, now), nil
 }
 
 // observe is the draw's step while MetalLB has assigned nothing: keep the
@@ -289,12 +319,14 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 // class's free addresses in MetalLB, which refused the claim's placeholder
 // for lack of room since refusedSince.
 func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {
-	defer r.draws.lock(s.class.Name)()
-	addrs, drawn, err := r.classDraws(ctx, s.class.Name, f)
+	book := r.draws.of(s.class.Name)
+	book.decide.Lock()
+	addrs, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
+	book.decide.Unlock()
 	if err != nil {
 		return phase.Next(), err
 	}
-	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs, drawn, refusedSince, []*corev1.Service{ph})
+	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs, drawn+inflight, refusedSince, []*corev1.Service{ph})
 	if wait > 0 {
 		return phase.RetryAfter(wait, "MetalLB refuses the placeholder while the ledger shows room"), err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -88,6 +89,21 @@ func (d draw) create(ctx context.Context) (phase.Result, error) {
 		return phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
 	}
 	return phase.WaitFor("the cache has not shown the placeholder yet", 0), nil
+}
+
+// start creates the owner's placeholder without waiting for the cache to
+// show it (the draw is in its class's book until then), and reports whether
+// this call created it; one that exists already is left to its own watch
+// event.
+func (d draw) start(ctx context.Context) (bool, phase.Result, error) {
+	ph := d.owner.placeholder()
+	switch err := d.Create(ctx, ph); {
+	case apierrors.IsAlreadyExists(err):
+		return false, phase.WaitFor("the placeholder exists; waiting for the cache to show it", 0), nil
+	case err != nil:
+		return false, phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
+	}
+	return true, d.owner.report(ctx, drawNews{kind: newsCreated, ph: ph}), nil
 }
 
 // describe names a placeholder in errors (by class before it has a name).
@@ -221,26 +237,45 @@ func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) f
 	}
 }
 
-// drawLocks serializes, per class, deciding that MetalLB can give the class
-// another address and creating the placeholder that asks: claim and warm
-// passes hold the lock from reading the ledger until the cache shows what
-// they created, so none decides from a cache missing another's draw.
+// drawLocks keeps, per class, what deciding a draw needs (inflight.go):
+// a lock held only while a pass decides from memory (its cache and the
+// book of draws in flight) whether MetalLB can give the class another
+// address, and that book. A claim's pass makes every API call outside the
+// lock; the warm controller holds it across its pass, creating with
+// CreateAndWait, so the cache shows what it drew once it lets go.
 type drawLocks struct {
 	mu sync.Mutex
-	m  map[string]*sync.Mutex
+	m  map[string]*classBook
 }
 
-func (l *drawLocks) lock(class string) func() {
+// of returns the class's entry, made on first use.
+func (l *drawLocks) of(class string) *classBook {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]*sync.Mutex{}
+		l.m = map[string]*classBook{}
 	}
-	m, ok := l.m[class]
+	c, ok := l.m[class]
 	if !ok {
-		m = &sync.Mutex{}
-		l.m[class] = m
+		c = &classBook{}
+		l.m[class] = c
 	}
+	return c
+}
+
+// lock takes the class's decision lock and returns its release.
+func (l *drawLocks) lock(class string) func() {
+	c := l.of(class)
+	c.decide.Lock()
+	return c.decide.Unlock
+}
+
+// settle takes the draw of placeholder name out of its class's book.
+func (l *drawLocks) settle(class, name string) {
+	l.mu.Lock()
+	c := l.m[class]
 	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	if c != nil {
+		c.settle(name)
+	}
 }

@@ -139,3 +139,21 @@ func TestDrawDescribe(t *testing.T) {
 	d.what = "placeholder"
 	assert.Equal(t, "placeholder alloc-ipv4-"+string(testUID), d.describe((&fakeDrawer{}).placeholder()))
 }
+
+func TestDrawStart(t *testing.T) {
+	ctx := context.Background()
+	c := pipelineClient(t)
+	dr := &fakeDrawer{}
+	d := draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, owner: dr, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
+	created, _, err := d.start(ctx)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Equal(t, []newsKind{newsCreated}, dr.news)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.placeholder()), &corev1.Service{}))
+
+	created, res, err := d.start(ctx)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, []newsKind{newsCreated}, dr.news, "one that exists is not news")
+	assert.Equal(t, phase.Waiting, res.State)
+}

@@ -113,24 +113,32 @@ func TestDecideDraw(t *testing.T) {
 	held := func(*iadv1alpha1.IPAddress, string) bool { return true }
 	unheld := func(*iadv1alpha1.IPAddress, string) bool { return false }
 	tests := []struct {
-		name  string
-		addrs []iadv1alpha1.IPAddress
-		drawn int
-		held  func(*iadv1alpha1.IPAddress, string) bool
-		want  drawDecision
+		name            string
+		addrs           []iadv1alpha1.IPAddress
+		drawn, inflight int
+		held            func(*iadv1alpha1.IPAddress, string) bool
+		want            drawDecision
 	}{
-		{"an empty class: draw", nil, 0, unheld, drawDecision{verdict: drawNow}},
-		{"an Available address: left to the core", []iadv1alpha1.IPAddress{bound, available}, 0, held,
+		{"an empty class: draw", nil, 0, 0, unheld, drawDecision{verdict: drawNow}},
+		{"an Available address: left to the core", []iadv1alpha1.IPAddress{bound, available}, 0, 0, held,
 			drawDecision{verdict: drawLeftToCore, available: "ip-192-0-2-1"}},
-		{"the ledger and the draws fill the ranges", []iadv1alpha1.IPAddress{bound}, 3, held,
+		{"the ledger and the draws fill the ranges", []iadv1alpha1.IPAddress{bound}, 3, 0, held,
 			drawDecision{verdict: drawClassFull, used: 4, size: 4}},
-		{"an address of the ledger is unheld", []iadv1alpha1.IPAddress{bound}, 1, unheld,
+		{"the ledger and the draws in flight fill the ranges", []iadv1alpha1.IPAddress{bound}, 0, 3, held,
+			drawDecision{verdict: drawClassFull, used: 4, size: 4}},
+		{"cached draws and draws in flight add up to the ranges", []iadv1alpha1.IPAddress{bound}, 1, 2, held,
+			drawDecision{verdict: drawClassFull, used: 4, size: 4}},
+		{"an empty class with every address in flight", nil, 0, 4, unheld,
+			drawDecision{verdict: drawClassFull, used: 4, size: 4}},
+		{"room for one more beside the draws in flight: draw", []iadv1alpha1.IPAddress{bound}, 1, 1, held,
+			drawDecision{verdict: drawNow}},
+		{"an address of the ledger is unheld", []iadv1alpha1.IPAddress{bound}, 1, 0, unheld,
 			drawDecision{verdict: drawLedgerUnsettled, unsettled: &bound}},
-		{"every address is held: draw", []iadv1alpha1.IPAddress{bound}, 2, held, drawDecision{verdict: drawNow}},
+		{"every address is held: draw", []iadv1alpha1.IPAddress{bound}, 2, 0, held, drawDecision{verdict: drawNow}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decideDraw(class, iadv1alpha1.FamilyIPv4, tt.addrs, tt.drawn, tt.held)
+			got := decideDraw(class, iadv1alpha1.FamilyIPv4, tt.addrs, tt.drawn, tt.inflight, tt.held)
 			if tt.want.unsettled != nil {
 				require.NotNil(t, got.unsettled)
 				assert.Equal(t, tt.want.unsettled.Name, got.unsettled.Name)

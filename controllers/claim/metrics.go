@@ -25,6 +25,13 @@ var (
 			"returned: MetalLB assigned an address the ledger records for someone else, and the driver gave it back).",
 	}, []string{"class", "family", "result"})
 
+	drawsInFlight = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "metallb_iad_claim_draws_in_flight",
+		Help: "Draws of a class in flight when a claim's draw is decided, that one included: placeholders decided on " +
+			"and not yet shown by the controller's cache. Above 1, draws of one class overlap.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	}, []string{"class"})
+
 	claimsPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metallb_iad_claim_pending",
 		Help: "Claims served by this driver that still miss an address, by class.",
@@ -32,7 +39,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(allocationsTotal, claimsPending)
+	metrics.Registry.MustRegister(allocationsTotal, drawsInFlight, claimsPending)
 }
 
 // pendingClaims is the set of claims that still miss an address, kept to

@@ -63,7 +63,11 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) func(context.Context, *warmScope) 
 		if target < 0 {
 			return phase.Next(), nil // parameters that do not parse: change nothing
 		}
-		// Claims' placeholders take room too until their address is recorded.
+		// Claims' placeholders take room too until their address is
+		// recorded, and their draws in flight before the cache shows them
+		// (the book is read first: a draw leaving it is listed by then).
+		now := time.Now()
+		inBook := w.draws.of(s.name).book(now)
 		drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
 			return phase.Next(), err
@@ -71,7 +75,8 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) func(context.Context, *warmScope) 
 		claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 			return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
 		})
-		p := planWarm(f, target, size-float64(unrecorded(claims, f, s.addrs)), s.ranges, s.addrs, s.phs)
+		taken := unrecorded(claims, f, s.addrs) + inFlight(inBook, f, claims, now)
+		p := planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs)
 		return w.applyWarm(ctx, s, f, target, p)
 	}
 }
@@ -180,11 +185,14 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) func(context.Context, *war
 		if since.IsZero() {
 			return phase.Next(), nil
 		}
+		now := time.Now()
+		inBook := w.draws.of(s.name).book(now)
 		drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
 			return phase.Next(), err
 		}
-		wait, err := (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, s.class, f, s.addrs, unrecorded(drawn, f, s.addrs), since, refused)
+		taken := unrecorded(drawn, f, s.addrs) + inFlight(inBook, f, drawn, now)
+		wait, err := (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, s.class, f, s.addrs, taken, since, refused)
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err
 		}
