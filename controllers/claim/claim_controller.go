@@ -240,11 +240,17 @@ func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []re
 	return nil
 }
 
+// answeredPriority is the queue priority of a claim whose allocation
+// placeholder MetalLB has answered: recording the address comes before the
+// claims still to draw, which would otherwise be ahead of it in the queue.
+const answeredPriority = 10
+
 // placeholderEvents maps a placeholder's events to its claim. The first
 // event of a placeholder takes its draw out of the class's book (the cache
 // counts it from then on: the informer updates the cache before it tells
-// its handlers); the initial listing and resyncs are queued behind the
-// others, as controller-runtime's own handlers do.
+// its handlers); a claim whose placeholder MetalLB answered is queued
+// ahead of the others, and the initial listing and resyncs behind them,
+// as controller-runtime's own handlers do.
 func (r *Reconciler) placeholderEvents() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object, low bool) {
 		if o.GetNamespace() != r.PlaceholderNamespace {
@@ -258,6 +264,8 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 			switch {
 			case !isPQ:
 				q.Add(req)
+			case answered(o):
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(answeredPriority)}, req)
 			case low:
 				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req)
 			default:
@@ -274,6 +282,14 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, q, e.Object, false) },
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, q, e.Object, false) },
 	}
+}
+
+// answered reports whether o is an allocation placeholder MetalLB has
+// given an address of its family: its claim's next step is recording it.
+func answered(o client.Object) bool {
+	ph, ok := o.(*corev1.Service)
+	return ok && ph.DeletionTimestamp == nil && ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation &&
+		assignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[names.AnnotationFamily])) != ""
 }
 
 // forget drops a claim that is gone or no longer served.
