@@ -281,11 +281,13 @@ func (k *kit) events(t require.TestingT, kind, name, reason string) []string {
 // claim annotation, in the moment before the driver pins it.
 const metallbNoAddressYet = "no available IPs"
 
-// warnings counts the Warning Events about the kit's namespace and the
-// cluster-scoped objects named ("IPAddress/ip-10-0-0-1",
-// "IPAddressClass/gold"), by "source reason kind/name", each as often as it
-// was said. MetalLB's refusal of a fresh Service before its pin
-// (metallbNoAddressYet) is left out: it is MetalLB's, not a fault's.
+// warnings counts the Warning Events the driver and MetalLB said about the
+// kit's namespace and the cluster-scoped objects named
+// ("IPAddress/ip-10-0-0-1", "IPAddressClass/gold"), by "source reason
+// kind/name", each as often as it was said. MetalLB's refusal of a fresh
+// Service before its pin (metallbNoAddressYet) is left out, and so are the
+// Warnings of the control plane's own components (such as the API server
+// repairing a cluster IP): neither is the feature's.
 func (k *kit) warnings(t require.TestingT, objects ...string) map[string]int {
 	list := &corev1.EventList{}
 	require.NoError(t, k.k.List(k.ctx, list, client.MatchingFields{"type": corev1.EventTypeWarning}))
@@ -299,10 +301,15 @@ func (k *kit) warnings(t require.TestingT, objects ...string) map[string]int {
 		if io.Namespace != k.ns && !named[io.Kind+"/"+io.Name] {
 			continue
 		}
-		if e.Source.Component == "metallb-controller" && e.Reason == "AllocationFailed" && strings.Contains(e.Message, metallbNoAddressYet) {
+		src := e.Source.Component
+		if src == "" {
+			src = e.ReportingController
+		}
+		if !strings.HasPrefix(src, "metallb-") ||
+			(src == "metallb-controller" && e.Reason == "AllocationFailed" && strings.Contains(e.Message, metallbNoAddressYet)) {
 			continue
 		}
-		out[fmt.Sprintf("%s %s %s/%s: %s", e.Source.Component, e.Reason, io.Kind, io.Name, e.Message)] += int(max(e.Count, 1))
+		out[fmt.Sprintf("%s %s %s/%s: %s", src, e.Reason, io.Kind, io.Name, e.Message)] += int(max(e.Count, 1))
 	}
 	return out
 }
