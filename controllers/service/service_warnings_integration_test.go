@@ -26,9 +26,6 @@ import (
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
-// metallbComponent is the source of MetalLB's own Events.
-const metallbComponent = "metallb-controller"
-
 // warnings lists the Warning Events about the namespace's objects and
 // about the addresses, as "source reason kind/name: message".
 func warnings(t require.TestingT, ns string, addrs []*iadv1alpha1.IPAddress) []string {
