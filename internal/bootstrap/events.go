@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,18 @@ type patientBroadcaster struct {
 
 func newPatientBroadcaster() *patientBroadcaster {
 	return &patientBroadcaster{EventBroadcaster: record.NewBroadcaster(
-		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))}
+		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize, SpamKeyFunc: spamKey}))}
+}
+
+// spamKey is the bucket of client-go's spam filter, which lets 25 Events
+// through per bucket and then one per five minutes: client-go's key (the
+// source, the object and the Event type) with the reason added. Keyed by
+// object alone, a run of one Warning about an object (a refusal said again
+// and again) would silence every other Warning about it for minutes, such
+// as the AddressLost that says the address is gone.
+func spamKey(e *corev1.Event) string {
+	o := e.InvolvedObject
+	return strings.Join([]string{e.Source.Component, e.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion, e.Type, e.Reason}, "\x00")
 }
 
 // StartRecordingToSink records to the first sink only.

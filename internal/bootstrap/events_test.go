@@ -126,3 +126,24 @@ func TestPatientBroadcasterRecordsOnce(t *testing.T) {
 	assert.Never(t, func() bool { return first.created.Load()+second.created.Load() > 1 }, 300*time.Millisecond, 10*time.Millisecond,
 		"and only it: one write per Event")
 }
+
+// TestSpamFilterKeysByReason: once one Warning about an object has used up
+// client-go's burst, another Warning about the same object still gets
+// through, and the same Warning is still held back.
+func TestSpamFilterKeysByReason(t *testing.T) {
+	b := newPatientBroadcaster()
+	defer b.Shutdown()
+	sink := &countingSink{}
+	b.StartRecordingToSink(sink)
+	rec := b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "test"})
+	addr := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u"}}
+	// Distinct messages: each is its own Event, none folded into another.
+	for i := range 40 {
+		rec.Eventf(addr, corev1.EventTypeWarning, "AttachmentRefused", "refused %d", i)
+	}
+	require.Eventually(t, func() bool { return sink.created.Load()+sink.patched.Load() >= 25 }, 10*time.Second, 10*time.Millisecond)
+	rec.Event(addr, corev1.EventTypeWarning, "AddressLost", "gone")
+	assert.Eventually(t, func() bool { return sink.created.Load()+sink.patched.Load() == 26 }, 10*time.Second, 10*time.Millisecond,
+		"the burst of 25 refusals, then the AddressLost; the 15 refusals past the burst are held back")
+	assert.Never(t, func() bool { return sink.created.Load()+sink.patched.Load() > 26 }, 300*time.Millisecond, 10*time.Millisecond)
+}
