@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,8 @@ type warmer struct {
 	// draws and cleared are the claim controller's.
 	draws   *drawLocks
 	cleared *staleMemo
+	// drawSeq names the warm draws in the class's book.
+	drawSeq atomic.Uint64
 }
 
 // warmKey names one family of one class in pauses and refills.
@@ -58,13 +61,38 @@ type warmScope struct {
 	ranges []classparams.AddressRange
 	addrs  []iadv1alpha1.IPAddress
 	phs    []*corev1.Service
+	// fills are the families' plans, decided under the class's lock.
+	fills map[iadv1alpha1.IPFamily]*warmFill
+}
+
+// warmFill is one family's plan and the draws entered in the book for it.
+type warmFill struct {
+	plan   warmPlan
+	target int
+	// refill is Done when the plan's draws may be made now, else what
+	// the refill waits for.
+	refill phase.Result
+	// draws name the plan's draws in the class's book until they are made.
+	draws []string
+}
+
+// settle takes the draws the pass did not make out of the book.
+func (s *warmScope) settle(book *classBook) {
+	for _, fill := range s.fills {
+		for _, name := range fill.draws {
+			book.settle(name)
+		}
+		fill.draws = nil
+	}
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete
 
 // Reconcile tops up or trims one class's warm addresses, one family at a
-// time, or drops them when the class is no longer served. The pass holds
-// the class's draw lock from reading the ledger to its last draw.
+// time, or drops them when the class is no longer served. Under the
+// class's draw lock it reads the ledger and decides each family's plan,
+// entering the draws it will make in the class's book; the API calls come
+// after, outside the lock, as a claim's do.
 func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &iadv1alpha1.IPAddressClass{}
 	if err := w.Get(ctx, req.NamespacedName, c); err != nil {
@@ -77,8 +105,16 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if idle, err := w.idle(ctx, req.Name, target); err != nil || idle {
 		return ctrl.Result{}, err
 	}
-	defer w.draws.lock(req.Name)()
+	book := w.draws.of(req.Name)
+	book.decide.Lock()
 	s, err := w.newScope(ctx, c, req.Name, target, ranges)
+	if err == nil && served {
+		err = w.decideFills(ctx, s, book)
+	}
+	book.decide.Unlock()
+	if s != nil {
+		defer s.settle(book) // draws the pass did not make
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -125,7 +161,8 @@ func (w *warmer) newScope(ctx context.Context, c *iadv1alpha1.IPAddressClass, na
 	if err != nil {
 		return nil, err
 	}
-	return &warmScope{class: c, name: name, target: target, ranges: ranges, addrs: addrs.Items, phs: phs}, nil
+	return &warmScope{class: c, name: name, target: target, ranges: ranges, addrs: addrs.Items, phs: phs,
+		fills: map[iadv1alpha1.IPFamily]*warmFill{}}, nil
 }
 
 // warmPlaceholders lists the warm placeholders of a class that are not

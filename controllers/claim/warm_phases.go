@@ -48,11 +48,13 @@ func (w *warmer) dropOrphans(ctx context.Context, s *warmScope) (phase.Result, e
 	return phase.Next(), errors.Join(errs...)
 }
 
-// fill is the phase that tops up or trims the class's warm addresses of
-// family f (planWarm).
-func (w *warmer) fill(f iadv1alpha1.IPFamily) func(context.Context, *warmScope) (phase.Result, error) {
-	return func(ctx context.Context, s *warmScope) (phase.Result, error) {
-		v4, v6 := classparams.FamilySizes(s.ranges)
+// decideFills plans each family's warm addresses (planWarm) and whether
+// the missing ones may be drawn now (mayRefill), from the cache and the
+// book, and enters those draws in the class's book. The caller holds the
+// class's lock.
+func (w *warmer) decideFills(ctx context.Context, s *warmScope, book *classBook) error {
+	v4, v6 := classparams.FamilySizes(s.ranges)
+	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
 		size, target := v4, s.target
 		if f == iadv1alpha1.FamilyIPv6 {
 			size = v6
@@ -61,54 +63,81 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) func(context.Context, *warmScope) 
 			target = 0
 		}
 		if target < 0 {
-			return phase.Next(), nil // parameters that do not parse: change nothing
+			continue // parameters that do not parse: change nothing
 		}
 		// Claims' placeholders take room too until their address is
 		// recorded, and their draws in flight before the cache shows them
 		// (the book is read first: a draw leaving it is listed by then).
 		now := time.Now()
-		inBook := w.draws.of(s.name).book(now)
+		inBook := book.book(now)
 		drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
-			return phase.Next(), err
+			return err
 		}
 		claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 			return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
 		})
 		taken := unrecorded(claims, f, s.addrs) + inFlight(inBook, f, claims, now)
-		p := planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs)
-		return w.applyWarm(ctx, s, f, target, p)
+		fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target, refill: phase.Next()}
+		if fill.plan.create > 0 {
+			fill.refill = w.mayRefill(ctx, s, f, fill.plan.create)
+		}
+		if fill.refill.State == phase.Done {
+			for range fill.plan.create {
+				name := fmt.Sprintf("warm:%s:%d", f, w.drawSeq.Add(1)) // no placeholder's name
+				book.reserve(name, f, now)
+				fill.draws = append(fill.draws, name)
+			}
+		}
+		s.fills[f] = fill
 	}
+	return nil
 }
 
-// applyWarm carries out a family's warmPlan: record what MetalLB assigned,
-// drop the surplus, then draw what is missing unless something holds the
-// refill back (mayRefill).
-func (w *warmer) applyWarm(ctx context.Context, s *warmScope, f iadv1alpha1.IPFamily, target int, p warmPlan) (phase.Result, error) {
-	d := w.draw(s, f)
-	for _, ph := range p.record {
-		if _, _, err := d.record(ctx, ph); err != nil {
+// fill is the phase that carries out family f's plan (decideFills): record
+// what MetalLB assigned, drop the surplus, then draw what is missing
+// unless something holds the refill back. Each draw leaves the book once
+// the cache shows its placeholder.
+func (w *warmer) fill(f iadv1alpha1.IPFamily) func(context.Context, *warmScope) (phase.Result, error) {
+	return func(ctx context.Context, s *warmScope) (phase.Result, error) {
+		fill := s.fills[f]
+		if fill == nil {
+			return phase.Next(), nil
+		}
+		p, d := fill.plan, w.draw(s, f)
+		for _, ph := range p.record {
+			if _, _, err := d.record(ctx, ph); err != nil {
+				return phase.Next(), err
+			}
+		}
+		if err := w.dropSurplus(ctx, s, p); err != nil {
 			return phase.Next(), err
 		}
-	}
-	if err := w.dropSurplus(ctx, s, p); err != nil {
-		return phase.Next(), err
-	}
-	if p.full {
-		w.Recorder.Event(s.class, corev1.EventTypeWarning, ReasonWarmPoolFull, msgWarmPoolFull(f, target))
-	}
-	if p.create == 0 {
+		if p.full {
+			w.Recorder.Event(s.class, corev1.EventTypeWarning, ReasonWarmPoolFull, msgWarmPoolFull(f, fill.target))
+		}
+		if p.create == 0 {
+			return phase.Next(), nil
+		}
+		if fill.refill.State != phase.Done {
+			return fill.refill, nil
+		}
+		// A record of this pass may have given an address back.
+		if left := w.pauses.left(warmKey(s.name, f), time.Now()); left > 0 {
+			log.FromContext(ctx).V(1).Info("pausing after a give-back before warming again", "class", s.name, "family", f, "for", left)
+			return phase.RetryAfter(left, "gave an address back a moment ago"), nil
+		}
+		book := w.draws.of(s.name)
+		for len(fill.draws) > 0 {
+			_, err := d.create(ctx)
+			book.settle(fill.draws[0])
+			fill.draws = fill.draws[1:]
+			if err != nil {
+				return phase.Next(), err
+			}
+		}
 		return phase.Next(), nil
 	}
-	if res := w.mayRefill(ctx, s, f, p.create); res.State != phase.Done {
-		return res, nil
-	}
-	for range p.create {
-		if _, err := d.create(ctx); err != nil {
-			return phase.Next(), err
-		}
-	}
-	return phase.Next(), nil
 }
 
 // dropSurplus deletes the plan's surplus warm placeholders and addresses.
