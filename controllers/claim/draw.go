@@ -215,27 +215,54 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 
 // heldByPlaceholder reports, from the cache, whether a placeholder
 // labelled with an address holds its IP, or, before the hand-over, the
-// allocation placeholder of the claim it is bound to.
+// allocation placeholder of the claim it is bound to. It reads the
+// placeholders once, on its first question: a decision asks about every
+// address of the ledger not reported Held, hundreds in a burst.
 func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
+	var held map[string]bool
 	return func(a *iadv1alpha1.IPAddress, ip string) bool {
-		lookups := []client.MatchingFields{{index.PlaceholderByAddress: a.Name}}
-		if ref := a.Spec.ClaimRef; ref != nil && ref.UID != "" {
-			lookups = append(lookups, client.MatchingFields{index.PlaceholderByClaimUID: ref.UID})
+		if held == nil {
+			held = holdsInCache(ctx, c, namespace)
 		}
-		for _, m := range lookups {
-			var phs corev1.ServiceList
-			if err := c.List(ctx, &phs, client.InNamespace(namespace), m); err != nil {
-				return false
-			}
-			for i := range phs.Items {
-				if phs.Items[i].DeletionTimestamp == nil && assignedIP(&phs.Items[i], addressFamily(ip)) == ip {
-					return true
-				}
-			}
+		if held[heldKey("address", a.Name, ip)] {
+			return true
 		}
-		return false
+		ref := a.Spec.ClaimRef
+		return ref != nil && ref.UID != "" && held[heldKey("claim", ref.UID, ip)]
 	}
 }
+
+// holdsInCache maps what the cached placeholders not being deleted hold:
+// the IPs MetalLB assigned them, under the address they are labelled with
+// and the claim uid they carry.
+func holdsInCache(ctx context.Context, c client.Reader, namespace string) map[string]bool {
+	held := map[string]bool{}
+	var phs corev1.ServiceList
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return held // none held: the draw waits, and is looked at again
+	}
+	for i := range phs.Items {
+		ph := &phs.Items[i]
+		if ph.DeletionTimestamp != nil {
+			continue
+		}
+		for _, f := range iadv1alpha1.FamilyDual.Families() {
+			ip := assignedIP(ph, f)
+			if ip == "" {
+				continue
+			}
+			if v := ph.Labels[names.LabelAddress]; v != "" {
+				held[heldKey("address", v, ip)] = true
+			}
+			if v := ph.Labels[names.LabelClaimUID]; v != "" {
+				held[heldKey("claim", v, ip)] = true
+			}
+		}
+	}
+	return held
+}
+
+func heldKey(by, name, ip string) string { return by + "\x00" + name + "\x00" + ip }
 
 // drawLocks keeps, per class, what deciding a draw needs (inflight.go):
 // a lock held only while a pass decides from memory (its cache and the

@@ -157,3 +157,34 @@ func TestDrawStart(t *testing.T) {
 	assert.Equal(t, []newsKind{newsCreated}, dr.news, "one that exists is not news")
 	assert.Equal(t, phase.Waiting, res.State)
 }
+
+func TestHeldByPlaceholder(t *testing.T) {
+	ctx := context.Background()
+	ph := func(name, address, ip string, deleting bool) *corev1.Service {
+		s := renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
+		s.Name = name
+		s.Labels[names.LabelClaimUID] = "uid-" + name
+		if address != "" {
+			s.Labels[names.LabelAddress] = address
+		}
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		if deleting {
+			s.Finalizers = []string{"test/keep"}
+		}
+		return s
+	}
+	gone := ph("gone", "ip-192-0-2-4", "192.0.2.4", true)
+	c := pipelineClient(t, ph("hold", "ip-192-0-2-1", "192.0.2.1", false), ph("alloc", "", "192.0.2.2", false),
+		ph("moved", "ip-192-0-2-3", "192.0.2.9", false), gone)
+	require.NoError(t, c.Delete(ctx, gone))
+	held := heldByPlaceholder(ctx, c, "ph")
+	addr := func(name, ip, uid string) *iadv1alpha1.IPAddress {
+		a := testAddress(name, ip, &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: uid})
+		return &a
+	}
+	assert.True(t, held(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
+	assert.True(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
+	assert.False(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
+	assert.False(t, held(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP")
+	assert.False(t, held(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
+}
