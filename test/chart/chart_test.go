@@ -564,12 +564,32 @@ controllers: {claim: {replicas: 2}}`)
 	assert.Empty(t, r.Find("PodDisruptionBudget"))
 }
 
+// schemaCase is values the chart's schema accepts (wantErr empty) or
+// refuses with an error naming wantErr.
+type schemaCase struct {
+	name    string
+	values  string
+	wantErr string
+}
+
+// checkSchema renders each case as `helm install` would validate it.
+func checkSchema(t *testing.T, tests []schemaCase) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Render(Release{}, tt.values)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "values don't meet the specifications of the schema")
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
 func TestSchema(t *testing.T) {
-	tests := []struct {
-		name    string
-		values  string
-		wantErr string // empty: accepted
-	}{
+	tests := []schemaCase{
 		{"defaults", "", ""},
 		{"a full valid set", `
 image: {repository: r.example/iad, tag: v1}
@@ -602,18 +622,7 @@ podDisruptionBudget: {enabled: true, minAvailable: "50%"}
 		{"Deny with Warn", `admissionPolicy: {validationActions: [Deny, Warn]}`, "validationActions"},
 		{"no validation action", `admissionPolicy: {validationActions: []}`, "validationActions"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Render(Release{}, tt.values)
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "values don't meet the specifications of the schema")
-			assert.Contains(t, err.Error(), tt.wantErr)
-		})
-	}
+	checkSchema(t, tests)
 }
 
 // reservedAnnotations are the Service annotations the admission policy guards.

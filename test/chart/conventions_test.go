@@ -413,11 +413,7 @@ func checkContext(t *testing.T, in map[string]any, want map[string]any, what str
 }
 
 func TestConventionsSchema(t *testing.T) {
-	tests := []struct {
-		name    string
-		values  string
-		wantErr string // empty: accepted
-	}{
+	tests := []schemaCase{
 		{"every shared default", sharedDefaults, ""},
 		{"every setting per controller", "controllers:\n  claim:" + strings.ReplaceAll(everySetting, "\n", "\n  "), ""},
 		{"OpenShift: IDs dropped", "defaults: {securityContext: {runAsUser: null}, containerSecurityContext: {runAsUser: null, runAsGroup: null}}", ""},
@@ -459,18 +455,7 @@ tenantRoles: {enabled: false}
 		{"malformed digest", "image: {digest: latest}", "digest"},
 		{"unknown image pull policy", "image: {pullPolicy: Sometimes}", "pullPolicy"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Render(Release{}, tt.values)
-			if tt.wantErr == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "values don't meet the specifications of the schema")
-			assert.Contains(t, err.Error(), tt.wantErr)
-		})
-	}
+	checkSchema(t, tests)
 }
 
 func TestTenantRoles(t *testing.T) {
