@@ -10,6 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -83,15 +84,14 @@ func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
 		if !ownedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
-		if ph.Annotations == nil {
-			ph.Annotations = map[string]string{}
-		}
 		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
 		ph.Labels[names.LabelAddress] = a.Name
-		ph.Labels[names.LabelGrant] = class
-		if ip != "" {
-			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
-		}
+		marks.Edit(ph, func(m *marks.Marks) {
+			m.Grant = class
+			if ip != "" {
+				m.Pin = ip
+			}
+		})
 	}
 }
 
@@ -105,7 +105,7 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 		return waitForMetalLB
 	case newsPinnedElsewhere:
 		logger.Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
-			"placeholder", n.ph.Name, "pinned", n.ph.Annotations[names.MetalLBLoadBalancerIPs], "assigned", n.ip)
+			"placeholder", n.ph.Name, "pinned", marks.Of(n.ph).Pin, "assigned", n.ip)
 		return waitForMetalLB
 	case newsEntryGoing:
 		logger.Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",

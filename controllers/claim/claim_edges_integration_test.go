@@ -23,6 +23,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -155,7 +156,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	got := &corev1.Service{}
 	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(ph), got))
 	assert.Empty(t, got.Labels[names.LabelAddress], "nothing written on the placeholder")
-	assert.Empty(t, got.Annotations[names.MetalLBLoadBalancerIPs], "nothing written on the placeholder")
+	assert.Empty(t, got.Annotations[marks.KeyPin], "nothing written on the placeholder")
 	err = k.Get(ctx, types.NamespacedName{Name: "ip-10-10-23-7"}, &iadv1alpha1.IPAddress{})
 	assert.True(t, apierrors.IsNotFound(err), "no IPAddress for a claim that no longer names the class: %v", err)
 	assert.False(t, strings.Contains(strings.Join(drain(r.Recorder.(*record.FakeRecorder)), "\n"), ReasonRecorded))
@@ -244,7 +245,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	shown.Name = ghost
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
-	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.24.3"
+	ph.Annotations[marks.KeyPin] = "10.10.24.3"
 	delete(ph.Annotations, names.AnnotationClass) // see TestRecordRechecksTheClaim
 	require.NoError(t, k.Create(ctx, ph))
 	t.Cleanup(func() { _ = k.Delete(ctx, ph) })

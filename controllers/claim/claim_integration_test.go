@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -195,10 +196,10 @@ func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, p
 	assert.Equal(t, wantName, ph.Labels[names.LabelAddress])
 	assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
 	assert.Equal(t, string(c.UID), ph.Labels[names.LabelClaimUID])
-	assert.Equal(t, ip.String(), ph.Annotations[names.MetalLBLoadBalancerIPs], "pinned to its own address")
-	assert.NotContains(t, ph.Annotations, names.MetalLBAllowSharedIP,
+	assert.Equal(t, ip.String(), ph.Annotations[marks.KeyPin], "pinned to its own address")
+	assert.NotContains(t, ph.Annotations, marks.KeySharing,
 		"no sharing key until a workload is about to share the address (each first key costs MetalLB a pass over every Service)")
-	assert.Equal(t, names.PoolName(class), ph.Annotations[names.MetalLBAddressPool])
+	assert.Equal(t, names.PoolName(class), ph.Annotations[marks.KeyPool])
 	assert.Equal(t, c.Namespace, ph.Annotations[names.AnnotationClaimNamespace])
 	assert.Equal(t, c.Name, ph.Annotations[names.AnnotationClaimName])
 	assert.Equal(t, string(f), ph.Annotations[names.AnnotationFamily])
@@ -323,7 +324,7 @@ func TestCrashAfterPinning(t *testing.T) {
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Labels[names.LabelAddress] = "ip-10-10-3-4"
-	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.3.4"
+	ph.Annotations[marks.KeyPin] = "10.10.3.4"
 	require.NoError(t, k.Create(ctx, ph))
 	require.Eventually(t, func() bool {
 		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.3.4"
@@ -347,7 +348,7 @@ func TestCrashAfterAddress(t *testing.T) {
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Labels[names.LabelAddress] = "ip-10-10-4-2"
-	ph.Annotations[names.MetalLBLoadBalancerIPs] = "10.10.4.2"
+	ph.Annotations[marks.KeyPin] = "10.10.4.2"
 	require.NoError(t, k.Create(ctx, ph))
 	pre := renderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
 		Spec: iadv1alpha1.IPAddressClassSpec{ReclaimPolicy: iadv1alpha1.ReclaimDelete}}, "10.10.4.2", "ip-10-10-4-2")

@@ -10,6 +10,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -120,17 +121,15 @@ func serviceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
 // renderPlaceholder is the allocation placeholder drawing the claim's
 // address of one family from the class pool, named from the claim uid.
 func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
-	return &corev1.Service{
+	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      names.AllocationPlaceholderName(c.UID, string(f)),
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderAllocation,
 				names.LabelClaimUID:    string(c.UID),
-				names.LabelGrant:       class,
 			},
 			Annotations: map[string]string{
-				names.MetalLBAddressPool:       names.PoolName(class),
 				names.AnnotationClaimNamespace: c.Namespace,
 				names.AnnotationClaimName:      c.Name,
 				names.AnnotationFamily:         string(f),
@@ -138,7 +137,7 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 			},
 		},
 		Spec: placeholder.Spec(serviceFamily(f)),
-	}
+	}, marks.Requests{Pool: names.PoolName(class), Grant: class})
 }
 
 // renderAddress is the IPAddress recording a drawn address for a claim,
@@ -233,8 +232,7 @@ func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 // granted the class's pool and pinned to ip.
 func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
 	return ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[names.LabelAddress] == a.Name &&
-		ownedByAddress(ph, a.Name) && names.Granted(ph.Labels, class) &&
-		(ip == "" || ph.Annotations[names.MetalLBLoadBalancerIPs] == ip)
+		ownedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
 }
 
 // planFamily decides the next step for family f from its bound addresses

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -180,7 +181,7 @@ func TestRenderPlaceholder(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderAllocation,
 				names.LabelClaimUID:    string(testUID),
-				names.LabelGrant:       "public",
+				marks.LabelGrant:       "public",
 			}, svc.Labels)
 			assert.Equal(t, map[string]string{
 				"metallb.io/address-pool":                                "iad-public",
@@ -199,7 +200,7 @@ func TestRenderPlaceholder(t *testing.T) {
 			assert.Equal(t, "hold", svc.Spec.Ports[0].Name)
 			assert.Equal(t, int32(9), svc.Spec.Ports[0].Port)
 			assert.Equal(t, corev1.ProtocolTCP, svc.Spec.Ports[0].Protocol)
-			assert.Empty(t, svc.Annotations[names.MetalLBLoadBalancerIPs], "not pinned before MetalLB assigns")
+			assert.Empty(t, svc.Annotations[marks.KeyPin], "not pinned before MetalLB assigns")
 		})
 	}
 }
@@ -297,8 +298,8 @@ func TestHandedOver(t *testing.T) {
 	mine := testAddress("ip-192-0-2-1", "192.0.2.1", ref)
 	done := func() *corev1.Service {
 		ph := testPlaceholder(names.PlaceholderHold, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1")
-		ph.Labels[names.LabelGrant] = "public"
-		ph.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.1"
+		ph.Labels[marks.LabelGrant] = "public"
+		ph.Annotations[marks.KeyPin] = "192.0.2.1"
 		return ph
 	}
 	tests := []struct {
@@ -309,8 +310,8 @@ func TestHandedOver(t *testing.T) {
 		{"label, owner, grant and pin", func(*corev1.Service) {}, true},
 		{"still an allocation placeholder", func(ph *corev1.Service) { ph.Labels[names.LabelPlaceholder] = names.PlaceholderAllocation }, false},
 		{"no owner reference", func(ph *corev1.Service) { ph.OwnerReferences = nil }, false},
-		{"no grant", func(ph *corev1.Service) { delete(ph.Labels, names.LabelGrant) }, false},
-		{"no pin", func(ph *corev1.Service) { delete(ph.Annotations, names.MetalLBLoadBalancerIPs) }, false},
+		{"no grant", func(ph *corev1.Service) { delete(ph.Labels, marks.LabelGrant) }, false},
+		{"no pin", func(ph *corev1.Service) { delete(ph.Annotations, marks.KeyPin) }, false},
 		{"labelled for another address", func(ph *corev1.Service) { ph.Labels[names.LabelAddress] = "ip-192-0-2-7" }, false},
 	}
 	for _, tt := range tests {

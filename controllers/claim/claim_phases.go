@@ -14,6 +14,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -272,19 +273,14 @@ func (r *Reconciler) classDraws(ctx context.Context, book *classBook, class stri
 // pools change.
 func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (phase.Result, error) {
 	d := r.draw(s, f)
-	if pool := names.PoolName(s.class.Name); ph.Annotations[names.MetalLBAddressPool] != pool || !names.Granted(ph.Labels, s.class.Name) {
+	if pool := names.PoolName(s.class.Name); marks.Of(ph).Pool != pool || !marks.Of(ph).Granted(s.class.Name) {
 		if err := d.patch(ctx, ph, func() {
 			if ph.Annotations == nil {
 				ph.Annotations = map[string]string{}
 			}
-			if ph.Labels == nil {
-				ph.Labels = map[string]string{}
-			}
-			ph.Annotations[names.MetalLBAddressPool] = pool
 			ph.Annotations[names.AnnotationClass] = s.class.Name
-			// The class pool admits only placeholders carrying the grant
-			// label (one an older driver created gains it here).
-			ph.Labels[names.LabelGrant] = s.class.Name
+			// The class pool admits only placeholders carrying the grant label.
+			marks.Edit(ph, func(m *marks.Marks) { m.Pool, m.Grant = pool, s.class.Name })
 		}); err != nil {
 			return phase.Next(), fmt.Errorf("point placeholder %s at pool %s: %w", ph.Name, pool, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -66,13 +67,13 @@ func TestStaleAllocationBlockingAWarmReservationCleared(t *testing.T) {
 func staleTenantAllocation(t *testing.T, ns, ip, blockerIP string) *corev1.Service {
 	t.Helper()
 	blockers := rangedClass(t, blockerIP+"/32")
-	former := fixture.LoadBalancer(ns, "former", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	former := fixture.LoadBalancer(ns, "former", map[string]string{marks.KeyPin: ip})
 	suite.Create(t, former)
 	suite.WaitIngress(t, former, ip)
 
 	// The blocker's pool counts it only once the restarted MetalLB's first
 	// pass has run, which books former first (it holds an address).
-	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
+	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{marks.KeyPin: blockerIP})
 	end := suite.StartingWindow(t, blocker, names.PoolName(blockers.Name), 1)
 	require.NoError(t, k.Delete(ctx, former))
 	suite.WaitGone(t, fixture.Timeout, former)

@@ -3,7 +3,6 @@ package claim
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -140,7 +140,7 @@ func (d draw) record(ctx context.Context, ph *corev1.Service) (bool, phase.Resul
 		return false, phase.Next(), err
 	}
 	if answer == ledgerFree || answer == ledgerOurs {
-		if pin := ph.Annotations[names.MetalLBLoadBalancerIPs]; pin != "" && !slices.Equal(names.SplitIPs(pin), []string{ip}) {
+		if m := marks.Of(ph); m.Pin != "" && !m.PinnedExactly(ip) {
 			return false, d.owner.report(ctx, drawNews{kind: newsPinnedElsewhere, ph: ph, ip: ip}), nil
 		}
 		if answer, entry, err = d.owner.recordEntry(ctx, ph, ip, addrName, entry); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -94,7 +95,7 @@ func TestDrawRecord(t *testing.T) {
 			ph := tt.d.placeholder()
 			ph.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 			if tt.pin != "" {
-				ph.Annotations[names.MetalLBLoadBalancerIPs] = tt.pin
+				ph.Annotations[marks.KeyPin] = tt.pin
 			}
 			c := pipelineClient(t, ph)
 			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ph), ph))

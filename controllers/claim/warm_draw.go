@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -64,10 +65,10 @@ func (d warmDraw) judge(ctx context.Context, _, addrName string) (ledgerAnswer, 
 // only for a shared handoff), then creates the Available IPAddress unless
 // judge found it.
 func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
-	if ph.Labels[names.LabelAddress] != addrName || ph.Annotations[names.MetalLBLoadBalancerIPs] != ip {
+	if ph.Labels[names.LabelAddress] != addrName || marks.Of(ph).Pin != ip {
 		if err := patch.Meta(ctx, d.w.Client, ph, func() {
 			ph.Labels[names.LabelAddress] = addrName
-			ph.Annotations[names.MetalLBLoadBalancerIPs] = ip
+			marks.Edit(ph, func(m *marks.Marks) { m.Pin = ip })
 		}); err != nil {
 			return ledgerFree, nil, fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
 		}

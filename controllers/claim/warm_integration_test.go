@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -103,7 +104,7 @@ func TestWarmReservations(t *testing.T) {
 		require.Len(t, phs.Items, 1, "one placeholder holds warm address %s", a.Name)
 		ph := phs.Items[0]
 		assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
-		assert.Equal(t, a.Spec.Address, ph.Annotations[names.MetalLBLoadBalancerIPs])
+		assert.Equal(t, a.Spec.Address, ph.Annotations[marks.KeyPin])
 		assert.True(t, ownedByAddress(&ph, a.Name))
 		if assert.Len(t, ph.Status.LoadBalancer.Ingress, 1, "placeholder %s holds exactly the warm address", ph.Name) {
 			assert.Equal(t, a.Spec.Address, ph.Status.LoadBalancer.Ingress[0].IP)
@@ -202,7 +203,7 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 // plainPinned creates a Service that MetalLB gives ip from pool.
 func plainPinned(t *testing.T, ns, pool, ip string) {
 	t.Helper()
-	svc := fixture.LoadBalancer(ns, "taken", map[string]string{names.MetalLBAddressPool: pool, names.MetalLBLoadBalancerIPs: ip})
+	svc := fixture.LoadBalancer(ns, "taken", map[string]string{marks.KeyPool: pool, marks.KeyPin: ip})
 	suite.CreateForTest(t, svc)
 	suite.WaitIngress(t, svc, ip)
 }

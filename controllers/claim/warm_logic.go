@@ -9,6 +9,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -153,19 +154,18 @@ func inRanges(ranges []classparams.AddressRange, ip string) bool {
 // renderWarmPlaceholder is a placeholder of no claim drawing from the
 // class pool, named by the API server.
 func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
-	return &corev1.Service{
+	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    namespace,
 			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
-			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm, names.LabelGrant: className},
+			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
 			Annotations: map[string]string{
-				names.MetalLBAddressPool: names.PoolName(className),
-				names.AnnotationFamily:   string(f),
-				names.AnnotationClass:    className,
+				names.AnnotationFamily: string(f),
+				names.AnnotationClass:  className,
 			},
 		},
 		Spec: placeholder.Spec(serviceFamily(f)),
-	}
+	}, marks.Requests{Pool: names.PoolName(className), Grant: className})
 }
 
 // renderWarmAddress is the IPAddress recording a warm address: no

@@ -25,6 +25,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -125,10 +126,10 @@ func waitEvent(t *testing.T, class, typ, reason, message string) {
 // and returns the address MetalLB assigns it.
 func loadBalancer(t *testing.T, name, pool string, family corev1.IPFamily) netip.Addr {
 	t.Helper()
-	svc := fixture.LoadBalancer(serviceNS, name, map[string]string{names.MetalLBAddressPool: pool}, family)
+	svc := fixture.LoadBalancer(serviceNS, name, map[string]string{marks.KeyPool: pool}, family)
 	// The grant label, as the driver sets it: the class pools admit only
 	// Services carrying it.
-	svc.Labels = map[string]string{names.LabelGrant: strings.TrimPrefix(pool, names.PoolName(""))}
+	svc.Labels = map[string]string{marks.LabelGrant: strings.TrimPrefix(pool, names.PoolName(""))}
 	suite.CreateForTest(t, svc)
 	ip, err := netip.ParseAddr(suite.WaitAssigned(t, svc))
 	require.NoError(t, err)
@@ -170,7 +171,7 @@ func TestRenderL2(t *testing.T) {
 	pool := waitPool(t, cl.Name, "192.0.2.0/28")
 	wantMeta(t, pool, cl)
 	assert.Equal(t, metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.0/28"}, AutoAssign: ptr.To(false), AvoidBuggyIPs: true,
-		AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(cl.Name)}}}, pool.Spec,
+		AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{marks.GrantSelector(cl.Name)}}}, pool.Spec,
 		"a new class's pool admits only Services the driver granted")
 
 	adv := waitL2(t, cl.Name)

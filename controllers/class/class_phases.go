@@ -18,6 +18,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -83,7 +84,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error)
 func desired(class *iadv1alpha1.IPAddressClass, params classparams.Parameters, namespace string, grant bool) (*metallbv1beta1.IPAddressPool, client.Object) {
 	pool, adv := Render(class, params, namespace)
 	if grant {
-		classparams.WithGrant(pool, class.Name)
+		marks.WithGrant(pool, class.Name)
 	}
 	return pool, adv
 }
@@ -137,7 +138,7 @@ func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddre
 		return false, 0, err
 	}
 	var addrs iadv1alpha1.IPAddressList
-	if existing != nil && !classparams.RequiresGrant(existing, class.Name) {
+	if existing != nil && !marks.RequiresGrant(existing, class.Name) {
 		if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class.Name}); err != nil {
 			return false, 0, err
 		}
@@ -150,7 +151,7 @@ func (r *Reconciler) decideGrant(ctx context.Context, class *iadv1alpha1.IPAddre
 	if len(waiting) == 0 {
 		return false, settle, nil
 	}
-	msg := msgWaitingForGrant(r.MetalLBNamespace, names.PoolName(class.Name), waiting)
+	msg := msgWaitingForGrant(r.MetalLBNamespace, class.Name, waiting)
 	if r.grantReported.Changed(class.Name, msg) {
 		log.FromContext(ctx).Info("the pool does not require the grant label yet", "waiting", len(waiting))
 		r.Recorder.Event(class, corev1.EventTypeNormal, ReasonWaitingForGrant, msg)

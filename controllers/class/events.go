@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -43,7 +44,7 @@ func msgRendered(namespace string, pool, adv client.Object, params classparams.P
 		namespace, pool.GetName(), strings.Join(addrs, ", "), kindOf(adv), adv.GetName(), strings.Join(writes, ", "))
 }
 
-func msgWaitingForGrant(namespace, pool string, waiting []string) string {
+func msgWaitingForGrant(namespace, class string, waiting []string) string {
 	shown := waiting
 	if len(shown) > 3 {
 		shown = shown[:3]
@@ -52,8 +53,8 @@ func msgWaitingForGrant(namespace, pool string, waiting []string) string {
 	if n := len(waiting) - len(shown); n > 0 {
 		more = fmt.Sprintf(" and %d more", n)
 	}
-	return fmt.Sprintf("IPAddressPool %s/%s does not require the grant label %s yet: %d address(es) of the class (%s%s) are held by Services the driver has not labelled yet; it will once they are, so that no address in use is dropped",
-		namespace, pool, names.LabelGrant, len(waiting), strings.Join(shown, ", "), more)
+	return fmt.Sprintf("IPAddressPool %s/%s does not require the grant label (%s) yet: %d address(es) of the class (%s%s) are held by Services the driver has not labelled yet; it will once they are, so that no address in use is dropped",
+		namespace, names.PoolName(class), marks.GrantText(class), len(waiting), strings.Join(shown, ", "), more)
 }
 
 // controlledElsewhereMessage is the PoolNameTaken message.

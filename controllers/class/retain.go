@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
@@ -35,7 +35,7 @@ func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
 		}
 	}
 	out := []string{}
-	for _, s := range names.SplitIPs(binding.PinValue(ips)) { // sorted, IPv4 first, no duplicates
+	for _, s := range names.SplitIPs(marks.PinValue(ips)) { // sorted, IPv4 first, no duplicates
 		ip := netip.MustParseAddr(s)
 		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
 	}

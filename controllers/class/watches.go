@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -94,7 +94,7 @@ func (r *Reconciler) addressToClass(ctx context.Context, o client.Object) []reco
 		return nil
 	}
 	pool := &metallbv1beta1.IPAddressPool{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && classparams.RequiresGrant(pool, a.Spec.ClassName) {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && marks.RequiresGrant(pool, a.Spec.ClassName) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}

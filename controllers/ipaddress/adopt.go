@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -24,7 +24,7 @@ func importingHolder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, 
 			continue
 		}
 		if s.Annotations[names.AnnotationImportedInto] == ref.Name &&
-			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name && binding.Holds(s, ip) {
+			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name && marks.Holds(s, ip) {
 			return s
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
@@ -120,7 +121,7 @@ func msgHoldParked(w *iadv1alpha1.WorkloadReference, n int, pool string) string 
 
 func msgUnparked(s *corev1.Service, ip string) string {
 	return fmt.Sprintf("Placeholder Service %s/%s was parked in %s; pinned it back to %s", s.Namespace, s.Name,
-		s.Annotations[names.MetalLBAddressPool], ip)
+		marks.Of(s).Pool, ip)
 }
 
 // msgParking is the Held message while MetalLB has not yet moved a parked
@@ -131,7 +132,7 @@ func msgParking(ip string, s *corev1.Service, pool string) string {
 
 func msgPinRepaired(s *corev1.Service, ip string) string {
 	return fmt.Sprintf("Placeholder Service %s/%s was pinned to %q; re-pinned it to %s", s.Namespace, s.Name,
-		s.Annotations[names.MetalLBLoadBalancerIPs], ip)
+		marks.Of(s).Pin, ip)
 }
 
 func msgAssociationCleared(w *iadv1alpha1.WorkloadReference) string {

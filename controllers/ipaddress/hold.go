@@ -11,6 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -30,7 +31,7 @@ type holdView struct {
 }
 
 func (v *holdView) replan(s *scope, placeholderNamespace string) {
-	v.plan = planHold(s.addr, s.ip.String(), placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
+	v.plan = planHold(s.addr, s.ip.String(), s.key, placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
 }
 
 // enforceHold makes the placeholders match the holding invariant and sets
@@ -69,7 +70,7 @@ func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phas
 	}
 	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip)}
 	v.replan(s, r.PlaceholderNamespace)
-	if recheckAttached(a, v.plan, v.attached) {
+	if recheckAttached(a, s.key, v.plan, v.attached) {
 		fresh, res, err := r.freshAttached(ctx, a)
 		if fresh == nil {
 			return nil, res, err
@@ -150,7 +151,7 @@ func (r *Reconciler) applyHold(ctx context.Context, s *scope, v *holdView) (phas
 	if v.plan.Create || len(v.plan.Delete) > 0 || len(v.plan.Park) > 0 {
 		return res, nil
 	}
-	again, err := r.clearStaleAllocations(ctx, s, v.cached, rightfulHolder(s.addr, v.attached, v.attaching))
+	again, err := r.clearStaleAllocations(ctx, s, v.cached, rightfulHolder(s.addr, s.key, v.attached, v.attaching))
 	if err != nil || again == 0 {
 		return phase.Next(), err
 	}
@@ -187,14 +188,16 @@ func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan hold
 	a, ip := s.addr, s.ip.String()
 	logger := log.FromContext(ctx)
 	for _, ph := range plan.Repair {
-		msg, repin := msgPinRepaired(ph, ip), !pinnedExactly(ph, ip)
+		msg, repin := msgPinRepaired(ph, ip), !marks.Of(ph).PinnedExactly(ip)
 		pool := ""
-		if parking.Parked(ph, r.ParkingPool) {
+		if marks.Of(ph).Parked(r.ParkingPool) {
 			msg, pool = msgUnparked(ph, ip), names.PoolName(a.Spec.ClassName)
 		}
 		if err := patch.Unlocked(ctx, r, ph, func() {
-			ph.Annotations = repairedAnnotations(ph.Annotations, ip, plan.Key, pool)
-			ph.Labels = grantedLabels(ph.Labels, a.Spec.ClassName)
+			marks.Edit(ph, func(m *marks.Marks) {
+				m.Hold(ip, plan.Key, pool)
+				m.Grant = a.Spec.ClassName
+			})
 		}); err != nil {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
@@ -231,7 +234,7 @@ func (r *Reconciler) dropPlaceholders(ctx context.Context, phs []*corev1.Service
 func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) (int, error) {
 	parked := 0
 	for _, ph := range phs {
-		err := patch.Meta(ctx, r, ph, func() { ph.Annotations = parking.Annotations(ph.Annotations, r.ParkingPool) })
+		err := patch.Meta(ctx, r, ph, func() { marks.Edit(ph, func(m *marks.Marks) { m.Park(r.ParkingPool) }) })
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -248,10 +251,10 @@ func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service
 // memory, with the AddressTakenElsewhere Warning after the status patch.
 func (r *Reconciler) noteHold(s *scope, v *holdView, deleted, parked int) {
 	a := s.addr
-	if w := releasedFor(a, v.attached, deleted); w != nil {
+	if w := releasedFor(a, s.key, v.attached, deleted); w != nil {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
 	}
-	if w := releasedFor(a, v.attached, parked); w != nil {
+	if w := releasedFor(a, s.key, v.attached, parked); w != nil {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldParked, msgHoldParked(w, parked, r.ParkingPool))
 	}
 	g := grantState(a, v.holders, r.PlaceholderNamespace)

@@ -2,17 +2,15 @@ package ipaddress
 
 import (
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
 // heldState is a value of the Held condition.
@@ -51,11 +49,12 @@ type holdPlan struct {
 	TakenBy *corev1.Service
 }
 
-// planHold decides what the holding invariant asks for. placeholders are
+// planHold decides what the holding invariant asks for. key is the
+// address's sharing key (marks.Keys.Of), placeholders are
 // the address's own, holders every Service MetalLB assigned ip to, attached
 // the Service associatedTo names (nil when the cache does not show it),
 // attaching the one the attach grant names.
-func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
+func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
 	live := liveOnly(placeholders)
 	if len(placeholders) == 0 {
 		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
@@ -63,19 +62,19 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park pa
 		}
 	}
 	if w := a.Status.AssociatedTo; w != nil {
-		return planAttached(a, ip, placeholderNamespace, park, w, attached, placeholders)
+		return planAttached(a, ip, key, placeholderNamespace, park, w, attached, placeholders)
 	}
 	switch {
 	case len(placeholders) == 0:
-		return planMissing(a, ip, placeholderNamespace, park, holders, attaching)
+		return planMissing(a, ip, key, placeholderNamespace, park, holders, attaching)
 	case len(live) == 0:
 		return holdPlan{Held: waiting(msgPlaceholderGoing(ip))}
 	}
-	p := holdPlan{Key: holdKey(a, live, sharing(a, park.Open, attaching, holders, placeholders))}
+	p := holdPlan{Key: holdKey(key, live, sharing(a, key, park.Open, attaching, holders, placeholders))}
 	if anyParked(live, park.Pool) && heldByOthers(ip, placeholders, holders) {
 		// Pinned back now, the placeholder would find the address taken,
 		// lose its parking address too and cost MetalLB a full pass.
-		p.Held, p.TakenBy = unheld(a, ip, placeholderNamespace, placeholders, live, holders)
+		p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, placeholders, live, holders)
 		return p
 	}
 	var holder *corev1.Service
@@ -84,7 +83,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park pa
 		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, holder)}
 		return p
 	}
-	p.Held, p.TakenBy = unheld(a, ip, placeholderNamespace, placeholders, live, holders)
+	p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, placeholders, live, holders)
 	return p
 }
 
@@ -113,13 +112,13 @@ func planRecording(a *iadv1alpha1.IPAddress, ip string, ph *corev1.Service) hold
 // leaves, the hold stays in a shared attachment, and otherwise the
 // placeholders park when the parking pool can take them (the parked
 // handoff) or go (the gap handoff).
-func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, placeholders []corev1.Service) holdPlan {
+func planAttached(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, placeholders []corev1.Service) holdPlan {
 	live, total := liveOnly(placeholders), len(placeholders)
 	switch {
-	case attached != nil && (attached.DeletionTimestamp != nil || binding.LetGo(a, attached)):
+	case attached != nil && (attached.DeletionTimestamp != nil || marks.LetGo(a, attached)):
 		return planLeaving(a, ip, w, live, total)
-	case binding.SharesHold(a, attached):
-		return planShared(a, ip, placeholderNamespace, w, attached, live, total)
+	case marks.SharesHold(attached, key):
+		return planShared(a, ip, key, placeholderNamespace, w, attached, live, total)
 	case total == 0:
 		return holdPlan{Held: released(w)}
 	case park.Open:
@@ -135,7 +134,7 @@ func planAttached(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, par
 func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders []corev1.Service, live []*corev1.Service) holdPlan {
 	var p holdPlan
 	for _, s := range live {
-		if !parking.Parked(s, pool) {
+		if !marks.Of(s).Parked(pool) {
 			p.Park = append(p.Park, s)
 		}
 	}
@@ -145,7 +144,7 @@ func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders
 		return p
 	}
 	for i := range placeholders {
-		if binding.Holds(&placeholders[i], ip) {
+		if marks.Holds(&placeholders[i], ip) {
 			p.Held = waiting(msgParking(ip, &placeholders[i], pool))
 			return p
 		}
@@ -156,14 +155,14 @@ func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders
 
 // anyParked reports whether a live placeholder is parked in pool.
 func anyParked(live []*corev1.Service, pool string) bool {
-	return slices.ContainsFunc(live, func(s *corev1.Service) bool { return parking.Parked(s, pool) })
+	return slices.ContainsFunc(live, func(s *corev1.Service) bool { return marks.Of(s).Parked(pool) })
 }
 
 // heldByOthers reports whether a Service other than the address's own
 // placeholders holds ip.
 func heldByOthers(ip string, placeholders, holders []corev1.Service) bool {
 	for i := range holders {
-		if binding.Holds(&holders[i], ip) && !slices.ContainsFunc(placeholders, func(p corev1.Service) bool {
+		if marks.Holds(&holders[i], ip) && !slices.ContainsFunc(placeholders, func(p corev1.Service) bool {
 			return p.Namespace == holders[i].Namespace && p.Name == holders[i].Name
 		}) {
 			return true
@@ -174,11 +173,11 @@ func heldByOthers(ip string, placeholders, holders []corev1.Service) bool {
 
 // planMissing plans an unattached address without placeholders: a hold is
 // created unless the address is being imported from the Service holding it.
-func planMissing(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park parkOpt, holders []corev1.Service, attaching *corev1.Service) holdPlan {
+func planMissing(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, holders []corev1.Service, attaching *corev1.Service) holdPlan {
 	if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
 		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
 	}
-	return holdPlan{Create: true, Key: holdKey(a, nil, sharing(a, park.Open, attaching, holders, nil)),
+	return holdPlan{Create: true, Key: holdKey(key, nil, sharing(a, key, park.Open, attaching, holders, nil)),
 		Held: waiting(msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name)))}
 }
 
@@ -186,7 +185,7 @@ func planMissing(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, park
 func surplus(ip string, live []*corev1.Service, holder *corev1.Service) []*corev1.Service {
 	var out []*corev1.Service
 	for _, s := range live {
-		if s != holder && !binding.Holds(s, ip) {
+		if s != holder && !marks.Holds(s, ip) {
 			out = append(out, s)
 		}
 	}
@@ -197,7 +196,7 @@ func surplus(ip string, live []*corev1.Service, holder *corev1.Service) []*corev
 // placeholders holds it, by who does: a Service without the binding's
 // authority (returned too), one with it, another claim's placeholder, or
 // nobody.
-func unheld(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
+func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
 	ours := map[string]bool{}
 	for i := range placeholders {
 		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
@@ -220,7 +219,7 @@ func unheld(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, placehold
 		}
 	}
 	switch {
-	case waitingFor != nil && keyedExactly(waitingFor, binding.SharingKey(a)):
+	case waitingFor != nil && marks.Of(waitingFor).KeyedExactly(key):
 		return waiting(msgWaitingToShare(ip, live[0], waitingFor)), nil
 	case waitingFor != nil:
 		return waiting(msgWaitingForRelease(ip, waitingFor)), nil
@@ -244,7 +243,7 @@ func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace str
 			s.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[names.LabelClaimUID] != ref.UID {
 			continue
 		}
-		if l := s.Labels[names.LabelAddress]; (l == "" || l == a.Name) && binding.Holds(s, ip) {
+		if l := s.Labels[names.LabelAddress]; (l == "" || l == a.Name) && marks.Holds(s, ip) {
 			return s
 		}
 	}
@@ -254,10 +253,10 @@ func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace str
 // planShared plans a shared attachment: the placeholder keeps holding the
 // address beside the Service. A missing one is created once the Service
 // holds the address (it then shares it at once: same key, ports apart).
-func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
-	p := holdPlan{Key: binding.SharingKey(a)}
+func planShared(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
+	p := holdPlan{Key: key}
 	switch {
-	case total == 0 && !binding.Holds(attached, ip):
+	case total == 0 && !marks.Holds(attached, ip):
 		// The Service takes the address first (a gap handoff finished by
 		// a Service that became able to share on the way).
 		p.Held = released(w)
@@ -279,11 +278,11 @@ func planShared(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, w *ia
 }
 
 // planLeaving plans an address whose attached Service is being deleted or
-// was let go (binding.LetGo): nothing is created or deleted, since the
+// was let go (marks.LetGo): nothing is created or deleted, since the
 // association is cleared next; only Held follows what holds the address.
 func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadReference, live []*corev1.Service, total int) holdPlan {
 	for _, s := range live {
-		if binding.Holds(s, ip) {
+		if marks.Holds(s, ip) {
 			return holdPlan{Held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, s, w)}}
 		}
 	}
@@ -297,10 +296,10 @@ func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadRef
 // grant label or sharing key not the address's) and the first that holds ip.
 func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
 	for _, s := range live {
-		if !pinnedExactly(s, ip) || !keyedExactly(s, key) || !names.Granted(s.Labels, a.Spec.ClassName) {
+		if m := marks.Of(s); !m.PinnedExactly(ip) || !m.KeyedExactly(key) || !m.Granted(a.Spec.ClassName) {
 			repair = append(repair, s)
 		}
-		if holder == nil && binding.Holds(s, ip) {
+		if holder == nil && marks.Holds(s, ip) {
 			holder = s
 		}
 	}
@@ -313,13 +312,12 @@ func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.S
 // over every Service, as giving it does); none otherwise, so an unshared
 // claim costs MetalLB one single-Service allocation. A key of another
 // binding is taken away.
-func holdKey(a *iadv1alpha1.IPAddress, live []*corev1.Service, share bool) string {
-	key := binding.SharingKey(a)
+func holdKey(key string, live []*corev1.Service, share bool) string {
 	if share {
 		return key
 	}
 	for _, s := range live {
-		if keyedExactly(s, key) {
+		if marks.Of(s).KeyedExactly(key) {
 			return key
 		}
 	}
@@ -330,12 +328,12 @@ func holdKey(a *iadv1alpha1.IPAddress, live []*corev1.Service, share bool) strin
 // address with its hold: the Service being attached takes the shared
 // handoff (sharesSoon; never while the hold can park, parked), or a holder
 // hands the address back in it.
-func sharing(a *iadv1alpha1.IPAddress, parked bool, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
+func sharing(a *iadv1alpha1.IPAddress, key string, parked bool, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
 	if !parked && sharesSoon(a, attaching) {
 		return true
 	}
 	for i := range holders {
-		if handingBack(a, &holders[i], placeholders) {
+		if handingBack(a, key, &holders[i], placeholders) {
 			return true
 		}
 	}
@@ -347,62 +345,10 @@ func sharing(a *iadv1alpha1.IPAddress, parked bool, attaching *corev1.Service, h
 // the hold then needs the key before the Service is pinned.
 func sharesSoon(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
 	ref := a.Spec.ClaimRef
-	if svc == nil || svc.DeletionTimestamp != nil || ref == nil || svc.Namespace != ref.Namespace ||
-		strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]) != ref.Name {
+	if svc == nil || svc.DeletionTimestamp != nil || ref == nil || !marks.Of(svc).Asks(a) {
 		return false
 	}
-	return binding.ServiceShareProblem(svc) == ""
-}
-
-// pinnedExactly reports whether a Service's MetalLB pin names exactly ip.
-func pinnedExactly(svc *corev1.Service, ip string) bool {
-	pins := names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs])
-	return len(pins) == 1 && pins[0] == ip
-}
-
-// keyedExactly reports whether a placeholder carries exactly the sharing key
-// (none when key is empty) and not the legacy spelling, which MetalLB
-// ignores beside the current one but which would mislead a reader.
-func keyedExactly(svc *corev1.Service, key string) bool {
-	got, ok := svc.Annotations[names.MetalLBAllowSharedIP]
-	_, legacy := svc.Annotations[names.MetalLBLegacyAllowSharedIP]
-	if key == "" {
-		return !ok && !legacy
-	}
-	return ok && got == key && !legacy
-}
-
-// repairedAnnotations is a placeholder's annotations pinned to exactly ip,
-// with exactly the sharing key and no legacy key; pool, when not empty, is
-// the pool it asks for again (a parked placeholder's class pool). The
-// input is not modified.
-func repairedAnnotations(in map[string]string, ip, key, pool string) map[string]string {
-	out := make(map[string]string, len(in)+2)
-	for k, v := range in {
-		out[k] = v
-	}
-	out[names.MetalLBLoadBalancerIPs] = ip
-	if pool != "" {
-		out[names.MetalLBAddressPool] = pool
-	}
-	if key != "" {
-		out[names.MetalLBAllowSharedIP] = key
-	} else {
-		delete(out, names.MetalLBAllowSharedIP)
-	}
-	delete(out, names.MetalLBLegacyAllowSharedIP)
-	return out
-}
-
-// grantedLabels is a placeholder's labels with the class's grant label.
-// The input is not modified.
-func grantedLabels(in map[string]string, class string) map[string]string {
-	out := make(map[string]string, len(in)+1)
-	for k, v := range in {
-		out[k] = v
-	}
-	out[names.LabelGrant] = class
-	return out
+	return marks.ServiceShareProblem(svc) == ""
 }
 
 // alreadyReleased reports whether the address reports its hold released.
@@ -415,8 +361,8 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 // placeholders for the gap handoff. The cache may miss the key written
 // before the association (a shared attachment keeps its hold), or a detach
 // that cleared the association before the key: the API server is asked.
-func recheckAttached(a *iadv1alpha1.IPAddress, p holdPlan, attached *corev1.Service) bool {
-	return a.Status.AssociatedTo != nil && len(p.Delete)+len(p.Park) > 0 && !binding.SharesHold(a, attached)
+func recheckAttached(a *iadv1alpha1.IPAddress, key string, p holdPlan, attached *corev1.Service) bool {
+	return a.Status.AssociatedTo != nil && len(p.Delete)+len(p.Park) > 0 && !marks.SharesHold(attached, key)
 }
 
 // recheckPlaceholders reports whether the plan creates a placeholder or
@@ -429,8 +375,8 @@ func recheckPlaceholders(a *iadv1alpha1.IPAddress, p holdPlan) bool {
 // releasedFor is the workload the HoldReleased or HoldParked Event names
 // once placeholders went or stepped aside for it (moved of them); nil when
 // there is no Event to record.
-func releasedFor(a *iadv1alpha1.IPAddress, attached *corev1.Service, moved int) *iadv1alpha1.WorkloadReference {
-	if w := a.Status.AssociatedTo; w != nil && moved > 0 && !binding.SharesHold(a, attached) {
+func releasedFor(a *iadv1alpha1.IPAddress, key string, attached *corev1.Service, moved int) *iadv1alpha1.WorkloadReference {
+	if w := a.Status.AssociatedTo; w != nil && moved > 0 && !marks.SharesHold(attached, key) {
 		return w
 	}
 	return nil
@@ -440,8 +386,8 @@ func releasedFor(a *iadv1alpha1.IPAddress, attached *corev1.Service, moved int) 
 // placeholders: the attached Service or, while a shared handoff attaches
 // the address, the Service being attached (MetalLB may refuse it for an
 // allocation kept from a former holder with the same key and port).
-func rightfulHolder(a *iadv1alpha1.IPAddress, attached, attaching *corev1.Service) *corev1.Service {
-	if a.Status.AssociatedTo == nil && binding.SharesHold(a, attaching) {
+func rightfulHolder(a *iadv1alpha1.IPAddress, key string, attached, attaching *corev1.Service) *corev1.Service {
+	if a.Status.AssociatedTo == nil && marks.SharesHold(attaching, key) {
 		return attaching
 	}
 	return attached

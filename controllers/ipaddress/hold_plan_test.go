@@ -10,6 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -78,10 +79,10 @@ func TestPlanAttached(t *testing.T) {
 	hold := svc(phNS, "hold", planIP, planIP)
 	going := deleting(svc(phNS, "going", planIP, ""))
 	parked := func(ingress string) corev1.Service {
-		return svc(phNS, "hold", "", ingress, names.MetalLBAddressPool, "parking")
+		return svc(phNS, "hold", "", ingress, marks.KeyPool, "parking")
 	}
 	open := parkOpt{Pool: "parking", Open: true}
-	gap := ptr.To(svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c"))
+	gap := ptr.To(svc("t", "web", planIP, "", marks.KeyPinnedBy, "c"))
 	tests := []struct {
 		name           string
 		park           parkOpt
@@ -106,7 +107,7 @@ func TestPlanAttached(t *testing.T) {
 		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedForWeb, nil, nil, false},
 	}
 	for _, tt := range tests {
-		p := planAttached(shared(), planIP, phNS, tt.park, w, tt.attached, tt.placeholders)
+		p := planAttached(shared(), planIP, marks.Keys{}.Of(shared()), phNS, tt.park, w, tt.attached, tt.placeholders)
 		assert.Equal(t, tt.held, p.Held, tt.name)
 		assert.Equal(t, tt.delete, svcNames(p.Delete), tt.name)
 		assert.Equal(t, tt.parked, svcNames(p.Park), tt.name)
@@ -129,12 +130,12 @@ func TestPlanMissing(t *testing.T) {
 	}{
 		{"a hold without a key", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, nil, holdPlan{Create: true, Held: creating}},
 		{"a hold with the key for a Service about to share", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, &asker,
-			holdPlan{Create: true, Key: names.ClaimSharingKey("t", "c", "claim-uid"), Held: creating}},
+			holdPlan{Create: true, Key: marks.Keys{}.Claim("t", "c", "claim-uid"), Held: creating}},
 		{"imported from its holder: no hold", imported, []corev1.Service{importer}, nil, holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
 			"Service t/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planMissing(tt.addr, planIP, phNS, parkOpt{}, tt.holders, tt.attaching), tt.name)
+		assert.Equal(t, tt.want, planMissing(tt.addr, planIP, marks.Keys{}.Of(tt.addr), phNS, parkOpt{}, tt.holders, tt.attaching), tt.name)
 	}
 }
 
@@ -157,8 +158,8 @@ func TestSurplus(t *testing.T) {
 func TestUnheld(t *testing.T) {
 	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
 	ph := svc(phNS, "hold", planIP, "")
-	own := svc("t", "web", planIP, planIP, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c")
-	keyed := svc("t", "web", planIP, planIP, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))
+	own := svc("t", "web", planIP, planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c")
+	keyed := svc("t", "web", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))
 	tests := []struct {
 		name    string
 		holders []corev1.Service
@@ -178,7 +179,7 @@ func TestUnheld(t *testing.T) {
 				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/rogue"},
 	}
 	for _, tt := range tests {
-		held, taken := unheld(a, planIP, phNS, []corev1.Service{ph}, refs(ph), tt.holders)
+		held, taken := unheld(a, planIP, marks.Keys{}.Of(a), phNS, []corev1.Service{ph}, refs(ph), tt.holders)
 		assert.Equal(t, tt.want, held, tt.name)
 		assert.Equal(t, tt.takenBy, name(taken), tt.name)
 	}
@@ -194,10 +195,10 @@ func name(s *corev1.Service) string {
 
 func TestPlanShared(t *testing.T) {
 	w := shared().Status.AssociatedTo
-	key := names.ClaimSharingKey("t", "c", "claim-uid")
+	key := marks.Keys{}.Claim("t", "c", "claim-uid")
 	keyed := func(s corev1.Service) corev1.Service {
-		s.Annotations[names.MetalLBAllowSharedIP] = key
-		s.Labels = grantedLabels(s.Labels, "gold")
+		s.Annotations[marks.KeySharing] = key
+		marks.Edit(&s, func(m *marks.Marks) { m.Grant = "gold" })
 		return s
 	}
 	hold, idle := keyed(svc(phNS, "hold", planIP, planIP)), keyed(svc(phNS, "idle", planIP, ""))
@@ -217,10 +218,10 @@ func TestPlanShared(t *testing.T) {
 			"Waiting for MetalLB to let placeholder Service iad-system/idle share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)")}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planShared(shared(), planIP, phNS, w, &tt.attached, tt.live, tt.total), tt.name)
+		assert.Equal(t, tt.want, planShared(shared(), planIP, marks.Keys{}.Of(shared()), phNS, w, &tt.attached, tt.live, tt.total), tt.name)
 	}
 	live := refs(idle, hold)
-	p := planShared(shared(), planIP, phNS, w, ptr.To(sharingWorkload(planIP, planIP)), live, 2)
+	p := planShared(shared(), planIP, marks.Keys{}.Of(shared()), phNS, w, ptr.To(sharingWorkload(planIP, planIP)), live, 2)
 	assert.Equal(t, sharedWith(phNS+"/hold"), p.Held, "the holding one holds, the idle one goes")
 	assert.Equal(t, []string{phNS + "/idle"}, svcNames(p.Delete))
 	assert.Empty(t, p.Repair)
@@ -247,7 +248,7 @@ func TestPlanLeaving(t *testing.T) {
 func TestRepairsAndHolder(t *testing.T) {
 	a := address("ip-192-0-2-7", planIP)
 	granted := func(s corev1.Service) corev1.Service {
-		s.Labels = grantedLabels(s.Labels, "gold")
+		marks.Edit(&s, func(m *marks.Marks) { m.Grant = "gold" })
 		return s
 	}
 	tests := []struct {
@@ -272,7 +273,7 @@ func TestRepairsAndHolder(t *testing.T) {
 
 func TestHoldKey(t *testing.T) {
 	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	key := names.ClaimSharingKey("t", "c", "claim-uid")
+	key := marks.Keys{}.Claim("t", "c", "claim-uid")
 	tests := []struct {
 		name  string
 		live  []*corev1.Service
@@ -281,32 +282,11 @@ func TestHoldKey(t *testing.T) {
 	}{
 		{"nobody shares: none", refs(svc(phNS, "a", planIP, "")), false, ""},
 		{"a workload shares: the key", nil, true, key},
-		{"a placeholder carries it already: kept", refs(svc(phNS, "a", planIP, "", names.MetalLBAllowSharedIP, key)), false, key},
-		{"another binding's key: taken away", refs(svc(phNS, "a", planIP, "", names.MetalLBAllowSharedIP, "old")), false, ""},
+		{"a placeholder carries it already: kept", refs(svc(phNS, "a", planIP, "", marks.KeySharing, key)), false, key},
+		{"another binding's key: taken away", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, ""},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, holdKey(a, tt.live, tt.share), tt.name)
-	}
-}
-
-func TestKeyedAndPinnedExactly(t *testing.T) {
-	tests := []struct {
-		name   string
-		s      corev1.Service
-		key    string
-		keyed  bool
-		pinned bool
-	}{
-		{"no key, pinned", svc(phNS, "a", planIP, ""), "", true, true},
-		{"the key", svc(phNS, "a", planIP, "", names.MetalLBAllowSharedIP, "k"), "k", true, true},
-		{"another key", svc(phNS, "a", planIP, "", names.MetalLBAllowSharedIP, "j"), "k", false, true},
-		{"a legacy key beside", svc(phNS, "a", planIP, "", names.MetalLBAllowSharedIP, "k", names.MetalLBLegacyAllowSharedIP, "k"), "k", false, true},
-		{"a legacy key alone", svc(phNS, "a", "", "", names.MetalLBLegacyAllowSharedIP, "k"), "", false, false},
-		{"pinned to two", svc(phNS, "a", planIP+",192.0.2.8", ""), "", true, false},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.keyed, keyedExactly(&tt.s, tt.key), tt.name)
-		assert.Equal(t, tt.pinned, pinnedExactly(&tt.s, planIP), tt.name)
+		assert.Equal(t, tt.want, holdKey(marks.Keys{}.Of(a), tt.live, tt.share), tt.name)
 	}
 }
 
@@ -315,7 +295,7 @@ func TestRechecks(t *testing.T) {
 	releasedAlready := shared()
 	releasedAlready.Status.Conditions = []metav1.Condition{{Type: conditions.Held, Status: metav1.ConditionFalse, Reason: conditions.ReasonReleasedForWorkload}}
 	drop := holdPlan{Delete: refs(svc(phNS, "hold", planIP, planIP))}
-	gap := svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c")
+	gap := svc("t", "web", planIP, "", marks.KeyPinnedBy, "c")
 	tests := []struct {
 		name         string
 		addr         *iadv1alpha1.IPAddress
@@ -334,7 +314,7 @@ func TestRechecks(t *testing.T) {
 		{"held", unattached, holdPlan{Held: heldBy("x")}, nil, false, false},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.attachedToo, recheckAttached(tt.addr, tt.plan, tt.attached), tt.name)
+		assert.Equal(t, tt.attachedToo, recheckAttached(tt.addr, marks.Keys{}.Of(tt.addr), tt.plan, tt.attached), tt.name)
 		assert.Equal(t, tt.placeholders, recheckPlaceholders(tt.addr, tt.plan), tt.name)
 	}
 }
@@ -361,7 +341,7 @@ func TestAlreadyReleased(t *testing.T) {
 }
 
 func TestReleasedFor(t *testing.T) {
-	gap := svc("t", "web", planIP, "", names.AnnotationPinnedBy, "c")
+	gap := svc("t", "web", planIP, "", marks.KeyPinnedBy, "c")
 	tests := []struct {
 		name     string
 		addr     *iadv1alpha1.IPAddress
@@ -375,7 +355,7 @@ func TestReleasedFor(t *testing.T) {
 		{"unattached", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, 1, false},
 	}
 	for _, tt := range tests {
-		got := releasedFor(tt.addr, tt.attached, tt.deleted)
+		got := releasedFor(tt.addr, marks.Keys{}.Of(tt.addr), tt.attached, tt.deleted)
 		assert.Equal(t, tt.want, got != nil, tt.name)
 	}
 }
@@ -396,6 +376,6 @@ func TestRightfulHolder(t *testing.T) {
 		{"nothing", unattached, nil, nil, nil},
 	}
 	for _, tt := range tests {
-		assert.Same(t, tt.want, rightfulHolder(tt.addr, tt.attached, tt.attaching), tt.name)
+		assert.Same(t, tt.want, rightfulHolder(tt.addr, marks.Keys{}.Of(tt.addr), tt.attached, tt.attaching), tt.name)
 	}
 }

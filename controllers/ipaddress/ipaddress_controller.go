@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -185,7 +185,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		// Whether it can share decides their hold's key (sharesSoon).
 		lookups = append(lookups, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, claim)})
 	}
-	for _, ip := range binding.IngressIPs(svc) {
+	for _, ip := range marks.IngressIPs(svc) {
 		lookups = append(lookups, client.MatchingFields{index.AddressByIP: ip})
 	}
 	for _, m := range lookups {

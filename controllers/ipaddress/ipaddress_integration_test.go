@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -69,7 +69,7 @@ func requireHeldBy(t *testing.T, address, ip string) *corev1.Service {
 		require.Len(ct, phs, 1)
 		got = phs[0]
 		assert.Equal(ct, []string{ip}, fixture.Ingress(&got))
-		assert.Equal(ct, ip, got.Annotations[names.MetalLBLoadBalancerIPs])
+		assert.Equal(ct, ip, got.Annotations[marks.KeyPin])
 		held := meta.FindStatusCondition(suite.GetAddress(ct, address).Status.Conditions, conditions.Held)
 		require.NotNil(ct, held)
 		assert.Equal(ct, metav1.ConditionTrue, held.Status)
@@ -104,13 +104,13 @@ func grantSharing(t *testing.T, address, ns, name string) {
 	if a.Annotations == nil {
 		a.Annotations = map[string]string{}
 	}
-	a.Annotations[names.AnnotationAttaching] = ns + "/" + name
+	a.Annotations[marks.KeyAttaching] = ns + "/" + name
 	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
-	key := binding.SharingKey(a)
+	key := marks.Keys{}.Of(a)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		phs := suite.PlaceholdersOf(ct, address)
 		require.Len(ct, phs, 1)
-		assert.Equal(ct, key, phs[0].Annotations[names.MetalLBAllowSharedIP])
+		assert.Equal(ct, key, phs[0].Annotations[marks.KeySharing])
 	}, fixture.Timeout, fixture.Tick, "the hold of %s is given the key for Service %s/%s", address, ns, name)
 }
 
@@ -128,8 +128,8 @@ func TestFreshAddressIsHeld(t *testing.T) {
 
 		assert.Equal(t, names.HoldPlaceholderName(a.Name), hold.Name)
 		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
-		assert.Equal(t, "iad-fresh", hold.Annotations[names.MetalLBAddressPool])
-		assert.NotContains(t, hold.Annotations, names.MetalLBAllowSharedIP, "no workload shares it: no sharing key")
+		assert.Equal(t, "iad-fresh", hold.Annotations[marks.KeyPool])
+		assert.NotContains(t, hold.Annotations, marks.KeySharing, "no workload shares it: no sharing key")
 		require.Len(t, hold.OwnerReferences, 1)
 		assert.Equal(t, a.UID, hold.OwnerReferences[0].UID)
 		assert.Equal(t, "IPAddress", hold.OwnerReferences[0].Kind)
@@ -152,7 +152,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 
 		// A pin tampered with is repaired, and MetalLB gives the address back.
 		orig := hold.DeepCopy()
-		hold.Annotations[names.MetalLBLoadBalancerIPs] = map[bool]string{true: "192.0.2.4", false: "2001:db8:2::6"}[strings.Contains(ip, ".")]
+		hold.Annotations[marks.KeyPin] = map[bool]string{true: "192.0.2.4", false: "2001:db8:2::6"}[strings.Contains(ip, ".")]
 		require.NoError(t, adm.Patch(ctx, hold, client.MergeFrom(orig)))
 		repaired := requireHeldBy(t, a.Name, ip)
 		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
@@ -161,13 +161,13 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		// A sharing key written by hand is taken away again, on the same
 		// placeholder, which keeps the address throughout.
 		orig = repaired.DeepCopy()
-		repaired.Annotations[names.MetalLBAllowSharedIP] = "by-hand"
+		repaired.Annotations[marks.KeySharing] = "by-hand"
 		require.NoError(t, adm.Patch(ctx, repaired, client.MergeFrom(orig)))
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			phs := suite.PlaceholdersOf(ct, a.Name)
 			require.Len(ct, phs, 1)
 			assert.Equal(ct, repaired.UID, phs[0].UID)
-			assert.NotContains(ct, phs[0].Annotations, names.MetalLBAllowSharedIP)
+			assert.NotContains(ct, phs[0].Annotations, marks.KeySharing)
 			assert.Equal(ct, []string{ip}, fixture.Ingress(&phs[0]))
 		}, fixture.Timeout, fixture.Tick, "the sharing key is taken away")
 	}
@@ -210,8 +210,8 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 	// The Service controller's part: pin the workload; MetalLB has released
 	// the address, so the workload gets exactly it.
 	orig := web.DeepCopy()
-	web.Annotations[names.MetalLBLoadBalancerIPs] = ip
-	web.Annotations[names.AnnotationPinnedBy] = "c1"
+	web.Annotations[marks.KeyPin] = ip
+	web.Annotations[marks.KeyPinnedBy] = "c1"
 	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
 	suite.WaitIngress(t, web, ip)
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -242,15 +242,15 @@ func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	const ip = "192.0.2.178"
 	a := newAddress(t, "holdthrough", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-h", Name: "c1"})
 	hold := requireHeldBy(t, a.Name, ip)
-	key := binding.SharingKey(a)
+	key := marks.Keys{}.Of(a)
 
 	sharing := func(name string) *corev1.Service {
 		return fixture.LoadBalancer("tenant-h", name, map[string]string{
 			iadv1alpha1.ServiceClaimAnnotation: "c1",
-			names.MetalLBLoadBalancerIPs:       ip,
-			names.AnnotationPinnedBy:           "c1",
-			names.MetalLBAllowSharedIP:         key,
-			names.AnnotationSharedBy:           "c1",
+			marks.KeyPin:                       ip,
+			marks.KeyPinnedBy:                  "c1",
+			marks.KeySharing:                   key,
+			marks.KeySharedBy:                  "c1",
 		})
 	}
 	attach := func(name string) {
@@ -334,8 +334,8 @@ func TestTeardown(t *testing.T) {
 	})
 	requireHeldCondition(t, attached.Name, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload)
 	orig := web.DeepCopy()
-	web.Annotations[names.MetalLBLoadBalancerIPs] = attachedIP
-	web.Annotations[names.AnnotationPinnedBy] = "c1"
+	web.Annotations[marks.KeyPin] = attachedIP
+	web.Annotations[marks.KeyPinnedBy] = "c1"
 	web.Annotations["example.com/keep"] = "yes"
 	require.NoError(t, adm.Patch(ctx, web, client.MergeFrom(orig)))
 	suite.WaitIngress(t, web, attachedIP)
@@ -343,7 +343,7 @@ func TestTeardown(t *testing.T) {
 	// A pin written by hand (no marker), on a Service MetalLB ignores.
 	manual := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-d", Name: "manual",
-			Annotations: map[string]string{names.MetalLBLoadBalancerIPs: attachedIP}},
+			Annotations: map[string]string{marks.KeyPin: attachedIP}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
 	}
 	require.NoError(t, adm.Create(ctx, manual))
@@ -364,8 +364,8 @@ func TestTeardown(t *testing.T) {
 
 	got := &corev1.Service{}
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(web), got))
-	assert.NotContains(t, got.Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
-	assert.NotContains(t, got.Annotations, names.AnnotationPinnedBy, "the marker goes with it")
+	assert.NotContains(t, got.Annotations, marks.KeyPin, "the driver's pin is withdrawn")
+	assert.NotContains(t, got.Annotations, marks.KeyPinnedBy, "the marker goes with it")
 	assert.Equal(t, "yes", got.Annotations["example.com/keep"])
 	assert.Equal(t, "c1", got.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 	assert.Empty(t, fixture.Ingress(got), "MetalLB took the address back before it left the ledger")
@@ -374,7 +374,7 @@ func TestTeardown(t *testing.T) {
 	assert.Contains(t, suite.WaitEvent(t, fixture.About{Namespace: "tenant-d", Name: "web"}, ReasonReleasing).Message, `the pin is set to "::"`)
 
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(manual), got))
-	assert.Equal(t, attachedIP, got.Annotations[names.MetalLBLoadBalancerIPs], "a hand-written pin is never touched")
+	assert.Equal(t, attachedIP, got.Annotations[marks.KeyPin], "a hand-written pin is never touched")
 
 	// The core's finalizer goes (as the core would drop it): the objects go.
 	for _, name := range []string{attached.Name, held.Name} {
@@ -398,7 +398,7 @@ func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
 	suite.Namespace(t, "intruder")
 	const ip = "192.0.2.50"
 
-	squatter := fixture.LoadBalancer("intruder", "squatter", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	squatter := fixture.LoadBalancer("intruder", "squatter", map[string]string{marks.KeyPin: ip})
 	require.NoError(t, adm.Create(ctx, squatter))
 	suite.WaitIngress(t, squatter, ip)
 
@@ -410,7 +410,7 @@ func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
 	assert.Equal(t, want, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere).Message)
 	phs := suite.PlaceholdersOf(t, a.Name)
 	require.Len(t, phs, 1)
-	assert.Equal(t, ip, phs[0].Annotations[names.MetalLBLoadBalancerIPs], "the pin stays")
+	assert.Equal(t, ip, phs[0].Annotations[marks.KeyPin], "the pin stays")
 	assert.Empty(t, phs[0].Status.LoadBalancer.Ingress, "no other address is taken instead")
 	evs := suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere)
 	require.Len(t, evs, 1)
@@ -453,7 +453,7 @@ func TestConflictRecoveryToBound(t *testing.T) {
 		Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: "bound"}}
 	require.NoError(t, adm.Create(ctx, claim))
 	web := fixture.LoadBalancer("tenant-e", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1",
-		names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c1"})
+		marks.KeyPin: ip, marks.KeyPinnedBy: "c1"})
 	require.NoError(t, adm.Create(ctx, web))
 	suite.WaitIngress(t, web, ip)
 

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -65,9 +65,9 @@ func poolContains(entries []string, ip netip.Addr) bool {
 	return false
 }
 
-// served reports whether the controller serves an address (binding.Served).
+// served reports whether the controller serves an address (marks.Served).
 func served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
-	return binding.Served(a, class)
+	return marks.Served(a, class)
 }
 
 func serviceFamily(ip netip.Addr) corev1.IPFamily {
@@ -81,28 +81,19 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 // drawing from the class pool, with the sharing key when key is not empty,
 // labelled with the address name and owner-referenced to it.
 func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key string) *corev1.Service {
-	svc := &corev1.Service{
+	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
 			Name:      names.HoldPlaceholderName(a.Name),
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     a.Name,
-				names.LabelGrant:       a.Spec.ClassName,
 			},
-			Annotations: map[string]string{
-				names.MetalLBAddressPool:     names.PoolName(a.Spec.ClassName),
-				names.MetalLBLoadBalancerIPs: ip.String(),
-				names.AnnotationClass:        a.Spec.ClassName,
-			},
+			Annotations:     map[string]string{names.AnnotationClass: a.Spec.ClassName},
 			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
 		},
 		Spec: placeholder.Spec(serviceFamily(ip)),
-	}
-	if key != "" {
-		svc.Annotations[names.MetalLBAllowSharedIP] = key
-	}
-	return svc
+	}, marks.Requests{Pool: names.PoolName(a.Spec.ClassName), Pin: ip.String(), Sharing: key, Grant: a.Spec.ClassName})
 }
 
 // grantState is the Granted condition: True when every holder the driver
@@ -116,35 +107,35 @@ func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 	var missing []string
 	for i := range holders {
 		s := &holders[i]
-		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || binding.Releasing(s) || binding.LetGo(a, s))) {
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
 			continue
 		}
-		if !names.Granted(s.Labels, a.Spec.ClassName) {
+		if !marks.Of(s).Granted(a.Spec.ClassName) {
 			missing = append(missing, s.Namespace+"/"+s.Name)
 		}
 	}
 	if len(missing) == 0 {
 		return heldState{metav1.ConditionTrue, conditions.ReasonHoldersGranted,
-			fmt.Sprintf("every Service holding the address for the driver carries %s=%s", names.LabelGrant, a.Spec.ClassName)}
+			fmt.Sprintf("every Service holding the address for the driver carries %s", marks.GrantText(a.Spec.ClassName))}
 	}
 	slices.Sort(missing)
 	return heldState{metav1.ConditionFalse, conditions.ReasonHolderNotGranted,
-		fmt.Sprintf("Service %s holds the address without %s=%s yet; the driver labels it", strings.Join(missing, ", "), names.LabelGrant, a.Spec.ClassName)}
+		fmt.Sprintf("Service %s holds the address without %s yet; the driver labels it", strings.Join(missing, ", "), marks.GrantText(a.Spec.ClassName))}
 }
 
 // authorized reports whether a Service may hold the address (the Service
 // controller's rule too).
 func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
-	return binding.Authorizes(a, svc)
+	return marks.Authorizes(a, svc)
 }
 
 // unauthorizedHolders lists the holders without the binding's authority;
-// the driver's own placeholders are exempt (binding.Exempt).
+// the driver's own placeholders are exempt (marks.Exempt).
 func unauthorizedHolders(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []*corev1.Service {
 	var out []*corev1.Service
 	for i := range holders {
 		s := &holders[i]
-		if binding.Exempt(s, placeholderNamespace) || authorized(a, s) {
+		if marks.Exempt(s, placeholderNamespace) || authorized(a, s) {
 			continue
 		}
 		out = append(out, s)
@@ -204,52 +195,6 @@ func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Se
 	return out
 }
 
-// withoutIP removes ip from a pin value, reporting whether it was there.
-func withoutIP(pin, ip string) (string, bool) {
-	var keep []string
-	found := false
-	for _, f := range strings.Split(pin, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if got, err := names.ParseAddress(f); err == nil && got.String() == ip {
-			found = true
-			continue
-		}
-		keep = append(keep, f)
-	}
-	return strings.Join(keep, ","), found
-}
-
-// withdrawPin is a Service's annotations once ip leaves the driver's pin;
-// with the last IP the pin and its marker go, and the key if the driver
-// wrote it. ok is false for a hand-written pin or one without ip.
-func withdrawPin(annotations map[string]string, ip string) (out map[string]string, ok bool) {
-	if _, marked := annotations[names.AnnotationPinnedBy]; !marked {
-		return nil, false
-	}
-	rest, found := withoutIP(annotations[names.MetalLBLoadBalancerIPs], ip)
-	if !found {
-		return nil, false
-	}
-	out = make(map[string]string, len(annotations))
-	for k, v := range annotations {
-		out[k] = v
-	}
-	if rest == "" {
-		delete(out, names.MetalLBLoadBalancerIPs)
-		delete(out, names.AnnotationPinnedBy)
-		if _, shared := out[names.AnnotationSharedBy]; shared {
-			delete(out, names.MetalLBAllowSharedIP)
-			delete(out, names.AnnotationSharedBy)
-		}
-	} else {
-		out[names.MetalLBLoadBalancerIPs] = rest
-	}
-	return out, true
-}
-
 // releaseAction is the teardown's next step on a Service (releaseStep).
 type releaseAction int
 
@@ -266,36 +211,39 @@ const (
 // markers once its ingress is empty; one pinned without holding it yet
 // loses the IP. Only the driver's pins (pinned-by marker) that name the IP
 // or that the binding authorizes are released; a Service let go in one
-// write (binding.LetGo) is only waited for.
-func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (releaseAction, map[string]string) {
-	if binding.LetGo(a, svc) && binding.Holds(svc, ip) {
-		return releaseWait, nil
+// write (marks.LetGo) is only waited for.
+func releaseStep(svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) (releaseAction, marks.Marks) {
+	m := marks.Of(svc)
+	if marks.LetGo(a, svc) && marks.Holds(svc, ip) {
+		return releaseWait, m
 	}
-	if _, ours := svc.Annotations[names.AnnotationPinnedBy]; !ours || svc.DeletionTimestamp != nil {
-		return releaseNone, nil
+	if m.PinnedBy == "" || svc.DeletionTimestamp != nil {
+		return releaseNone, m
 	}
-	pin := svc.Annotations[names.MetalLBLoadBalancerIPs]
-	_, pinned := withoutIP(pin, ip)
-	if !pinned && !binding.Authorizes(a, svc) {
-		return releaseNone, nil
+	pin := m.Pin
+	pinned := slices.Contains(m.PinIPs(), ip)
+	if !pinned && !marks.Authorizes(a, svc) {
+		return releaseNone, m
 	}
-	ingress := binding.IngressIPs(svc)
+	ingress := marks.IngressIPs(svc)
 	holds, anyIngress := slices.Contains(ingress, ip), len(ingress) > 0
-	release := binding.ReleasePinValue(svc)
+	release := marks.ReleasePinValue(svc)
 	switch {
 	case holds && pin != release:
-		return releasePin, binding.ReleaseAnnotations(svc.Annotations, release)
+		m.Release(release)
+		return releasePin, m
 	case holds:
-		return releaseWait, nil
-	case binding.IsReleasePin(pin) && anyIngress:
-		return releaseWait, nil // MetalLB drops every address at once; not yet
-	case binding.IsReleasePin(pin):
-		return releaseWithdraw, binding.WithdrawnAnnotations(svc.Annotations)
+		return releaseWait, m
+	case marks.IsReleasePin(pin) && anyIngress:
+		return releaseWait, m // MetalLB drops every address at once; not yet
+	case marks.IsReleasePin(pin):
+		m.Withdraw()
+		return releaseWithdraw, m
 	case pinned:
-		ann, _ := withdrawPin(svc.Annotations, ip)
-		return releaseDropIP, ann
+		m.DropIP(ip)
+		return releaseDropIP, m
 	}
-	return releaseNone, nil
+	return releaseNone, m
 }
 
 // ownedBy reports whether a Service carries an owner reference to the address.

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -44,7 +44,7 @@ func associated(a *iadv1alpha1.IPAddress, ns, name string) *iadv1alpha1.IPAddres
 func svc(ns, name, pin, ingress string, annotations ...string) corev1.Service {
 	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{}}}
 	if pin != "" {
-		s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+		s.Annotations[marks.KeyPin] = pin
 	}
 	for i := 0; i+1 < len(annotations); i += 2 {
 		s.Annotations[annotations[i]] = annotations[i+1]
@@ -58,8 +58,8 @@ func svc(ns, name, pin, ingress string, annotations ...string) corev1.Service {
 // sharingWorkload is Service t/web attached to claim t/c in a shared
 // attachment: the driver's pin and the claim's sharing key.
 func sharingWorkload(pin, ingress string) corev1.Service {
-	return svc("t", "web", pin, ingress, names.AnnotationPinnedBy, "c",
-		names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.AnnotationSharedBy, "c")
+	return svc("t", "web", pin, ingress, marks.KeyPinnedBy, "c",
+		marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")
 }
 
 // withPort gives a Service one TCP port.
@@ -111,11 +111,11 @@ func TestPlanHold(t *testing.T) {
 		s := svc("t", "web", "", "", append([]string{iadv1alpha1.ServiceClaimAnnotation, "c"}, annotations...)...)
 		return &s
 	}
-	claimKey := names.ClaimSharingKey("t", "c", "claim-uid")
+	claimKey := marks.Keys{}.Claim("t", "c", "claim-uid")
 	open := parkOpt{Pool: "parking", Open: true}
 	// parked is the hold moved to the parking pool, MetalLB showing ingress.
 	parked := func(ingress string) corev1.Service {
-		return svc(phNS, hold, "", ingress, names.MetalLBAddressPool, "parking")
+		return svc(phNS, hold, "", ingress, marks.KeyPool, "parking")
 	}
 	tests := []struct {
 		name         string
@@ -232,7 +232,7 @@ func TestPlanHold(t *testing.T) {
 			name:         "a Service hands the address back under the binding's key: the keyless hold gets the key to share it",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
-			holders:      []corev1.Service{svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, claimKey)},
+			holders:      []corev1.Service{svc("t", "web", ip, ip, marks.KeyPinnedBy, "c", marks.KeySharing, claimKey)},
 			keepKeys:     true,
 			want: want{repair: []string{phNS + "/" + hold}, key: claimKey, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
@@ -250,7 +250,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", ""))},
+				marks.KeySharing, marks.Keys{}.Claim("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: "none"},
@@ -259,7 +259,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder with the right key and a legacy one too is repaired",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.MetalLBLegacyAllowSharedIP, "x")},
+				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeyLegacySharing, "x")},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
@@ -276,7 +276,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder with the claim's key is left alone",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
+				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{held: heldByHold},
@@ -286,7 +286,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders: []corev1.Service{svc(phNS, hold, ip, ip),
-				svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c", names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"))},
+				svc("t", "web", ip, ip, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))},
 			want: want{held: heldByHold},
 		},
 		{
@@ -328,7 +328,7 @@ func TestPlanHold(t *testing.T) {
 			name:         "the claim's own workload still holds it while detaching: waiting, no warning",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
-			holders:      []corev1.Service{svc("t", "web", ip, ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c")},
+			holders:      []corev1.Service{svc("t", "web", ip, ip, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c")},
 			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
 		},
@@ -336,8 +336,8 @@ func TestPlanHold(t *testing.T) {
 			name:         "the workload carrying the binding's key while detaching: waiting for MetalLB to share",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
-			holders: []corev1.Service{svc("t", "web", ip, ip, names.AnnotationPinnedBy, "c",
-				names.MetalLBAllowSharedIP, names.ClaimSharingKey("t", "c", "claim-uid"), names.AnnotationSharedBy, "c")},
+			holders: []corev1.Service{svc("t", "web", ip, ip, marks.KeyPinnedBy, "c",
+				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")},
 			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
 		},
@@ -373,7 +373,7 @@ func TestPlanHold(t *testing.T) {
 		{
 			name:         "shared attachment: a surplus placeholder that does not hold is deleted, a wrong key repaired",
 			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
-			placeholders: []corev1.Service{svc(phNS, hold, ip, ip, names.MetalLBAllowSharedIP, "old"), svc(phNS, "alloc-ipv4-u1", ip, "")},
+			placeholders: []corev1.Service{svc(phNS, hold, ip, ip, marks.KeySharing, "old"), svc(phNS, "alloc-ipv4-u1", ip, "")},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip), sharingWorkload(ip, ip)},
 			attached:     ptr.To(sharingWorkload(ip, ip)),
 			want: want{repair: []string{phNS + "/" + hold}, delete: []string{phNS + "/alloc-ipv4-u1"}, held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload,
@@ -408,7 +408,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         associated(bound(address("ip-192-0-2-7", ip), "t", "c"), "t", "web"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
-			attached:     ptr.To(svc("t", "web", ip, "", names.AnnotationPinnedBy, "c")),
+			attached:     ptr.To(svc("t", "web", ip, "", marks.KeyPinnedBy, "c")),
 			want:         want{delete: []string{phNS + "/" + hold}},
 		},
 		{
@@ -495,7 +495,7 @@ func TestPlanHold(t *testing.T) {
 			park:         open,
 			keepKeys:     true,
 			placeholders: []corev1.Service{parked("240.0.0.1")},
-			holders:      []corev1.Service{svc("t", "web", "", ip, names.AnnotationPinnedBy, "c")},
+			holders:      []corev1.Service{svc("t", "web", "", ip, marks.KeyPinnedBy, "c")},
 			want: want{key: "none", held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"}},
 		},
@@ -532,17 +532,17 @@ func TestPlanHold(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if !tt.ungranted {
 				for i := range tt.placeholders {
-					tt.placeholders[i].Labels = grantedLabels(tt.placeholders[i].Labels, tt.addr.Spec.ClassName)
+					marks.Edit(&tt.placeholders[i], func(m *marks.Marks) { m.Grant = tt.addr.Spec.ClassName })
 				}
 			}
 			if !tt.keepKeys {
 				for i := range tt.placeholders {
-					if _, ok := tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP]; !ok {
-						tt.placeholders[i].Annotations[names.MetalLBAllowSharedIP] = binding.SharingKey(tt.addr)
+					if _, ok := tt.placeholders[i].Annotations[marks.KeySharing]; !ok {
+						tt.placeholders[i].Annotations[marks.KeySharing] = marks.Keys{}.Of(tt.addr)
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
+			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
 			switch tt.want.key {
 			case "":
 			case "none":
@@ -575,7 +575,7 @@ func TestAuthorized(t *testing.T) {
 		{"the associated Service", associated(address("a", ip), "t", "web"), svc("t", "web", "", ip), true},
 		{"same name in another namespace", associated(address("a", ip), "t", "web"), svc("u", "web", "", ip), false},
 		{"annotated with the address's claim in its namespace, pinned by the driver", bound(address("a", ip), "t", "c"),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c"), true},
+			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c"), true},
 		{"annotated with the address's claim, pinned by hand", bound(address("a", ip), "t", "c"),
 			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
 		{"annotated with the claim's name from another namespace", bound(address("a", ip), "t", "c"),
@@ -603,11 +603,11 @@ func TestUnauthorizedHolders(t *testing.T) {
 	holders := []corev1.Service{
 		placeholder,
 		svc("t", "web", "", ip),
-		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationPinnedBy, "c"),
+		svc("t", "api", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c"),
 		svc("intruder", "web", ip, ip),
 		svc("t", "plain", "", ip),
 		// Not the driver's: the same rule as the Service controller's
-		// conflict detection (binding.Exempt), or the address would flip
+		// conflict detection (marks.Exempt), or the address would flip
 		// between Conflict and recovery.
 		svc(phNS, "unlabelled-in-the-placeholder-namespace", "", ip),
 		forged,
@@ -640,8 +640,8 @@ func TestSharesSoon(t *testing.T) {
 		{"being deleted", asker(func(s *corev1.Service) { s.DeletionTimestamp = ptr.To(metav1.Now()) }), false},
 		{"asking for another claim", asker(func(s *corev1.Service) { s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = "other" }), false},
 		{"in another namespace", asker(func(s *corev1.Service) { s.Namespace = "u" }), false},
-		{"with a sharing key of its own", asker(func(s *corev1.Service) { s.Annotations[names.MetalLBAllowSharedIP] = "mine" }), false},
-		{"with a pin of its own", asker(func(s *corev1.Service) { s.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.7" }), false},
+		{"with a sharing key of its own", asker(func(s *corev1.Service) { s.Annotations[marks.KeySharing] = "mine" }), false},
+		{"with a pin of its own", asker(func(s *corev1.Service) { s.Annotations[marks.KeyPin] = "192.0.2.7" }), false},
 		{"on the placeholder's port", asker(func(s *corev1.Service) { *s = withPort(*s, 9) }), false},
 		{"with externalTrafficPolicy Local", asker(func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -670,16 +670,16 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     tt.name,
-				names.LabelGrant:       a.Spec.ClassName,
+				marks.LabelGrant:       a.Spec.ClassName,
 			}, s.Labels)
 			assert.Equal(t, map[string]string{
-				names.MetalLBAddressPool:     "iad-gold",
-				names.MetalLBLoadBalancerIPs: tt.ip,
-				names.AnnotationClass:        "gold",
+				marks.KeyPool:         "iad-gold",
+				marks.KeyPin:          tt.ip,
+				names.AnnotationClass: "gold",
 			}, s.Annotations, "a hold no workload shares carries no sharing key")
-			key := names.ClaimSharingKey("shop", "web-ip", "claim-uid")
+			key := marks.Keys{}.Claim("shop", "web-ip", "claim-uid")
 			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip), key)
-			assert.Equal(t, key, b.Annotations[names.MetalLBAllowSharedIP], "a hold made for a shared handoff carries the key")
+			assert.Equal(t, key, b.Annotations[marks.KeySharing], "a hold made for a shared handoff carries the key")
 			require.Len(t, s.OwnerReferences, 1)
 			o := s.OwnerReferences[0]
 			assert.Equal(t, "local.sdn.cozystack.io/v1alpha1", o.APIVersion)
@@ -713,48 +713,15 @@ func TestServed(t *testing.T) {
 	assert.True(t, served(withFinalizer, nil), "class gone, still carries our finalizer")
 }
 
-func TestWithdrawPin(t *testing.T) {
-	const ip = "2001:db8::7"
-	tests := []struct {
-		name string
-		in   map[string]string
-		want map[string]string
-		ok   bool
-	}{
-		{"marker and only this IP: pin and marker go",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c", "keep": "me"},
-			map[string]string{"keep": "me"}, true},
-		{"other text form of the same IP",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:DB8:0::7", names.AnnotationPinnedBy: "c"},
-			map[string]string{}, true},
-		{"dual pin: only this IP goes, the marker stays",
-			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7, 2001:db8::7", names.AnnotationPinnedBy: "c"},
-			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.AnnotationPinnedBy: "c"}, true},
-		{"the driver's sharing key goes with the last IP",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c",
-				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c", "keep": "me"},
-			map[string]string{"keep": "me"}, true},
-		{"a hand-written sharing key stays",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7", names.AnnotationPinnedBy: "c", names.MetalLBAllowSharedIP: "mine"},
-			map[string]string{names.MetalLBAllowSharedIP: "mine"}, true},
-		{"dual pin: the sharing key stays while an IP is left",
-			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7,2001:db8::7", names.AnnotationPinnedBy: "c",
-				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c"},
-			map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.AnnotationPinnedBy: "c",
-				names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c"}, true},
-		{"hand-written pin (no marker) is never touched",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::7"}, nil, false},
-		{"marker, but the pin does not name the IP",
-			map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::8", names.AnnotationPinnedBy: "c"}, nil, false},
-		{"no annotations", nil, nil, false},
+// written is the annotations m writes on a copy of svc; nil when it
+// writes nothing.
+func written(svc *corev1.Service, m marks.Marks) map[string]string {
+	if !m.Changed() {
+		return nil
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := withdrawPin(tt.in, ip)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.want, got)
-		})
-	}
+	c := svc.DeepCopy()
+	m.Apply(c)
+	return c.Annotations
 }
 
 func TestReleaseStep(t *testing.T) {
@@ -769,9 +736,9 @@ func TestReleaseStep(t *testing.T) {
 		}
 		return s
 	}
-	pinned := map[string]string{names.MetalLBLoadBalancerIPs: ip, names.AnnotationPinnedBy: "c",
-		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "c", "keep": "me"}
-	releasing := map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "c", "keep": "me"}
+	pinned := map[string]string{marks.KeyPin: ip, marks.KeyPinnedBy: "c",
+		marks.KeySharing: "k", marks.KeySharedBy: "c", "keep": "me"}
+	releasing := map[string]string{marks.KeyPin: "::", marks.KeyPinnedBy: "c", "keep": "me"}
 	deleting := svc(pinned, ip)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	tests := []struct {
@@ -785,19 +752,19 @@ func TestReleaseStep(t *testing.T) {
 		{"release pin, ingress empty: pin and marker go", svc(releasing), releaseWithdraw, map[string]string{"keep": "me"}},
 		{"release pin, another address still shown", svc(releasing, "192.0.2.8"), releaseWait, nil},
 		{"pinned, not holding yet: the IP leaves the pin", svc(pinned), releaseDropIP, map[string]string{"keep": "me"}},
-		{"hand-written pin: never touched", svc(map[string]string{names.MetalLBLoadBalancerIPs: ip}, ip), releaseNone, nil},
-		{"marker of another claim, not pinned to the IP", svc(map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "x"}), releaseNone, nil},
+		{"hand-written pin: never touched", svc(map[string]string{marks.KeyPin: ip}, ip), releaseNone, nil},
+		{"marker of another claim, not pinned to the IP", svc(map[string]string{marks.KeyPin: "::", marks.KeyPinnedBy: "x"}), releaseNone, nil},
 		{"being deleted: its deletion frees the IP", deleting, releaseNone, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ann := releaseStep(tt.svc, a, ip)
+			got, m := releaseStep(tt.svc, a, ip)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.ann, ann)
+			assert.Equal(t, tt.ann, written(tt.svc, m))
 		})
 	}
 
-	// A Service let go in one write (binding.LetGo) is waited for while it
+	// A Service let go in one write (marks.LetGo) is waited for while it
 	// holds the IP, and left alone once MetalLB has taken it back.
 	associated := associated(a.DeepCopy(), "t", "web")
 	for _, tt := range []struct {
@@ -809,9 +776,9 @@ func TestReleaseStep(t *testing.T) {
 		{"let go, MetalLB took it back: nothing to do", svc(map[string]string{"keep": "me"}), releaseNone},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ann := releaseStep(tt.svc, associated, ip)
+			got, m := releaseStep(tt.svc, associated, ip)
 			assert.Equal(t, tt.want, got)
-			assert.Nil(t, ann, "nothing to write")
+			assert.False(t, m.Changed(), "nothing to write")
 		})
 	}
 }
@@ -903,16 +870,6 @@ func TestAddressStatesGauge(t *testing.T) {
 	assert.Equal(t, 1.0, g("metrics-test", stateWaiting))
 }
 
-func TestRepairedAnnotations(t *testing.T) {
-	in := map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.9", names.MetalLBLegacyAllowSharedIP: "old", "keep": "me"}
-	out := repairedAnnotations(in, "192.0.2.7", "k", "")
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k", "keep": "me"}, out)
-	assert.Equal(t, "192.0.2.9", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBAllowSharedIP: "k"}, repairedAnnotations(nil, "192.0.2.7", "k", ""))
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7"},
-		repairedAnnotations(map[string]string{names.MetalLBAllowSharedIP: "old"}, "192.0.2.7", "", ""), "no key: a key is taken away")
-}
-
 // annotated is s with annotations.
 func annotated(s corev1.Service, annotations map[string]string) corev1.Service {
 	s.Annotations = annotations
@@ -929,7 +886,7 @@ func TestGrantState(t *testing.T) {
 	svc := func(ns, name string, granted string) corev1.Service {
 		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if granted != "" {
-			s.Labels = map[string]string{names.LabelGrant: granted}
+			s.Labels = map[string]string{marks.LabelGrant: granted}
 		}
 		return s
 	}
@@ -945,13 +902,13 @@ func TestGrantState(t *testing.T) {
 		{"workload granted another class", []corev1.Service{svc("shop", "web", "private")}, metav1.ConditionFalse, "shop/web"},
 		{"a holder without authority is not waited for", []corev1.Service{svc("rogue", "grab", "")}, metav1.ConditionTrue, ""},
 		{"a workload released by withdrawing its grant is not waited for",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip"})}, metav1.ConditionTrue, ""},
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip"})}, metav1.ConditionTrue, ""},
 		{"nor one released with the release pin",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "::"})}, metav1.ConditionTrue, ""},
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip", marks.KeyPin: "::"})}, metav1.ConditionTrue, ""},
 		{"nor the workload let go in one write (no marker, no grant, still associated)",
 			[]corev1.Service{svc("shop", "web", "")}, metav1.ConditionTrue, ""},
 		{"a pinned workload without the grant is waited for",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{names.AnnotationPinnedBy: "web-ip", names.MetalLBLoadBalancerIPs: "192.0.2.1"})}, metav1.ConditionFalse, "shop/old"},
+			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip", marks.KeyPin: "192.0.2.1"})}, metav1.ConditionFalse, "shop/old"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -21,6 +20,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -32,6 +32,8 @@ type scope struct {
 	// reportStatus writes it once, on orig, the address as read.
 	addr, orig *iadv1alpha1.IPAddress
 	ip         netip.Addr
+	// key is the address's sharing key (marks.Keys.Of).
+	key string
 	// class is nil when it does not exist.
 	class *iadv1alpha1.IPAddressClass
 
@@ -68,7 +70,7 @@ func (r *Reconciler) newScope(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAdd
 		r.Recorder.Event(a, corev1.EventTypeWarning, ReasonInvalidAddress, msgInvalidAddress(a.Spec.Address, err))
 		return nil
 	}
-	return &scope{addr: a, orig: a.DeepCopy(), ip: ip, class: class}
+	return &scope{addr: a, orig: a.DeepCopy(), ip: ip, key: r.Keys.Of(a), class: class}
 }
 
 // class returns the named class from the cache, nil when it does not exist.
@@ -326,11 +328,11 @@ func (r *Reconciler) attachedService(ctx context.Context, s *scope) (*corev1.Ser
 // attachingService returns, from the cache, the Service the attach grant
 // names while the address is attached to none; nil when there is none.
 func (r *Reconciler) attachingService(ctx context.Context, s *scope) (*corev1.Service, error) {
-	ns, name, ok := strings.Cut(s.addr.Annotations[names.AnnotationAttaching], "/")
-	if s.addr.Status.AssociatedTo != nil || !ok || ns == "" || name == "" {
+	svc, ok := marks.AttachingService(s.addr)
+	if s.addr.Status.AssociatedTo != nil || !ok || svc.Namespace == "" || svc.Name == "" {
 		return nil, nil
 	}
-	return r.cachedService(ctx, ns, name)
+	return r.cachedService(ctx, svc.Namespace, svc.Name)
 }
 
 func (r *Reconciler) cachedService(ctx context.Context, namespace, name string) (*corev1.Service, error) {

@@ -16,6 +16,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -98,8 +99,8 @@ func placeholdersOfClass(t require.TestingT, class string) []corev1.Service {
 // in the class pool, as MetalLB's documentation shows.
 func pinnedByHand(ns, name, class, ip string) *corev1.Service {
 	return fixture.LoadBalancer(ns, name, map[string]string{
-		names.MetalLBLoadBalancerIPs: ip,
-		names.MetalLBAddressPool:     names.PoolName(class),
+		marks.KeyPin:  ip,
+		marks.KeyPool: names.PoolName(class),
 	})
 }
 

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -68,10 +68,11 @@ func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool)
 // pinnedTo reports whether the Service asks MetalLB for ip: the driver's
 // pin or its owner's.
 func pinnedTo(svc *corev1.Service, ip string) bool {
-	if slices.Contains(names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]), ip) {
+	m := marks.Of(svc)
+	if slices.Contains(m.PinIPs(), ip) {
 		return true
 	}
-	hand := binding.HandPin(svc)
+	hand := m.HandPin()
 	return hand != "" && slices.Contains(names.SplitIPs(hand), ip)
 }
 
@@ -92,7 +93,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 	res := phase.Next()
 	if svc != nil && pinnedTo(svc, ip) {
 		key = svc.Namespace + "/" + svc.Name
-		unserved = !binding.Holds(svc, ip)
+		unserved = !marks.Holds(svc, ip)
 	}
 	switch {
 	case !unserved:
@@ -133,7 +134,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 // (stale.Poke), so that a refusal of the pin, if any, is said again.
 func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Service) (string, phase.Result, error) {
 	a := s.addr
-	if !names.Granted(svc.Labels, a.Spec.ClassName) {
+	if !marks.Of(svc).Granted(a.Spec.ClassName) {
 		return "", phase.Next(), nil // the Service controller's write to come brings the address back
 	}
 	u := r.unserved.get(a.Name, svc.UID)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestPlanServing(t *testing.T) {
@@ -61,8 +61,8 @@ func TestPinnedTo(t *testing.T) {
 	svc := func(ann map[string]string, lbIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
 	}
-	assert.True(t, pinnedTo(svc(map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.7,2001:db8::7", names.AnnotationPinnedBy: "c"}, ""), "192.0.2.7"))
+	assert.True(t, pinnedTo(svc(map[string]string{marks.KeyPin: "192.0.2.7,2001:db8::7", marks.KeyPinnedBy: "c"}, ""), "192.0.2.7"))
 	assert.True(t, pinnedTo(svc(nil, "192.0.2.7"), "192.0.2.7"), "an owner's pin counts")
-	assert.False(t, pinnedTo(svc(map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.8"}, ""), "192.0.2.7"))
+	assert.False(t, pinnedTo(svc(map[string]string{marks.KeyPin: "192.0.2.8"}, ""), "192.0.2.7"))
 	assert.False(t, pinnedTo(svc(nil, ""), "192.0.2.7"), "not pinned yet: the handoff is under way")
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
@@ -85,11 +85,11 @@ func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
 // as holding it: it keeps it only until the re-armed hold shares it.
 // placeholders are the address's own, holders every Service MetalLB
 // assigned ip to, attached the one status.associatedTo names (or nil).
-func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
-	shared := binding.SharesHold(a, attached)
+func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
+	shared := marks.SharesHold(attached, key)
 	for i := range holders {
 		h := &holders[i]
-		if h.DeletionTimestamp != nil || handingBack(a, h, placeholders) ||
+		if h.DeletionTimestamp != nil || handingBack(a, key, h, placeholders) ||
 			(shared && (isOneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
 			continue
 		}
@@ -101,7 +101,7 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 	if a.Status.AssociatedTo == nil && !shared {
 		for i := range placeholders {
 			ph := &placeholders[i]
-			if ph.DeletionTimestamp == nil && pinnedExactly(ph, ip) {
+			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) {
 				return ph
 			}
 		}
@@ -110,7 +110,7 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 	if (len(placeholders) > 0 && !shared) || attached == nil || attached.DeletionTimestamp != nil {
 		return nil
 	}
-	for _, pin := range names.SplitIPs(attached.Annotations[names.MetalLBLoadBalancerIPs]) {
+	for _, pin := range marks.Of(attached).PinIPs() {
 		if pin == ip && !isOneOf(attached, holders) {
 			return attached
 		}
@@ -118,7 +118,7 @@ func blockedService(a *iadv1alpha1.IPAddress, ip string, placeholders, holders [
 	if shared {
 		for i := range placeholders {
 			ph := &placeholders[i]
-			if ph.DeletionTimestamp == nil && pinnedExactly(ph, ip) && !isOneOf(ph, holders) {
+			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) && !isOneOf(ph, holders) {
 				return ph
 			}
 		}
@@ -138,7 +138,7 @@ func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
 // handingBack reports whether svc, holding the unattached address, hands
 // it back in the shared handoff: not a placeholder of it, carrying exactly
 // its sharing key, and authorized by its binding.
-func handingBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, placeholders []corev1.Service) bool {
+func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
 	if a.Status.AssociatedTo != nil {
 		return false
 	}
@@ -147,7 +147,7 @@ func handingBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, placeholders []c
 			return false
 		}
 	}
-	return keyedExactly(svc, binding.SharingKey(a)) && binding.Authorizes(a, svc)
+	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
 }
 
 // clearStaleAllocations clears a stale allocation that keeps the address
@@ -158,7 +158,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	if err != nil {
 		return 0, err
 	}
-	blocked := blockedService(a, ip, placeholders, holders, attached)
+	blocked := blockedService(a, ip, s.key, placeholders, holders, attached)
 	if blocked == nil {
 		return 0, r.dropRetryMarks(ctx, ip, placeholders, attached)
 	}
@@ -250,7 +250,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 // settled reports whether the Service holds ip and every address its
 // MetalLB pin asks for.
 func settled(svc *corev1.Service, ip string) bool {
-	return binding.HoldsAll(svc, append(names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]), ip)...)
+	return marks.HoldsAll(svc, append(marks.Of(svc).PinIPs(), ip)...)
 }
 
 func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -28,7 +28,7 @@ import (
 // MetalLB's first pass books.
 func startingWindow(t *testing.T, ns, class, blockerIP string, booked int64) (end func()) {
 	t.Helper()
-	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{names.MetalLBLoadBalancerIPs: blockerIP})
+	blocker := fixture.LoadBalancer(ns, "blocker", map[string]string{marks.KeyPin: blockerIP})
 	return suite.StartingWindow(t, blocker, names.PoolName(class), booked)
 }
 
@@ -46,7 +46,7 @@ func heldAddress(t *testing.T, class, cidr, ip string, ref *iadv1alpha1.ClaimRef
 // waits until its hold goes. The Service first gets the grant label of the
 // address's class, as the Service controller gives every Service it
 // attaches (an associated Service without it, and without the driver's
-// marker, is one the driver is letting go: binding.LetGo).
+// marker, is one the driver is letting go: marks.LetGo).
 func attachTo(t *testing.T, address, ns, name string) {
 	t.Helper()
 	svc := &corev1.Service{}
@@ -55,7 +55,7 @@ func attachTo(t *testing.T, address, ns, name string) {
 	if svc.Labels == nil {
 		svc.Labels = map[string]string{}
 	}
-	svc.Labels[names.LabelGrant] = suite.GetAddress(t, address).Spec.ClassName
+	svc.Labels[marks.LabelGrant] = suite.GetAddress(t, address).Spec.ClassName
 	require.NoError(t, adm.Patch(context.Background(), svc, client.MergeFrom(orig)))
 	suite.PatchAddressStatus(t, address, func(st *iadv1alpha1.IPAddressStatus) {
 		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: name}
@@ -82,7 +82,7 @@ func attachToIdle(t *testing.T, address, ns string) {
 func formerPlaceholder(t *testing.T, name, ip, key string) *corev1.Service {
 	t.Helper()
 	former := fixture.LoadBalancer(testPlaceholderNamespace, name, map[string]string{
-		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
+		marks.KeyPin: ip, marks.KeySharing: key,
 	})
 	former.Spec.Selector = nil
 	former.Spec.Ports = []corev1.ServicePort{{Name: "hold", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
@@ -140,7 +140,7 @@ func TestStaleAllocationCleared(t *testing.T) {
 	// Attach a Service that cannot share with the hold (it uses the
 	// placeholder's port and no key): the hold goes, the Service holds.
 	suite.Namespace(t, "ghost-tenant")
-	web := fixture.LoadBalancer("ghost-tenant", "web", map[string]string{names.MetalLBLoadBalancerIPs: ip})
+	web := fixture.LoadBalancer("ghost-tenant", "web", map[string]string{marks.KeyPin: ip})
 	web.Spec.Ports = []corev1.ServicePort{{Name: "disc", Port: 9, TargetPort: intstr.FromInt32(9), Protocol: corev1.ProtocolTCP}}
 	require.NoError(t, adm.Create(ctx, web))
 	attachTo(t, a.Name, "ghost-tenant", "web")
@@ -175,7 +175,7 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	// so its hold goes; a placeholder-shaped Service with the address's key
 	// takes the address instead, as an allocation placeholder would.
 	attachToIdle(t, a.Name, "former-tenant")
-	former := formerPlaceholder(t, "former-placeholder", ip, binding.SharingKey(suite.GetAddress(t, a.Name)))
+	former := formerPlaceholder(t, "former-placeholder", ip, marks.Keys{}.Of(suite.GetAddress(t, a.Name)))
 
 	deleteInStartingWindow(t, "former-tenant", "former", blockerIP, a.Name, former, func() {
 		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
@@ -199,21 +199,21 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.162", "192.0.2.166"
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
-	key := binding.SharingKey(suite.GetAddress(t, a.Name))
+	key := marks.Keys{}.Of(suite.GetAddress(t, a.Name))
 
 	// The shared handoff of an older driver: the hold carries the key (an
 	// older driver keyed every hold, and the key stays), web shares the
 	// address with it, then is attached and the hold goes (without the
 	// shared-by marker the attachment is not a shared one,
-	// binding.SharesHold).
+	// marks.SharesHold).
 	hold := suite.PlaceholdersOf(t, a.Name)[0]
 	orig := hold.DeepCopy()
-	hold.Annotations[names.MetalLBAllowSharedIP] = key
+	hold.Annotations[marks.KeySharing] = key
 	require.NoError(t, adm.Patch(ctx, &hold, client.MergeFrom(orig)))
 	suite.Namespace(t, "handback-tenant")
 	web := fixture.LoadBalancer("handback-tenant", "web", map[string]string{
-		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
-		names.AnnotationPinnedBy:           "web-ip",
+		marks.KeyPin: ip, marks.KeySharing: key,
+		marks.KeyPinnedBy:                  "web-ip",
 		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
 	})
 	require.NoError(t, adm.Create(ctx, web))
@@ -245,7 +245,7 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.170", "192.0.2.174"
 	a := heldAddress(t, "sharedstale", "192.0.2.168/29", ip, &iadv1alpha1.ClaimReference{Namespace: "sharedstale-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f2f2"})
-	key := binding.SharingKey(suite.GetAddress(t, a.Name))
+	key := marks.Keys{}.Of(suite.GetAddress(t, a.Name))
 
 	// The address's hold goes (attached to a Service that does not take
 	// it); a placeholder-shaped Service with the address's key takes the
@@ -253,9 +253,9 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	attachToIdle(t, a.Name, "sharedstale-tenant")
 	former := formerPlaceholder(t, "sharedstale-former", ip, key)
 	web := fixture.LoadBalancer("sharedstale-tenant", "web", map[string]string{
-		names.MetalLBLoadBalancerIPs: ip, names.MetalLBAllowSharedIP: key,
-		names.AnnotationPinnedBy:           "web-ip",
-		names.AnnotationSharedBy:           "web-ip",
+		marks.KeyPin: ip, marks.KeySharing: key,
+		marks.KeyPinnedBy:                  "web-ip",
+		marks.KeySharedBy:                  "web-ip",
 		iadv1alpha1.ServiceClaimAnnotation: "web-ip",
 	})
 	require.NoError(t, adm.Create(ctx, web))

@@ -10,8 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestBlockedService(t *testing.T) {
@@ -19,7 +18,7 @@ func TestBlockedService(t *testing.T) {
 	svc := func(ns, name, pin string, holds bool) corev1.Service {
 		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}}}
 		if pin != "" {
-			s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+			s.Annotations[marks.KeyPin] = pin
 		}
 		if holds {
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
@@ -36,12 +35,12 @@ func TestBlockedService(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	bound := &iadv1alpha1.IPAddress{Spec: iadv1alpha1.IPAddressSpec{
 		ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip", UID: "u1"}}}
-	key := binding.SharingKey(bound)
+	key := marks.Keys{}.Of(bound)
 	handing := svc("shop", "web", ip, true)
-	handing.Annotations[names.MetalLBAllowSharedIP] = key
-	handing.Annotations[names.AnnotationPinnedBy] = "web-ip"
+	handing.Annotations[marks.KeySharing] = key
+	handing.Annotations[marks.KeyPinnedBy] = "web-ip"
 	keyedOnly := svc("shop", "web", ip, true)
-	keyedOnly.Annotations[names.MetalLBAllowSharedIP] = key
+	keyedOnly.Annotations[marks.KeySharing] = key
 	heldHold := svc("ph", "hold", ip, true)
 	// A shared attachment: the address bound to shop/web-ip and attached
 	// to shop/web, which carries the driver's pin and the claim's key.
@@ -49,9 +48,9 @@ func TestBlockedService(t *testing.T) {
 	sharedAddr.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}
 	sharing := func(holds bool) *corev1.Service {
 		s := svc("shop", "web", ip, holds)
-		s.Annotations[names.AnnotationPinnedBy] = "web-ip"
-		s.Annotations[names.AnnotationSharedBy] = "web-ip"
-		s.Annotations[names.MetalLBAllowSharedIP] = key
+		s.Annotations[marks.KeyPinnedBy] = "web-ip"
+		s.Annotations[marks.KeySharedBy] = "web-ip"
+		s.Annotations[marks.KeySharing] = key
 		return &s
 	}
 	tests := []struct {
@@ -88,7 +87,7 @@ func TestBlockedService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := blockedService(tt.a, ip, tt.phs, tt.holders, tt.attached)
+			got := blockedService(tt.a, ip, marks.Keys{}.Of(tt.a), tt.phs, tt.holders, tt.attached)
 			if tt.want == "" {
 				assert.Nil(t, got)
 				return
@@ -145,7 +144,7 @@ func TestSettled(t *testing.T) {
 	svc := func(pin string, held ...string) *corev1.Service {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
 		if pin != "" {
-			s.Annotations[names.MetalLBLoadBalancerIPs] = pin
+			s.Annotations[marks.KeyPin] = pin
 		}
 		for _, ip := range held {
 			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})

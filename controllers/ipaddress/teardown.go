@@ -73,7 +73,7 @@ func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAd
 	return pending, nil
 }
 
-// releaseServices runs the release sequence (internal/binding) on each
+// releaseServices runs the release sequence (internal/marks) on each
 // Service outside the placeholder namespace that carries the driver's pin
 // for the address (releaseStep); hand-written pins are left alone. The
 // Service controller runs the same sequence when it detaches, so whichever
@@ -87,7 +87,7 @@ func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddre
 	logger := log.FromContext(ctx)
 	for i := range svcs {
 		svc := &svcs[i]
-		step, ann := releaseStep(svc, a, ip)
+		step, m := releaseStep(svc, a, ip)
 		switch step {
 		case releaseNone:
 			continue
@@ -95,7 +95,7 @@ func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddre
 			pending = true
 			continue
 		}
-		if err := patch.Meta(ctx, r, svc, func() { svc.Annotations = ann }); err != nil {
+		if err := patch.Meta(ctx, r, svc, func() { m.Apply(svc) }); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -106,7 +106,7 @@ func (r *Reconciler) releaseServices(ctx context.Context, a *iadv1alpha1.IPAddre
 		case releasePin:
 			pending = true
 			logger.Info("teardown: releasing the address from a Service", "service", key)
-			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgTeardownReleasing(a, ip, ann[names.MetalLBLoadBalancerIPs]))
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgTeardownReleasing(a, ip, m.Pin))
 		case releaseWithdraw:
 			logger.Info("teardown: withdrew the driver's pin", "service", key)
 			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPinWithdrawn, msgPinWithdrawn(a, ip))

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -98,8 +98,8 @@ func conflictErr(err error) error {
 // when no class imports or the Service holds nothing.
 func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSituation, error) {
 	svc := s.svc
-	ips := binding.IngressIPs(svc)
-	if len(ips) == 0 || svc.DeletionTimestamp != nil || binding.Exempt(svc, r.PlaceholderNamespace) {
+	ips := marks.IngressIPs(svc)
+	if len(ips) == 0 || svc.DeletionTimestamp != nil || marks.Exempt(svc, r.PlaceholderNamespace) {
 		return nil, nil
 	}
 	classes, err := r.adoptClasses(ctx)
@@ -124,7 +124,7 @@ func (r *Reconciler) importSituation(ctx context.Context, s *scope) (*ImportSitu
 		}
 		for i := range holders.Items {
 			h := &holders.Items[i]
-			if h.UID == svc.UID || binding.Exempt(h, r.PlaceholderNamespace) {
+			if h.UID == svc.UID || marks.Exempt(h, r.PlaceholderNamespace) {
 				continue
 			}
 			sit.Sharers[ip] = append(sit.Sharers[ip], index.Key(h.Namespace, h.Name))
@@ -181,20 +181,22 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	return r.associateImport(ctx, s.svc, claim, a, p, logger)
 }
 
-// annotateImport writes ImportAnnotations and the grant label in one
-// patch: once MetalLB serves the address from the class pool, which admits
+// annotateImport writes ImportAnnotations and ImportMarks in one patch: once MetalLB serves the address from the class pool, which admits
 // only granted Services, the Service keeps it.
 func (r *Reconciler) annotateImport(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p ImportPlan, logger logr.Logger) error {
-	key := names.ClaimSharingKey(claim.Namespace, claim.Name, claim.UID)
+	key := r.Keys.Claim(claim.Namespace, claim.Name, claim.UID)
 	if p.HandPin != "" || ShareProblem(svc, key) != "" {
 		key = ""
 	}
-	want, labels := ImportAnnotations(svc.Annotations, p, key), GrantLabels(svc.Labels, p.Class.Name)
-	if maps.Equal(want, svc.Annotations) && maps.Equal(labels, svc.Labels) {
+	m, took := ImportMarks(marks.Of(svc), p, key)
+	annotations := ImportAnnotations(svc.Annotations, p)
+	if !m.Changed() && maps.Equal(annotations, svc.Annotations) {
 		return nil
 	}
-	took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
-	if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
+	if err := patch.Meta(ctx, r, svc, func() {
+		svc.Annotations = annotations
+		m.Apply(svc)
+	}); err != nil {
 		return err
 	}
 	logger.Info("import: annotated the Service")

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -48,17 +49,17 @@ func TestImportExistingServices(t *testing.T) {
 
 	// Plain Services, as MetalLB users have them today.
 	pinned := lb(ns, "pinned", "")
-	pinned.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.70"
+	pinned.Annotations[marks.KeyPin] = "192.0.2.70"
 	suite.Create(t, pinned)
 	shareA, shareB := sharedLB(ns, "share-a", ""), sharedLB(ns, "share-b", "")
 	shareB.Spec.Ports[0].Port, shareB.Spec.Ports[0].TargetPort = 443, intstr.FromInt32(8443)
 	for _, s := range []*corev1.Service{shareA, shareB} {
-		s.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.75"
-		s.Annotations[names.MetalLBAllowSharedIP] = "team-key"
+		s.Annotations[marks.KeyPin] = "192.0.2.75"
+		s.Annotations[marks.KeySharing] = "team-key"
 		suite.Create(t, s)
 	}
 	offSvc := lb(offNS, "plain", "")
-	offSvc.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.85"
+	offSvc.Annotations[marks.KeyPin] = "192.0.2.85"
 	suite.Create(t, offSvc)
 	suite.Create(t, sharedLB(ns, "auto", ""))
 	suite.Create(t, sharedLB(ns, "taken", ""))
@@ -92,7 +93,7 @@ func TestImportExistingServices(t *testing.T) {
 	goldPool := &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
 		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.64/28"}, AutoAssign: ptr.To(false),
-			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
+			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{marks.GrantSelector(gold)}}},
 	}
 	require.NoError(t, c.Client.Create(ctx, goldPool))
 
@@ -102,13 +103,13 @@ func TestImportExistingServices(t *testing.T) {
 	assertImported(t, ns, "pinned", pinnedClaim, "192.0.2.70", iadv1alpha1.ReclaimRetain)
 
 	auto := suite.GetService(t, ns, "auto")
-	assert.Equal(t, autoIP, auto.Annotations[names.MetalLBLoadBalancerIPs], "the driver pinned the auto-assigned Service to its address")
-	assert.Equal(t, autoClaim, auto.Annotations[names.AnnotationPinnedBy])
-	assert.NotContains(t, auto.Annotations, names.AnnotationOwnerPin)
+	assert.Equal(t, autoIP, auto.Annotations[marks.KeyPin], "the driver pinned the auto-assigned Service to its address")
+	assert.Equal(t, autoClaim, auto.Annotations[marks.KeyPinnedBy])
+	assert.NotContains(t, auto.Annotations, marks.KeyOwnerPin)
 	p := suite.GetService(t, ns, "pinned")
-	assert.Equal(t, "192.0.2.70", p.Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
-	assert.Equal(t, "192.0.2.70", p.Annotations[names.AnnotationOwnerPin], "recorded as the owner's")
-	assert.NotContains(t, p.Annotations, names.AnnotationPinnedBy, "the driver does not claim authorship of the owner's pin")
+	assert.Equal(t, "192.0.2.70", p.Annotations[marks.KeyPin], "the owner's pin stays")
+	assert.Equal(t, "192.0.2.70", p.Annotations[marks.KeyOwnerPin], "recorded as the owner's")
+	assert.NotContains(t, p.Annotations, marks.KeyPinnedBy, "the driver does not claim authorship of the owner's pin")
 
 	// Every skip case says why, naming both sides.
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
@@ -208,7 +209,7 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 		// placeholder is created beside it (a shared attachment), which
 		// MetalLB serves once it serves the class's pool (not while the
 		// pool the address came from still overlaps it).
-		if _, shared := s.Annotations[names.AnnotationSharedBy]; shared {
+		if _, shared := s.Annotations[marks.KeySharedBy]; shared {
 			assert.LessOrEqual(t, len(suite.PlaceholdersOf(t, addr)), 1, "at most the hold beside the Service in a shared attachment")
 		} else {
 			assert.Empty(t, suite.PlaceholdersOf(t, addr), "no placeholder: the Service holds the address")
@@ -216,7 +217,7 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 		assert.Equal(t, claimName, s.Annotations[iadv1alpha1.ServiceClaimAnnotation])
 		assert.Equal(t, claimName, s.Annotations[names.AnnotationImportedInto])
 		assert.Equal(t, []string{ip}, fixture.Ingress(s))
-		assert.True(t, names.Granted(s.Labels, a.Spec.ClassName), "granted the class pool")
+		assert.True(t, marks.Of(s).Granted(a.Spec.ClassName), "granted the class pool")
 		assertEvent(t, "Service", ns, svcName, corev1.EventTypeNormal, ReasonImported, ip, ns+"/"+claimName)
 		assertEvent(t, "IPAddressClaim", ns, claimName, corev1.EventTypeNormal, ReasonImported, ip, "Service "+ns+"/"+svcName)
 		assertEvent(t, "IPAddress", "", addr, corev1.EventTypeNormal, ReasonImported, "Service "+ns+"/"+svcName)
@@ -251,7 +252,7 @@ func TestImportServiceNamingItsPool(t *testing.T) {
 	}
 	require.NoError(t, c.Client.Create(ctx, legacy))
 	old := lb(ns, "old", "")
-	old.Annotations[names.MetalLBAddressPool] = legacy.Name
+	old.Annotations[marks.KeyPool] = legacy.Name
 	suite.Create(t, old)
 	ip := suite.WaitAssigned(t, old) // from the pool it names
 
@@ -259,13 +260,13 @@ func TestImportServiceNamingItsPool(t *testing.T) {
 	require.NoError(t, c.Client.Create(ctx, &metallbv1beta1.IPAddressPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: names.PoolName(gold)},
 		Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.32/28"}, AutoAssign: ptr.To(false),
-			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(gold)}}},
+			AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{marks.GrantSelector(gold)}}},
 	}))
 	claim := names.ImportedClaimName("old", suite.GetService(t, ns, "old").UID)
 	assertImported(t, ns, "old", claim, ip, iadv1alpha1.ReclaimRetain)
 	s := suite.GetService(t, ns, "old")
-	assert.NotContains(t, s.Annotations, names.MetalLBAddressPool, "the pool request went with the pin")
-	assert.Equal(t, legacy.Name, s.Annotations[names.AnnotationOwnerPool], "and is recorded")
+	assert.NotContains(t, s.Annotations, marks.KeyPool, "the pool request went with the pin")
+	assert.Equal(t, legacy.Name, s.Annotations[marks.KeyOwnerPool], "and is recorded")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", ns, "old", corev1.EventTypeNormal, ReasonPoolRequestTakenOver, "metallb.io/address-pool: "+legacy.Name)
 	}, fixture.Timeout, fixture.Tick)
@@ -290,10 +291,10 @@ func TestImportServiceNamingItsPool(t *testing.T) {
 	t.Cleanup(func() { _ = c.Client.Delete(ctx, other) })
 	addrs := provisioned(t, ns, "web-ip", gold, iadv1alpha1.FamilyIPv4)
 	web := sharedLB(ns, "web", "web-ip")
-	web.Annotations[names.MetalLBLegacyAddressPool] = other.Name
+	web.Annotations[marks.KeyLegacyPool] = other.Name
 	suite.Create(t, web)
 	assertAssociated(t, ns, "web", "web-ip", addrs[0].Spec.Address, addrs...)
 	got := suite.GetService(t, ns, "web")
-	assert.NotContains(t, got.Annotations, names.MetalLBLegacyAddressPool)
-	assert.Equal(t, other.Name, got.Annotations[names.AnnotationOwnerPool])
+	assert.NotContains(t, got.Annotations, marks.KeyLegacyPool)
+	assert.Equal(t, other.Name, got.Annotations[marks.KeyOwnerPool])
 }

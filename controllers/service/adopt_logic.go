@@ -2,9 +2,10 @@ package service
 
 import (
 	"fmt"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"net/netip"
 	"strings"
+
+	"github.com/cozystack/metallb-iad/internal/marks"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -96,7 +97,7 @@ func PlanImport(s ImportSituation) ImportPlan {
 	if !ip.Is4() {
 		p.Family = iadv1alpha1.FamilyIPv6
 	}
-	p.HandPin = binding.HandPin(svc)
+	p.HandPin = marks.Of(svc).HandPin()
 	return planOne(s, p, resuming)
 }
 
@@ -104,11 +105,11 @@ func PlanImport(s ImportSituation) ImportPlan {
 // imported; resuming: it is annotated for this import already.
 func importCandidate(s ImportSituation) (ips []string, resuming, ok bool) {
 	svc := s.Service
-	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || binding.Exempt(svc, s.PlaceholderNamespace) {
+	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || marks.Exempt(svc, s.PlaceholderNamespace) {
 		return nil, false, false
 	}
-	ips = binding.IngressIPs(svc)
-	claimAnn := strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation])
+	ips = marks.IngressIPs(svc)
+	claimAnn := marks.Of(svc).Claim
 	into := svc.Annotations[names.AnnotationImportedInto]
 	resuming = into != "" && claimAnn == into
 	if len(ips) == 0 || (!resuming && (claimAnn != "" || s.Associated > 0)) {
@@ -262,18 +263,26 @@ func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p I
 	return a
 }
 
-// ImportAnnotations is what the import makes of the Service's annotations,
-// in a copy: the claim annotation and the imported-into marker, and either
-// the owner-pin record (a pin of the owner's stays the owner's) or
-// PinAnnotations, exactly as an attach leaves them.
-func ImportAnnotations(in map[string]string, p ImportPlan, key string) map[string]string {
-	var out map[string]string
+// ImportMarks are what the import makes of the Service's marks: the
+// owner-pin record (a pin of the owner's stays the owner's), or the pin
+// and key exactly as an attach leaves them (PinMarks), and the grant
+// label of the class. took says what pool request moved aside.
+func ImportMarks(m marks.Marks, p ImportPlan, key string) (out marks.Marks, took string) {
 	if p.HandPin != "" {
-		out = binding.CloneAnnotations(in)
-		binding.TakeOverPool(out)
-		out[names.AnnotationOwnerPin] = p.HandPin
-	} else {
-		out = PinAnnotations(in, p.ClaimName, p.IP, key)
+		took = m.TakeOverPool()
+		m.OwnerPin = p.HandPin
+		m.Grant = p.Class.Name
+		return m, took
+	}
+	return PinMarks(m, p.ClaimName, p.IP, key, p.Class.Name)
+}
+
+// ImportAnnotations are the Service's claim annotation and imported-into
+// marker once imported, in a copy.
+func ImportAnnotations(in map[string]string, p ImportPlan) map[string]string {
+	out := make(map[string]string, len(in)+2)
+	for k, v := range in {
+		out[k] = v
 	}
 	out[iadv1alpha1.ServiceClaimAnnotation] = p.ClaimName
 	out[names.AnnotationImportedInto] = p.ClaimName

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -72,7 +72,7 @@ func TestPlanImport(t *testing.T) {
 	resumed := func() *corev1.Service {
 		return with(plain("shop", "web", "192.0.2.5"),
 			iadv1alpha1.ServiceClaimAnnotation, claimName, names.AnnotationImportedInto, claimName,
-			names.MetalLBLoadBalancerIPs, "192.0.2.5", names.AnnotationPinnedBy, claimName)
+			marks.KeyPin, "192.0.2.5", marks.KeyPinnedBy, claimName)
 	}
 
 	tests := []struct {
@@ -87,7 +87,7 @@ func TestPlanImport(t *testing.T) {
 		{name: "IPv6 address in range", step: ImportRun,
 			sit: ImportSituation{Service: plain("shop", "web", "2001:db8::3"), Classes: classes}},
 		{name: "pinned by hand to the address it holds", step: ImportRun,
-			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), names.MetalLBLoadBalancerIPs, "192.0.2.5"), Classes: classes}},
+			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), marks.KeyPin, "192.0.2.5"), Classes: classes}},
 		{name: "no class imports", step: ImportNone,
 			sit: ImportSituation{Service: plain("shop", "web", "192.0.2.5")}},
 		{name: "outside every importing range", step: ImportNone,
@@ -142,7 +142,7 @@ func TestPlanImport(t *testing.T) {
 			}()}},
 		{name: "hand pin names another address", step: ImportSkip, reason: ReasonImportSkippedPinMismatch,
 			parts: []string{"holds 192.0.2.5", "asks for 192.0.2.9"},
-			sit:   ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), names.MetalLBLoadBalancerIPs, "192.0.2.9"), Classes: classes}},
+			sit:   ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), marks.KeyPin, "192.0.2.9"), Classes: classes}},
 		{name: "resume: the generated claim exists", step: ImportRun,
 			sit: ImportSituation{Service: plain("shop", "web", "192.0.2.5"), Classes: classes, Claim: ownClaim()}},
 		{name: "resume: Service annotated, address created", step: ImportRun,
@@ -150,7 +150,7 @@ func TestPlanImport(t *testing.T) {
 		{name: "done: associated", step: ImportDone,
 			sit: ImportSituation{Service: resumed(), Classes: classes, Claim: ownClaim(), Ledger: ledgerFor("web", true), Associated: 1}},
 		{name: "the owner took the claim annotation off: not resumed", step: ImportNone,
-			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), names.AnnotationImportedInto, claimName, names.MetalLBLoadBalancerIPs, "192.0.2.5"),
+			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), names.AnnotationImportedInto, claimName, marks.KeyPin, "192.0.2.5"),
 				Classes: classes, Claim: ownClaim(), Ledger: ledgerFor("web", false)}},
 		{name: "the generated claim is being deleted", step: ImportNone,
 			sit: ImportSituation{Service: resumed(), Classes: classes, Claim: func() *iadv1alpha1.IPAddressClaim {
@@ -175,6 +175,15 @@ func TestPlanImport(t *testing.T) {
 	}
 }
 
+// imported is in as the import leaves it (ImportAnnotations, ImportMarks).
+func imported(in map[string]string, p ImportPlan, key string) map[string]string {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+	m, _ := ImportMarks(marks.Of(svc), p, key)
+	svc.Annotations = ImportAnnotations(in, p)
+	m.Apply(svc)
+	return svc.Annotations
+}
+
 func TestImportAnnotations(t *testing.T) {
 	gold := adoptClass(t, "gold", `{"addresses": ["192.0.2.0/28"], "adoptExisting": true}`)
 	auto := ImportPlan{Class: &gold, IP: "192.0.2.5", ClaimName: "web-imported-1"}
@@ -183,28 +192,28 @@ func TestImportAnnotations(t *testing.T) {
 		"team":                             "a",
 		iadv1alpha1.ServiceClaimAnnotation: "web-imported-1",
 		names.AnnotationImportedInto:       "web-imported-1",
-		names.MetalLBLoadBalancerIPs:       "192.0.2.5",
-		names.AnnotationPinnedBy:           "web-imported-1",
-		names.MetalLBAllowSharedIP:         "key",
-		names.AnnotationSharedBy:           "web-imported-1",
-	}, ImportAnnotations(in, auto, "key"), "auto-assigned: pinned like an attach, with the claim's key")
+		marks.KeyPin:                       "192.0.2.5",
+		marks.KeyPinnedBy:                  "web-imported-1",
+		marks.KeySharing:                   "key",
+		marks.KeySharedBy:                  "web-imported-1",
+	}, imported(in, auto, "key"), "auto-assigned: pinned like an attach, with the claim's key")
 	assert.Equal(t, map[string]string{"team": "a"}, in, "input untouched")
 
-	noKey := ImportAnnotations(in, auto, "")
-	assert.NotContains(t, noKey, names.MetalLBAllowSharedIP)
-	assert.Equal(t, "192.0.2.5", noKey[names.MetalLBLoadBalancerIPs])
+	noKey := imported(in, auto, "")
+	assert.NotContains(t, noKey, marks.KeySharing)
+	assert.Equal(t, "192.0.2.5", noKey[marks.KeyPin])
 
 	hand := auto
 	hand.HandPin = "192.0.2.5"
-	handIn := map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.5"}
-	got := ImportAnnotations(handIn, hand, "")
+	handIn := map[string]string{marks.KeyPin: "192.0.2.5"}
+	got := imported(handIn, hand, "")
 	assert.Equal(t, map[string]string{
-		names.MetalLBLoadBalancerIPs:       "192.0.2.5",
+		marks.KeyPin:                       "192.0.2.5",
 		iadv1alpha1.ServiceClaimAnnotation: "web-imported-1",
 		names.AnnotationImportedInto:       "web-imported-1",
-		names.AnnotationOwnerPin:           "192.0.2.5",
+		marks.KeyOwnerPin:                  "192.0.2.5",
 	}, got, "a hand pin stays the owner's: no pinned-by marker")
-	assert.Equal(t, "192.0.2.5", binding.HandPin(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: got}}), "still a hand pin after the import")
+	assert.Equal(t, "192.0.2.5", marks.Of(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: got}}).HandPin(), "still a hand pin after the import")
 }
 
 func TestImportedObjects(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -50,7 +51,7 @@ func TestUndoImport(t *testing.T) {
 		}
 	})
 	hand := lb(ns, "hand", "")
-	hand.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.130"
+	hand.Annotations[marks.KeyPin] = "203.0.113.130"
 	suite.Create(t, hand)
 	suite.Create(t, sharedLB(ns, "auto", ""))
 	var autoIP string
@@ -83,15 +84,15 @@ func TestUndoImport(t *testing.T) {
 		for _, n := range []string{"hand", "auto"} {
 			s := suite.GetService(t, ns, n)
 			assert.Empty(t, fixture.Ingress(s), "%s no longer holds its address", n)
-			assert.NotContains(t, s.Labels, names.LabelGrant, n)
-			assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy, n)
+			assert.NotContains(t, s.Labels, marks.LabelGrant, n)
+			assert.NotContains(t, s.Annotations, marks.KeyPinnedBy, n)
 		}
 		for _, a := range []string{handAddr, autoAddr} {
 			assert.Equal(t, iadv1alpha1.AddressBound, suite.GetAddress(t, a).Status.Phase, a)
 		}
 	}, fixture.MetalLBTimeout, fixture.Tick, "detached, addresses Bound to their generated claims")
-	assert.Equal(t, "203.0.113.130", suite.GetService(t, ns, "hand").Annotations[names.MetalLBLoadBalancerIPs], "the owner's pin stays")
-	assert.NotContains(t, suite.GetService(t, ns, "auto").Annotations, names.MetalLBLoadBalancerIPs, "the driver's pin is withdrawn")
+	assert.Equal(t, "203.0.113.130", suite.GetService(t, ns, "hand").Annotations[marks.KeyPin], "the owner's pin stays")
+	assert.NotContains(t, suite.GetService(t, ns, "auto").Annotations, marks.KeyPin, "the driver's pin is withdrawn")
 	assert.Never(t, func() bool {
 		for _, n := range []string{"hand", "auto"} {
 			s := suite.GetService(t, ns, n)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -11,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -25,7 +24,7 @@ import (
 func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	svc := s.svc
 	ips := addressIPs(s.addrs)
-	if !binding.HoldsAll(svc, ips...) {
+	if !marks.HoldsAll(svc, ips...) {
 		r.handoffs.start(s.key, svc.UID)
 	}
 
@@ -48,7 +47,7 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	// The Service carries the claim's key whenever it can share and the
 	// hold does not park, whichever handoff attaches it, so that its detach
 	// can be a shared one.
-	key := SharingKeyOf(s.addrs)
+	key := SharingKeyOf(r.Keys, s.addrs)
 	problem := ShareProblem(svc, key)
 	released := false
 	for _, a := range s.addrs {
@@ -60,8 +59,8 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	parkable = parkable && !SharesOurKey(svc)
-	mode, why := AttachMode(problem, released, binding.HoldsAll(svc, ips...), parkable)
+	parkable = parkable && !marks.Of(svc).SharesOurKey()
+	mode, why := AttachMode(problem, released, marks.HoldsAll(svc, ips...), parkable)
 	if problem != "" || mode == ModeParked {
 		key = ""
 	}
@@ -95,8 +94,8 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // addresses throughout the attachment.
 func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {
 	svc := s.svc
-	pin := binding.PinValue(ips)
-	if !binding.HoldsAll(svc, ips...) {
+	pin := marks.PinValue(ips)
+	if !marks.HoldsAll(svc, ips...) {
 		for _, ip := range ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
@@ -112,7 +111,7 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string
 	if _, err := r.pin(ctx, s, pin, key); err != nil {
 		return err
 	}
-	if !binding.HoldsAll(svc, ips...) {
+	if !marks.HoldsAll(svc, ips...) {
 		log.FromContext(ctx).V(1).Info("waiting for MetalLB to share the addresses with the Service", "ips", ips)
 		return nil // the Service watch brings it back
 	}
@@ -150,15 +149,15 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 		return nil // the address watch brings the Service back
 	}
 
-	pin := binding.PinValue(ips)
+	pin := marks.PinValue(ips)
 	pinned, err := r.pin(ctx, s, pin, key)
 	if err != nil {
 		return err
 	}
-	if pinned || (newly && binding.HandPin(svc) != "") {
+	if pinned || (newly && marks.Of(svc).HandPin() != "") {
 		r.recordAssociated(s, pin, mode, problem)
 	}
-	if binding.HoldsAll(svc, ips...) {
+	if marks.HoldsAll(svc, ips...) {
 		r.handoffs.done(s.key, svc.UID, mode)
 	}
 	return nil
@@ -179,15 +178,10 @@ func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
 func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 	me := index.Key(s.svc.Namespace, s.svc.Name)
 	for _, a := range s.addrs {
-		if a.Annotations[names.AnnotationAttaching] == me {
+		if marks.Attaching(a) == me {
 			continue
 		}
-		if err := patch.Meta(ctx, r, a, func() {
-			if a.Annotations == nil {
-				a.Annotations = map[string]string{}
-			}
-			a.Annotations[names.AnnotationAttaching] = me
-		}); err != nil {
+		if err := patch.Meta(ctx, r, a, func() { marks.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
 			return err
 		}
 		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)
@@ -215,28 +209,18 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 	return wrote, nil
 }
 
-// pin writes PinAnnotations and the grant label in one patch. A pin the
-// driver did not write that asks for exactly these addresses stays the
+// pin writes the pin (PinMarks) and the grant label in one patch. A pin
+// the driver did not write that asks for exactly these addresses stays the
 // tenant's. It reports whether it pinned.
 func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
 	svc := s.svc
-	var want map[string]string
-	if binding.HandPin(svc) == "" {
-		want = PinAnnotations(svc.Annotations, s.claimName, value, key)
-	} else {
-		want = binding.CloneAnnotations(svc.Annotations)
-		binding.TakeOverPool(want)
-	}
-	took := binding.TakeOverPool(binding.CloneAnnotations(svc.Annotations))
-	// The grant label goes with the pin, on a hand-pinned Service too: the
-	// class pool admits only granted Services.
-	labels := GrantLabels(svc.Labels, ClassOf(s.addrs))
-	pinning := !maps.Equal(want, svc.Annotations)
-	if !pinning && maps.Equal(labels, svc.Labels) {
+	m, took := PinMarks(marks.Of(svc), s.claimName, value, key, ClassOf(s.addrs))
+	pinning := m.AnnotationsChanged()
+	if !m.Changed() {
 		return false, nil
 	}
 	read := svc.ResourceVersion
-	if err := patch.Meta(ctx, r, svc, func() { svc.Annotations, svc.Labels = want, labels }); err != nil {
+	if err := patch.Meta(ctx, r, svc, func() { m.Apply(svc) }); err != nil {
 		return false, err
 	}
 	if took != "" && svc.ResourceVersion != read {

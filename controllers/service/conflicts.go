@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -25,13 +25,13 @@ import (
 // are exempt.
 func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Result, error) {
 	svc := s.svc
-	if svc.DeletionTimestamp != nil || binding.Exempt(svc, r.PlaceholderNamespace) {
+	if svc.DeletionTimestamp != nil || marks.Exempt(svc, r.PlaceholderNamespace) {
 		r.holders.set(s.key, nil)
 		return phase.Next(), nil
 	}
 	var grabs []grab
 	var classes []classRanges
-	for _, ip := range binding.IngressIPs(svc) {
+	for _, ip := range marks.IngressIPs(svc) {
 		var hits iadv1alpha1.IPAddressList
 		if err := r.List(ctx, &hits, client.MatchingFields{index.AddressByIP: ip}); err != nil {
 			return phase.Next(), err

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -157,8 +157,8 @@ func AttachMode(problem string, released, holdsAll, parking bool) (mode, why str
 // kept, the Service holds them with the driver's key, that key is theirs
 // and nothing else keeps it from sharing; gap otherwise.
 func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) string {
-	if !givingUp && binding.Holds(svc, ips...) && SharesOurKey(svc) &&
-		svc.Annotations[names.MetalLBAllowSharedIP] == key && ShareProblem(svc, key) == "" {
+	if m := marks.Of(svc); !givingUp && marks.Holds(svc, ips...) && m.SharesOurKey() &&
+		m.Sharing == key && ShareProblem(svc, key) == "" {
 		return ModeShared
 	}
 	return ModeGap
@@ -170,7 +170,7 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	if f == "" {
 		f = iadv1alpha1.FamilyIPv4
 	}
-	fams := binding.ServiceFamilies(svc)
+	fams := marks.ServiceFamilies(svc)
 	policy := corev1.IPFamilyPolicySingleStack
 	if svc.Spec.IPFamilyPolicy != nil {
 		policy = *svc.Spec.IPFamilyPolicy
@@ -193,9 +193,9 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 }
 
 // Authorized reports whether an address's binding allows the Service to
-// hold it (binding.Authorizes).
+// hold it (marks.Authorizes).
 func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	return binding.Authorizes(a, svc)
+	return marks.Authorizes(a, svc)
 }
 
 // Released reports whether the IPAddress controller has let go of the
@@ -224,7 +224,7 @@ func OnePerFamily(addrs []*iadv1alpha1.IPAddress, svc *corev1.Service) []*iadv1a
 		if AssociatedWith(a, svc.Namespace, svc.Name) {
 			r += 2
 		}
-		if binding.Holds(svc, a.Spec.Address) {
+		if marks.Holds(svc, a.Spec.Address) {
 			r++
 		}
 		return r

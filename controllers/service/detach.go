@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -13,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
@@ -58,7 +57,7 @@ type releaseFacts struct {
 	All, Asks, HeldBeside, Holds, LettingGo bool
 }
 
-// oneWriteCandidate: the Service may be let go in one write (binding.LetGo)
+// oneWriteCandidate: the Service may be let go in one write (marks.LetGo)
 // once its mode allows it.
 func (f releaseFacts) oneWriteCandidate() bool {
 	return !f.Started && f.All && f.ByGrant && !f.Asks
@@ -126,19 +125,20 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 // observeRelease reads, from the cache, what release decides on.
 func (r *Reconciler) observeRelease(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (releaseFacts, error) {
 	svc := s.svc
-	_, ours := svc.Annotations[names.AnnotationPinnedBy]
+	m := marks.Of(svc)
+	ours := m.PinnedBy != ""
 	f := releaseFacts{
 		Deleting: svc.DeletionTimestamp != nil, GivingUp: s.givingUp(addrs), IPs: addressIPs(addrs),
 		All: all, Asks: asksFor(svc, addrs), LettingGo: lettingGo(svc, addrs),
 	}
 	f.Active = ours && !f.Deleting && len(addrs) > 0
-	f.Holds = binding.Holds(svc, f.IPs...)
+	f.Holds = marks.Holds(svc, f.IPs...)
 	if !f.Active {
 		return f, nil
 	}
 	// An address given up is released with the release pin, as the
 	// IPAddress controller's teardown does, so the two agree.
-	f.Release = binding.ReleasePinValue(svc)
+	f.Release = marks.ReleasePinValue(svc)
 	if !f.GivingUp {
 		var err error
 		if f.ByGrant, err = r.poolsRequireGrant(ctx, addrs); err != nil {
@@ -148,8 +148,8 @@ func (r *Reconciler) observeRelease(ctx context.Context, s *scope, addrs []*iadv
 			f.Release = ""
 		}
 	}
-	f.Started = ReleaseStarted(svc, f.Release)
-	f.Mode = DetachMode(svc, f.IPs, SharingKeyOf(addrs), f.GivingUp)
+	f.Started = m.ReleaseStarted(f.Release)
+	f.Mode = DetachMode(svc, f.IPs, SharingKeyOf(r.Keys, addrs), f.GivingUp)
 	if f.oneWriteCandidate() && f.Mode != ModeGap {
 		var err error
 		if f.HeldBeside, err = r.heldBeside(ctx, addrs); err != nil {
@@ -177,15 +177,17 @@ func (r *Reconciler) handBack(ctx context.Context, s *scope, addrs []*iadv1alpha
 	return back, nil
 }
 
-// writeRelease replaces the pin with f.Release (binding.ReleaseAnnotations)
+// writeRelease replaces the pin with f.Release (marks.Marks.Release)
 // and withdraws the sharing key and the grant label, so MetalLB takes the
 // addresses back; the pinned-by marker keeps the Service authorized.
 func (r *Reconciler) writeRelease(ctx context.Context, s *scope, f releaseFacts) error {
 	svc := s.svc
-	holds := binding.Holds(svc, f.IPs...)
+	holds, class := marks.Holds(svc, f.IPs...), marks.Of(svc).Grant
 	if err := patch.Meta(ctx, r, svc, func() {
-		svc.Annotations = binding.ReleaseAnnotations(svc.Annotations, f.Release)
-		svc.Labels = UngrantedLabels(svc.Labels)
+		marks.Edit(svc, func(m *marks.Marks) {
+			m.Release(f.Release)
+			m.Grant = ""
+		})
 	}); err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func (r *Reconciler) writeRelease(ctx context.Context, s *scope, f releaseFacts)
 	if f.GivingUp {
 		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgGivingUp(s.pinClaim(), f.IPs, f.Release))
 	} else {
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(f.IPs, f.Release, f.Mode))
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgReleasing(f.IPs, f.Release, f.Mode, class))
 	}
 	if holds && !f.GivingUp {
 		handoffsTotal.WithLabelValues(directionDetach, f.Mode).Inc()
@@ -201,20 +203,22 @@ func (r *Reconciler) writeRelease(ctx context.Context, s *scope, f releaseFacts)
 	return nil
 }
 
-// letGo detaches the Service in one write (binding.LetGo): the pin, the
+// letGo detaches the Service in one write (marks.LetGo): the pin, the
 // key, the markers and the grant label go together, while the addresses
 // stay associated with it until MetalLB has taken them back.
 func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode string) error {
 	svc := s.svc
-	holds := binding.Holds(svc, ips...)
+	holds, class := marks.Holds(svc, ips...), marks.Of(svc).Grant
 	if err := patch.Meta(ctx, r, svc, func() {
-		svc.Annotations = binding.WithdrawnAnnotations(svc.Annotations)
-		svc.Labels = UngrantedLabels(svc.Labels)
+		marks.Edit(svc, func(m *marks.Marks) {
+			m.Withdraw()
+			m.Grant = ""
+		})
 	}); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("releasing addresses from MetalLB in one write", "ips", ips, "mode", mode)
-	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgLettingGo(ips, mode))
+	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgLettingGo(ips, mode, class))
 	if holds {
 		handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
 	}
@@ -222,17 +226,18 @@ func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode str
 }
 
 // asksFor reports whether the Service's annotation still names the claim
-// of one of addrs: binding.LetGo tells a Service let go from one a gap
+// of one of addrs: marks.LetGo tells a Service let go from one a gap
 // handoff is attaching by the annotation, so such a one is not let go.
 func asksFor(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
-	return slices.ContainsFunc(addrs, func(a *iadv1alpha1.IPAddress) bool { return binding.Asks(svc, a) })
+	m := marks.Of(svc)
+	return slices.ContainsFunc(addrs, func(a *iadv1alpha1.IPAddress) bool { return m.Asks(a) })
 }
 
 // lettingGo reports whether one of addrs was let go in one write and the
 // Service's ingress still shows it.
 func lettingGo(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
 	for _, a := range addrs {
-		if binding.LetGo(a, svc) && binding.Holds(svc, addressIPs([]*iadv1alpha1.IPAddress{a})...) {
+		if marks.LetGo(a, svc) && marks.Holds(svc, addressIPs([]*iadv1alpha1.IPAddress{a})...) {
 			return true
 		}
 	}
@@ -287,19 +292,19 @@ func (r *Reconciler) holdersOf(ctx context.Context, a *iadv1alpha1.IPAddress) ([
 // Service not being deleted.
 func (r *Reconciler) withdraw(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, givingUp bool) error {
 	svc := s.svc
-	_, ours := svc.Annotations[names.AnnotationPinnedBy]
+	m := marks.Of(svc)
+	ours := m.PinnedBy != ""
 	if (!ours && len(addrs) == 0) || svc.DeletionTimestamp != nil {
 		return nil
 	}
-	orig := svc.DeepCopy()
 	if ours {
-		svc.Annotations = binding.WithdrawnAnnotations(svc.Annotations)
+		m.Withdraw()
 	}
-	svc.Labels = UngrantedLabels(svc.Labels)
-	if maps.Equal(orig.Annotations, svc.Annotations) && maps.Equal(orig.Labels, svc.Labels) {
+	m.Grant = ""
+	if !m.Changed() {
 		return nil
 	}
-	if err := patch.MetaSince(ctx, r, svc, orig); err != nil {
+	if err := patch.Meta(ctx, r, svc, func() { m.Apply(svc) }); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("withdrew the pin and the grant")
@@ -322,7 +327,7 @@ func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1
 		if err != nil {
 			return false, err
 		}
-		if !names.PoolRequiresGrant(pool, a.Spec.ClassName) {
+		if !marks.RequiresGrant(pool, a.Spec.ClassName) {
 			return false, nil
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // Event reasons the service controller records, on Services, IPAddresses,
@@ -93,16 +93,24 @@ func msgAssociatedAddress(namespace, name, claim, mode string) string {
 	return fmt.Sprintf("Attached to Service %s/%s (claim %s/%s, %s handoff)", namespace, name, namespace, claim, mode)
 }
 
+// grantLabel names the grant label withdrawn, with the class it named.
+func grantLabel(class string) string {
+	if class == "" {
+		return "the grant label"
+	}
+	return "the grant label " + marks.GrantText(class)
+}
+
 // msgReleasing is the Releasing Event's message; release "" is a release
-// by withdrawing the grant label.
-func msgReleasing(ips []string, release, mode string) string {
+// by withdrawing the grant label of class.
+func msgReleasing(ips []string, release, mode, class string) string {
 	if release == "" {
 		how := ""
 		if mode == ModeShared {
 			how = " (shared handoff: a placeholder holds the address)"
 		}
-		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and the grant label %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
-			strings.Join(ips, ","), how, names.LabelGrant)
+		return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin and %s, so the class pool no longer admits this Service and MetalLB takes the address back; then the driver's marker is removed",
+			strings.Join(ips, ","), how, grantLabel(class))
 	}
 	if mode == ModeShared {
 		return fmt.Sprintf("Detaching %s (shared handoff): a placeholder holds the address, so the pin is set to %q, which MetalLB cannot satisfy, until MetalLB takes the address back from this Service (MetalLB reports AllocationFailed meanwhile); then the pin is removed",
@@ -113,14 +121,14 @@ func msgReleasing(ips []string, release, mode string) string {
 }
 
 // msgLettingGo is the Releasing Event's message of a detach in one write
-// (binding.LetGo).
-func msgLettingGo(ips []string, mode string) string {
+// (marks.LetGo).
+func msgLettingGo(ips []string, mode, class string) string {
 	how := ""
 	if mode == ModeShared {
 		how = " (shared handoff: a placeholder keeps holding the address)"
 	}
-	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and the grant label %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
-		strings.Join(ips, ","), how, names.LabelGrant)
+	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
+		strings.Join(ips, ","), how, grantLabel(class))
 }
 
 func msgGivingUp(claim string, ips []string, release string) string {
@@ -143,8 +151,8 @@ func msgHandingBack(ips []string) string {
 
 func msgPoolRequestTakenOver(took, pin string) string {
 	return fmt.Sprintf("Removed %s in the same write as the driver's pin to %s: MetalLB refuses a pin to an address the named pool does not hold, "+
-		"so the request would take the address away as soon as that pool changes; the old value is kept in annotation %s",
-		took, pin, names.AnnotationOwnerPool)
+		"so the request would take the address away as soon as that pool changes",
+		took, pin)
 }
 
 func msgUnclaimedService(g grab) string {

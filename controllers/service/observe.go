@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -48,7 +48,7 @@ type scope struct {
 // observe fills the scope from the cache.
 func (r *Reconciler) observe(ctx context.Context, s *scope) (phase.Result, error) {
 	svc := s.svc
-	s.claimName = strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation])
+	s.claimName = marks.Of(svc).Claim
 	var mine iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &mine, client.MatchingFields{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}); err != nil {
 		return phase.Next(), err
@@ -141,7 +141,7 @@ func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
 			continue
 		}
 		if held, detaching := grantHeld(other, s.claimName); held {
-			s.otherHolder, s.otherAddress, s.otherDetaching = a.Annotations[names.AnnotationAttaching], a, detaching
+			s.otherHolder, s.otherAddress, s.otherDetaching = marks.Attaching(a), a, detaching
 			return nil
 		}
 	}
@@ -150,7 +150,7 @@ func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
 
 // observePinnedFor fills pinnedFor.
 func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
-	by := s.svc.Annotations[names.AnnotationPinnedBy]
+	by := marks.Of(s.svc).PinnedBy
 	if by == "" {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (r *Reconciler) liveService(ctx context.Context, key types.NamespacedName) 
 	return svc, nil
 }
 
-// served reads the address's class from the cache for binding.Served.
+// served reads the address's class from the cache for marks.Served.
 func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool, error) {
 	class := &iadv1alpha1.IPAddressClass{}
 	if err := r.Get(ctx, types.NamespacedName{Name: a.Spec.ClassName}, class); err != nil {
@@ -205,7 +205,7 @@ func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool
 		}
 		class = nil
 	}
-	return binding.Served(a, class), nil
+	return marks.Served(a, class), nil
 }
 
 // boundTo are the addresses of items bound to the claim's uid and not
@@ -229,40 +229,37 @@ func associatedHolder(at *iadv1alpha1.WorkloadReference, other *corev1.Service, 
 		return fmt.Sprintf("%s %s/%s", at.Kind, at.Namespace, at.Name), false
 	}
 	return at.Namespace + "/" + at.Name, other.DeletionTimestamp != nil ||
-		other.Namespace != namespace || other.Annotations[iadv1alpha1.ServiceClaimAnnotation] != claim
+		other.Namespace != namespace || marks.Of(other).Claim != claim
 }
 
 // grantedTo is the other Service an attach grant on a (not associated
 // with svc) names; a grant can only name a Service of the claim's
 // namespace.
 func grantedTo(a *iadv1alpha1.IPAddress, svc *corev1.Service) (types.NamespacedName, bool) {
-	holder := a.Annotations[names.AnnotationAttaching]
-	if holder == "" || holder == index.Key(svc.Namespace, svc.Name) || AssociatedWith(a, svc.Namespace, svc.Name) {
+	other, ok := marks.AttachingService(a)
+	if !ok || other == client.ObjectKeyFromObject(svc) || AssociatedWith(a, svc.Namespace, svc.Name) || other.Namespace != svc.Namespace {
 		return types.NamespacedName{}, false
 	}
-	ns, name, ok := strings.Cut(holder, "/")
-	if !ok || ns != svc.Namespace {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
+	return other, true
 }
 
 // grantHeld reports whether the Service a grant names still holds it: it
 // asks for the claim, or is on its way out (detaching) while it still
 // carries the driver's pin for it. Otherwise the grant is free to take over.
 func grantHeld(other *corev1.Service, claim string) (held, detaching bool) {
-	asks := other.DeletionTimestamp == nil && strings.TrimSpace(other.Annotations[iadv1alpha1.ServiceClaimAnnotation]) == claim
-	pinned := other.Annotations[names.AnnotationPinnedBy] == claim
+	m := marks.Of(other)
+	asks := other.DeletionTimestamp == nil && m.Claim == claim
+	pinned := m.PinnedBy == claim
 	return asks || pinned, !asks
 }
 
 // pinnedIPs are the IPs the Service's pin names or its ingress shows.
 func pinnedIPs(svc *corev1.Service) map[string]bool {
 	want := map[string]bool{}
-	for _, ip := range names.SplitIPs(svc.Annotations[names.MetalLBLoadBalancerIPs]) {
+	for _, ip := range marks.Of(svc).PinIPs() {
 		want[ip] = true
 	}
-	for _, ip := range binding.IngressIPs(svc) {
+	for _, ip := range marks.IngressIPs(svc) {
 		want[ip] = true
 	}
 	return want
@@ -276,8 +273,8 @@ func (s *scope) situation() Situation {
 		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
 		OtherHolder:    s.otherHolder,
 		OtherDetaching: s.otherDetaching,
-		HandPin:        binding.HandPin(s.svc),
-		Desired:        binding.PinValue(addressIPs(s.addrs)),
+		HandPin:        marks.Of(s.svc).HandPin(),
+		Desired:        marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {
 		sit.ClaimFound = true
@@ -299,7 +296,7 @@ func (s *scope) situation() Situation {
 // pinClaim is the claim the Service's pin is for: its pinned-by marker, or
 // else the claim its annotation names.
 func (s *scope) pinClaim() string {
-	if by := s.svc.Annotations[names.AnnotationPinnedBy]; by != "" {
+	if by := marks.Of(s.svc).PinnedBy; by != "" {
 		return by
 	}
 	return s.claimName

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func annotatedService(ns, name string, ann ...string) *corev1.Service {
@@ -80,7 +80,7 @@ func TestGrantedTo(t *testing.T) {
 	granted := func(holder string, at *iadv1alpha1.WorkloadReference) *iadv1alpha1.IPAddress {
 		a := address("tenant", "ip", at)
 		if holder != "" {
-			a.Annotations = map[string]string{names.AnnotationAttaching: holder}
+			a.Annotations = map[string]string{marks.KeyAttaching: holder}
 		}
 		return a
 	}
@@ -116,9 +116,9 @@ func TestGrantHeld(t *testing.T) {
 		held, detaching bool
 	}{
 		{"asks for the claim", annotatedService("tenant", "api", iadv1alpha1.ServiceClaimAnnotation, " ip "), true, false},
-		{"no longer asks but carries the pin", annotatedService("tenant", "api", names.AnnotationPinnedBy, "ip"), true, true},
+		{"no longer asks but carries the pin", annotatedService("tenant", "api", marks.KeyPinnedBy, "ip"), true, true},
 		{"being deleted with the pin", deleting(annotatedService("tenant", "api",
-			iadv1alpha1.ServiceClaimAnnotation, "ip", names.AnnotationPinnedBy, "ip")), true, true},
+			iadv1alpha1.ServiceClaimAnnotation, "ip", marks.KeyPinnedBy, "ip")), true, true},
 		{"being deleted without the pin: free", deleting(annotatedService("tenant", "api", iadv1alpha1.ServiceClaimAnnotation, "ip")), false, true},
 		{"neither asks nor is pinned: free", annotatedService("tenant", "api", iadv1alpha1.ServiceClaimAnnotation, "other"), false, true},
 	}
@@ -132,7 +132,7 @@ func TestGrantHeld(t *testing.T) {
 }
 
 func TestPinnedIPs(t *testing.T) {
-	s := annotatedService("tenant", "web", names.MetalLBLoadBalancerIPs, "203.0.113.7,2001:db8::7")
+	s := annotatedService("tenant", "web", marks.KeyPin, "203.0.113.7,2001:db8::7")
 	s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.1"}}
 	assert.Equal(t, map[string]bool{"203.0.113.7": true, "2001:db8::7": true, "198.51.100.1": true}, pinnedIPs(s))
 	assert.Empty(t, pinnedIPs(annotatedService("tenant", "web")))
@@ -168,7 +168,7 @@ func TestGivingUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := annotatedService("tenant", "web", iadv1alpha1.ServiceClaimAnnotation, "ip")
 			if tt.pinnedBy != "" {
-				svc.Annotations[names.AnnotationPinnedBy] = tt.pinnedBy
+				svc.Annotations[marks.KeyPinnedBy] = tt.pinnedBy
 			}
 			s := &scope{svc: svc, claimName: "ip", claim: tt.claim}
 			assert.Equal(t, tt.want, s.givingUp([]*iadv1alpha1.IPAddress{tt.a}))

@@ -1,40 +1,27 @@
 package service
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// PinAnnotations is a copy of a Service's annotations pinned for claim:
-// the pin and the pinned-by marker and, with a key, the sharing key and
-// the shared-by marker; without one, the driver's key is withdrawn.
-func PinAnnotations(in map[string]string, claim, pin, key string) map[string]string {
-	out := binding.CloneAnnotations(in)
-	binding.TakeOverPool(out)
-	out[names.MetalLBLoadBalancerIPs] = pin
-	out[names.AnnotationPinnedBy] = claim
-	if key != "" {
-		out[names.MetalLBAllowSharedIP] = key
-		out[names.AnnotationSharedBy] = claim
-	} else {
-		binding.WithdrawKey(out)
+// PinMarks are a Service's marks pinned for claim (marks.PinFor: the pin,
+// and the sharing key when key is not empty), unless the Service carries a
+// pin of its own, which stays the owner's; either way the owner's pool
+// request moves aside (took says what moved) and, with class, the grant
+// label goes on: the class pool admits only granted Services, hand-pinned
+// ones too.
+func PinMarks(m marks.Marks, claim, pin, key, class string) (out marks.Marks, took string) {
+	hand := m.HandPin()
+	took = m.TakeOverPool()
+	if hand == "" {
+		m.PinFor(claim, pin, key)
 	}
-	return out
-}
-
-// ReleaseStarted reports whether the release of a Service's addresses has
-// been written: with a release pin, the pin is that value; with the grant
-// (release empty), neither the pin nor the grant label is left.
-func ReleaseStarted(svc *corev1.Service, release string) bool {
-	if release != "" {
-		return svc.Annotations[names.MetalLBLoadBalancerIPs] == release
+	if class != "" {
+		m.Grant = class
 	}
-	_, pinned := svc.Annotations[names.MetalLBLoadBalancerIPs]
-	_, granted := svc.Labels[names.LabelGrant]
-	return !pinned && !granted
+	return m, took
 }
 
 // addressIPs returns the canonical IPs of addresses.

@@ -22,6 +22,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/bench"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -120,7 +121,7 @@ func benchClass(b *testing.B, name, cidr string, grant bool) {
 		Spec:       metallbv1beta1.IPAddressPoolSpec{Addresses: []string{cidr}, AutoAssign: ptr.To(false)},
 	}
 	if grant {
-		pool.Spec.AllocateTo = &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(name)}}
+		pool.Spec.AllocateTo = &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{marks.GrantSelector(name)}}
 	}
 	require.NoError(b, client.IgnoreAlreadyExists(c.Client.Create(ctx, pool)))
 }
@@ -263,7 +264,7 @@ func detachRound(ctx context.Context, b *testing.B, cs kubernetes.Interface, w *
 	require.NoError(b, c.Client.List(ctx, &evs, client.InNamespace(ns)))
 	for _, e := range evs.Items {
 		switch {
-		case e.Reason == ReasonReleasing && strings.Contains(e.Message, names.LabelGrant):
+		case e.Reason == ReasonReleasing && strings.Contains(e.Message, marks.LabelGrant):
 			r.byMech["grant"]++
 		case e.Reason == ReasonReleasing && strings.Contains(e.Message, "cannot satisfy"):
 			r.byMech["pin"]++
@@ -357,8 +358,8 @@ func (w *detachWatch) see(o any) {
 		if _, seen := w.lost[s.Name]; !seen && len(fixture.Ingress(s)) == 0 {
 			w.lost[s.Name] = now
 		}
-		_, pin := s.Annotations[names.MetalLBLoadBalancerIPs]
-		_, marker := s.Annotations[names.AnnotationPinnedBy]
+		_, pin := s.Annotations[marks.KeyPin]
+		_, marker := s.Annotations[marks.KeyPinnedBy]
 		if _, seen := w.done[s.Name]; !seen && !pin && !marker && len(fixture.Ingress(s)) == 0 {
 			w.done[s.Name] = now
 		}

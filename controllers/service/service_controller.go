@@ -12,8 +12,8 @@ package service
 
 import (
 	"context"
+
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
@@ -121,8 +121,8 @@ func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) [
 	}
 	var reqs []reconcile.Request
 	for i := range addrs.Items {
-		if ns, svc, ok := strings.Cut(addrs.Items[i].Annotations[names.AnnotationAttaching], "/"); ok {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: svc}})
+		if svc, ok := marks.AttachingService(&addrs.Items[i]); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 		}
 	}
 	return reqs
@@ -134,19 +134,19 @@ func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) [
 // for the placeholder to carry the claim's key).
 func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) []reconcile.Request {
 	ph, ok := o.(*corev1.Service)
-	if !ok || !binding.Exempt(ph, r.PlaceholderNamespace) {
+	if !ok || !marks.Exempt(ph, r.PlaceholderNamespace) {
 		return nil
 	}
 	var reqs []reconcile.Request
 	if name := ph.Labels[names.LabelAddress]; name != "" {
 		a := &iadv1alpha1.IPAddress{}
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, a); err == nil {
-			if ns, svc, ok := strings.Cut(a.Annotations[names.AnnotationAttaching], "/"); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: svc}})
+			if svc, ok := marks.AttachingService(a); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 			}
 		}
 	}
-	for _, ip := range binding.IngressIPs(ph) {
+	for _, ip := range marks.IngressIPs(ph) {
 		for _, req := range r.servicesByIndex(ctx, index.ServiceByIngressIP, ip) {
 			if req.Namespace != r.PlaceholderNamespace {
 				reqs = append(reqs, req)
@@ -162,7 +162,11 @@ func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) 
 // this Service. The handler calls it with the old object too, which still
 // names the claim.
 func (r *Reconciler) waitersForPinnedClaim(ctx context.Context, o client.Object) []reconcile.Request {
-	claim := o.GetAnnotations()[names.AnnotationPinnedBy]
+	svc, ok := o.(*corev1.Service)
+	if !ok {
+		return nil
+	}
+	claim := marks.Of(svc).PinnedBy
 	if claim == "" {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/controllers/ipaddress"
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -81,7 +81,7 @@ func TestEndToEndWithCoreClaimAndIPAddressControllers(t *testing.T) {
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		s := suite.GetService(t, "e2e", "web")
 		assert.Empty(t, fixture.Ingress(s))
-		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
+		assert.NotContains(t, s.Annotations, marks.KeyPin)
 		a := suite.GetAddress(t, addr.Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase)

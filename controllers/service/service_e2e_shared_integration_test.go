@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -115,7 +115,7 @@ func (w *holdWatch) check(state map[client.ObjectKey]*corev1.Service, ips map[st
 	for ip, addr := range ips {
 		byPlaceholder, byWorkload := false, false
 		for key, s := range state {
-			if !binding.Holds(s, ip) {
+			if !marks.Holds(s, ip) {
 				continue
 			}
 			byPlaceholder = byPlaceholder || (s.Namespace == placeholderNS && s.Labels[names.LabelAddress] == addr)
@@ -251,7 +251,7 @@ func assertDetached(t *testing.T, ns, name string, addrs ...*iadv1alpha1.IPAddre
 	t.Helper()
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		s := suite.GetService(t, ns, name)
-		for _, k := range []string{names.MetalLBLoadBalancerIPs, names.AnnotationPinnedBy, names.AnnotationSharedBy} {
+		for _, k := range []string{marks.KeyPin, marks.KeyPinnedBy, marks.KeySharedBy} {
 			assert.NotContains(t, s.Annotations, k)
 		}
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
@@ -289,8 +289,8 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	class(t, "shared", "203.0.113.0/28")
 	addrs := provisioned(t, "shared", "web-ip", "shared", iadv1alpha1.FamilyIPv4)
 	a, ip := addrs[0], addrs[0].Spec.Address
-	key := binding.SharingKey(a)
-	assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
+	key := marks.Keys{}.Of(a)
+	assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, marks.KeySharing, "no key before a workload shares the address")
 
 	attachShared, detachShared := counter(directionAttach, ModeShared), counter(directionDetach, ModeShared)
 	attachGap, unheld := counter(directionAttach, ModeGap), histogram(t, handoffUnheldSeconds).GetSampleCount()
@@ -302,9 +302,9 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	assertAssociated(t, "shared", "web", "web-ip", ip, a)
 	assert.Equal(t, hold, assertSharedThrough(t, a), "attaching deletes nothing")
 	s := suite.GetService(t, "shared", "web")
-	assert.Equal(t, key, s.Annotations[names.MetalLBAllowSharedIP], "the Service shared the address under the claim's key")
-	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold was given the key for the shared handoff")
-	assert.Equal(t, "web-ip", s.Annotations[names.AnnotationSharedBy])
+	assert.Equal(t, key, s.Annotations[marks.KeySharing], "the Service shared the address under the claim's key")
+	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[marks.KeySharing], "the hold was given the key for the shared handoff")
+	assert.Equal(t, "web-ip", s.Annotations[marks.KeySharedBy])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonAssociated, `claim "web-ip"`, ip, "shared handoff", "never unheld")
 		assertEvent(t, "IPAddress", "", a.Name, corev1.EventTypeNormal, ReasonAssociated, "Service shared/web", "shared handoff")
@@ -315,8 +315,8 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 	patchAnnotations(t, "shared", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assertDetached(t, "shared", "web", a)
 	assert.Equal(t, hold, holdUIDs(t, a), "the same placeholder held the address through the detach")
-	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[names.MetalLBAllowSharedIP], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
-	assert.NotContains(t, suite.GetService(t, "shared", "web").Annotations, names.MetalLBAllowSharedIP, "the key the driver wrote is withdrawn")
+	assert.Equal(t, key, suite.PlaceholdersOf(t, a.Name)[0].Annotations[marks.KeySharing], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
+	assert.NotContains(t, suite.GetService(t, "shared", "web").Annotations, marks.KeySharing, "the key the driver wrote is withdrawn")
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonReleasing, ip, "shared handoff", "a placeholder holds the address")
 		assertEvent(t, "Service", "shared", "web", corev1.EventTypeNormal, ReasonDetached, ip)
@@ -357,9 +357,9 @@ func TestSharedHandoffDualStack(t *testing.T) {
 	class(t, "shared-dual", "203.0.113.16/28", "2001:db8:200::/124")
 	addrs := provisioned(t, "shared-dual", "both", "shared-dual", iadv1alpha1.FamilyDual)
 	require.Len(t, addrs, 2)
-	key := binding.SharingKey(addrs[0])
+	key := marks.Keys{}.Of(addrs[0])
 	for _, a := range addrs {
-		assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, names.MetalLBAllowSharedIP, "no key before a workload shares the address")
+		assert.NotContains(t, suite.PlaceholdersOf(t, a.Name)[0].Annotations, marks.KeySharing, "no key before a workload shares the address")
 	}
 	var pin []string
 	for _, a := range addrs {
@@ -369,11 +369,11 @@ func TestSharedHandoffDualStack(t *testing.T) {
 
 	hold := holdUIDs(t, addrs...)
 	suite.Create(t, sharedLB("shared-dual", "web", "both", corev1.IPv4Protocol, corev1.IPv6Protocol))
-	assertAssociated(t, "shared-dual", "web", "both", binding.PinValue(pin), addrs...)
+	assertAssociated(t, "shared-dual", "web", "both", marks.PinValue(pin), addrs...)
 	assert.Equal(t, hold, assertSharedThrough(t, addrs...), "attaching deletes neither placeholder")
-	assert.Equal(t, key, suite.GetService(t, "shared-dual", "web").Annotations[names.MetalLBAllowSharedIP])
+	assert.Equal(t, key, suite.GetService(t, "shared-dual", "web").Annotations[marks.KeySharing])
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, binding.PinValue(pin), "shared handoff")
+		assertEvent(t, "Service", "shared-dual", "web", corev1.EventTypeNormal, ReasonAssociated, marks.PinValue(pin), "shared handoff")
 	}, fixture.Timeout, fixture.Tick)
 
 	patchAnnotations(t, "shared-dual", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
@@ -400,7 +400,7 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 	local := sharedLB("gapfb", "local", "policy")
 	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	keyed := sharedLB("gapfb", "keyed", "key")
-	keyed.Annotations[names.MetalLBAllowSharedIP] = "team-a"
+	keyed.Annotations[marks.KeySharing] = "team-a"
 	suite.Create(t, lb("gapfb", "discard", "port"))
 	suite.Create(t, local)
 	suite.Create(t, keyed)
@@ -421,10 +421,10 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 			assertEvent(t, "IPAddress", "", tc.addr.Name, corev1.EventTypeNormal, ReasonAssociated, "Service gapfb/"+tc.svc, "gap handoff")
 		}, fixture.Timeout, fixture.Tick)
 		s := suite.GetService(t, "gapfb", tc.svc)
-		assert.NotContains(t, s.Annotations, names.AnnotationSharedBy, tc.svc)
+		assert.NotContains(t, s.Annotations, marks.KeySharedBy, tc.svc)
 	}
-	assert.NotContains(t, suite.GetService(t, "gapfb", "discard").Annotations, names.MetalLBAllowSharedIP)
-	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays")
+	assert.NotContains(t, suite.GetService(t, "gapfb", "discard").Annotations, marks.KeySharing)
+	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[marks.KeySharing], "the hand-written key stays")
 	assert.Equal(t, attachGap+3, counter(directionAttach, ModeGap))
 	assert.Positive(t, w.unheldStates(t), "the gap handoff leaves the address unheld for a moment, and the watch sees it")
 
@@ -446,5 +446,5 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 			}
 		}, fixture.Timeout, fixture.Tick)
 	}
-	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[names.MetalLBAllowSharedIP], "the hand-written key stays after the detach")
+	assert.Equal(t, "team-a", suite.GetService(t, "gapfb", "keyed").Annotations[marks.KeySharing], "the hand-written key stays after the detach")
 }

@@ -17,8 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -55,7 +54,7 @@ func watchPins(t *testing.T, ns string) *pinWatch {
 				continue
 			}
 			s := ev.Object.(*corev1.Service)
-			if s.Annotations[names.MetalLBLoadBalancerIPs] != "" {
+			if s.Annotations[marks.KeyPin] != "" {
 				w.mu.Lock()
 				w.pinned[s.Name] = true
 				w.mu.Unlock()
@@ -119,7 +118,7 @@ func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
 			for _, a := range addrs {
 				ips = append(ips, a.Spec.Address)
 			}
-			pin := binding.PinValue(ips)
+			pin := marks.PinValue(ips)
 			suite.Create(t, tt.svc(ns))
 			assertAssociated(t, ns, "web", "web-ip", pin, addrs...)
 
@@ -134,7 +133,7 @@ func TestClaimDeletedWhileAttachedGivesUpAddress(t *testing.T) {
 				}
 				s := suite.GetService(t, ns, "web")
 				assert.Empty(t, fixture.Ingress(s), "MetalLB took the addresses back")
-				for _, k := range []string{names.MetalLBLoadBalancerIPs, names.AnnotationPinnedBy, names.MetalLBAllowSharedIP, names.AnnotationSharedBy} {
+				for _, k := range []string{marks.KeyPin, marks.KeyPinnedBy, marks.KeySharing, marks.KeySharedBy} {
 					assert.NotContains(t, s.Annotations, k, "nothing the driver wrote is left, least of all a release pin")
 				}
 			}, fixture.Timeout, fixture.Tick)
@@ -195,8 +194,8 @@ func TestTwoServicesNamingOneClaimAtOnce(t *testing.T) {
 		assertEvent(t, "Service", ns, loser, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, "already attached to Service "+ns+"/"+winner)
 	}, fixture.Timeout, fixture.Tick)
 	s := suite.GetService(t, ns, loser)
-	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
-	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	assert.NotContains(t, s.Annotations, marks.KeyPin)
+	assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 	assert.Empty(t, fixture.Ingress(s))
 	assert.False(t, w.wasPinned(loser), "the losing Service was never pinned")
 	assert.True(t, w.wasPinned(winner))

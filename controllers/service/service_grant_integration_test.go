@@ -23,9 +23,9 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	classctl "github.com/cozystack/metallb-iad/controllers/class"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -99,15 +99,15 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 	servedClass(t, cls, "192.0.2.0/28")
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		p := getPool(t, cls)
-		assert.True(t, names.PoolRequiresGrant(p, cls), "the pool admits only granted Services: %+v", p.Spec.AllocateTo)
+		assert.True(t, marks.RequiresGrant(p, cls), "the pool admits only granted Services: %+v", p.Spec.AllocateTo)
 	}, fixture.Timeout, fixture.Tick)
 	tenant := tenantClient(t, ns, "grant-tenant-user")
 
 	byPool := sharedLB(ns, "by-pool", "")
-	byPool.Annotations[names.MetalLBAddressPool] = names.PoolName(cls)
+	byPool.Annotations[marks.KeyPool] = names.PoolName(cls)
 	require.NoError(t, tenant.Create(ctx, byPool))
 	byPin := sharedLB(ns, "by-pin", "")
-	byPin.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.5"
+	byPin.Annotations[marks.KeyPin] = "192.0.2.5"
 	require.NoError(t, tenant.Create(ctx, byPin))
 	metallbRefused(t, ns, "by-pool")
 	metallbRefused(t, ns, "by-pin")
@@ -115,8 +115,8 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 	// The grant label, which the admission policy reserves, gets through
 	// without it: reported on the Service and the class, and counted.
 	grabber := sharedLB(ns, "grab", "")
-	grabber.Annotations[names.MetalLBAddressPool] = names.PoolName(cls)
-	grabber.Labels = map[string]string{names.LabelGrant: cls}
+	grabber.Annotations[marks.KeyPool] = names.PoolName(cls)
+	grabber.Labels = map[string]string{marks.LabelGrant: cls}
 	require.NoError(t, tenant.Create(ctx, grabber))
 	var grabbed string
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
@@ -137,20 +137,20 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 	addrs := provisioned(t, ns, "ip", cls, iadv1alpha1.FamilyIPv4)
 	a, ip := addrs[0], addrs[0].Spec.Address
 	for _, ph := range suite.PlaceholdersOf(t, a.Name) {
-		assert.Equal(t, cls, ph.Labels[names.LabelGrant], "placeholder %s is granted", ph.Name)
+		assert.Equal(t, cls, ph.Labels[marks.LabelGrant], "placeholder %s is granted", ph.Name)
 	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.True(t, conditions.IsTrue(suite.GetAddress(t, a.Name).Status.Conditions, conditions.Granted))
 	}, fixture.Timeout, fixture.Tick)
 	require.NoError(t, tenant.Create(ctx, sharedLB(ns, "web", "ip")))
 	assertAssociated(t, ns, "web", "ip", ip, a)
-	assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[names.LabelGrant], "the attached Service is granted")
+	assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[marks.LabelGrant], "the attached Service is granted")
 	detachAndCheck(t, tenant, ns, "web", a)
 
 	// The gap handoff (the Service uses the placeholder's port).
 	require.NoError(t, tenant.Create(ctx, lb(ns, "api", "ip")))
 	assertAssociated(t, ns, "api", "ip", ip, a)
-	assert.Equal(t, cls, suite.GetService(t, ns, "api").Labels[names.LabelGrant])
+	assert.Equal(t, cls, suite.GetService(t, ns, "api").Labels[marks.LabelGrant])
 	detachAndCheck(t, tenant, ns, "api", a)
 	assert.Equal(t, 0.0, testutil.ToFloat64(unauthorizedHolders.WithLabelValues(cls)), "no handoff step was reported as a grab")
 }
@@ -158,7 +158,7 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 // detachAndCheck removes the claim annotation as the tenant and waits until
 // the address is held again and the Service keeps nothing of the driver's:
 // no pin (never a release pin), no marker, no grant label, no address. The
-// driver writes the Service once for it (binding.LetGo): one change of its
+// driver writes the Service once for it (marks.LetGo): one change of its
 // metadata after the tenant's, and the address stays associated with the
 // Service until MetalLB has taken the address back.
 func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv1alpha1.IPAddress) {
@@ -175,19 +175,19 @@ func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv
 		// still holds must meet it).
 		addr := suite.GetAddress(t, a.Name)
 		svc := suite.GetService(t, ns, name)
-		if !binding.Holds(svc, a.Spec.Address) {
+		if !marks.Holds(svc, a.Spec.Address) {
 			break
 		}
-		assert.True(t, AssociatedWith(addr, ns, name) || svc.Annotations[names.AnnotationPinnedBy] != "",
+		assert.True(t, AssociatedWith(addr, ns, name) || svc.Annotations[marks.KeyPinnedBy] != "",
 			"the Service holds the address with the association or the marker")
 	}
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		s := suite.GetService(t, ns, name)
 		assert.Empty(t, fixture.Ingress(s))
-		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
-		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
-		assert.NotContains(t, s.Labels, names.LabelGrant)
-		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonReleasing, names.LabelGrant)
+		assert.NotContains(t, s.Annotations, marks.KeyPin)
+		assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
+		assert.NotContains(t, s.Labels, marks.LabelGrant)
+		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonReleasing, marks.LabelGrant)
 	}, fixture.MetalLBTimeout, fixture.Tick)
 	assertHeld(t, a.Name, a.Spec.Address)
 	for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: ns, Name: name}, "") {
@@ -255,8 +255,8 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	hold := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: placeholderNS, Name: names.HoldPlaceholderName(held[0].Name),
 			Labels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: held[0].Name},
-			Annotations: map[string]string{names.MetalLBAddressPool: names.PoolName(cls), names.MetalLBLoadBalancerIPs: "192.0.2.17",
-				names.MetalLBAllowSharedIP: "older-driver-key", names.AnnotationClass: cls}},
+			Annotations: map[string]string{marks.KeyPool: names.PoolName(cls), marks.KeyPin: "192.0.2.17",
+				marks.KeySharing: "older-driver-key", names.AnnotationClass: cls}},
 		Spec: sharedLB(ns, "x", "").Spec,
 	}
 	hold.Spec.Selector = nil
@@ -271,8 +271,8 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 			Reason: conditions.ReasonReleasedForWorkload, Message: "older driver"})
 	})
 	web := lb(ns, "web", "used")
-	web.Annotations[names.MetalLBLoadBalancerIPs] = "192.0.2.18"
-	web.Annotations[names.AnnotationPinnedBy] = "used"
+	web.Annotations[marks.KeyPin] = "192.0.2.18"
+	web.Annotations[marks.KeyPinnedBy] = "used"
 	suite.Create(t, web)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
@@ -284,19 +284,19 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeNormal, classctl.ReasonWaitingForGrant, held[0].Name)
 	}, fixture.Timeout, fixture.Tick, "the class waits for the addresses to be granted")
-	assert.False(t, names.PoolRequiresGrant(getPool(t, cls), cls), "the pool does not require the grant yet")
+	assert.False(t, marks.RequiresGrant(getPool(t, cls), cls), "the pool does not require the grant yet")
 
 	// The rest of the new driver: the placeholder is labelled, then the pool requires the grant.
 	startDriver(t)
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.True(t, names.PoolRequiresGrant(getPool(t, cls), cls))
+		assert.True(t, marks.RequiresGrant(getPool(t, cls), cls))
 	}, fixture.Timeout, fixture.Tick, "the pool requires the grant once every holder carries it")
 	// MetalLB has processed every Service against the new pool once the
 	// pool's status reflects it; both keep their addresses.
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
 		assert.Equal(t, []string{"192.0.2.18"}, fixture.Ingress(suite.GetService(t, ns, "web")))
-		assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[names.LabelGrant])
+		assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[marks.LabelGrant])
 	}, fixture.MetalLBTimeout, fixture.Tick)
 	for _, k := range []client.ObjectKey{{Namespace: placeholderNS, Name: hold.Name}, {Namespace: ns, Name: "web"}} {
 		for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: k.Namespace, Name: k.Name}, "") {

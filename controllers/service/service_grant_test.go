@@ -9,37 +9,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestReleaseByGrant(t *testing.T) {
 	in := map[string]string{
-		names.MetalLBLoadBalancerIPs: "192.0.2.1",
-		names.AnnotationPinnedBy:     "web-ip",
-		names.MetalLBAllowSharedIP:   "k",
-		names.AnnotationSharedBy:     "web-ip",
-		"team":                       "web",
+		marks.KeyPin:      "192.0.2.1",
+		marks.KeyPinnedBy: "web-ip",
+		marks.KeySharing:  "k",
+		marks.KeySharedBy: "web-ip",
+		"team":            "web",
 	}
-	out := binding.ReleaseAnnotations(in, "")
-	assert.Equal(t, map[string]string{names.AnnotationPinnedBy: "web-ip", "team": "web"}, out,
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in, Labels: map[string]string{marks.LabelGrant: "public", "app": "web"}}}
+	assert.False(t, marks.Of(svc).ReleaseStarted(""))
+	byGrant := svc.DeepCopy()
+	marks.Edit(byGrant, func(m *marks.Marks) {
+		m.Release("")
+		m.Grant = ""
+	})
+	assert.Equal(t, map[string]string{marks.KeyPinnedBy: "web-ip", "team": "web"}, byGrant.Annotations,
 		"pin and key withdrawn, the marker stays until MetalLB lets go")
-	assert.Equal(t, "192.0.2.1", in[names.MetalLBLoadBalancerIPs], "input untouched")
-	assert.Equal(t, "::", binding.ReleaseAnnotations(in, "::")[names.MetalLBLoadBalancerIPs])
-
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in, Labels: map[string]string{names.LabelGrant: "public", "app": "web"}}}
-	assert.False(t, ReleaseStarted(svc, ""))
-	svc.Annotations, svc.Labels = out, UngrantedLabels(svc.Labels)
-	assert.Equal(t, map[string]string{"app": "web"}, svc.Labels)
-	assert.True(t, ReleaseStarted(svc, ""))
-	assert.False(t, ReleaseStarted(svc, "::"))
-	svc.Annotations = binding.ReleaseAnnotations(in, "::")
-	assert.True(t, ReleaseStarted(svc, "::"))
-
-	assert.Equal(t, map[string]string{"app": "web", names.LabelGrant: "public"}, GrantLabels(map[string]string{"app": "web"}, "public"))
-	assert.Equal(t, map[string]string{names.LabelGrant: "public"}, GrantLabels(nil, "public"))
-	assert.Nil(t, GrantLabels(nil, ""))
+	assert.Equal(t, map[string]string{"app": "web"}, byGrant.Labels)
+	assert.Equal(t, "192.0.2.1", in[marks.KeyPin], "input untouched")
+	assert.True(t, marks.Of(byGrant).ReleaseStarted(""))
+	assert.False(t, marks.Of(byGrant).ReleaseStarted("::"))
+	byPin := svc.DeepCopy()
+	marks.Edit(byPin, func(m *marks.Marks) { m.Release("::") })
+	assert.Equal(t, "::", byPin.Annotations[marks.KeyPin])
+	assert.True(t, marks.Of(byPin).ReleaseStarted("::"))
 }
 
 func TestClassOfIP(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -227,8 +228,8 @@ func assertAssociated(t *testing.T, ns, svcName, claim, pin string, addrs ...*ia
 			assert.Equal(t, &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: svcName}, got.Status.AssociatedTo, a.Name)
 		}
 		s := suite.GetService(t, ns, svcName)
-		assert.Equal(t, pin, s.Annotations[names.MetalLBLoadBalancerIPs])
-		assert.Equal(t, claim, s.Annotations[names.AnnotationPinnedBy])
+		assert.Equal(t, pin, s.Annotations[marks.KeyPin])
+		assert.Equal(t, claim, s.Annotations[marks.KeyPinnedBy])
 		assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant's Service")
 		// MetalLB may list them in another order (it sorts them as text).
 		assert.ElementsMatch(t, strings.Split(pin, ","), fixture.Ingress(s), "MetalLB gives the Service exactly the pinned addresses")
@@ -279,7 +280,7 @@ func TestPinWaitsForRelease(t *testing.T) {
 	assert.Never(t, func() bool {
 		s := &corev1.Service{}
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "wait", Name: "web"}, s)
-		_, pinned := s.Annotations[names.MetalLBLoadBalancerIPs]
+		_, pinned := s.Annotations[marks.KeyPin]
 		return err != nil || pinned
 	}, 2*time.Second, fixture.Tick, "no pin while the placeholder still holds the address")
 
@@ -300,8 +301,8 @@ func TestSecondServiceRejected(t *testing.T) {
 		assertEvent(t, "IPAddress", "", addrs[0].Name, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated, "Service second/copycat", "Service second/first")
 	}, fixture.Timeout, fixture.Tick)
 	s := suite.GetService(t, "second", "copycat")
-	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, "the second Service gets no pin")
-	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	assert.NotContains(t, s.Annotations, marks.KeyPin, "the second Service gets no pin")
+	assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
 	assert.Empty(t, fixture.Ingress(s))
 	assert.Equal(t, "first", suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo.Name)
@@ -323,7 +324,7 @@ func TestClaimNotBoundThenAssociates(t *testing.T) {
 		assertEvent(t, "Service", "later", "web", corev1.EventTypeNormal, ReasonClaimNotBound, `IPAddressClaim "later-ip" is Pending, not Bound yet`)
 	}, fixture.Timeout, fixture.Tick, "the claim's creation brings the Service back")
 	s := suite.GetService(t, "later", "web")
-	assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
+	assert.NotContains(t, s.Annotations, marks.KeyPin)
 	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
 
 	addrs := bind(t, claim, nil, "198.51.100.66")
@@ -341,7 +342,7 @@ func TestNotLoadBalancerRejected(t *testing.T) {
 		assertEvent(t, "Service", "clusterip", "web", corev1.EventTypeWarning, ReasonNotLoadBalancer, "not of type LoadBalancer", `"ip"`)
 	}, fixture.Timeout, fixture.Tick)
 	got := suite.GetService(t, "clusterip", "web")
-	assert.NotContains(t, got.Annotations, names.MetalLBLoadBalancerIPs)
+	assert.NotContains(t, got.Annotations, marks.KeyPin)
 	assert.NotContains(t, got.Finalizers, AssociationFinalizer)
 	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 }
@@ -363,7 +364,7 @@ func TestFamilyMismatchRejected(t *testing.T) {
 	}
 	for _, n := range []string{"single", "v4only"} {
 		s := suite.GetService(t, "family", n)
-		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, n)
+		assert.NotContains(t, s.Annotations, marks.KeyPin, n)
 		assert.Empty(t, fixture.Ingress(s), n)
 	}
 }
@@ -380,8 +381,8 @@ func TestDetachByRemovingAnnotation(t *testing.T) {
 	patchAnnotations(t, "detach", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		s := suite.GetService(t, "detach", "web")
-		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs, "pin withdrawn")
-		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy, "marker withdrawn")
+		assert.NotContains(t, s.Annotations, marks.KeyPin, "pin withdrawn")
+		assert.NotContains(t, s.Annotations, marks.KeyPinnedBy, "marker withdrawn")
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
 		assert.Empty(t, fixture.Ingress(s), "MetalLB took the address back")
 		a := suite.GetAddress(t, addrs[0].Name)
@@ -403,20 +404,20 @@ func TestHandWrittenPinUntouched(t *testing.T) {
 
 	// Pinned by hand to another address: refused, nothing touched.
 	elsewhere := lb("hand", "elsewhere", "ip")
-	elsewhere.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.140"
+	elsewhere.Annotations[marks.KeyPin] = "198.51.100.140"
 	suite.Create(t, elsewhere)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "hand", "elsewhere", corev1.EventTypeWarning, ReasonPinnedByHand, "198.51.100.140", `claim "ip"`)
 	}, fixture.Timeout, fixture.Tick)
 	s := suite.GetService(t, "hand", "elsewhere")
-	assert.Equal(t, "198.51.100.140", s.Annotations[names.MetalLBLoadBalancerIPs])
-	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	assert.Equal(t, "198.51.100.140", s.Annotations[marks.KeyPin])
+	assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 	require.NoError(t, c.Client.Delete(context.Background(), s))
 
 	// Pinned by hand to the claim's address: associated without authorship.
 	same := lb("hand", "same", "ip")
-	same.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.129"
+	same.Annotations[marks.KeyPin] = "198.51.100.129"
 	suite.Create(t, same)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		if at := suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo; assert.NotNil(t, at) {
@@ -432,8 +433,8 @@ func TestHandWrittenPinUntouched(t *testing.T) {
 		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
 	}, fixture.Timeout, fixture.Tick)
 	s = suite.GetService(t, "hand", "same")
-	assert.Equal(t, "198.51.100.129", s.Annotations[names.MetalLBLoadBalancerIPs], "the hand-written pin stays")
-	assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+	assert.Equal(t, "198.51.100.129", s.Annotations[marks.KeyPin], "the hand-written pin stays")
+	assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 	// Still holding the address, now without authority: that is a conflict.
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, iadv1alpha1.AddressConflict, suite.GetAddress(t, addrs[0].Name).Status.Phase)
@@ -480,7 +481,7 @@ func TestConflictDetection(t *testing.T) {
 	class(t, "sim-conflict", "198.51.100.176/28")
 	_, addrs := boundClaim(t, "conflict-owner", "ip", "sim-conflict", iadv1alpha1.FamilyIPv4, "198.51.100.177")
 	squatter := lb("conflict-tenant", "squatter", "")
-	squatter.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.177"
+	squatter.Annotations[marks.KeyPin] = "198.51.100.177"
 	suite.Create(t, squatter)
 
 	assertConflict(t, "conflict-tenant", "squatter", addrs[0].Name, "198.51.100.177", "claim conflict-owner/ip")
@@ -513,13 +514,13 @@ func TestPlaceholderExemptOnlyInPlaceholderNamespace(t *testing.T) {
 
 	forged := lb("forged-tenant", "hold-ip-198-51-100-193", "")
 	forged.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: forgedAddrs[0].Name}
-	forged.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.193"
+	forged.Annotations[marks.KeyPin] = "198.51.100.193"
 	suite.Create(t, forged)
 	assertConflict(t, "forged-tenant", forged.Name, forgedAddrs[0].Name, "198.51.100.193", "claim forged-owner/a")
 
 	real := lb(placeholderNS, "hold-ip-198-51-100-194", "")
 	real.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: heldAddrs[0].Name}
-	real.Annotations[names.MetalLBLoadBalancerIPs] = "198.51.100.194"
+	real.Annotations[marks.KeyPin] = "198.51.100.194"
 	suite.Create(t, real)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Equal(t, []string{"198.51.100.194"}, fixture.Ingress(suite.GetService(t, placeholderNS, real.Name)))

@@ -15,9 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestPinValue(t *testing.T) {
@@ -38,7 +37,7 @@ func TestPinValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, binding.PinValue(tt.in))
+			assert.Equal(t, tt.want, marks.PinValue(tt.in))
 		})
 	}
 }
@@ -107,7 +106,7 @@ func TestAuthorized(t *testing.T) {
 			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = claim
 		}
 		if pinnedBy != "" {
-			s.Annotations[names.AnnotationPinnedBy] = pinnedBy
+			s.Annotations[marks.KeyPinnedBy] = pinnedBy
 		}
 		return s
 	}
@@ -143,12 +142,12 @@ func TestHandPin(t *testing.T) {
 	s := func(ann map[string]string, lbIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
 	}
-	assert.Equal(t, "", binding.HandPin(s(nil, "")))
-	assert.Equal(t, "", binding.HandPin(s(map[string]string{names.MetalLBLoadBalancerIPs: "192.0.2.1", names.AnnotationPinnedBy: "ip"}, "")), "ours")
-	assert.Equal(t, "192.0.2.1,2001:db8::1", binding.HandPin(s(map[string]string{names.MetalLBLoadBalancerIPs: "2001:db8::1, 192.0.2.1"}, "")))
-	assert.Equal(t, "192.0.2.2", binding.HandPin(s(map[string]string{names.MetalLBLegacyLoadBalancerIPs: "192.0.2.2"}, "")))
-	assert.Equal(t, "192.0.2.3", binding.HandPin(s(nil, "192.0.2.3")))
-	assert.Equal(t, "not-an-ip", binding.HandPin(s(map[string]string{names.MetalLBLoadBalancerIPs: "not-an-ip"}, "")), "kept as written")
+	assert.Equal(t, "", marks.Of(s(nil, "")).HandPin())
+	assert.Equal(t, "", marks.Of(s(map[string]string{marks.KeyPin: "192.0.2.1", marks.KeyPinnedBy: "ip"}, "")).HandPin(), "ours")
+	assert.Equal(t, "192.0.2.1,2001:db8::1", marks.Of(s(map[string]string{marks.KeyPin: "2001:db8::1, 192.0.2.1"}, "")).HandPin())
+	assert.Equal(t, "192.0.2.2", marks.Of(s(map[string]string{marks.KeyLegacyPin: "192.0.2.2"}, "")).HandPin())
+	assert.Equal(t, "192.0.2.3", marks.Of(s(nil, "192.0.2.3")).HandPin())
+	assert.Equal(t, "not-an-ip", marks.Of(s(map[string]string{marks.KeyPin: "not-an-ip"}, "")).HandPin(), "kept as written")
 }
 
 func TestReleased(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -65,7 +65,7 @@ func TestParkedHandoff(t *testing.T) {
 
 	// The pool as the class controller renders it: for granted Services only.
 	pool := fixture.Pool("parked", "192.0.2.160/29")
-	classparams.WithGrant(pool, "parked")
+	marks.WithGrant(pool, "parked")
 	suite.CreateForTest(t, cluster.Class("parked", iadv1alpha1.ReclaimDelete, ""), pool)
 	for _, tc := range []struct {
 		name string
@@ -97,8 +97,8 @@ func TestParkedHandoff(t *testing.T) {
 				ph := &corev1.Service{}
 				require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(&hold), ph))
 				assert.Equal(t, hold.UID, ph.UID, "the same placeholder, parked")
-				assert.Equal(t, parking.DefaultPool, ph.Annotations[names.MetalLBAddressPool])
-				assert.NotContains(t, ph.Annotations, names.MetalLBLoadBalancerIPs)
+				assert.Equal(t, parking.DefaultPool, ph.Annotations[marks.KeyPool])
+				assert.NotContains(t, ph.Annotations, marks.KeyPin)
 				if in := fixture.Ingress(ph); assert.Len(t, in, 1) {
 					assert.True(t, netip.MustParsePrefix(cluster.ParkingAddresses[0]).Contains(netip.MustParseAddr(in[0])), "a parking address: %s", in[0])
 				}
@@ -119,8 +119,8 @@ func TestParkedHandoff(t *testing.T) {
 			back := &corev1.Service{}
 			require.NoError(t, c.Client.Get(ctx, types.NamespacedName{Namespace: hold.Namespace, Name: hold.Name}, back))
 			assert.Equal(t, hold.UID, back.UID, "the parked placeholder came back")
-			assert.Equal(t, ip, back.Annotations[names.MetalLBLoadBalancerIPs])
-			assert.Equal(t, names.PoolName("parked"), back.Annotations[names.MetalLBAddressPool])
+			assert.Equal(t, ip, back.Annotations[marks.KeyPin])
+			assert.Equal(t, names.PoolName("parked"), back.Annotations[marks.KeyPool])
 			assert.Equal(t, []string{ip}, fixture.Ingress(back))
 		})
 	}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -51,9 +51,9 @@ func TestShareProblem(t *testing.T) {
 		}), key, ""},
 		{"port 9 over UDP does not overlap the placeholder's TCP", workload([]corev1.ServicePort{port(corev1.ProtocolUDP, 9)}), key, ""},
 		{"port 9 over SCTP does not overlap either", workload([]corev1.ServicePort{port(corev1.ProtocolSCTP, 9)}), key, ""},
-		{"our own key and marker from an earlier pass", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"), key, ""},
-		{"our stale key (another claim) is ours to replace", workload(http, names.MetalLBAllowSharedIP, "old", names.AnnotationSharedBy, "old-ip"), key, ""},
-		{"our own pin", workload(http, names.MetalLBLoadBalancerIPs, "203.0.113.7", names.AnnotationPinnedBy, "ip"), key, ""},
+		{"our own key and marker from an earlier pass", workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip"), key, ""},
+		{"our stale key (another claim) is ours to replace", workload(http, marks.KeySharing, "old", marks.KeySharedBy, "old-ip"), key, ""},
+		{"our own pin", workload(http, marks.KeyPin, "203.0.113.7", marks.KeyPinnedBy, "ip"), key, ""},
 
 		{"port 9/TCP overlaps the placeholder", workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 80), port(corev1.ProtocolTCP, 9)}), key,
 			"port 9/TCP, which the placeholder holding the address uses too"},
@@ -61,13 +61,13 @@ func TestShareProblem(t *testing.T) {
 		{"traffic policy Local", with(workload(http), func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		}), key, "externalTrafficPolicy is Local"},
-		{"hand-written sharing key", workload(http, names.MetalLBAllowSharedIP, "team-a"), key, `metallb.io/allow-shared-ip ("team-a")`},
-		{"hand-written key equal to ours is still not ours", workload(http, names.MetalLBAllowSharedIP, key), key, "carries its own metallb.io/allow-shared-ip"},
-		{"hand-written empty key", workload(http, names.MetalLBAllowSharedIP, ""), key, `metallb.io/allow-shared-ip ("")`},
-		{"legacy sharing key", workload(http, names.MetalLBLegacyAllowSharedIP, "team-a"), key, `metallb.universe.tf/allow-shared-ip ("team-a")`},
-		{"legacy key beside ours", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip",
-			names.MetalLBLegacyAllowSharedIP, "x"), key, "metallb.universe.tf/allow-shared-ip"},
-		{"hand pin", workload(http, names.MetalLBLoadBalancerIPs, "203.0.113.7"), key, "its own MetalLB pin (203.0.113.7)"},
+		{"hand-written sharing key", workload(http, marks.KeySharing, "team-a"), key, `metallb.io/allow-shared-ip ("team-a")`},
+		{"hand-written key equal to ours is still not ours", workload(http, marks.KeySharing, key), key, "carries its own metallb.io/allow-shared-ip"},
+		{"hand-written empty key", workload(http, marks.KeySharing, ""), key, `metallb.io/allow-shared-ip ("")`},
+		{"legacy sharing key", workload(http, marks.KeyLegacySharing, "team-a"), key, `metallb.universe.tf/allow-shared-ip ("team-a")`},
+		{"legacy key beside ours", workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip",
+			marks.KeyLegacySharing, "x"), key, "metallb.universe.tf/allow-shared-ip"},
+		{"hand pin", workload(http, marks.KeyPin, "203.0.113.7"), key, "its own MetalLB pin (203.0.113.7)"},
 		{"spec.loadBalancerIP", with(workload(http), func(s *corev1.Service) { s.Spec.LoadBalancerIP = "203.0.113.7" }), key, "its own MetalLB pin"},
 		{"no common key", workload(http), "", "no common sharing key"},
 	}
@@ -88,60 +88,52 @@ func TestSharingKeyOf(t *testing.T) {
 	v6 := address("tenant", "ip", nil)
 	v6.Name, v6.Spec.Address = "ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "2001:db8::7"
 	other := address("tenant", "other", nil)
-	assert.Equal(t, binding.SharingKey(v4), SharingKeyOf([]*iadv1alpha1.IPAddress{v4, v6}), "a Dual claim has one key")
-	assert.Equal(t, names.ClaimSharingKey("tenant", "ip", "u1"), SharingKeyOf([]*iadv1alpha1.IPAddress{v4}))
-	assert.Empty(t, SharingKeyOf([]*iadv1alpha1.IPAddress{v4, other}), "addresses of two bindings")
-	assert.Empty(t, SharingKeyOf(nil))
+	assert.Equal(t, marks.Keys{}.Of(v4), SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4, v6}), "a Dual claim has one key")
+	assert.Equal(t, marks.Keys{}.Claim("tenant", "ip", "u1"), SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4}))
+	assert.Empty(t, SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4, other}), "addresses of two bindings")
+	assert.Empty(t, SharingKeyOf(marks.Keys{}, nil))
 }
 
-func TestPinAnnotations(t *testing.T) {
+// pinned is in as PinMarks leave it.
+func pinned(in map[string]string, claim, pin, key string) map[string]string {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+	m, _ := PinMarks(marks.Of(svc), claim, pin, key, "")
+	m.Apply(svc)
+	return svc.Annotations
+}
+
+func TestPinMarks(t *testing.T) {
 	const key = "k"
 	in := map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}
-	shared := PinAnnotations(in, "ip", "203.0.113.7,2001:db8::7", key)
+	shared := pinned(in, "ip", "203.0.113.7,2001:db8::7", key)
 	assert.Equal(t, map[string]string{
 		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
-		names.MetalLBLoadBalancerIPs: "203.0.113.7,2001:db8::7", names.AnnotationPinnedBy: "ip",
-		names.MetalLBAllowSharedIP: key, names.AnnotationSharedBy: "ip",
+		marks.KeyPin: "203.0.113.7,2001:db8::7", marks.KeyPinnedBy: "ip",
+		marks.KeySharing: key, marks.KeySharedBy: "ip",
 	}, shared, "shared handoff: pin, key and both markers")
 	assert.Equal(t, map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}, in, "the input is not modified")
 
-	gap := PinAnnotations(shared, "ip", "203.0.113.7", "")
+	gap := pinned(shared, "ip", "203.0.113.7", "")
 	assert.Equal(t, map[string]string{
 		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
-		names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
+		marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip",
 	}, gap, "gap handoff: the key the driver wrote goes")
 
-	hand := PinAnnotations(map[string]string{names.MetalLBAllowSharedIP: "team-a"}, "ip", "203.0.113.7", "")
-	assert.Equal(t, "team-a", hand[names.MetalLBAllowSharedIP], "a hand-written key is never touched")
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip"},
-		PinAnnotations(nil, "ip", "203.0.113.7", ""))
+	hand := pinned(map[string]string{marks.KeySharing: "team-a"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, "team-a", hand[marks.KeySharing], "a hand-written key is never touched")
+	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip"},
+		pinned(nil, "ip", "203.0.113.7", ""))
 
-	pooled := PinAnnotations(map[string]string{names.MetalLBAddressPool: "legacy", names.MetalLBLegacyAddressPool: "older"}, "ip", "203.0.113.7", "")
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.AnnotationOwnerPool: "legacy"},
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPool: "p"}}}
+	m, took := PinMarks(marks.Of(svc), "ip", "203.0.113.8", "k", "gold")
+	m.Apply(svc)
+	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyOwnerPool: "p"}, svc.Annotations, "a hand pin stays, the pool moves aside")
+	assert.Equal(t, map[string]string{marks.LabelGrant: "gold"}, svc.Labels, "granted, hand-pinned too")
+	assert.Contains(t, took, marks.KeyPool+": p")
+
+	pooled := pinned(map[string]string{marks.KeyPool: "legacy", marks.KeyLegacyPool: "older"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip", marks.KeyOwnerPool: "legacy"},
 		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
-}
-
-func TestTakeOverPool(t *testing.T) {
-	tests := []struct {
-		name     string
-		in, want map[string]string
-		took     string
-	}{
-		{"no pool request", map[string]string{"keep": "me"}, map[string]string{"keep": "me"}, ""},
-		{"metallb.io", map[string]string{names.MetalLBAddressPool: "legacy"},
-			map[string]string{names.AnnotationOwnerPool: "legacy"}, "metallb.io/address-pool: legacy"},
-		{"the older spelling", map[string]string{names.MetalLBLegacyAddressPool: "old"},
-			map[string]string{names.AnnotationOwnerPool: "old"}, "metallb.universe.tf/address-pool: old"},
-		{"an earlier record stays", map[string]string{names.MetalLBAddressPool: "b", names.AnnotationOwnerPool: "a"},
-			map[string]string{names.AnnotationOwnerPool: "a"}, "metallb.io/address-pool: b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := binding.CloneAnnotations(tt.in)
-			assert.Equal(t, tt.took, binding.TakeOverPool(got))
-			assert.Equal(t, tt.want, got)
-		})
-	}
 }
 
 func TestHandedBack(t *testing.T) {
@@ -200,8 +192,8 @@ func TestHandoffMessages(t *testing.T) {
 	assert.Equal(t, `Attached claim "ip": MetalLB is asked for 203.0.113.7 (gap handoff: the address was unheld for a moment, because the Service uses port 9/TCP, which the placeholder holding the address uses too)`,
 		msgAssociated("ip", "203.0.113.7", ModeGap, ShareProblem(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)}), "k")))
 	assert.Equal(t, "Attached to Service tenant/web (claim tenant/ip, shared handoff)", msgAssociatedAddress("tenant", "web", "ip", ModeShared))
-	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeShared), "Detaching 203.0.113.7 (shared handoff): a placeholder holds the address")
-	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeGap), `Detaching 203.0.113.7: the pin is set to "::"`)
+	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeShared, "gold"), "Detaching 203.0.113.7 (shared handoff): a placeholder holds the address")
+	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeGap, "gold"), `Detaching 203.0.113.7: the pin is set to "::"`)
 	assert.Contains(t, msgHandingBack([]string{"203.0.113.7", "2001:db8::7"}), "Detaching 203.0.113.7,2001:db8::7 (shared handoff): the Service keeps the address")
 }
 
@@ -214,7 +206,7 @@ func TestDetachMode(t *testing.T) {
 		return s
 	}
 	shared := func() *corev1.Service {
-		return holding(workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"))
+		return holding(workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip"))
 	}
 	for _, tt := range []struct {
 		name     string
@@ -225,11 +217,11 @@ func TestDetachMode(t *testing.T) {
 	}{
 		{"holds, shares our key", shared(), key, false, ModeShared},
 		{"given up", shared(), key, true, ModeGap},
-		{"does not hold the addresses", workload(http, names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip"), key, false, ModeGap},
-		{"the key is not the driver's", holding(workload(http, names.MetalLBAllowSharedIP, key)), key, false, ModeGap},
+		{"does not hold the addresses", workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip"), key, false, ModeGap},
+		{"the key is not the driver's", holding(workload(http, marks.KeySharing, key)), key, false, ModeGap},
 		{"another key than the addresses'", shared(), "metallb-iad-other", false, ModeGap},
 		{"cannot share (a port a placeholder uses)", holding(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)},
-			names.MetalLBAllowSharedIP, key, names.AnnotationSharedBy, "ip")), key, false, ModeGap},
+			marks.KeySharing, key, marks.KeySharedBy, "ip")), key, false, ModeGap},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, DetachMode(tt.svc, ips, tt.key, tt.givingUp))
@@ -284,13 +276,13 @@ func TestUnkeyedHolder(t *testing.T) {
 		want    string
 	}{
 		{"nobody holds the address: nothing to wait for", nil, ""},
-		{"the hold carries the key", []corev1.Service{holder(phNS, "hold", true, names.MetalLBAllowSharedIP, key)}, ""},
+		{"the hold carries the key", []corev1.Service{holder(phNS, "hold", true, marks.KeySharing, key)}, ""},
 		{"the hold carries no key yet", []corev1.Service{holder(phNS, "hold", true)}, "hold"},
-		{"the hold carries another key", []corev1.Service{holder(phNS, "hold", true, names.MetalLBAllowSharedIP, "old")}, "hold"},
+		{"the hold carries another key", []corev1.Service{holder(phNS, "hold", true, marks.KeySharing, "old")}, "hold"},
 		{"a workload without the key is not a placeholder", []corev1.Service{holder("tenant", "web", false)}, ""},
 		{"an unlabelled Service of the placeholder namespace is not a placeholder", []corev1.Service{holder(phNS, "x", false)}, ""},
 		{"the second holder lacks it", []corev1.Service{
-			holder(phNS, "hold", true, names.MetalLBAllowSharedIP, key), holder(phNS, "alloc", true)}, "alloc"},
+			holder(phNS, "hold", true, marks.KeySharing, key), holder(phNS, "alloc", true)}, "alloc"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := UnkeyedHolder(tt.holders, key, phNS)

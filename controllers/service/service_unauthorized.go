@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -191,7 +191,7 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		for _, ip := range binding.IngressIPs(s) {
+		for _, ip := range marks.IngressIPs(s) {
 			if classOfIP(classes, ip) != "" {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 				break

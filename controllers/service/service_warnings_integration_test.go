@@ -20,8 +20,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/ipaddress"
-	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -91,7 +91,7 @@ func TestFreshAnnotatedServicesAttachWithoutWarning(t *testing.T) {
 				suite.CreateForTest(t, plain)
 			}
 			pool := fixture.Pool(tc.class, tc.cidr)
-			classparams.WithGrant(pool, tc.class)
+			marks.WithGrant(pool, tc.class)
 			suite.CreateForTest(t, cluster.Class(tc.class, iadv1alpha1.ReclaimDelete, ""), pool)
 
 			const n = 8

@@ -4,19 +4,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // ShareProblem explains why the Service cannot share the claim's
 // addresses (sharing key key, SharingKeyOf) with their placeholders under
-// MetalLB's sharing rules (binding.ServiceShareProblem); "" when it can.
+// MetalLB's sharing rules (marks.ServiceShareProblem); "" when it can.
 func ShareProblem(svc *corev1.Service, key string) string {
 	if key == "" {
 		return "the claim's addresses are bound to different claim references, so they have no common sharing key"
 	}
-	return binding.ServiceShareProblem(svc)
+	return marks.ServiceShareProblem(svc)
 }
 
 // UnkeyedHolder returns, among holders, a placeholder that does not carry
@@ -26,7 +26,7 @@ func ShareProblem(svc *corev1.Service, key string) string {
 func UnkeyedHolder(holders []corev1.Service, key, placeholderNamespace string) *corev1.Service {
 	for i := range holders {
 		h := &holders[i]
-		if binding.Exempt(h, placeholderNamespace) && h.Annotations[names.MetalLBAllowSharedIP] != key {
+		if marks.Exempt(h, placeholderNamespace) && marks.Of(h).Sharing != key {
 			return h
 		}
 	}
@@ -34,41 +34,16 @@ func UnkeyedHolder(holders []corev1.Service, key, placeholderNamespace string) *
 }
 
 // SharingKeyOf is the sharing key common to addrs; "" when none or they disagree.
-func SharingKeyOf(addrs []*iadv1alpha1.IPAddress) string {
+func SharingKeyOf(keys marks.Keys, addrs []*iadv1alpha1.IPAddress) string {
 	key := ""
 	for i, a := range addrs {
-		k := binding.SharingKey(a)
+		k := keys.Of(a)
 		if i > 0 && k != key {
 			return ""
 		}
 		key = k
 	}
 	return key
-}
-
-// SharesOurKey reports whether the driver wrote the Service's sharing key.
-func SharesOurKey(svc *corev1.Service) bool { return binding.SharesOurKey(svc) }
-
-// GrantLabels is a Service's labels with the grant label of class (none
-// when class is empty), in a copy.
-func GrantLabels(in map[string]string, class string) map[string]string {
-	if class == "" {
-		return in
-	}
-	out := binding.CloneAnnotations(in)
-	out[names.LabelGrant] = class
-	return out
-}
-
-// UngrantedLabels is a Service's labels without the grant label, in a copy
-// when it has one.
-func UngrantedLabels(in map[string]string) map[string]string {
-	if _, ok := in[names.LabelGrant]; !ok {
-		return in
-	}
-	out := binding.CloneAnnotations(in)
-	delete(out, names.LabelGrant)
-	return out
 }
 
 // ClassOf is the class of a claim's addresses; "" when there are none.
@@ -101,7 +76,7 @@ func HeldBeside(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
 	for i := range holders {
 		h := &holders[i]
-		if binding.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && binding.Holds(h, ips...) {
+		if marks.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && marks.Holds(h, ips...) {
 			return true
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -56,8 +57,8 @@ type Options struct {
 	MetalLBNamespace     string
 	// ParkingPool is Deps.ParkingPool.
 	ParkingPool string
-	// SharingKeySecret names the Secret holding the secret of
-	// names.SetSharingSecret (LoadSharingSecret).
+	// SharingKeySecret names the Secret holding the secret of the sharing
+	// keys (LoadSharingSecret).
 	SharingKeySecret string
 	// SharingKeyCreate creates SharingKeySecret when it is missing.
 	SharingKeyCreate bool
@@ -72,6 +73,9 @@ type Options struct {
 	RetryPeriod   time.Duration
 
 	Zap zap.Options
+
+	// keys are the sharing keys LoadSharingSecret loaded.
+	keys marks.Keys
 
 	// SkipNameValidation lets tests run same-named controllers in one process.
 	SkipNameValidation bool
@@ -307,7 +311,7 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if !names.SharingSecretSet() {
+	if !o.keys.Secret() {
 		log.Info("no --sharing-key-secret or --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
 	}
 	mgr, err := c.NewManager(cfg, o)

@@ -5,6 +5,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // DefaultMetalLBNamespace is the default of --metallb-namespace.
@@ -25,11 +27,13 @@ type Deps struct {
 	// ParkingPool names the IPAddressPool a hold steps aside to while its
 	// address is attached (internal/parking); empty turns parking off.
 	ParkingPool string
+	// Keys derives the sharing keys, under the secret LoadSharingSecret loaded.
+	Keys marks.Keys
 }
 
 // Deps are the dependencies of a controller run on mgr with these options.
 func (o *Options) Deps(mgr ctrl.Manager) Deps {
-	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool}
+	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool, Keys: o.keys}
 }
 
 // Default fills what is unset from mgr, with a recorder for eventSource.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // SharingKeyField is the data key of the sharing-key Secret.
@@ -104,8 +104,9 @@ func EnsureSharingSecret(ctx context.Context, c client.Client, key client.Object
 	}
 }
 
-// LoadSharingSecret sets names.SetSharingSecret from --sharing-key-secret
-// or --sharing-key-file; with neither it does nothing.
+// LoadSharingSecret loads the secret of the sharing keys (Deps.Keys) from
+// --sharing-key-secret or --sharing-key-file; with neither the keys have
+// no secret.
 func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error {
 	switch {
 	case o.SharingKeySecret != "" && o.SharingKeyFile != "":
@@ -123,7 +124,7 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 		if err != nil {
 			return err
 		}
-		names.SetSharingSecret(b)
+		o.keys = marks.NewKeys(b)
 	case o.SharingKeyFile != "":
 		raw, err := os.ReadFile(o.SharingKeyFile)
 		if err != nil {
@@ -133,7 +134,7 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 		if err != nil {
 			return err
 		}
-		names.SetSharingSecret(b)
+		o.keys = marks.NewKeys(b)
 	}
 	return nil
 }

@@ -10,25 +10,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
-
-// WithGrant makes a rendered pool admit only the Services the driver
-// granted it to: serviceAllocation.serviceSelectors holds the grant
-// selector of the class alone. MetalLB checks it for every assignment,
-// also of an address a Service asks for by pin, and for every assignment
-// it already made when it processes the Service again.
-func WithGrant(pool *metallbv1beta1.IPAddressPool, class string) {
-	pool.Spec.AllocateTo = &metallbv1beta1.ServiceAllocation{
-		ServiceSelectors: []metav1.LabelSelector{names.GrantSelector(class)},
-	}
-}
-
-// RequiresGrant reports whether a pool admits only Services carrying the
-// class's grant label.
-func RequiresGrant(pool *metallbv1beta1.IPAddressPool, class string) bool {
-	return names.PoolRequiresGrant(pool, class)
-}
 
 // GrantSettle is how long every address of a class must have reported
 // Granted before its pool starts requiring the grant. MetalLB checks a
@@ -49,7 +32,7 @@ const GrantSettle = 3 * time.Second
 // addresses not granted yet, by name; after, when every address is
 // granted but not for long enough, says when to decide again.
 func GrantDecision(existing *metallbv1beta1.IPAddressPool, class string, addrs []iadv1alpha1.IPAddress, now time.Time) (grant bool, waiting []string, after time.Duration) {
-	if existing == nil || RequiresGrant(existing, class) {
+	if existing == nil || marks.RequiresGrant(existing, class) {
 		// A new pool has no holders to lose.
 		return true, nil, 0
 	}

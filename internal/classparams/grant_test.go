@@ -10,7 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestGrantDecision(t *testing.T) {
@@ -31,9 +31,9 @@ func TestGrantDecision(t *testing.T) {
 	yes, no := true, false
 	plain := &metallbv1beta1.IPAddressPool{}
 	granted := &metallbv1beta1.IPAddressPool{}
-	WithGrant(granted, "public")
+	marks.WithGrant(granted, "public")
 	otherClass := &metallbv1beta1.IPAddressPool{}
-	WithGrant(otherClass, "private")
+	marks.WithGrant(otherClass, "private")
 
 	tests := []struct {
 		name     string
@@ -81,14 +81,4 @@ func TestGrantDecisionSettles(t *testing.T) {
 	assert.True(t, got)
 	assert.Empty(t, waiting)
 	assert.Zero(t, after)
-}
-
-func TestWithGrant(t *testing.T) {
-	pool := &metallbv1beta1.IPAddressPool{}
-	assert.False(t, RequiresGrant(pool, "public"))
-	WithGrant(pool, "public")
-	assert.True(t, RequiresGrant(pool, "public"))
-	assert.False(t, RequiresGrant(pool, "private"))
-	assert.Equal(t, []metav1.LabelSelector{{MatchLabels: map[string]string{names.LabelGrant: "public"}}}, pool.Spec.AllocateTo.ServiceSelectors)
-	assert.Empty(t, pool.Spec.AllocateTo.Namespaces, "no namespace restriction")
 }

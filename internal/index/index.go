@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/binding"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -94,10 +94,10 @@ var All = []Indexer{
 		return nil
 	}},
 	{&corev1.Service{}, ServiceByIngressIP, func(o client.Object) []string {
-		return binding.IngressIPs(o.(*corev1.Service))
+		return marks.IngressIPs(o.(*corev1.Service))
 	}},
 	{&corev1.Service{}, ServiceByPinnedIP, func(o client.Object) []string {
-		return names.SplitIPs(o.GetAnnotations()[names.MetalLBLoadBalancerIPs])
+		return marks.Of(o.(*corev1.Service)).PinIPs()
 	}},
 	{&corev1.Service{}, PlaceholderByAddress, func(o client.Object) []string {
 		if v := o.GetLabels()[names.LabelAddress]; v != "" {

@@ -43,3 +43,15 @@ func ParseAddress(s string) (netip.Addr, error) {
 	}
 	return ip.Unmap(), nil
 }
+
+// SplitIPs parses a comma-separated list of IPs (a MetalLB pin) into
+// canonical IPs, skipping what does not parse.
+func SplitIPs(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if ip, err := ParseAddress(f); err == nil {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}

@@ -20,11 +20,6 @@ const (
 
 	// AnnotationImportedInto marks an imported Service with its generated claim.
 	AnnotationImportedInto = Domain + "imported-into"
-	// AnnotationOwnerPin records an imported Service's own pin, never withdrawn.
-	AnnotationOwnerPin = Domain + "owner-pin"
-	// AnnotationOwnerPool records the pool request binding.TakeOverPool
-	// removed; never written back.
-	AnnotationOwnerPool = Domain + "owner-address-pool"
 )
 
 const importedSuffix = "-imported-"

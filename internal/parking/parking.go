@@ -1,6 +1,7 @@
 // Package parking decides whether a hold placeholder can step aside for an
 // attached workload without costing MetalLB a full pass over every Service,
-// and writes the annotations that park it and bring it back.
+// and finds the parking pool (marks.Park and marks.Hold write the marks
+// that park it and bring it back).
 //
 // MetalLB reprocesses every Service when a Service it had allocated is
 // deleted, or is left without an address while that address is still in a
@@ -17,12 +18,10 @@ import (
 	"net/netip"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // DefaultPool is the name of the parking pool the chart installs.
@@ -51,29 +50,6 @@ func ServesAll(pool *metallbv1beta1.IPAddressPool, ips []netip.Addr) bool {
 		}
 	}
 	return len(ips) > 0
-}
-
-// Parked reports whether a placeholder asks for the parking pool named pool
-// and no address of its own: it has stepped aside.
-func Parked(svc *corev1.Service, pool string) bool {
-	return pool != "" && svc.Annotations[names.MetalLBAddressPool] == pool &&
-		svc.Annotations[names.MetalLBLoadBalancerIPs] == "" && svc.Annotations[names.MetalLBLegacyLoadBalancerIPs] == ""
-}
-
-// Annotations are a placeholder's annotations parked in pool: no pin and
-// no sharing key (a first allocation with a key would cost a full pass),
-// the parking pool requested. The input is not modified.
-func Annotations(in map[string]string, pool string) map[string]string {
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	for _, k := range []string{names.MetalLBLoadBalancerIPs, names.MetalLBLegacyLoadBalancerIPs,
-		names.MetalLBAllowSharedIP, names.MetalLBLegacyAllowSharedIP, names.MetalLBLegacyAddressPool} {
-		delete(out, k)
-	}
-	out[names.MetalLBAddressPool] = pool
-	return out
 }
 
 // Get reads the parking pool named name in namespace from c; nil, and no

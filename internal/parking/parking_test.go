@@ -6,10 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func pool(addresses ...string) *metallbv1beta1.IPAddressPool {
@@ -40,32 +37,4 @@ func TestServes(t *testing.T) {
 		assert.Equal(t, tt.v4 && tt.v6, ServesAll(tt.pool, []netip.Addr{v4, v6}), tt.name+": both")
 	}
 	assert.False(t, ServesAll(pool("240.0.0.0/16"), nil), "no address: nothing to park")
-}
-
-func TestParked(t *testing.T) {
-	svc := func(ann ...string) *corev1.Service {
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
-		for i := 0; i+1 < len(ann); i += 2 {
-			s.Annotations[ann[i]] = ann[i+1]
-		}
-		return s
-	}
-	assert.True(t, Parked(svc(names.MetalLBAddressPool, "park"), "park"))
-	assert.False(t, Parked(svc(names.MetalLBAddressPool, "park"), ""), "parking off")
-	assert.False(t, Parked(svc(names.MetalLBAddressPool, "iad-c"), "park"), "the class pool")
-	assert.False(t, Parked(svc(names.MetalLBAddressPool, "park", names.MetalLBLoadBalancerIPs, "192.0.2.7"), "park"), "pinned")
-	assert.False(t, Parked(svc(names.MetalLBAddressPool, "park", names.MetalLBLegacyLoadBalancerIPs, "192.0.2.7"), "park"), "pinned, legacy")
-}
-
-func TestAnnotations(t *testing.T) {
-	in := map[string]string{
-		names.MetalLBAddressPool: "iad-c", names.MetalLBLegacyAddressPool: "iad-c",
-		names.MetalLBLoadBalancerIPs: "192.0.2.7", names.MetalLBLegacyLoadBalancerIPs: "192.0.2.7",
-		names.MetalLBAllowSharedIP: "k", names.MetalLBLegacyAllowSharedIP: "k",
-		names.AnnotationClass: "c",
-	}
-	out := Annotations(in, "park")
-	assert.Equal(t, map[string]string{names.MetalLBAddressPool: "park", names.AnnotationClass: "c"}, out)
-	assert.Equal(t, "192.0.2.7", in[names.MetalLBLoadBalancerIPs], "the input is not modified")
-	assert.Equal(t, map[string]string{names.MetalLBAddressPool: "park"}, Annotations(nil, "park"))
 }

@@ -18,7 +18,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -259,7 +259,7 @@ func (e *env) repin(b *testing.B, ns string, svcs, ips []string) (Summary, time.
 	t0 := time.Now()
 	require.NoError(b, parallel(len(svcs), 16, func(i int) error {
 		starts[i] = time.Now()
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, names.MetalLBLoadBalancerIPs, ips[i])
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, marks.KeyPin, ips[i])
 		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
 			client.RawPatch(types.MergePatchType, patch))
 	}), "re-pin plain Services")

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -160,14 +160,14 @@ func TestAdmissionPolicy(t *testing.T) {
 	// The policy takes a moment to be enforced after it is created.
 	t.Run("tenant cannot pin an address", func(t *testing.T) {
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			err := tenant.Create(ctx, lbService("probe", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7"}))
+			err := tenant.Create(ctx, lbService("probe", map[string]string{marks.KeyPin: "203.0.113.7"}))
 			if err == nil {
 				_ = tenant.Delete(ctx, lbService("probe", nil))
 			}
 			require.Error(ct, err, "not enforced yet")
 		}, timeout, tick)
-		err := tenant.Create(ctx, lbService("pin", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7"}))
-		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+		err := tenant.Create(ctx, lbService("pin", map[string]string{marks.KeyPin: "203.0.113.7"}))
+		requireDenied(t, err, "annotation "+marks.KeyPin)
 		assert.Contains(t, err.Error(), "local.sdn.cozystack.io/ip-address-claim")
 	})
 
@@ -179,32 +179,32 @@ func TestAdmissionPolicy(t *testing.T) {
 	})
 
 	t.Run("tenant cannot set the authorship marker", func(t *testing.T) {
-		err := tenant.Create(ctx, lbService("marker", map[string]string{names.AnnotationPinnedBy: "tenant-a/claim"}))
-		requireDenied(t, err, "annotation "+names.AnnotationPinnedBy)
+		err := tenant.Create(ctx, lbService("marker", map[string]string{marks.KeyPinnedBy: "tenant-a/claim"}))
+		requireDenied(t, err, "annotation "+marks.KeyPinnedBy)
 	})
 
 	t.Run("tenant cannot grant itself a class pool", func(t *testing.T) {
 		svc := lbService("granted", nil)
-		svc.Labels = map[string]string{names.LabelGrant: "public"}
-		requireDenied(t, tenant.Create(ctx, svc), "label "+names.LabelGrant)
+		svc.Labels = map[string]string{marks.LabelGrant: "public"}
+		requireDenied(t, tenant.Create(ctx, svc), "label "+marks.LabelGrant)
 
 		// Nor add it later, nor remove it from a Service the driver granted.
 		plain := lbService("to-grant", nil)
 		require.NoError(t, tenant.Create(ctx, plain))
 		patch := client.MergeFrom(plain.DeepCopy())
-		plain.Labels = map[string]string{names.LabelGrant: "public"}
-		requireDenied(t, tenant.Patch(ctx, plain, patch), "label "+names.LabelGrant)
+		plain.Labels = map[string]string{marks.LabelGrant: "public"}
+		requireDenied(t, tenant.Patch(ctx, plain, patch), "label "+marks.LabelGrant)
 
 		granted := lbService("driver-granted", nil)
-		granted.Labels = map[string]string{names.LabelGrant: "public"}
+		granted.Labels = map[string]string{marks.LabelGrant: "public"}
 		require.NoError(t, c.Client.Create(ctx, granted), "system:masters is allowlisted")
 		mine := &corev1.Service{}
 		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(granted), mine))
 		mine.Labels["tier"] = "front"
 		require.NoError(t, tenant.Update(ctx, mine), "an edit keeping the grant is admitted")
 		patch = client.MergeFrom(mine.DeepCopy())
-		delete(mine.Labels, names.LabelGrant)
-		requireDenied(t, tenant.Patch(ctx, mine, patch), "label "+names.LabelGrant)
+		delete(mine.Labels, marks.LabelGrant)
+		requireDenied(t, tenant.Patch(ctx, mine, patch), "label "+marks.LabelGrant)
 	})
 
 	t.Run("tenant cannot set spec.loadBalancerIP", func(t *testing.T) {
@@ -226,8 +226,8 @@ func TestAdmissionPolicy(t *testing.T) {
 
 		// Adding a reserved field later is refused like at creation.
 		patch = client.MergeFrom(svc.DeepCopy())
-		svc.Annotations[names.MetalLBAddressPool] = "iad-public"
-		requireDenied(t, tenant.Patch(ctx, svc, patch), "annotation "+names.MetalLBAddressPool)
+		svc.Annotations[marks.KeyPool] = "iad-public"
+		requireDenied(t, tenant.Patch(ctx, svc, patch), "annotation "+marks.KeyPool)
 		fresh := &corev1.Service{}
 		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), fresh))
 		fresh.Spec.LoadBalancerIP = "203.0.113.9"
@@ -236,9 +236,9 @@ func TestAdmissionPolicy(t *testing.T) {
 
 	t.Run("admin pins, tenant edits around the pin", func(t *testing.T) {
 		svc := lbService("admin-pinned", map[string]string{
-			names.MetalLBLoadBalancerIPs: "203.0.113.10",
-			names.MetalLBAllowSharedIP:   "key-1",
-			names.AnnotationPinnedBy:     "tenant-a/web",
+			marks.KeyPin:      "203.0.113.10",
+			marks.KeySharing:  "key-1",
+			marks.KeyPinnedBy: "tenant-a/web",
 		})
 		svc.Spec.LoadBalancerIP = "203.0.113.10"
 		require.NoError(t, c.Client.Create(ctx, svc), "system:masters is allowlisted")
@@ -253,12 +253,12 @@ func TestAdmissionPolicy(t *testing.T) {
 		require.NoError(t, tenant.Patch(ctx, mine, patch))
 
 		patch = client.MergeFrom(mine.DeepCopy())
-		mine.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.11"
-		requireDenied(t, tenant.Patch(ctx, mine, patch), "annotation "+names.MetalLBLoadBalancerIPs)
+		mine.Annotations[marks.KeyPin] = "203.0.113.11"
+		requireDenied(t, tenant.Patch(ctx, mine, patch), "annotation "+marks.KeyPin)
 
 		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
-		delete(mine.Annotations, names.AnnotationPinnedBy)
-		requireDenied(t, tenant.Update(ctx, mine), "annotation "+names.AnnotationPinnedBy)
+		delete(mine.Annotations, marks.KeyPinnedBy)
+		requireDenied(t, tenant.Update(ctx, mine), "annotation "+marks.KeyPinnedBy)
 
 		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
 		mine.Spec.LoadBalancerIP = ""
@@ -266,8 +266,8 @@ func TestAdmissionPolicy(t *testing.T) {
 
 		// Nothing the tenant was refused got through.
 		require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(svc), mine))
-		assert.Equal(t, "203.0.113.10", mine.Annotations[names.MetalLBLoadBalancerIPs])
-		assert.Equal(t, "tenant-a/web", mine.Annotations[names.AnnotationPinnedBy])
+		assert.Equal(t, "203.0.113.10", mine.Annotations[marks.KeyPin])
+		assert.Equal(t, "tenant-a/web", mine.Annotations[marks.KeyPinnedBy])
 		assert.Equal(t, "203.0.113.10", mine.Spec.LoadBalancerIP)
 		assert.Equal(t, "back", mine.Labels["tier"])
 	})
@@ -276,41 +276,41 @@ func TestAdmissionPolicy(t *testing.T) {
 		for _, ctl := range []string{"service", "claim", "ipaddress"} {
 			driver := newClient(t, c.ServiceAccountConfig(releaseNS, "metallb-iad-"+ctl))
 			svc := lbService("by-"+ctl, map[string]string{
-				names.MetalLBLoadBalancerIPs: "203.0.113.20",
-				names.AnnotationPinnedBy:     "tenant-a/web",
+				marks.KeyPin:      "203.0.113.20",
+				marks.KeyPinnedBy: "tenant-a/web",
 			})
-			svc.Labels = map[string]string{names.LabelGrant: "public"}
+			svc.Labels = map[string]string{marks.LabelGrant: "public"}
 			require.NoError(t, driver.Create(ctx, svc), ctl)
 
 			patch := client.MergeFrom(svc.DeepCopy())
-			svc.Annotations[names.MetalLBLoadBalancerIPs] = "203.0.113.21"
-			svc.Annotations[names.MetalLBAllowSharedIP] = "key-2"
+			svc.Annotations[marks.KeyPin] = "203.0.113.21"
+			svc.Annotations[marks.KeySharing] = "key-2"
 			require.NoError(t, driver.Patch(ctx, svc, patch), ctl)
 
 			patch = client.MergeFrom(svc.DeepCopy())
-			delete(svc.Annotations, names.MetalLBLoadBalancerIPs)
-			delete(svc.Annotations, names.AnnotationPinnedBy)
-			delete(svc.Labels, names.LabelGrant)
+			delete(svc.Annotations, marks.KeyPin)
+			delete(svc.Annotations, marks.KeyPinnedBy)
+			delete(svc.Labels, marks.LabelGrant)
 			require.NoError(t, driver.Patch(ctx, svc, patch), "%s withdraws its pin and grant", ctl)
 		}
 	})
 
 	t.Run("the class controller is not a writer", func(t *testing.T) {
 		class := newClient(t, c.ServiceAccountConfig(releaseNS, "metallb-iad-class"))
-		err := class.Create(ctx, lbService("by-class", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.30"}))
-		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+		err := class.Create(ctx, lbService("by-class", map[string]string{marks.KeyPin: "203.0.113.30"}))
+		requireDenied(t, err, "annotation "+marks.KeyPin)
 	})
 
 	t.Run("a driver of another namespace is not a writer", func(t *testing.T) {
 		other := newClient(t, c.ServiceAccountConfig(tenantNS, "metallb-iad-service"))
-		err := other.Create(ctx, lbService("lookalike", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.31"}))
-		requireDenied(t, err, "annotation "+names.MetalLBLoadBalancerIPs)
+		err := other.Create(ctx, lbService("lookalike", map[string]string{marks.KeyPin: "203.0.113.31"}))
+		requireDenied(t, err, "annotation "+marks.KeyPin)
 	})
 
 	t.Run("an allowlisted group pins", func(t *testing.T) {
 		cfg, err := c.AddUser("ops", "kubeadm:cluster-admins")
 		require.NoError(t, err)
-		svc := lbService("by-ops", map[string]string{names.MetalLBAddressPool: "iad-public"})
+		svc := lbService("by-ops", map[string]string{marks.KeyPool: "iad-public"})
 		svc.Spec.LoadBalancerIP = "203.0.113.40"
 		require.NoError(t, newClient(t, cfg).Create(ctx, svc))
 	})
@@ -328,9 +328,9 @@ func TestAdmissionPolicy(t *testing.T) {
 		cfg.WarningHandler = w
 		warned := newClient(t, cfg)
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
-			svc := lbService("warned", map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.50"})
+			svc := lbService("warned", map[string]string{marks.KeyPin: "203.0.113.50"})
 			require.NoError(ct, warned.Create(ctx, svc), "not switched to Warn yet")
 		}, timeout, tick)
-		assert.Contains(t, w.String(), "annotation "+names.MetalLBLoadBalancerIPs+" is reserved")
+		assert.Contains(t, w.String(), "annotation "+marks.KeyPin+" is reserved")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/manifests"
 )
@@ -627,14 +628,14 @@ podDisruptionBudget: {enabled: true, minAvailable: "50%"}
 
 // reservedAnnotations are the Service annotations the admission policy guards.
 var reservedAnnotations = []string{
-	names.MetalLBLoadBalancerIPs,
-	names.MetalLBAddressPool,
-	names.MetalLBAllowSharedIP,
+	marks.KeyPin,
+	marks.KeyPool,
+	marks.KeySharing,
 	"metallb.universe.tf/loadBalancerIPs",
 	"metallb.universe.tf/address-pool",
 	"metallb.universe.tf/allow-shared-ip",
-	names.AnnotationPinnedBy,
-	names.AnnotationSharedBy,
+	marks.KeyPinnedBy,
+	marks.KeySharedBy,
 }
 
 func TestAdmissionPolicyRender(t *testing.T) {
@@ -672,8 +673,8 @@ admissionPolicy:
 		assert.NotContains(t, v["message"], "\n")
 	}
 	grant := validations[len(reservedAnnotations)].(map[string]any)
-	assert.Contains(t, grant["expression"], `"`+names.LabelGrant+`"`)
-	assert.Contains(t, grant["message"], "label "+names.LabelGrant+" is reserved")
+	assert.Contains(t, grant["expression"], `"`+marks.LabelGrant+`"`)
+	assert.Contains(t, grant["message"], "label "+marks.LabelGrant+" is reserved")
 	last := validations[len(reservedAnnotations)+1].(map[string]any)
 	assert.Contains(t, last["expression"], "object.spec.loadBalancerIP")
 	assert.Contains(t, last["message"], "spec.loadBalancerIP is reserved")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -106,7 +107,7 @@ func adopt(ctx context.Context, k client.Client, ip string) error {
 	say("IPAddress %s: phase %s, reclaim policy %s, attached to %s/%s", addrName, a.Status.Phase, a.Spec.ReclaimPolicy, legacyNamespace, legacyService)
 	say("Service %s/%s still holds %s, now annotated %s: %s and pinned by the driver (%s=%s)",
 		legacyNamespace, legacyService, ip, iadv1alpha1.ServiceClaimAnnotation, claimName,
-		names.MetalLBLoadBalancerIPs, svc.Annotations[names.MetalLBLoadBalancerIPs])
+		marks.KeyPin, svc.Annotations[marks.KeyPin])
 
 	step("The admin retires pool '%s': MetalLB loads %s, and %s/%s keeps %s", legacyPool, names.PoolName("public"), legacyNamespace, legacyService, ip)
 	if err := k.Delete(ctx, &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.MetalLBNamespace, Name: legacyPool}}); err != nil {

@@ -38,6 +38,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -141,7 +142,7 @@ func run(ctx context.Context, keep bool) error {
 	}); err != nil {
 		return err
 	}
-	say("MetalLB pool %s/%s rendered (autoAssign: false, admits only Services carrying %s=public);", cluster.MetalLBNamespace, names.PoolName("public"), names.LabelGrant)
+	say("MetalLB pool %s/%s rendered (autoAssign: false, admits only Services carrying %s=public);", cluster.MetalLBNamespace, names.PoolName("public"), marks.LabelGrant)
 	say("MetalLB declines it while it overlaps pool %s and keeps serving its last valid configuration", legacyPool)
 	if err := adopt(ctx, k, legacyIP); err != nil {
 		return err
@@ -330,7 +331,7 @@ func attach(ctx context.Context, k client.Client, name, ip string) error {
 		return err
 	}
 	say("Service %s/%s has ingress %s after %s (pin %s=%s)", tenant, name, ip, time.Since(start).Round(time.Millisecond),
-		names.MetalLBLoadBalancerIPs, svc.Annotations[names.MetalLBLoadBalancerIPs])
+		marks.KeyPin, svc.Annotations[marks.KeyPin])
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -48,7 +49,7 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) ([]fu
 				require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
 				if assert.Len(t, list.Items, 1, "the hold is kept") {
 					ph := &list.Items[0]
-					assert.Equal(t, parking.DefaultPool, ph.Annotations[names.MetalLBAddressPool], "parked")
+					assert.Equal(t, parking.DefaultPool, ph.Annotations[marks.KeyPool], "parked")
 					for _, in := range ph.Status.LoadBalancer.Ingress {
 						assert.NotEqual(t, a.Address, in.IP, "the parked hold does not hold the address")
 					}

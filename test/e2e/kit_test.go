@@ -21,6 +21,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -187,7 +188,7 @@ func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 		s := &corev1.Service{}
 		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: svc}, s))
 		assert.Equal(t, want, ingress(s))
-		assert.Equal(t, strings.Join(want, ","), s.Annotations[names.MetalLBLoadBalancerIPs])
+		assert.Equal(t, strings.Join(want, ","), s.Annotations[marks.KeyPin])
 		for _, a := range addrs {
 			addr := &iadv1alpha1.IPAddress{}
 			require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Name: a.Name}, addr))
@@ -197,10 +198,10 @@ func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 			list := &corev1.ServiceList{}
 			require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
 				client.MatchingLabels{names.LabelAddress: a.Name}))
-			if _, shared := s.Annotations[names.AnnotationSharedBy]; !shared {
+			if _, shared := s.Annotations[marks.KeySharedBy]; !shared {
 				assert.LessOrEqual(t, len(list.Items), 1, "at most the parked hold while attached")
 				for i := range list.Items {
-					assert.Equal(t, parking.DefaultPool, list.Items[i].Annotations[names.MetalLBAddressPool], "the hold is parked")
+					assert.Equal(t, parking.DefaultPool, list.Items[i].Annotations[marks.KeyPool], "the hold is parked")
 					assert.NotContains(t, ingress(&list.Items[i]), a.Address, "the parked hold does not hold %s", a.Address)
 				}
 				continue
@@ -227,8 +228,8 @@ func (k *kit) unannotate(name string) {
 	require.NoError(k.t, k.k.Patch(k.ctx, s, patch))
 	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
 		require.NoError(t, k.k.Get(k.ctx, client.ObjectKey{Namespace: k.ns, Name: name}, s))
-		assert.NotContains(t, s.Annotations, names.MetalLBLoadBalancerIPs)
-		assert.NotContains(t, s.Annotations, names.AnnotationPinnedBy)
+		assert.NotContains(t, s.Annotations, marks.KeyPin)
+		assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 	}, wait, tick, "the pin on %s/%s is withdrawn", k.ns, name)
 }
 
@@ -245,8 +246,8 @@ func (k *kit) deleteClaim(name string) {
 // so whether it gets the address depends on who holds it.
 func (k *kit) pinnedService(name, class, ip string) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Labels: map[string]string{names.LabelGrant: class},
-			Annotations: map[string]string{names.MetalLBLoadBalancerIPs: ip, names.MetalLBAddressPool: names.PoolName(class)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: name, Labels: map[string]string{marks.LabelGrant: class},
+			Annotations: map[string]string{marks.KeyPin: ip, marks.KeyPool: names.PoolName(class)}},
 		Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},

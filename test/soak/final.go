@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -126,7 +127,7 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 		switch {
 		case w == nil:
 			fail(FinalAttached, "address %s is attached to %s/%s, which does not exist", a.Name, at.Namespace, at.Name)
-		case a.Spec.ClaimRef == nil || w.Annotations[names.AnnotationPinnedBy] != a.Spec.ClaimRef.Name:
+		case a.Spec.ClaimRef == nil || w.Annotations[marks.KeyPinnedBy] != a.Spec.ClaimRef.Name:
 			fail(FinalAttached, "Service %s/%s holding %s lacks the driver's marker for its claim", w.Namespace, w.Name, a.Name)
 		default:
 			var same []string
@@ -167,7 +168,7 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 				// An attached address keeps its hold beside the Service
 				// (shared attachment) or parked in the parking pool.
 				attached := a != nil && a.Status.AssociatedTo != nil
-				if a == nil || a.DeletionTimestamp != nil || (attached && !sharedWith(a, svc) && !parking.Parked(sv, parking.DefaultPool)) {
+				if a == nil || a.DeletionTimestamp != nil || (attached && !sharedWith(a, svc) && !marks.Of(sv).Parked(parking.DefaultPool)) {
 					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached (not in a shared attachment, not parked)", sv.Name, name)
 				}
 			} else {
@@ -182,7 +183,7 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 		if ReleasePinned(sv) {
 			fail(FinalMarkers, "Service %s carries a release pin", key)
 		}
-		for _, m := range []string{names.AnnotationPinnedBy, names.AnnotationSharedBy} {
+		for _, m := range []string{marks.KeyPinnedBy, marks.KeySharedBy} {
 			if _, ok := sv.Annotations[m]; ok && !attachedTo[key] {
 				fail(FinalMarkers, "Service %s carries %s but nothing is attached to it", key, m)
 			}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -37,7 +38,7 @@ func AttachedTo(a *iadv1alpha1.IPAddress, s *corev1.Service) bool {
 		return true
 	}
 	ref := a.Spec.ClaimRef
-	return ref != nil && ref.Name != "" && ref.Namespace == s.Namespace && s.Annotations[names.AnnotationPinnedBy] == ref.Name
+	return ref != nil && ref.Name != "" && ref.Namespace == s.Namespace && s.Annotations[marks.KeyPinnedBy] == ref.Name
 }
 
 // SharedAttachment reports whether the address is attached to s in a
@@ -50,7 +51,7 @@ func SharedAttachment(a *iadv1alpha1.IPAddress, s *corev1.Service) bool {
 	if at == nil || at.Kind != "Service" || at.Namespace != s.Namespace || at.Name != s.Name {
 		return false
 	}
-	_, shared := s.Annotations[names.AnnotationSharedBy]
+	_, shared := s.Annotations[marks.KeySharedBy]
 	return shared
 }
 
@@ -108,7 +109,7 @@ func ClaimLoss(old, cur *iadv1alpha1.IPAddressClaim) (lost []string, leftBound b
 // unspecified address in metallb.io/loadBalancerIPs, which only the driver
 // writes, and only for the moment of a detach.
 func ReleasePinned(s *corev1.Service) bool {
-	for _, ip := range names.SplitIPs(s.Annotations[names.MetalLBLoadBalancerIPs]) {
+	for _, ip := range names.SplitIPs(s.Annotations[marks.KeyPin]) {
 		if ip == "0.0.0.0" || ip == "::" {
 			return true
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -44,9 +45,9 @@ func hold(a *iadv1alpha1.IPAddress, ns string) *corev1.Service {
 
 func TestDoubleHoldAllowed(t *testing.T) {
 	a := addr("ip-10-77-0-1", "10.77.0.1", iadv1alpha1.AddressBound, "t", "web-ip")
-	pinned := svc("t", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}, nil, "10.77.0.1")
+	pinned := svc("t", "web", map[string]string{marks.KeyPinnedBy: "web-ip"}, nil, "10.77.0.1")
 	plain := svc("t", "other", nil, nil, "10.77.0.1")
-	elsewhere := svc("u", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}, nil, "10.77.0.1")
+	elsewhere := svc("u", "web", map[string]string{marks.KeyPinnedBy: "web-ip"}, nil, "10.77.0.1")
 	attached := a.DeepCopy()
 	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "other"}
 	conflict := a.DeepCopy()
@@ -107,7 +108,7 @@ func TestCheckFinal(t *testing.T) {
 	held := addr("ip-10-77-0-1", "10.77.0.1", iadv1alpha1.AddressBound, "t", "a")
 	att := addr("ip-10-77-0-2", "10.77.0.2", iadv1alpha1.AddressBound, "t", "b")
 	att.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
-	web := svc("t", "web", map[string]string{names.AnnotationPinnedBy: "b", iadv1alpha1.ServiceClaimAnnotation: "b"}, nil, "10.77.0.2")
+	web := svc("t", "web", map[string]string{marks.KeyPinnedBy: "b", iadv1alpha1.ServiceClaimAnnotation: "b"}, nil, "10.77.0.2")
 	claimB := iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "b", UID: "cb"},
 		Spec: iadv1alpha1.IPAddressClaimSpec{Family: iadv1alpha1.FamilyIPv4}, Status: iadv1alpha1.IPAddressClaimStatus{Phase: iadv1alpha1.ClaimBound}}
 	good := func() *State {
@@ -127,7 +128,7 @@ func TestCheckFinal(t *testing.T) {
 	// A shared attachment: the hold placeholder holds the IP beside the
 	// Service, which carries the driver's sharing key.
 	shared := good()
-	shared.Services[1].Annotations = map[string]string{names.AnnotationPinnedBy: "b", iadv1alpha1.ServiceClaimAnnotation: "b", names.AnnotationSharedBy: "b"}
+	shared.Services[1].Annotations = map[string]string{marks.KeyPinnedBy: "b", iadv1alpha1.ServiceClaimAnnotation: "b", marks.KeySharedBy: "b"}
 	shared.Services = append(shared.Services, *hold(att, phNS))
 	checks, findings = CheckFinal(shared, phNS, retain)
 	assert.Empty(t, findings, "placeholder and Service both hold the IP of a shared attachment")
@@ -137,7 +138,7 @@ func TestCheckFinal(t *testing.T) {
 	// of its own.
 	parked := good()
 	ph := hold(att, phNS)
-	ph.Annotations = map[string]string{names.MetalLBAddressPool: parking.DefaultPool}
+	ph.Annotations = map[string]string{marks.KeyPool: parking.DefaultPool}
 	ph.Status.LoadBalancer.Ingress[0].IP = "240.0.0.1"
 	parked.Services = append(parked.Services, *ph)
 	_, findings = CheckFinal(parked, phNS, retain)
@@ -149,25 +150,25 @@ func TestCheckFinal(t *testing.T) {
 		kind   string
 	}{
 		{"hold placeholder gone", func(s *State) { s.Services = s.Services[1:] }, FinalHeld},
-		{"attached Service lost its marker", func(s *State) { delete(s.Services[1].Annotations, names.AnnotationPinnedBy) }, FinalAttached},
+		{"attached Service lost its marker", func(s *State) { delete(s.Services[1].Annotations, marks.KeyPinnedBy) }, FinalAttached},
 		{"attached Service holds another IP", func(s *State) { s.Services[1].Status.LoadBalancer.Ingress[0].IP = "10.77.0.3" }, FinalAttached},
 		{"orphan placeholder", func(s *State) { s.Addresses = s.Addresses[1:] }, FinalOrphans},
 		{"release pin left", func(s *State) {
-			s.Services = append(s.Services, *svc("t", "old", map[string]string{names.MetalLBLoadBalancerIPs: "::"}, nil))
+			s.Services = append(s.Services, *svc("t", "old", map[string]string{marks.KeyPin: "::"}, nil))
 		}, FinalMarkers},
 		{"marker on a detached Service", func(s *State) {
-			s.Services = append(s.Services, *svc("t", "old", map[string]string{names.AnnotationSharedBy: "b"}, nil))
+			s.Services = append(s.Services, *svc("t", "old", map[string]string{marks.KeySharedBy: "b"}, nil))
 		}, FinalMarkers},
 		{"leak", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.1.5")) }, FinalLeak},
 		{"double hold at rest", func(s *State) { s.Services = append(s.Services, *svc("x", "plain", nil, nil, "10.77.0.2")) }, FinalDoubleHold},
 		{"placeholder beside a Service attached without sharing", func(s *State) { s.Services = append(s.Services, *hold(att, phNS)) }, FinalOrphans},
 		{"parked placeholder of an unattached address", func(s *State) {
-			s.Services[0].Annotations = map[string]string{names.MetalLBAddressPool: parking.DefaultPool}
+			s.Services[0].Annotations = map[string]string{marks.KeyPool: parking.DefaultPool}
 			s.Services[0].Status.LoadBalancer.Ingress[0].IP = "240.0.0.1"
 		}, FinalHeld},
-		{"shared attachment without its hold", func(s *State) { s.Services[1].Annotations[names.AnnotationSharedBy] = "b" }, FinalSharedHold},
+		{"shared attachment without its hold", func(s *State) { s.Services[1].Annotations[marks.KeySharedBy] = "b" }, FinalSharedHold},
 		{"shared attachment with two holds", func(s *State) {
-			s.Services[1].Annotations[names.AnnotationSharedBy] = "b"
+			s.Services[1].Annotations[marks.KeySharedBy] = "b"
 			s.Services = append(s.Services, *hold(att, phNS), *svc(phNS, "hold2", nil, map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: att.Name}, att.Spec.Address))
 		}, FinalSharedHold},
 		{"Conflict left", func(s *State) { s.Addresses[0].Status.Phase = iadv1alpha1.AddressConflict }, FinalPhases},
@@ -175,7 +176,7 @@ func TestCheckFinal(t *testing.T) {
 		{"annotated Service never attached", func(s *State) {
 			s.Addresses[1].Status.AssociatedTo = nil
 			s.Services = append(s.Services, *hold(att, phNS))
-			delete(s.Services[1].Annotations, names.AnnotationPinnedBy)
+			delete(s.Services[1].Annotations, marks.KeyPinnedBy)
 			s.Services[1].Status.LoadBalancer.Ingress = nil
 		}, FinalAttachLives},
 	} {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -383,7 +384,7 @@ func serviceFor(ns, name string, c claimRec, shape string) *corev1.Service {
 	case shapePort9:
 		s.Spec.Ports[0].Port = 9
 	case shapeOwnKey:
-		s.Annotations[names.MetalLBAllowSharedIP] = "own-" + name
+		s.Annotations[marks.KeySharing] = "own-" + name
 	case shapeMismatch:
 		if c.family == iadv1alpha1.FamilyDual {
 			s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = []corev1.IPFamily{corev1.IPv4Protocol}, &single
@@ -666,7 +667,7 @@ func (st *storm) placeholderEdit(ctx context.Context) error {
 	var patch string
 	switch st.pick(3) {
 	case 0:
-		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, names.MetalLBLoadBalancerIPs)
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, marks.KeyPin)
 	case 1:
 		ips := IngressIPs(&p)
 		if len(ips) == 0 {
@@ -676,9 +677,9 @@ func (st *storm) placeholderEdit(ctx context.Context) error {
 		for i := 0; i < 1+st.pick(3); i++ {
 			a = a.Next()
 		}
-		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, names.MetalLBLoadBalancerIPs, a.String())
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, marks.KeyPin, a.String())
 	default:
-		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, names.MetalLBAllowSharedIP)
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, marks.KeySharing)
 	}
 	return st.k.Patch(ctx, &p, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
@@ -721,7 +722,7 @@ func (st *storm) rogueCreate(ctx context.Context) error {
 	}
 	s := serviceFor(Rogue, st.name("rogue"), claimRec{family: fam}, shapeShared)
 	delete(s.Annotations, iadv1alpha1.ServiceClaimAnnotation)
-	s.Annotations[names.MetalLBLoadBalancerIPs] = a.Spec.Address
+	s.Annotations[marks.KeyPin] = a.Spec.Address
 	if err := st.k.Create(ctx, s); err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
-package binding
+package marks
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
@@ -33,35 +31,27 @@ func ShapeProblem(svc *corev1.Service) string {
 // and pins only a Service with no key or pin of its own. Both the Service
 // and IPAddress controllers ask it before the shared handoff, so they agree.
 func ServiceShareProblem(svc *corev1.Service) string {
-	if p := HandPin(svc); p != "" {
+	m := Of(svc)
+	if p := m.HandPin(); p != "" {
 		return fmt.Sprintf("the Service carries its own MetalLB pin (%s)", p)
 	}
-	if v, ok := svc.Annotations[names.MetalLBLegacyAllowSharedIP]; ok {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBLegacyAllowSharedIP, v)
+	if m.ownLegacySharing {
+		return fmt.Sprintf("the Service carries its own %s (%q)", KeyLegacySharing, m.LegacySharing)
 	}
-	if v, ok := svc.Annotations[names.MetalLBAllowSharedIP]; ok && !SharesOurKey(svc) {
-		return fmt.Sprintf("the Service carries its own %s (%q)", names.MetalLBAllowSharedIP, v)
+	if m.ownSharing && !m.SharesOurKey() {
+		return fmt.Sprintf("the Service carries its own %s (%q)", KeySharing, m.Sharing)
 	}
 	return ShapeProblem(svc)
 }
 
-// SharesOurKey reports whether the driver wrote the Service's sharing key.
-func SharesOurKey(svc *corev1.Service) bool {
-	_, ok := svc.Annotations[names.AnnotationSharedBy]
-	return ok
-}
-
 // SharesHold reports whether svc, the attached Service, shares the address
-// with its hold placeholder: the driver's pin and the address's key, both
-// marked, no legacy key, a shape MetalLB lets share. Otherwise (the gap
-// handoff) the placeholder lets go.
-func SharesHold(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
+// whose sharing key is key with its hold placeholder: the driver's pin and
+// that key, both marked, no legacy key, a shape MetalLB lets share.
+// Otherwise (the gap handoff) the placeholder lets go.
+func SharesHold(svc *corev1.Service, key string) bool {
 	if svc == nil || svc.DeletionTimestamp != nil {
 		return false
 	}
-	_, pinned := svc.Annotations[names.AnnotationPinnedBy]
-	_, shared := svc.Annotations[names.AnnotationSharedBy]
-	_, legacy := svc.Annotations[names.MetalLBLegacyAllowSharedIP]
-	key, ok := svc.Annotations[names.MetalLBAllowSharedIP]
-	return pinned && shared && !legacy && ok && key != "" && key == SharingKey(a) && ShapeProblem(svc) == ""
+	m := Of(svc)
+	return m.PinnedBy != "" && m.SharesOurKey() && key != "" && m.KeyedExactly(key) && ShapeProblem(svc) == ""
 }

@@ -1,4 +1,4 @@
-package binding
+package marks
 
 import (
 	"testing"
@@ -8,18 +8,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func TestSharesHold(t *testing.T) {
 	a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2"},
 		Spec: iadv1alpha1.IPAddressSpec{Address: "10.0.0.2", ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "t", Name: "c", UID: "u"}}}
-	key := SharingKey(a)
+	key := Keys{}.Of(a)
 	base := func() *corev1.Service {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: map[string]string{
-				names.MetalLBLoadBalancerIPs: "10.0.0.2", names.AnnotationPinnedBy: "c",
-				names.MetalLBAllowSharedIP: key, names.AnnotationSharedBy: "c"}},
+				KeyPin: "10.0.0.2", KeyPinnedBy: "c",
+				KeySharing: key, KeySharedBy: "c"}},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
 		}
 	}
@@ -37,17 +36,17 @@ func TestSharesHold(t *testing.T) {
 		{"externalTrafficPolicy Local", func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		}, false},
-		{"another key", func(s *corev1.Service) { s.Annotations[names.MetalLBAllowSharedIP] = "other" }, false},
-		{"the key without the driver's marker", func(s *corev1.Service) { delete(s.Annotations, names.AnnotationSharedBy) }, false},
-		{"no pinned-by marker", func(s *corev1.Service) { delete(s.Annotations, names.AnnotationPinnedBy) }, false},
-		{"a legacy key beside", func(s *corev1.Service) { s.Annotations[names.MetalLBLegacyAllowSharedIP] = key }, false},
+		{"another key", func(s *corev1.Service) { s.Annotations[KeySharing] = "other" }, false},
+		{"the key without the driver's marker", func(s *corev1.Service) { delete(s.Annotations, KeySharedBy) }, false},
+		{"no pinned-by marker", func(s *corev1.Service) { delete(s.Annotations, KeyPinnedBy) }, false},
+		{"a legacy key beside", func(s *corev1.Service) { s.Annotations[KeyLegacySharing] = key }, false},
 		{"being deleted", func(s *corev1.Service) { s.DeletionTimestamp = &now }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base()
 			tc.edit(s)
-			assert.Equal(t, tc.want, SharesHold(a, s))
+			assert.Equal(t, tc.want, SharesHold(s, key))
 		})
 	}
-	assert.False(t, SharesHold(a, nil), "no Service")
+	assert.False(t, SharesHold(nil, key), "no Service")
 }

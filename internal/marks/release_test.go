@@ -1,4 +1,4 @@
-package binding
+package marks
 
 import (
 	"testing"
@@ -42,27 +42,47 @@ func TestIsReleasePin(t *testing.T) {
 	}
 }
 
-func TestReleaseAndWithdrawnAnnotations(t *testing.T) {
+func TestReleaseAndWithdraw(t *testing.T) {
 	shared := map[string]string{
-		"keep": "me", names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip",
-		names.MetalLBAllowSharedIP: "k", names.AnnotationSharedBy: "ip",
+		"keep": "me", KeyPin: "203.0.113.7", KeyPinnedBy: "ip",
+		KeySharing: "k", KeySharedBy: "ip",
 	}
-	released := ReleaseAnnotations(shared, "::")
-	assert.Equal(t, map[string]string{"keep": "me", names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip"}, released,
+	edited := func(in map[string]string, edit func(m *Marks)) map[string]string {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+		Edit(svc, edit)
+		return svc.Annotations
+	}
+	released := edited(shared, func(m *Marks) { m.Release("::") })
+	assert.Equal(t, map[string]string{"keep": "me", KeyPin: "::", KeyPinnedBy: "ip"}, released,
 		"the release pin replaces the pin, the key goes, the pinned-by marker stays")
-	assert.Equal(t, "203.0.113.7", shared[names.MetalLBLoadBalancerIPs], "the input is not modified")
-	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(released))
-	assert.Equal(t, map[string]string{"keep": "me"}, WithdrawnAnnotations(shared))
+	assert.Equal(t, "203.0.113.7", shared[KeyPin], "the input is not modified")
+	assert.Equal(t, map[string]string{"keep": "me"}, edited(released, (*Marks).Withdraw))
+	assert.Equal(t, map[string]string{"keep": "me"}, edited(shared, (*Marks).Withdraw))
+	assert.Equal(t, map[string]string{"keep": "me", KeyPinnedBy: "ip"}, edited(shared, func(m *Marks) { m.Release("") }),
+		"a release by the grant: the pin goes")
 
-	hand := map[string]string{names.MetalLBLoadBalancerIPs: "203.0.113.7", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"}
-	assert.Equal(t, map[string]string{names.MetalLBLoadBalancerIPs: "::", names.AnnotationPinnedBy: "ip", names.MetalLBAllowSharedIP: "team-a"},
-		ReleaseAnnotations(hand, "::"), "a key without the shared-by marker is not the driver's")
-	assert.Equal(t, map[string]string{names.MetalLBAllowSharedIP: "team-a"}, WithdrawnAnnotations(hand))
+	hand := map[string]string{KeyPin: "203.0.113.7", KeyPinnedBy: "ip", KeySharing: "team-a"}
+	assert.Equal(t, map[string]string{KeyPin: "::", KeyPinnedBy: "ip", KeySharing: "team-a"},
+		edited(hand, func(m *Marks) { m.Release("::") }), "a key without the shared-by marker is not the driver's")
+	assert.Equal(t, map[string]string{KeySharing: "team-a"}, edited(hand, (*Marks).Withdraw))
+}
+
+// releasedAnn and withdrawnAnn are annotations after Release and Withdraw.
+func releasedAnn(in map[string]string, release string) map[string]string {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+	Edit(svc, func(m *Marks) { m.Release(release) })
+	return svc.Annotations
+}
+
+func withdrawnAnn(in map[string]string) map[string]string {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+	Edit(svc, (*Marks).Withdraw)
+	return svc.Annotations
 }
 
 func TestReleasing(t *testing.T) {
-	granted := map[string]string{names.LabelGrant: "public"}
-	pinned := map[string]string{names.AnnotationPinnedBy: "ip", names.MetalLBLoadBalancerIPs: "203.0.113.7"}
+	granted := map[string]string{LabelGrant: "public"}
+	pinned := map[string]string{KeyPinnedBy: "ip", KeyPin: "203.0.113.7"}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -71,25 +91,25 @@ func TestReleasing(t *testing.T) {
 	}{
 		{"attached: pin, marker and grant", pinned, granted, false},
 		{"pinned by the driver, grant not written yet", pinned, nil, false},
-		{"the release pin", ReleaseAnnotations(pinned, "::"), nil, true},
-		{"the release pin, grant label still there", ReleaseAnnotations(pinned, "::"), granted, true},
-		{"released by grant: no pin, no grant, the marker stays", ReleaseAnnotations(pinned, ""), nil, true},
-		{"no pin but still granted", ReleaseAnnotations(pinned, ""), granted, false},
-		{"withdrawn: no marker", WithdrawnAnnotations(pinned), nil, false},
-		{"a tenant's own release-like pin, no marker", map[string]string{names.MetalLBLoadBalancerIPs: "::"}, nil, false},
+		{"the release pin", releasedAnn(pinned, "::"), nil, true},
+		{"the release pin, grant label still there", releasedAnn(pinned, "::"), granted, true},
+		{"released by grant: no pin, no grant, the marker stays", releasedAnn(pinned, ""), nil, true},
+		{"no pin but still granted", releasedAnn(pinned, ""), granted, false},
+		{"withdrawn: no marker", withdrawnAnn(pinned), nil, false},
+		{"a tenant's own release-like pin, no marker", map[string]string{KeyPin: "::"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := svcWith(nil, corev1.IPv4Protocol)
 			svc.Annotations, svc.Labels = tc.annotations, tc.labels
-			assert.Equal(t, tc.want, Releasing(svc))
+			assert.Equal(t, tc.want, Of(svc).Releasing())
 		})
 	}
 }
 
 func TestLetGo(t *testing.T) {
-	granted := map[string]string{names.LabelGrant: "public"}
-	otherClass := map[string]string{names.LabelGrant: "private"}
-	pinned := map[string]string{names.AnnotationPinnedBy: "ip", names.MetalLBLoadBalancerIPs: "203.0.113.7"}
+	granted := map[string]string{LabelGrant: "public"}
+	otherClass := map[string]string{LabelGrant: "private"}
+	pinned := map[string]string{KeyPinnedBy: "ip", KeyPin: "203.0.113.7"}
 	associated := &iadv1alpha1.IPAddress{
 		Spec: iadv1alpha1.IPAddressSpec{ClassName: "public",
 			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "ip"}},
@@ -106,13 +126,13 @@ func TestLetGo(t *testing.T) {
 		want        bool
 	}{
 		{"attached: pin, marker and grant", associated, pinned, granted, false, false},
-		{"let go in one write: nothing of the driver's left", associated, WithdrawnAnnotations(pinned), nil, false, true},
-		{"the grant of another class: not the driver's one write", associated, WithdrawnAnnotations(pinned), otherClass, false, false},
-		{"released in two steps, the marker still there", associated, ReleaseAnnotations(pinned, ""), nil, false, false},
-		{"the marker gone, the grant still there", associated, WithdrawnAnnotations(pinned), granted, false, false},
-		{"associated with another Service", elsewhere, WithdrawnAnnotations(pinned), nil, false, false},
-		{"not associated", &iadv1alpha1.IPAddress{Spec: associated.Spec}, WithdrawnAnnotations(pinned), nil, false, false},
-		{"being deleted: its deletion frees the address", associated, WithdrawnAnnotations(pinned), nil, true, false},
+		{"let go in one write: nothing of the driver's left", associated, withdrawnAnn(pinned), nil, false, true},
+		{"the grant of another class: not the driver's one write", associated, withdrawnAnn(pinned), otherClass, false, false},
+		{"released in two steps, the marker still there", associated, releasedAnn(pinned, ""), nil, false, false},
+		{"the marker gone, the grant still there", associated, withdrawnAnn(pinned), granted, false, false},
+		{"associated with another Service", elsewhere, withdrawnAnn(pinned), nil, false, false},
+		{"not associated", &iadv1alpha1.IPAddress{Spec: associated.Spec}, withdrawnAnn(pinned), nil, false, false},
+		{"being deleted: its deletion frees the address", associated, withdrawnAnn(pinned), nil, true, false},
 		{"still asks for the claim: a gap handoff attaching it, not pinned yet", associated,
 			map[string]string{iadv1alpha1.ServiceClaimAnnotation: "ip"}, nil, false, false},
 		{"asks for another claim now", associated,

@@ -1,4 +1,4 @@
-package binding
+package marks
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func TestAuthorizes(t *testing.T) {
@@ -19,7 +18,7 @@ func TestAuthorizes(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann}}
 	}
 	ref := &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip"}
-	both := map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip", names.AnnotationPinnedBy: "web-ip"}
+	both := map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip", KeyPinnedBy: "web-ip"}
 	tests := []struct {
 		name string
 		a    *iadv1alpha1.IPAddress
@@ -32,14 +31,14 @@ func TestAuthorizes(t *testing.T) {
 		{"other kind", addr(&iadv1alpha1.WorkloadReference{Kind: "Gateway", Namespace: "shop", Name: "web"}, ref), svc("shop", "web", nil), false},
 		{"handoff: claim annotation and marker", addr(nil, ref), svc("shop", "web", both), true},
 		{"claim annotation without marker", addr(nil, ref), svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip"}), false},
-		{"marker of another claim", addr(nil, ref), svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip", names.AnnotationPinnedBy: "x"}), false},
-		{"detaching: marker without claim annotation", addr(nil, ref), svc("shop", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), true},
+		{"marker of another claim", addr(nil, ref), svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "web-ip", KeyPinnedBy: "x"}), false},
+		{"detaching: marker without claim annotation", addr(nil, ref), svc("shop", "web", map[string]string{KeyPinnedBy: "web-ip"}), true},
 		{"detaching: marker while the annotation names another claim", addr(nil, ref),
-			svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "other", names.AnnotationPinnedBy: "web-ip"}), true},
-		{"marker in another namespace", addr(nil, ref), svc("other", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), false},
+			svc("shop", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "other", KeyPinnedBy: "web-ip"}), true},
+		{"marker in another namespace", addr(nil, ref), svc("other", "web", map[string]string{KeyPinnedBy: "web-ip"}), false},
 		{"marker, address associated elsewhere", addr(&iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "api"}, ref),
-			svc("shop", "web", map[string]string{names.AnnotationPinnedBy: "web-ip"}), true},
-		{"empty marker, unnamed claim", addr(nil, &iadv1alpha1.ClaimReference{Namespace: "shop"}), svc("shop", "web", map[string]string{names.AnnotationPinnedBy: ""}), false},
+			svc("shop", "web", map[string]string{KeyPinnedBy: "web-ip"}), true},
+		{"empty marker, unnamed claim", addr(nil, &iadv1alpha1.ClaimReference{Namespace: "shop"}), svc("shop", "web", map[string]string{KeyPinnedBy: ""}), false},
 		{"claim annotation in another namespace", addr(nil, ref), svc("other", "web", both), false},
 		{"no binding", addr(nil, nil), svc("shop", "web", both), false},
 		{"plain service", addr(nil, ref), svc("shop", "web", nil), false},
@@ -51,7 +50,7 @@ func TestAuthorizes(t *testing.T) {
 	}
 }
 
-func TestSharingKey(t *testing.T) {
+func TestKeysOf(t *testing.T) {
 	bound := func(name, ns, claim, uid string) *iadv1alpha1.IPAddress {
 		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if claim != "" {
@@ -61,11 +60,11 @@ func TestSharingKey(t *testing.T) {
 	}
 	v4 := bound("ip-203-0-113-7", "shop", "web-ip", "u1")
 	v6 := bound("ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "shop", "web-ip", "u1")
-	assert.Equal(t, SharingKey(v4), SharingKey(v6), "a Dual claim's two addresses share one key")
-	assert.Equal(t, names.ClaimSharingKey("shop", "web-ip", "u1"), SharingKey(v4))
-	assert.NotEqual(t, SharingKey(v4), SharingKey(bound("ip-203-0-113-7", "shop", "web-ip", "u2")), "another claim of the same name")
-	assert.NotEqual(t, SharingKey(v4), SharingKey(bound("ip-203-0-113-8", "shop", "api-ip", "u3")))
+	assert.Equal(t, Keys{}.Of(v4), Keys{}.Of(v6), "a Dual claim's two addresses share one key")
+	assert.Equal(t, Keys{}.Claim("shop", "web-ip", "u1"), Keys{}.Of(v4))
+	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-7", "shop", "web-ip", "u2")), "another claim of the same name")
+	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-8", "shop", "api-ip", "u3")))
 	free := bound("ip-203-0-113-9", "", "", "")
-	assert.Equal(t, names.AddressSharingKey("ip-203-0-113-9"), SharingKey(free), "an unbound address has a key of its own")
-	assert.NotEqual(t, SharingKey(free), SharingKey(bound("ip-203-0-113-10", "", "", "")))
+	assert.Equal(t, Keys{}.Address("ip-203-0-113-9"), Keys{}.Of(free), "an unbound address has a key of its own")
+	assert.NotEqual(t, Keys{}.Of(free), Keys{}.Of(bound("ip-203-0-113-10", "", "", "")))
 }

@@ -1,0 +1,150 @@
+package marks
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// The edits the driver makes to a Service's marks. Each changes only the
+// Marks; Apply writes them.
+
+// PinFor pins the Service to pin for claim, marked as the driver's: the
+// owner's pool request moves aside (TakeOverPool) and, with a key, the
+// sharing key goes on, marked; without one the driver's key is withdrawn.
+func (m *Marks) PinFor(claim, pin, key string) {
+	m.TakeOverPool()
+	m.Pin, m.PinnedBy = pin, claim
+	if key != "" {
+		m.Sharing, m.SharedBy = key, claim
+	} else {
+		m.WithdrawKey()
+	}
+}
+
+// KeepOwnerPin records pin, the owner's own (an imported Service), as the
+// owner's: the driver never withdraws it. The pool request moves aside.
+func (m *Marks) KeepOwnerPin(pin string) {
+	m.TakeOverPool()
+	m.OwnerPin = pin
+}
+
+// TakeOverPool moves the owner's pool requests aside (the first kept in
+// OwnerPool) and says what it moved, as "key: value" and where the value
+// is kept: beside the pin, a pool that may not hold the address makes
+// MetalLB refuse it.
+func (m *Marks) TakeOverPool() string {
+	var moved []string
+	for _, p := range []struct {
+		key string
+		v   *string
+	}{{KeyPool, &m.Pool}, {KeyLegacyPool, &m.LegacyPool}} {
+		if *p.v == "" {
+			continue
+		}
+		if m.OwnerPool == "" {
+			m.OwnerPool = *p.v
+		}
+		moved = append(moved, p.key+": "+*p.v)
+		*p.v = ""
+	}
+	if len(moved) == 0 {
+		return ""
+	}
+	return strings.Join(moved, ", ") + " (the value is kept in annotation " + KeyOwnerPool + ")"
+}
+
+// WithdrawKey removes the sharing key and its marker, if the driver wrote the key.
+func (m *Marks) WithdrawKey() {
+	if m.SharedBy != "" {
+		m.Sharing, m.SharedBy = "", ""
+	}
+}
+
+// Release is step 1 of the release sequence (release.go): the release pin
+// replaces the pin and the driver's key goes. With release empty (a
+// grant-only pool, whose grant the same write withdraws) the pin goes
+// instead: the selector, not an impossible pin, makes MetalLB let go.
+func (m *Marks) Release(release string) {
+	m.Pin = release
+	m.WithdrawKey()
+}
+
+// Withdraw is step 2: the pin, its marker and the driver's key go. Only
+// for a pin the driver wrote.
+func (m *Marks) Withdraw() {
+	m.Pin, m.PinnedBy = "", ""
+	m.WithdrawKey()
+}
+
+// DropIP removes ip from the driver's pin; with the last IP the pin and
+// its markers go. False, and nothing changes, for a pin the driver did not
+// write or one without ip.
+func (m *Marks) DropIP(ip string) bool {
+	if m.PinnedBy == "" {
+		return false
+	}
+	var keep []string
+	found := false
+	for _, f := range strings.Split(m.Pin, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if got, err := names.ParseAddress(f); err == nil && got.String() == ip {
+			found = true
+			continue
+		}
+		keep = append(keep, f)
+	}
+	if !found {
+		return false
+	}
+	if rest := strings.Join(keep, ","); rest != "" {
+		m.Pin = rest
+	} else {
+		m.Withdraw()
+	}
+	return true
+}
+
+// Park makes a placeholder step aside into the parking pool: no pin and no
+// sharing key (a first allocation with a key would cost MetalLB a full
+// pass), the parking pool requested.
+func (m *Marks) Park(pool string) {
+	m.Pin, m.LegacyPin, m.Sharing, m.LegacySharing, m.LegacyPool = "", "", "", "", ""
+	m.Pool = pool
+}
+
+// Hold marks a placeholder holding exactly ip with exactly the sharing key
+// key (none when empty), drawing from pool when pool is not empty.
+func (m *Marks) Hold(ip, key, pool string) {
+	m.Pin, m.Sharing, m.LegacySharing = ip, key, ""
+	if pool != "" {
+		m.Pool = pool
+	}
+}
+
+// Parked reports whether a placeholder asks for the parking pool named
+// pool and no address of its own: it has stepped aside.
+func (m Marks) Parked(pool string) bool {
+	return pool != "" && m.Pool == pool && m.Pin == "" && m.LegacyPin == ""
+}
+
+// PinnedExactly reports whether the pin names exactly ip.
+func (m Marks) PinnedExactly(ip string) bool {
+	return slices.Equal(m.PinIPs(), []string{ip})
+}
+
+// KeyedExactly reports whether the Service carries exactly the sharing key
+// key (none when key is empty) and not the legacy spelling, which MetalLB
+// ignores beside the current one but which would mislead a reader.
+func (m Marks) KeyedExactly(key string) bool {
+	return m.Sharing == key && m.LegacySharing == ""
+}
+
+// SharesOurKey reports whether the driver wrote the sharing key.
+func (m Marks) SharesOurKey() bool { return m.SharedBy != "" }
+
+// Granted reports whether the grant label names class.
+func (m Marks) Granted(class string) bool { return class != "" && m.Grant == class }
