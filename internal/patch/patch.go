@@ -4,7 +4,6 @@ package patch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Meta applies change to obj and writes it (metadata or spec) in one merge
@@ -79,52 +77,6 @@ func Sooner(a, b ctrl.Result) ctrl.Result {
 		return b
 	}
 	return a
-}
-
-// OnConflict is the controllers' one conflict retry: when every non-nil
-// error is a conflict, the pass acted on a stale read and the newer
-// version's event follows, so it is requeued after after, quietly. Other
-// errors are returned as they are, with res.
-func OnConflict(ctx context.Context, after time.Duration, res ctrl.Result, errs ...error) (ctrl.Result, error) {
-	var failed []error
-	for _, e := range errs {
-		if e != nil {
-			failed = append(failed, e)
-		}
-	}
-	var err error
-	switch len(failed) {
-	case 0:
-		return res, nil
-	case 1:
-		err = failed[0]
-	default:
-		err = errors.Join(failed...)
-	}
-	if !allConflicts(err) {
-		return res, err
-	}
-	log.FromContext(ctx).V(1).Info("acted on a stale read; retrying", "error", err.Error())
-	return ctrl.Result{RequeueAfter: after}, nil
-}
-
-func allConflicts(err error) bool {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if !allConflicts(e) {
-				return false
-			}
-		}
-		return true
-	}
-	// A joined error wrapped by a phase name is judged by its parts: errors.As
-	// alone would stop at the first conflict among them.
-	if _, isStatus := err.(apierrors.APIStatus); !isStatus {
-		if inner := errors.Unwrap(err); inner != nil {
-			return allConflicts(inner)
-		}
-	}
-	return apierrors.IsConflict(err)
 }
 
 // WaitForCache polls from firstPoll doubling to maxPoll, since the watch

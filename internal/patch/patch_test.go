@@ -3,7 +3,6 @@ package patch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -101,40 +100,6 @@ func TestSooner(t *testing.T) {
 	assert.Equal(t, one, Sooner(none, one))
 	assert.Equal(t, one, Sooner(one, none))
 	assert.Equal(t, none, Sooner(none, none))
-}
-
-func TestOnConflict(t *testing.T) {
-	ctx := context.Background()
-	res := ctrl.Result{RequeueAfter: time.Minute}
-	other := errors.New("boom")
-	for _, tc := range []struct {
-		name    string
-		errs    []error
-		wantRes ctrl.Result
-		wantErr error
-	}{
-		{"no error keeps the result", nil, res, nil},
-		{"nil errors keep the result", []error{nil, nil}, res, nil},
-		{"a conflict requeues quietly", []error{conflict()}, ctrl.Result{RequeueAfter: time.Second}, nil},
-		{"a wrapped conflict too", []error{fmt.Errorf("pin: %w", conflict()), nil}, ctrl.Result{RequeueAfter: time.Second}, nil},
-		{"only conflicts", []error{conflict(), conflict()}, ctrl.Result{RequeueAfter: time.Second}, nil},
-		{"another error is returned as it is", []error{other}, res, other},
-		{"a conflict and another error", []error{conflict(), other}, res, other},
-		{"both, joined and wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), other))}, res, other},
-		{"joined conflicts, wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), conflict()))}, ctrl.Result{RequeueAfter: time.Second}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := OnConflict(ctx, time.Second, res, tc.errs...)
-			assert.Equal(t, tc.wantRes, got)
-			if tc.wantErr == nil {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorIs(t, err, tc.wantErr)
-		})
-	}
-	_, err := OnConflict(ctx, time.Second, res, other)
-	assert.Same(t, other, err, "a single error is not wrapped")
 }
 
 // staleReader shows nothing until it has been asked n times.

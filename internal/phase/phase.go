@@ -7,6 +7,9 @@ package phase
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,10 +29,14 @@ type State int
 const (
 	// Done: nothing is left for this phase; the next one runs.
 	Done State = iota
-	// Waiting: the phase waits for a change that a watch brings back; the
-	// next one runs. After, when set, is a fallback look.
+	// Waiting: the phase waits for a change another process makes (MetalLB,
+	// another controller, the cache catching up), which a watch brings
+	// back; the next one runs. After, when set, is a fallback look. Run logs
+	// every wait, by phase and reason: a pass that waits says so.
 	Waiting
-	// Requeue: the phase wants another look after After; the next one runs.
+	// Requeue: the phase wants another look after After, because time
+	// itself decides (a settle period, a retry of a refused write) and no
+	// watch event will come; the next one runs. Logged at debug level.
 	Requeue
 	// Stop: the pass ends here; later phases must not act on what this one
 	// saw (for example it wrote and the cache has not shown the write).
@@ -84,6 +91,22 @@ type Phase[S any] struct {
 	Run  func(context.Context, S) (Result, error)
 }
 
+// Of is the phase of a method value, named after the method, so a phase in
+// the logs is found in the code by its name.
+func Of[S any](run func(context.Context, S) (Result, error)) Phase[S] {
+	return Phase[S]{Name: methodName(run), Run: run}
+}
+
+// methodName is the name of the function or method f (r.admit: "admit").
+func methodName(f any) string {
+	name := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+	name = strings.TrimSuffix(name, "-fm")
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
 // Run runs the phases in order over s and folds their results: the
 // earliest requeue wins; a Stop or an error ends the pass. A pass whose
 // error is an optimistic-lock conflict acted on a stale read, so it is
@@ -96,9 +119,7 @@ func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, erro
 		if err != nil {
 			return Finish(ctx, res, fmt.Errorf("%s: %w", p.Name, err))
 		}
-		if r.State != Done {
-			log.FromContext(ctx).V(1).Info("phase", "phase", p.Name, "state", r.State.String(), "reason", r.Reason, "after", r.After)
-		}
+		logResult(ctx, p.Name, r)
 		res = patch.Sooner(res, ctrl.Result{RequeueAfter: r.After})
 		if r.State == Stop {
 			break
@@ -107,17 +128,20 @@ func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, erro
 	return res, nil
 }
 
+// logResult logs what a phase left for later: a wait always, by name and
+// reason; a requeue or a stop at debug level.
+func logResult(ctx context.Context, name string, r Result) {
+	switch r.State {
+	case Done:
+	case Waiting:
+		log.FromContext(ctx).Info("waiting", "phase", name, "for", r.Reason, "fallback", r.After)
+	default:
+		log.FromContext(ctx).V(1).Info("phase", "phase", name, "state", r.State.String(), "reason", r.Reason, "after", r.After)
+	}
+}
+
 // Finish is the end of every pass that does not go through Run to its end:
 // a conflict is requeued after ConflictRetry, any other error returned.
 func Finish(ctx context.Context, res ctrl.Result, errs ...error) (ctrl.Result, error) {
-	return patch.OnConflict(ctx, ConflictRetry, res, errs...)
-}
-
-// Fold turns an old-style step result into a phase result: a requeue after
-// res.RequeueAfter, or Done.
-func Fold(res ctrl.Result, reason string) Result {
-	if res.RequeueAfter > 0 {
-		return RetryAfter(res.RequeueAfter, reason)
-	}
-	return Next()
+	return onConflict(ctx, res, errs...)
 }

@@ -49,11 +49,16 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestFold(t *testing.T) {
-	if got := Fold(ctrl.Result{}, "x"); got.State != Done {
-		t.Errorf("Fold(no requeue) = %v", got)
+type named struct{}
+
+func (named) admit(context.Context, *[]string) (Result, error) { return Next(), nil }
+
+func TestOf(t *testing.T) {
+	if got := Of((named{}).admit).Name; got != "admit" {
+		t.Errorf("Of(admit).Name = %q", got)
 	}
-	if got := Fold(ctrl.Result{RequeueAfter: time.Second}, "x"); got.State != Requeue || got.After != time.Second {
-		t.Errorf("Fold(requeue) = %v", got)
+	p := &named{}
+	if got := Of(p.admit).Name; got != "admit" {
+		t.Errorf("Of(pointer admit).Name = %q", got)
 	}
 }
