@@ -70,7 +70,9 @@ func (e *auditEvent) writer() string {
 
 // ConflictTracker reads the API server's audit log of Service writes as it
 // grows and attributes each 409 answer to MetalLB's status update of a
-// Service to the last successful write of that Service before it.
+// Service to the last successful write of that Service before it. It also
+// counts the driver's Event writes, which its own request counters do not
+// tell apart from its other writes.
 type ConflictTracker struct {
 	path string
 	off  int64
@@ -78,6 +80,17 @@ type ConflictTracker struct {
 	last map[string]string
 	// total counts the refused updates seen so far, by writer.
 	total map[string]float64
+	// events counts the driver's successful Event writes seen so far
+	// (creates, and the patches that count a repeated Event).
+	events float64
+}
+
+// AuditTotals are a ConflictTracker's counters at one reading.
+type AuditTotals struct {
+	// Conflicts is MetalLB's refused status updates, by writer.
+	Conflicts map[string]float64
+	// DriverEvents is the driver's Event writes.
+	DriverEvents float64
 }
 
 // NewConflictTracker tracks the audit log at path from its start.
@@ -86,11 +99,10 @@ func NewConflictTracker(path string) *ConflictTracker {
 }
 
 // Totals reads the complete lines added since the last call and returns
-// how many of MetalLB's status updates were refused so far, by the writer
-// each is attributed to (a counter: subtract two readings for a window).
-func (t *ConflictTracker) Totals() map[string]float64 {
+// the counters so far (subtract two readings for a window).
+func (t *ConflictTracker) Totals() AuditTotals {
 	if t == nil {
-		return nil
+		return AuditTotals{}
 	}
 	if f, err := os.Open(t.path); err == nil {
 		defer f.Close()
@@ -106,7 +118,7 @@ func (t *ConflictTracker) Totals() map[string]float64 {
 	for k, v := range t.total {
 		out[k] = v
 	}
-	return out
+	return AuditTotals{Conflicts: out, DriverEvents: t.events}
 }
 
 // attribute processes whole audit log lines in order.
@@ -119,7 +131,16 @@ func (t *ConflictTracker) attribute(lines []byte) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
 			continue
 		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef.Resource != "services" {
+		if e.Stage != "ResponseComplete" {
+			continue
+		}
+		if e.ObjectRef.Resource == "events" {
+			if e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 && e.writer() == WriterDriver {
+				t.events++
+			}
+			continue
+		}
+		if e.ObjectRef.Resource != "services" {
 			continue
 		}
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
@@ -140,7 +161,8 @@ func (t *ConflictTracker) attribute(lines []byte) {
 }
 
 // AuditPolicy is the API server's audit policy for the benchmark: every
-// write to a Service or its status at metadata level, nothing else.
+// write to a Service or its status, and every Event written, at metadata
+// level, nothing else.
 const AuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -150,5 +172,12 @@ rules:
   resources:
   - group: ""
     resources: ["services", "services/status"]
+- level: Metadata
+  verbs: ["create", "update", "patch"]
+  resources:
+  - group: ""
+    resources: ["events"]
+  - group: "events.k8s.io"
+    resources: ["events"]
 - level: None
 `

@@ -121,18 +121,28 @@ func benchScale() scale {
 
 // claimMany creates IPv4 claims of class in namespace, one per name, at
 // once and waits until every one is Bound and its address Held. It returns
-// create → Bound and create → Bound and Held per claim, and the time from
-// the first create until the last claim was both.
-func (e *env) claimMany(b *testing.B, namespace, class string, names []string) (bound, ready Summary, total time.Duration) {
+// create → Bound per claim, traced through ClaimStates, and create → Bound
+// and Held, each with the time from the first create until the last claim
+// got there and the machine's CPU over that span.
+func (e *env) claimMany(b *testing.B, namespace, class string, names []string) (bound, ready opRun) {
 	b.Helper()
 	n := len(names)
 	boundX := make([]*expectation, n)
 	heldX := make([]*expectation, n)
+	// hops are the states between created and Bound (ClaimStates[1:5]).
+	hops := make([][]*expectation, n)
 	starts := make([]time.Time, n)
 	for i, name := range names {
 		boundX[i] = e.w.expect(claimKey(namespace, name), isBound)
 		heldX[i] = e.w.expect(addressOfKey(namespace, name), isHeld)
+		hops[i] = []*expectation{
+			e.w.expect(claimKey(namespace, name), isStamped),
+			e.w.expect(placeholderOfKey(namespace, name), exists),
+			e.w.expect(placeholderOfKey(namespace, name), isAnswered),
+			e.w.expect(addressOfKey(namespace, name), exists),
+		}
 	}
+	cpu0 := e.machine(b)
 	t0 := time.Now()
 	require.NoError(b, parallel(n, 16, func(i int) error {
 		starts[i] = time.Now()
@@ -141,19 +151,38 @@ func (e *env) claimMany(b *testing.B, namespace, class string, names []string) (
 			Spec:       iadv1alpha1.IPAddressClaimSpec{ClassName: class, Family: iadv1alpha1.FamilyIPv4},
 		})
 	}), "create claims")
-	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, boundX...), heldX...), converge),
-		"claims Bound and Held")
-	var boundLat, readyLat []time.Duration
+	require.NoError(b, e.w.awaitAll(e.ctx, boundX, within(n)), "claims Bound")
+	cpuBound := e.machine(b)
+	require.NoError(b, e.w.awaitAll(e.ctx, heldX, within(n)), "addresses of the claims Held")
+	cpuReady := e.machine(b)
+	e.w.forget(slices.Concat(hops...)...)
+	bound = latencies(starts, boundX, t0, cpuBound.Sub(cpu0))
+	bound.traces = traces(starts, hops, boundX)
+	ready.window = cpuReady.Sub(cpu0)
 	var last time.Time
 	for i := range n {
 		r := later(boundX[i], heldX[i])
 		if r.After(last) {
 			last = r
 		}
-		boundLat = append(boundLat, boundX[i].At().Sub(starts[i]))
-		readyLat = append(readyLat, r.Sub(starts[i]))
+		ready.ds = append(ready.ds, r.Sub(starts[i]))
 	}
-	return Summarize(boundLat), Summarize(readyLat), last.Sub(t0)
+	ready.total = last.Sub(t0)
+	return bound, ready
+}
+
+// traces are, per item, its start, the instants of its hops' states and
+// that of its last state.
+func traces(starts []time.Time, hops [][]*expectation, last []*expectation) [][]time.Time {
+	out := make([][]time.Time, len(starts))
+	for i := range starts {
+		at := []time.Time{starts[i]}
+		for _, x := range hops[i] {
+			at = append(at, x.At())
+		}
+		out[i] = append(at, last[i].At())
+	}
+	return out
 }
 
 // later is when the last of xs was met.
@@ -177,7 +206,7 @@ func (e *env) deleteClaims(b *testing.B, namespace, class string) {
 	require.NoError(b, parallel(len(claims.Items), 16, func(i int) error {
 		return client.IgnoreNotFound(e.k.Delete(e.ctx, &claims.Items[i]))
 	}), "delete claims")
-	e.eventually(b, "addresses of class "+class+" gone", func() bool {
+	e.eventuallyWithin(b, within(len(claims.Items)), "addresses of class "+class+" gone", func() bool {
 		var l iadv1alpha1.IPAddressList
 		if e.k.List(e.ctx, &l) != nil {
 			return false
@@ -194,28 +223,43 @@ func (e *env) deleteClaims(b *testing.B, namespace, class string) {
 }
 
 // attach annotates svcs[i] with claims[i] at once and waits until each
-// Service holds its claim's address.
-func (e *env) attach(b *testing.B, ns string, svcs, claims []string, addrs []iadv1alpha1.ClaimedAddress) (Summary, time.Duration) {
+// Service holds its claim's address, tracing each through AttachStates.
+func (e *env) attach(b *testing.B, ns string, svcs, claims []string, addrs []iadv1alpha1.ClaimedAddress) opRun {
 	b.Helper()
-	got := make([]*expectation, len(svcs))
-	starts := make([]time.Time, len(svcs))
+	n := len(svcs)
+	got := make([]*expectation, n)
+	// hops are the states between annotated and MetalLB assigned
+	// (AttachStates[1:5]).
+	hops := make([][]*expectation, n)
+	starts := make([]time.Time, n)
 	for i := range svcs {
-		got[i] = e.w.expect(serviceKey(ns, svcs[i]), hasIngress(addrs[i].Address))
+		a := addrs[i]
+		got[i] = e.w.expect(serviceKey(ns, svcs[i]), hasIngress(a.Address))
+		hops[i] = []*expectation{
+			e.w.expect(addressKey(a.Name), isAssociatedTo(ns, svcs[i])),
+			e.w.expect(holdOfKey(a.Name), isParked),
+			e.w.expect(addressKey(a.Name), isUnheld),
+			e.w.expect(serviceKey(ns, svcs[i]), isPinnedTo(a.Address)),
+		}
 	}
+	cpu0 := e.machine(b)
 	t0 := time.Now()
-	require.NoError(b, parallel(len(svcs), 16, func(i int) error {
+	require.NoError(b, parallel(n, 16, func(i int) error {
 		starts[i] = time.Now()
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, iadv1alpha1.ServiceClaimAnnotation, claims[i])
 		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
 			client.RawPatch(types.MergePatchType, patch))
 	}), "annotate Services")
-	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "Services hold their claim's address")
-	return latencies(starts, got, t0)
+	require.NoError(b, e.w.awaitAll(e.ctx, got, within(n)), "Services hold their claim's address")
+	r := latencies(starts, got, t0, e.machine(b).Sub(cpu0))
+	e.w.forget(slices.Concat(hops...)...)
+	r.traces = traces(starts, hops, got)
+	return r
 }
 
 // detach removes the claim annotation of svcs at once and waits until each
 // Service lost its address and the address is held by its placeholder again.
-func (e *env) detach(b *testing.B, ns string, svcs []string, addrs []iadv1alpha1.ClaimedAddress) (Summary, time.Duration) {
+func (e *env) detach(b *testing.B, ns string, svcs []string, addrs []iadv1alpha1.ClaimedAddress) opRun {
 	b.Helper()
 	n := len(svcs)
 	held := make([]*expectation, n)
@@ -225,6 +269,7 @@ func (e *env) detach(b *testing.B, ns string, svcs []string, addrs []iadv1alpha1
 		held[i] = e.w.expect(addressKey(addrs[i].Name), isHeldAgain)
 		gone[i] = e.w.expect(serviceKey(ns, svcs[i]), lacksIngress(addrs[i].Address))
 	}
+	cpu0 := e.machine(b)
 	t0 := time.Now()
 	require.NoError(b, parallel(n, 16, func(i int) error {
 		starts[i] = time.Now()
@@ -232,30 +277,32 @@ func (e *env) detach(b *testing.B, ns string, svcs []string, addrs []iadv1alpha1
 		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
 			client.RawPatch(types.MergePatchType, patch))
 	}), "remove annotations")
-	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, held...), gone...), converge),
+	require.NoError(b, e.w.awaitAll(e.ctx, append(append([]*expectation{}, held...), gone...), within(n)),
 		"addresses held again, Services without the address")
-	var ds []time.Duration
+	r := opRun{window: e.machine(b).Sub(cpu0)}
 	var last time.Time
 	for i := range n {
 		t := later(held[i], gone[i])
-		ds = append(ds, t.Sub(starts[i]))
+		r.ds = append(r.ds, t.Sub(starts[i]))
 		if t.After(last) {
 			last = t
 		}
 	}
-	return Summarize(ds), last.Sub(t0)
+	r.total = last.Sub(t0)
+	return r
 }
 
 // repin pins plain Services to other free addresses of the plain pool at
 // once (metallb.io/loadBalancerIPs) and waits until each holds its new one:
 // what moving an address costs plain MetalLB.
-func (e *env) repin(b *testing.B, ns string, svcs, ips []string) (Summary, time.Duration) {
+func (e *env) repin(b *testing.B, ns string, svcs, ips []string) opRun {
 	b.Helper()
 	got := make([]*expectation, len(svcs))
 	starts := make([]time.Time, len(svcs))
 	for i := range svcs {
 		got[i] = e.w.expect(serviceKey(ns, svcs[i]), hasIngress(ips[i]))
 	}
+	cpu0 := e.machine(b)
 	t0 := time.Now()
 	require.NoError(b, parallel(len(svcs), 16, func(i int) error {
 		starts[i] = time.Now()
@@ -263,8 +310,8 @@ func (e *env) repin(b *testing.B, ns string, svcs, ips []string) (Summary, time.
 		return e.k.Patch(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcs[i]}},
 			client.RawPatch(types.MergePatchType, patch))
 	}), "re-pin plain Services")
-	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "plain Services hold their new address")
-	return latencies(starts, got, t0)
+	require.NoError(b, e.w.awaitAll(e.ctx, got, within(len(svcs))), "plain Services hold their new address")
+	return latencies(starts, got, t0, e.machine(b).Sub(cpu0))
 }
 
 // handoffSet creates n claims of the handoff benchmark's class (ip-from,
@@ -289,7 +336,7 @@ func (e *env) handoffSet(b *testing.B, ns, class, repinNS string, from, n int) (
 		}
 		return e.k.Create(e.ctx, plainService(ns, gap[i-n], 9))
 	}), "create workload Services")
-	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "workload Services get an address")
+	require.NoError(b, e.w.awaitAll(e.ctx, got, within(2*n)), "workload Services get an address")
 	e.createPlain(b, repinNS, "repin", from, n)
 	e.settle(b)
 	step(fmt.Sprintf("handoff: %d claims, their workloads and plain Services", n))
@@ -327,33 +374,32 @@ func BenchmarkHandoff(b *testing.B) {
 			svcs *[]string
 		}{{"shared", &shared}, {"gap", &gap}}
 		addrs := []iadv1alpha1.ClaimedAddress{e.claimAddress(b, ns, claims[0])}
-		var plainLat []time.Duration
+		// Each repetition is one item of the row: its latency, its span
+		// and its window add up.
+		var plain opRun
 		var plainCost cost
 		for r := range sc.single {
 			s := e.snap(b)
-			lat, _ := e.repin(b, repinNS, repins[:1], []string{plainFreeIP(r, 0)})
+			plain.add(e.repin(b, repinNS, repins[:1], []string{plainFreeIP(r, 0)}))
 			plainCost.add(e.since(b, s))
-			plainLat = append(plainLat, lat.P50)
 			e.settle(b)
 		}
-		base := record(&op{section: "handoff", name: "plain re-pin, " + idle, n: sc.single, lat: Summarize(plainLat), total: plainCost.dur, cost: plainCost})
+		base := record(newOp("handoff", "plain re-pin, "+idle, sc.single, plain, plainCost, nil))
 		for _, k := range kinds {
-			var att, det []time.Duration
+			var att, det opRun
 			var attCost, detCost cost
 			for range sc.single {
 				s := e.snap(b)
-				lat, _ := e.attach(b, ns, (*k.svcs)[:1], claims[:1], addrs)
-				att = append(att, lat.P50)
+				att.add(e.attach(b, ns, (*k.svcs)[:1], claims[:1], addrs))
 				e.settle(b)
 				attCost.add(e.since(b, s))
 				s = e.snap(b)
-				lat, _ = e.detach(b, ns, (*k.svcs)[:1], addrs)
-				det = append(det, lat.P50)
+				det.add(e.detach(b, ns, (*k.svcs)[:1], addrs))
 				e.settle(b)
 				detCost.add(e.since(b, s))
 			}
-			record(&op{section: "handoff", name: k.name + " attach, " + idle, n: sc.single, lat: Summarize(att), total: attCost.dur, cost: attCost, base: base})
-			record(&op{section: "handoff", name: k.name + " detach, " + idle, n: sc.single, lat: Summarize(det), total: detCost.dur, cost: detCost, base: base})
+			record(newOp("handoff", k.name+" attach, "+idle, sc.single, att, attCost, base).traced(AttachStates, att.traces))
+			record(newOp("handoff", k.name+" detach, "+idle, sc.single, det, detCost, base))
 		}
 
 		// The other m-1 claims, their workloads and plain Services.
@@ -380,18 +426,18 @@ func BenchmarkHandoff(b *testing.B) {
 				ips[i] = plainFreeIP(10+bi, i)
 			}
 			s := e.snap(b)
-			lat, total := e.repin(b, repinNS, repins, ips)
+			r := e.repin(b, repinNS, repins, ips)
 			e.settle(b)
-			base := record(&op{section: "handoff", name: "plain re-pin, " + label, n: m, lat: lat, total: total, cost: e.since(b, s)})
+			base := record(newOp("handoff", "plain re-pin, "+label, m, r, e.since(b, s), nil))
 			for _, k := range kinds {
 				s := e.snap(b)
-				lat, total := e.attach(b, ns, *k.svcs, claims, addrs)
+				r := e.attach(b, ns, *k.svcs, claims, addrs)
 				e.settle(b)
-				record(&op{section: "handoff", name: k.name + " attach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
+				record(newOp("handoff", k.name+" attach, "+label, m, r, e.since(b, s), base).traced(AttachStates, r.traces))
 				s = e.snap(b)
-				lat, total = e.detach(b, ns, *k.svcs, addrs)
+				r = e.detach(b, ns, *k.svcs, addrs)
 				e.settle(b)
-				record(&op{section: "handoff", name: k.name + " detach, " + label, n: m, lat: lat, total: total, cost: e.since(b, s), base: base})
+				record(newOp("handoff", k.name+" detach, "+label, m, r, e.since(b, s), base))
 			}
 		}
 	}
@@ -407,9 +453,9 @@ func BenchmarkWarmReservations(b *testing.B) {
 		e.settle(b)
 		plainNS := fmt.Sprintf("bench-plain-warm-%d", n)
 		s := e.snap(b)
-		lat, total := e.createPlain(b, plainNS, "svc", 0, n)
+		r := e.createPlain(b, plainNS, "svc", 0, n)
 		e.settle(b)
-		base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d (warm comparison)", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
+		base := record(newOp("claim", fmt.Sprintf("plain Service -> IP, N=%d (warm comparison)", n), n, r, e.since(b, s), nil))
 		e.sweep(b, plainNS)
 
 		ns, class := e.newClass(b, "warm", 3*n, fmt.Sprintf(`,"warmAddresses":%d`, n))
@@ -418,9 +464,9 @@ func BenchmarkWarmReservations(b *testing.B) {
 		fill := time.Since(t0)
 		e.settle(b)
 		s = e.snap(b)
-		bound, _, total := e.claimMany(b, ns, class, seq("ip", 0, n))
+		bound, _ := e.claimMany(b, ns, class, seq("ip", 0, n))
 		c := e.since(b, s)
-		record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, warm reservations covering the burst, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})
+		record(newOp("claim", fmt.Sprintf("claim -> Bound, warm reservations covering the burst, N=%d", n), n, bound, c, base).traced(ClaimStates, bound.traces))
 		// The refill after the burst, measured apart.
 		t1 := time.Now()
 		s = e.snap(b)
@@ -469,21 +515,25 @@ func BenchmarkClaimToBound(b *testing.B) {
 			e.settle(b)
 			plainNS := fmt.Sprintf("bench-plain-%d", n)
 			s := e.snap(b)
-			lat, total := e.createPlain(b, plainNS, "svc", 0, n)
+			r := e.createPlain(b, plainNS, "svc", 0, n)
 			e.settle(b)
-			base := record(&op{section: "claim", name: fmt.Sprintf("plain Service -> IP, N=%d", n), n: n, lat: lat, total: total, cost: e.since(b, s)})
+			base := record(newOp("claim", fmt.Sprintf("plain Service -> IP, N=%d", n), n, r, e.since(b, s), nil))
 			e.sweep(b, plainNS)
 
 			ns, class := e.newClass(b, fmt.Sprintf("claims-%d", n), n+16, "")
 			e.settle(b)
 			s = e.snap(b)
-			bound, ready, total := e.claimMany(b, ns, class, seq("ip", 0, n))
+			bound, ready := e.claimMany(b, ns, class, seq("ip", 0, n))
 			e.settle(b)
 			c := e.since(b, s)
-			record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound, N=%d", n), n: n, lat: bound, total: total, cost: c, base: base})
-			record(&op{section: "claim", name: fmt.Sprintf("claim -> Bound and Held, N=%d", n), n: n, lat: ready, total: total, cost: c, base: base})
-			if idx == len(sc.claims)-1 {
+			record(newOp("claim", fmt.Sprintf("claim -> Bound, N=%d", n), n, bound, c, base).traced(ClaimStates, bound.traces))
+			record(newOp("claim", fmt.Sprintf("claim -> Bound and Held, N=%d", n), n, ready, c, base))
+			// The memory target is set at N=1,000, which the large run
+			// passes through on its way to 5,000.
+			if n == 1000 || idx == len(sc.claims)-1 {
 				e.memoryReport(b, n)
+			}
+			if idx == len(sc.claims)-1 {
 				e.restartReport(b, n)
 				continue
 			}
@@ -492,7 +542,8 @@ func BenchmarkClaimToBound(b *testing.B) {
 	}
 }
 
-// memoryReport adds each controller's memory to the report.
+// memoryReport adds each controller's memory with the n claims in place
+// to the report.
 func (e *env) memoryReport(b *testing.B, n int) {
 	b.Helper()
 	mem := e.memory(b)
@@ -500,20 +551,25 @@ func (e *env) memoryReport(b *testing.B, n int) {
 	var addrs iadv1alpha1.IPAddressList
 	require.NoError(b, e.k.List(e.ctx, &addrs))
 	rows := [][]string{{"CONTROLLER", "RSS", "ANON", "FILE", "PEAK RSS", "HEAP IN USE", "LIVE HEAP", "LIVE HEAP PER ADDRESS"}}
+	at := map[string]ProcMem{}
 	for _, ctl := range cluster.Controllers {
 		m := mem[ctl]
 		rows = append(rows, []string{ctl, MiB(m.proc.RSS), MiB(m.proc.Anon), MiB(m.proc.File), MiB(m.proc.HWM), MiB(m.heap), MiB(m.live),
 			strings.TrimPrefix(KiB(Ratio(m.live, float64(len(addrs.Items)))), "+")})
-		b.ReportMetric(m.proc.RSS/(1<<20), ctl+"_rss_MiB")
-		memRSS[ctl] = m.proc
+		b.ReportMetric(m.proc.RSS/(1<<20), fmt.Sprintf("%s_rss_MiB_N%d", ctl, n))
+		at[ctl] = m.proc
 	}
+	resultsMu.Lock()
+	rssAt[n] = at
+	resultsMu.Unlock()
 	note(table(fmt.Sprintf("Memory per controller after the N=%d claims (%d IPAddresses, %d Services in the cluster); "+
 		"RSS = VmRSS (ANON = RssAnon: heap and stacks; FILE = RssFile: mostly the binary's own pages), PEAK = VmHWM; "+
 		"heap from /metrics right after fresh GCs", n, len(addrs.Items), e.countServices(b)), rows))
 }
 
-// memRSS is each controller's memory at the largest N, for the targets.
-var memRSS = map[string]ProcMem{}
+// rssAt is each controller's memory with the claims of each N in place
+// (memoryReport), for the targets.
+var rssAt = map[int]map[string]ProcMem{}
 
 // restartResult is one controller's restart.
 type restartResult struct {
@@ -576,18 +632,20 @@ func (e *env) quiet(b *testing.B, d *cluster.Driver, hold time.Duration) (time.T
 	}
 }
 
-// latencies turns per-item start times and met expectations into a summary
-// and the time from t0 until the last was met.
-func latencies(starts []time.Time, xs []*expectation, t0 time.Time) (Summary, time.Duration) {
-	var ds []time.Duration
+// latencies turns per-item start times and met expectations into each
+// item's latency and the time from t0 until the last was met, with the
+// machine's CPU over that span.
+func latencies(starts []time.Time, xs []*expectation, t0 time.Time, window MachineCPU) opRun {
+	r := opRun{window: window}
 	var last time.Time
 	for i, x := range xs {
-		ds = append(ds, x.At().Sub(starts[i]))
+		r.ds = append(r.ds, x.At().Sub(starts[i]))
 		if x.At().After(last) {
 			last = x.At()
 		}
 	}
-	return Summarize(ds), last.Sub(t0)
+	r.total = last.Sub(t0)
+	return r
 }
 
 // memSample is one controller's memory at one moment.

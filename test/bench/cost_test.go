@@ -25,9 +25,9 @@ type snap struct {
 	drivers map[string]Metrics
 	logOff  int64
 	cpu     cpuUse
-	// conflictsBy is the audit log's count of refused status updates so
-	// far, by the writer each is attributed to.
-	conflictsBy map[string]float64
+	// audit is the audit log's counters so far: refused status updates by
+	// the writer each is attributed to, and the driver's Event writes.
+	audit AuditTotals
 }
 
 // cost is what one operation cost, between two snaps.
@@ -46,6 +46,8 @@ type cost struct {
 	// driverWrites is the four driver controllers' writes, lease renewals
 	// left out.
 	driverWrites float64
+	// driverEvents is how many of driverWrites were Events (the audit log).
+	driverEvents float64
 	// driverReqs is the four driver controllers' requests, lease requests
 	// left out.
 	driverReqs float64
@@ -53,8 +55,9 @@ type cost struct {
 	writesBy map[string]map[string]float64
 	// metallb is what MetalLB's log shows.
 	metallb MetalLBLog
-	cpu     map[string]time.Duration
-	busy    float64
+	// cpu is each process's CPU time between the snapshots, the settling
+	// after the operation included: what the operation cost.
+	cpu map[string]time.Duration
 }
 
 // statusConflicts is how many of MetalLB's Service status updates the API
@@ -70,7 +73,7 @@ func (e *env) apiMetrics(b *testing.B) Metrics {
 
 func (e *env) snap(b *testing.B) snap {
 	b.Helper()
-	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: FileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b), conflictsBy: e.audit.Totals()}
+	return snap{at: time.Now(), api: e.apiMetrics(b), drivers: e.scrapeAll(b), logOff: FileSize(e.c.MetalLB().LogPath), cpu: e.cpu(b), audit: e.audit.Totals()}
 }
 
 // since is the cost of what happened after s.
@@ -79,9 +82,10 @@ func (e *env) since(b *testing.B, s snap) cost {
 	now := e.snap(b)
 	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409"),
 		conflictsBy: map[string]float64{}}
-	for k, v := range now.conflictsBy {
-		c.conflictsBy[k] = v - s.conflictsBy[k]
+	for k, v := range now.audit.Conflicts {
+		c.conflictsBy[k] = v - s.audit.Conflicts[k]
 	}
+	c.driverEvents = now.audit.DriverEvents - s.audit.DriverEvents
 	leases := c.reqs["PUT leases"] + c.reqs["POST leases"]
 	c.driverWrites = DriverWrites(s.drivers, now.drivers, leases)
 	c.writesBy = WritesByController(s.drivers, now.drivers)
@@ -90,7 +94,7 @@ func (e *env) since(b *testing.B, s snap) cost {
 	}
 	c.driverReqs = max(c.driverReqs-leases-c.reqs["GET leases"], 0)
 	c.metallb = CountMetalLBLog(ReadFrom(e.c.MetalLB().LogPath, s.logOff))
-	c.cpu, c.busy = now.cpu.since(s.cpu)
+	c.cpu = now.cpu.since(s.cpu)
 	return c
 }
 
@@ -131,10 +135,67 @@ type op struct {
 	lat           Summary
 	// total runs from the first action to the last item done.
 	total time.Duration
-	cost  cost
+	// window is the machine's CPU time over the same span (summed over
+	// repetitions): its busy share is the operation's own, settling not
+	// counted.
+	window MachineCPU
+	cost   cost
 	// base is the plain-MetalLB operation it is compared with (nil for a
 	// baseline itself).
 	base *op
+	// states names the states each item passed through (ClaimStates,
+	// AttachStates; nil when none were traced) and traces holds, per item,
+	// when it reached each (zero: never seen).
+	states []string
+	traces [][]time.Time
+}
+
+// opRun is what one measured operation (or several repetitions of it)
+// observed.
+type opRun struct {
+	// ds is each item's latency.
+	ds []time.Duration
+	// total runs from the first action to the last item done (summed over
+	// repetitions), window is the machine's CPU over it.
+	total  time.Duration
+	window MachineCPU
+	// traces are, per item, the instants it reached each traced state.
+	traces [][]time.Time
+}
+
+func (r opRun) lat() Summary { return Summarize(r.ds) }
+
+// add appends a repetition.
+func (r *opRun) add(o opRun) {
+	r.ds = append(r.ds, o.ds...)
+	r.total += o.total
+	r.window = r.window.Add(o.window)
+	r.traces = append(r.traces, o.traces...)
+}
+
+// newOp is an operation measured by r.
+func newOp(section, name string, n int, r opRun, c cost, base *op) *op {
+	return &op{section: section, name: name, n: n, lat: r.lat(), total: r.total, window: r.window, cost: c, base: base}
+}
+
+// traced adds the states its items were traced through.
+func (o *op) traced(states []string, traces [][]time.Time) *op {
+	o.states, o.traces = states, traces
+	return o
+}
+
+// within bounds the wait for n items: converge, and 100 ms more per
+// item. It only tells a run that does not converge from a slow one: a
+// burst of 5,000 claims (BENCH_SCALE=large) at the rate 1,000 reach on two
+// busy cores takes longer than converge alone.
+func within(n int) time.Duration { return converge + time.Duration(n)*100*time.Millisecond }
+
+// machine reads the machine's CPU time now.
+func (e *env) machine(b *testing.B) MachineCPU {
+	b.Helper()
+	m, err := ReadMachineCPU()
+	require.NoError(b, err)
+	return m
 }
 
 func (o *op) rate() float64 { return Ratio(float64(o.n), o.total.Seconds()) }
@@ -252,7 +313,7 @@ func anyIngress(o client.Object) bool {
 // createPlain creates n plain LoadBalancer Services (prefix-i) in ns at
 // once and waits until MetalLB has given each an address from the
 // autoAssign pool. It returns create → address per Service.
-func (e *env) createPlain(b *testing.B, ns, prefix string, from, n int) (Summary, time.Duration) {
+func (e *env) createPlain(b *testing.B, ns, prefix string, from, n int) opRun {
 	b.Helper()
 	require.NoError(b, e.c.EnsureNamespace(e.ctx, ns))
 	got := make([]*expectation, n)
@@ -260,13 +321,14 @@ func (e *env) createPlain(b *testing.B, ns, prefix string, from, n int) (Summary
 	for i := range n {
 		got[i] = e.w.expect(serviceKey(ns, fmt.Sprintf("%s-%d", prefix, from+i)), anyIngress)
 	}
+	cpu0 := e.machine(b)
 	t0 := time.Now()
 	require.NoError(b, parallel(n, 16, func(i int) error {
 		starts[i] = time.Now()
 		return e.k.Create(e.ctx, plainService(ns, fmt.Sprintf("%s-%d", prefix, from+i), 80))
 	}), "create plain Services")
-	require.NoError(b, e.w.awaitAll(e.ctx, got, converge), "plain Services get an address")
-	return latencies(starts, got, t0)
+	require.NoError(b, e.w.awaitAll(e.ctx, got, within(n)), "plain Services get an address")
+	return latencies(starts, got, t0, e.machine(b).Sub(cpu0))
 }
 
 // sweep deletes every Service of ns (plain Services only: they carry no
@@ -284,7 +346,7 @@ func (e *env) sweep(b *testing.B, ns string) {
 	require.NoError(b, parallel(len(list.Items), 16, func(i int) error {
 		return client.IgnoreNotFound(e.k.Delete(e.ctx, &list.Items[i]))
 	}), "delete Services")
-	e.eventually(b, "Services of "+ns+" gone", func() bool {
+	e.eventuallyWithin(b, within(len(list.Items)), "Services of "+ns+" gone", func() bool {
 		var l corev1.ServiceList
 		return e.k.List(e.ctx, &l, client.InNamespace(ns)) == nil && len(l.Items) == 0
 	})
@@ -330,6 +392,7 @@ func (c *cost) add(o cost) {
 		c.cpu[k] += v
 	}
 	c.driverWrites += o.driverWrites
+	c.driverEvents += o.driverEvents
 	if c.writesBy == nil {
 		c.writesBy = map[string]map[string]float64{}
 	}
@@ -348,5 +411,4 @@ func (c *cost) add(o cost) {
 	c.metallb.FailedPasses += o.metallb.FailedPasses
 	c.metallb.UpdateFailures += o.metallb.UpdateFailures
 	c.metallb.Conflicts += o.metallb.Conflicts
-	c.busy = o.busy
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -241,31 +242,151 @@ func TestAllBenchmarksListed(t *testing.T) {
 	assert.ElementsMatch(t, allBenchmarks, found)
 }
 
-func TestPassTargets(t *testing.T) {
-	saved := results
-	t.Cleanup(func() { results = saved })
-	base := &op{name: "plain re-pin"}
-	row := func(name string, passes int, p50 time.Duration) *op {
-		o := &op{name: name, n: 30, base: base, lat: Summary{P50: p50}}
-		o.cost.metallb.FullPasses = passes
+func TestVerdicts(t *testing.T) {
+	lat := func(p50, p95 time.Duration) Summary { return Summary{P50: p50, P95: p95, Max: p95} }
+	// A run's operations, as the benchmarks record them.
+	plain := &op{name: "plain Service -> IP, N=1000", n: 1000, total: 10 * time.Second, lat: lat(2*time.Second, 3*time.Second)}
+	claims := func(reqsPerClaim float64, n int, total time.Duration) *op {
+		o := &op{name: fmt.Sprintf("claim -> Bound, N=%d", n), n: n, total: total, lat: lat(5*time.Second, 8*time.Second), base: plain}
+		o.cost.reqs = map[Request]float64{"POST ipaddressclaims": reqsPerClaim * float64(n), "PUT leases": 999}
+		o.cost.driverWrites = 6 * float64(n)
 		return o
 	}
-	results = []*op{
-		row("shared attach, 30 at once, 100 background (221 Services)", 0, 100*time.Millisecond),
-		row("shared attach, 30 at once, 1000 background (1121 Services)", 0, 110*time.Millisecond),
-		row("shared detach, 30 at once, 1000 background (1121 Services)", 31, time.Second),
-		row("gap attach, one at a time, idle (5 Services)", 1, 50*time.Millisecond),
+	idle := &op{name: "plain re-pin, one at a time, idle (5 Services)", n: 5, lat: lat(10*time.Millisecond, 12*time.Millisecond)}
+	// handoff is a handoff row: writes are the driver's per handoff,
+	// Events included, events its Events per handoff.
+	handoff := func(name string, n int, l Summary, base *op, writes, events, driver409 float64) *op {
+		o := &op{name: name, n: n, lat: l, base: base}
+		o.cost.driverWrites, o.cost.driverEvents = writes*float64(n), events*float64(n)
+		o.cost.conflictsBy = map[string]float64{WriterDriver: driver409}
+		return o
 	}
-	assert.Equal(t, []int{100, 1000}, backgrounds())
-	got := map[string]bool{}
-	passTargets(func(target, measured string, met, known bool) {
-		if known {
-			got[target] = met
-		}
-	})
-	assert.Equal(t, map[string]bool{
-		"attaches cause no MetalLB full pass":                                                       false,
-		"detaches at once: at most one full pass each (shared detach, 30 at once, 1000 background)": false,
-		"shared attach p50 flat within 20% from 100 to 1000 background Services":                    true,
-	}, got)
+	repin := func(bg, svcs int) *op {
+		return &op{name: fmt.Sprintf("plain re-pin, 30 at once, %d background (%d Services)", bg, svcs), n: 30, lat: lat(90*time.Millisecond, 100*time.Millisecond)}
+	}
+	r100, r1000, r5000 := repin(100, 221), repin(1000, 1121), repin(5000, 5121)
+	defaultRun := []*op{
+		plain, claims(18, 1000, 16*time.Second), idle,
+		handoff("shared attach, one at a time, idle (5 Services)", 5, lat(25*time.Millisecond, 30*time.Millisecond), idle, 4, 1, 0),
+		handoff("gap attach, one at a time, idle (5 Services)", 5, lat(40*time.Millisecond, 50*time.Millisecond), idle, 6, 1, 0),
+		r100, handoff("shared attach, 30 at once, 100 background (221 Services)", 30, lat(time.Second, 1200*time.Millisecond), r100, 4, 1, 0),
+		handoff("shared detach, 30 at once, 100 background (221 Services)", 30, lat(time.Second, 1200*time.Millisecond), r100, 3, 1, 2),
+		r1000, handoff("shared attach, 30 at once, 1000 background (1121 Services)", 30, lat(1100*time.Millisecond, 250*time.Millisecond), r1000, 4, 1, 0),
+		handoff("shared detach, 30 at once, 1000 background (1121 Services)", 30, lat(1500*time.Millisecond, 2*time.Second), r1000, 3, 1, 0),
+	}
+	rss := map[int]map[string]ProcMem{1000: {"claim": {RSS: 60 << 20}}}
+	for _, tc := range []struct {
+		name string
+		f    runFigures
+		// want is the state of every target whose name holds the key.
+		want map[string]string
+		// measured is the figure printed for the targets whose name holds the key.
+		measured map[string]string
+	}{
+		{
+			name: "a default run on the MetalLB the claim targets are set for",
+			f:    runFigures{ops: defaultRun, metallb: "v0.16.1", rssAt: rss, total: 9 * time.Minute, whole: true},
+			want: map[string]string{
+				"N=1000: throughput >= 0.5x plain":                         pass, // 62.5/s against 100/s
+				"N=1000: p50 <= 3x plain":                                  pass, // 2.5x
+				"N=1000: API requests per claim <= 15":                     miss, // 18
+				"driver writes per handoff <= 4, plus one Event":           miss, // gap attach: 5 besides its Event
+				"30 at once, 1121 Services: p95 <= 3x plain re-pin p95":    pass, // 2.5x
+				"one at a time, idle: p50 <= 3x idle re-pin p50 (shared":   pass,
+				"one at a time, idle: p50 <= 3x idle re-pin p50 (gap":      miss,
+				"detaches: 0 MetalLB status 409s":                          miss,
+				"from 221 to 1121 Services (shared attach)":                pass, // 1.10x
+				"from 221 to 1121 Services (shared detach)":                miss, // 1.50x
+				"API requests per claim at N=5000":                         skip,
+				"warm burst":                                               skip,
+				"claim controller RSS <= 64 MiB at N=1000":                 pass,
+				"attaches cause no MetalLB full pass":                      pass,
+				"detaches at once: at most one MetalLB full pass each":     pass,
+				"driver writes <= 6 per claim":                             pass,
+				"the default run within 15 minutes":                        pass,
+				"from 221 to 1121 Services (gap":                           "", // not run: no line
+				"30 at once, 1121 Services: p95 <= 3x plain re-pin p95 (g": "",
+			},
+			measured: map[string]string{
+				"N=1000: throughput":                   "0.62x (62.5 claims/s, plain 100.0 Services/s)",
+				"N=1000: API requests per claim":       "18.0 (every client, leases left out)",
+				"driver writes per handoff":            "writes besides Events: worst 5.0 (gap attach, one at a time, idle (5 Services)); Events: worst 1.0 (shared attach, one at a time, idle (5 Services))",
+				"detaches: 0 MetalLB status 409s":      "2 after a driver write (of 0 status 409s in 2 detach rows)",
+				"from 221 to 1121 Services (shared at": "1.100x (1.1s, 1s); 5121 Services with BENCH_SCALE=large",
+			},
+		},
+		{
+			name: "another MetalLB: the claim targets are not judged",
+			f:    runFigures{ops: defaultRun, metallb: "v0.15.2", rssAt: rss, total: 16 * time.Minute, whole: true},
+			want: map[string]string{
+				"N=1000: throughput >= 0.5x plain":     skip,
+				"N=1000: p50 <= 3x plain":              skip,
+				"N=1000: API requests per claim <= 15": skip,
+				"the default run within 15 minutes":    miss,
+			},
+			measured: map[string]string{
+				"N=1000: p50 <= 3x plain": `2.50x (5s, plain 2s); set for MetalLB v0.16.1, this run used "v0.15.2"`,
+			},
+		},
+		{
+			name: "a large run: cost and the flat handoff to 5,121 Services",
+			f: runFigures{ops: []*op{
+				plain, claims(18, 1000, 16*time.Second), claims(19, 5000, 90*time.Second),
+				r100, handoff("gap attach, 30 at once, 100 background (221 Services)", 30, lat(time.Second, time.Second), r100, 4, 1, 0),
+				r5000, handoff("gap attach, 30 at once, 5000 background (5121 Services)", 30, lat(850*time.Millisecond, time.Second), r5000, 4, 1, 0),
+			}, metallb: "v0.16.1", total: 40 * time.Minute},
+			want: map[string]string{
+				"API requests per claim at N=5000 within 20% of N=1000":        pass, // 1.06x
+				"handoff p50 within 20% from 221 to 5121 Services (gap attach": pass, // 0.85x
+				"30 at once, 1121 Services":                                    skip,
+				"claim controller RSS":                                         skip,
+				"the default run within 15 minutes":                            skip,
+			},
+			measured: map[string]string{
+				"from 221 to 5121 Services (gap attach)": "0.850x (850ms, 1s)",
+			},
+		},
+		{
+			name: "nothing measured: every target skipped",
+			f:    runFigures{},
+			want: map[string]string{
+				"N=1000: throughput": skip, "driver writes per handoff": skip, "p95 <= 3x plain re-pin p95": skip,
+				"idle re-pin p50": skip, "status 409s": skip, "from 221 to 5121 Services": skip, "N=5000": skip,
+				"warm burst": skip, "RSS": skip, "attaches cause no": skip, "within 15 minutes": skip,
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := verdicts(tc.f)
+			for key, want := range tc.want {
+				var got []string
+				for _, v := range vs {
+					if strings.Contains(v.target, key) {
+						got = append(got, v.state)
+					}
+				}
+				if want == "" {
+					assert.Empty(t, got, "no line for %q", key)
+					continue
+				}
+				if assert.NotEmpty(t, got, "a line for %q", key) {
+					for _, g := range got {
+						assert.Equal(t, want, g, key)
+					}
+				}
+			}
+			for key, want := range tc.measured {
+				found := false
+				for _, v := range vs {
+					if strings.Contains(v.target, key) {
+						found = true
+						assert.Equal(t, want, v.measured, key)
+					}
+				}
+				assert.True(t, found, "a line for %q", key)
+			}
+			out := renderVerdicts(vs)
+			assert.Equal(t, len(vs)+3, strings.Count(out, "\n"), "a title, a header and one line per target")
+		})
+	}
 }

@@ -196,10 +196,16 @@ func (e *env) createPlainPool(ctx context.Context) error {
 // eventually polls cond until it holds, failing the benchmark after converge.
 func (e *env) eventually(b *testing.B, what string, cond func() bool) {
 	b.Helper()
-	deadline := time.Now().Add(converge)
+	e.eventuallyWithin(b, converge, what, cond)
+}
+
+// eventuallyWithin polls cond until it holds, failing the benchmark after limit.
+func (e *env) eventuallyWithin(b *testing.B, limit time.Duration, what string, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			b.Fatalf("did not converge within %s: %s", converge, what)
+			b.Fatalf("did not converge within %s: %s", limit, what)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -250,11 +256,9 @@ func (e *env) scrapeAll(b *testing.B) map[string]Metrics {
 }
 
 // cpuUse is the CPU time each process has used so far (the four drivers,
-// MetalLB, and this process, which runs the reference core), and the
-// machine's.
+// MetalLB, and this process, which runs the reference core).
 type cpuUse struct {
-	procs   map[string]time.Duration
-	machine MachineCPU
+	procs map[string]time.Duration
 }
 
 // cpuProcs are the processes cpuUse reports, in order.
@@ -272,20 +276,16 @@ func (e *env) cpu(b *testing.B) cpuUse {
 		require.NoError(b, err, "CPU time of %s", name)
 		u.procs[name] = d
 	}
-	var err error
-	u.machine, err = ReadMachineCPU()
-	require.NoError(b, err)
 	return u
 }
 
-// since returns the CPU used between old and u, and the machine's busy share.
-func (u cpuUse) since(old cpuUse) (map[string]time.Duration, float64) {
+// since returns the CPU each process used between old and u.
+func (u cpuUse) since(old cpuUse) map[string]time.Duration {
 	d := map[string]time.Duration{}
 	for k, v := range u.procs {
 		d[k] = v - old.procs[k]
 	}
-	busy := Ratio(float64(u.machine.Busy-old.machine.Busy), float64(u.machine.Total-old.machine.Total))
-	return d, busy
+	return d
 }
 
 // claimAddress returns the first bound address of a claim.

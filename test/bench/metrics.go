@@ -212,6 +212,21 @@ type MachineCPU struct {
 	Total time.Duration
 }
 
+// Sub is the CPU time between an earlier reading o and m.
+func (m MachineCPU) Sub(o MachineCPU) MachineCPU {
+	return MachineCPU{Busy: m.Busy - o.Busy, Total: m.Total - o.Total}
+}
+
+// Add sums the CPU time of two spans.
+func (m MachineCPU) Add(o MachineCPU) MachineCPU {
+	return MachineCPU{Busy: m.Busy + o.Busy, Total: m.Total + o.Total}
+}
+
+// Share is the busy share of a span of CPU time (NaN when it is empty).
+func (m MachineCPU) Share() float64 {
+	return Ratio(float64(m.Busy), float64(m.Total))
+}
+
 // ParseMachineStat reads the aggregate "cpu" line of /proc/stat.
 func ParseMachineStat(text string) (MachineCPU, error) {
 	line, _, _ := strings.Cut(text, "\n")

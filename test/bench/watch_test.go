@@ -16,6 +16,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // watcher timestamps the moment the benchmark's informers first see an
@@ -36,11 +38,15 @@ type expectation struct {
 }
 
 // Keys an object is known by: claims by namespace/name, addresses by name
-// and by the claim they are bound to, Services by namespace/name.
-func claimKey(ns, name string) string      { return "claim/" + ns + "/" + name }
-func addressKey(name string) string        { return "address/" + name }
-func addressOfKey(ns, claim string) string { return "address-of/" + ns + "/" + claim }
-func serviceKey(ns, name string) string    { return "service/" + ns + "/" + name }
+// and by the claim they are bound to, Services by namespace/name, and the
+// driver's placeholders also by the claim they draw for and by the address
+// they hold.
+func claimKey(ns, name string) string          { return "claim/" + ns + "/" + name }
+func addressKey(name string) string            { return "address/" + name }
+func addressOfKey(ns, claim string) string     { return "address-of/" + ns + "/" + claim }
+func serviceKey(ns, name string) string        { return "service/" + ns + "/" + name }
+func placeholderOfKey(ns, claim string) string { return "placeholder-of/" + ns + "/" + claim }
+func holdOfKey(address string) string          { return "hold-of/" + address }
 
 func keysOf(o any) []string {
 	switch v := o.(type) {
@@ -53,7 +59,17 @@ func keysOf(o any) []string {
 		}
 		return ks
 	case *corev1.Service:
-		return []string{serviceKey(v.Namespace, v.Name)}
+		ks := []string{serviceKey(v.Namespace, v.Name)}
+		if v.Namespace != cluster.DriverNamespace {
+			return ks
+		}
+		if ns, claim := v.Annotations[names.AnnotationClaimNamespace], v.Annotations[names.AnnotationClaimName]; ns != "" && claim != "" {
+			ks = append(ks, placeholderOfKey(ns, claim))
+		}
+		if a := v.Labels[names.LabelAddress]; a != "" {
+			ks = append(ks, holdOfKey(a))
+		}
+		return ks
 	}
 	return nil
 }
@@ -124,6 +140,31 @@ func (w *watcher) expect(key string, cond func(client.Object) bool) *expectation
 	w.waits[key] = append(w.waits[key], x)
 	w.mu.Unlock()
 	return x
+}
+
+// forget drops the expectations of xs still unmet (states an operation
+// never reached), so they are not tested against every later event.
+func (w *watcher) forget(xs ...*expectation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	drop := map[*expectation]bool{}
+	keys := map[string]bool{}
+	for _, x := range xs {
+		drop[x], keys[x.key] = true, true
+	}
+	for k := range keys {
+		kept := w.waits[k][:0]
+		for _, x := range w.waits[k] {
+			if !drop[x] {
+				kept = append(kept, x)
+			}
+		}
+		if len(kept) == 0 {
+			delete(w.waits, k)
+		} else {
+			w.waits[k] = kept
+		}
+	}
 }
 
 // At is when the state was first seen (zero while it was not).

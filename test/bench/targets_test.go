@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The verdict of one target.
+const (
+	pass = "PASS"
+	miss = "MISS"
+	// skip: the run did not measure it (a smaller scale, another MetalLB).
+	skip = "SKIP"
+)
+
+// verdict is one target judged on a run's figures.
+type verdict struct {
+	state, target, measured string
+}
+
+// targetMetalLB is the MetalLB release the claim targets are set for.
+const targetMetalLB = "v0.16.1"
+
+// runFigures are what the verdicts judge: the run's operations and what
+// it measured besides them.
+type runFigures struct {
+	ops []*op
+	// metallb is the MetalLB release the run used.
+	metallb string
+	// rssAt is each controller's memory with the claims of each N in place.
+	rssAt    map[int]map[string]ProcMem
+	restarts []restartResult
+	// total is the run's time; whole says it was a default-scale run of
+	// every benchmark, the one the time budget is set for.
+	total time.Duration
+	whole bool
+}
+
+// opNamed is the operation named exactly name, or nil.
+func (f runFigures) opNamed(name string) *op {
+	for _, o := range f.ops {
+		if o.name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// opsWith are the operations compared with a baseline whose name holds
+// every part.
+func (f runFigures) opsWith(parts ...string) []*op {
+	var out []*op
+	for _, o := range f.ops {
+		ok := o.base != nil
+		for _, p := range parts {
+			ok = ok && strings.Contains(o.name, p)
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// backgrounds are the background Service counts the 30-at-once handoff
+// rows ran with, smallest first.
+func (f runFigures) backgrounds() []int {
+	var out []int
+	for _, o := range f.opsWith(" attach, 30 at once, ") {
+		var kind, dir string
+		var bg int
+		if _, err := fmt.Sscanf(o.name, "%s %s 30 at once, %d background", &kind, &dir, &bg); err == nil && !slices.Contains(out, bg) {
+			out = append(out, bg)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// servicesIn reads "(N Services)" at the end of an operation's name.
+func servicesIn(name string) int {
+	i := strings.LastIndex(name, "(")
+	var n int
+	if i < 0 {
+		return 0
+	}
+	if _, err := fmt.Sscanf(name[i:], "(%d Services)", &n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// kind is the handoff an operation measured: its name up to the first comma.
+func kind(o *op) string { return strings.SplitN(o.name, ",", 2)[0] }
+
+func apiPerOp(o *op) float64 { return Total(o.cost.reqs, "leases") / float64(o.n) }
+
+// verdicts judges every target on f, in the order the report prints them:
+// the project's targets first, then the standing ones (full passes, writes
+// per claim, restart, the run's time).
+func verdicts(f runFigures) []verdict {
+	var out []verdict
+	judge := func(target string, ok bool, measured string, args ...any) {
+		st := miss
+		if ok {
+			st = pass
+		}
+		out = append(out, verdict{st, target, fmt.Sprintf(measured, args...)})
+	}
+	skipped := func(target, why string, args ...any) {
+		out = append(out, verdict{skip, target, fmt.Sprintf(why, args...)})
+	}
+
+	// Claims at N=1,000, on the MetalLB release the targets are set for.
+	claimTargets := []string{
+		"claim -> Bound, N=1000: throughput >= 0.5x plain",
+		"claim -> Bound, N=1000: p50 <= 3x plain",
+		"claim -> Bound, N=1000: API requests per claim <= 15",
+	}
+	if o := f.opNamed("claim -> Bound, N=1000"); o == nil || o.base == nil {
+		for _, t := range claimTargets {
+			skipped(t, "no N=1000 claims in this run")
+		}
+	} else {
+		tput, p50, reqs := Ratio(o.rate(), o.base.rate()), Ratio(Ms(o.lat.P50), Ms(o.base.lat.P50)), apiPerOp(o)
+		measured := []string{
+			fmt.Sprintf("%.2fx (%s claims/s, plain %s Services/s)", tput, rate(o), rate(o.base)),
+			fmt.Sprintf("%.2fx (%s, plain %s)", p50, fmtD(o.lat.P50), fmtD(o.base.lat.P50)),
+			fmt.Sprintf("%.1f (every client, leases left out)", reqs),
+		}
+		oks := []bool{tput >= 0.5, p50 <= 3, reqs <= 15}
+		for i, t := range claimTargets {
+			if f.metallb != targetMetalLB {
+				skipped(t, "%s; set for MetalLB %s, this run used %q", measured[i], targetMetalLB, f.metallb)
+				continue
+			}
+			judge(t+" (MetalLB "+targetMetalLB+")", oks[i], "%s", measured[i])
+		}
+	}
+
+	// Writes per handoff: four, and one Event.
+	const writesTarget = "driver writes per handoff <= 4, plus one Event"
+	if hs := append(f.opsWith(" attach, "), f.opsWith(" detach, ")...); len(hs) == 0 {
+		skipped(writesTarget, "no handoff in this run")
+	} else {
+		var worstW, worstE float64
+		var byW, byE string
+		for _, o := range hs {
+			w, ev := (o.cost.driverWrites-o.cost.driverEvents)/float64(o.n), o.cost.driverEvents/float64(o.n)
+			if w > worstW || byW == "" {
+				worstW, byW = w, o.name
+			}
+			if ev > worstE || byE == "" {
+				worstE, byE = ev, o.name
+			}
+		}
+		judge(writesTarget, worstW <= 4 && worstE <= 1, "writes besides Events: worst %.1f (%s); Events: worst %.1f (%s)", worstW, byW, worstE, byE)
+	}
+
+	// 30 attaches at once among 1,121 Services.
+	if xs := f.opsWith(" attach, 30 at once, 1000 background"); len(xs) == 0 {
+		skipped("30 at once, 1121 Services: p95 <= 3x plain re-pin p95", "no attach with 1000 background Services in this run")
+	} else {
+		for _, o := range xs {
+			r := Ratio(Ms(o.lat.P95), Ms(o.base.lat.P95))
+			judge(fmt.Sprintf("30 at once, %d Services: p95 <= 3x plain re-pin p95 (%s)", servicesIn(o.name), kind(o)), r <= 3,
+				"%.2fx (%s, re-pin %s)", r, fmtD(o.lat.P95), fmtD(o.base.lat.P95))
+		}
+	}
+
+	// One handoff at a time on an idle cluster.
+	if xs := f.opsWith(", one at a time, idle"); len(xs) == 0 {
+		skipped("one handoff at a time, idle: p50 <= 3x idle re-pin p50", "no single handoff in this run")
+	} else {
+		for _, o := range xs {
+			r := Ratio(Ms(o.lat.P50), Ms(o.base.lat.P50))
+			judge(fmt.Sprintf("one at a time, idle: p50 <= 3x idle re-pin p50 (%s)", kind(o)), r <= 3,
+				"%.2fx (%s, re-pin %s)", r, fmtD(o.lat.P50), fmtD(o.base.lat.P50))
+		}
+	}
+
+	// MetalLB status 409s the driver causes in detaches.
+	const conflictsTarget = "detaches: 0 MetalLB status 409s caused by a driver write"
+	if ds := f.opsWith(" detach, "); len(ds) == 0 {
+		skipped(conflictsTarget, "no detach in this run")
+	} else {
+		var driver, all float64
+		for _, o := range ds {
+			driver += o.cost.conflictsBy[WriterDriver]
+			all += o.cost.statusConflicts()
+		}
+		judge(conflictsTarget, driver == 0, "%.0f after a driver write (of %.0f status 409s in %d detach rows)", driver, all, len(ds))
+	}
+
+	// Handoff p50 flat from the fewest to the most Services.
+	if bgs := f.backgrounds(); len(bgs) < 2 {
+		skipped("handoff p50 within 20% from 221 to 5121 Services", "needs two background sizes; this run had %d", len(bgs))
+	} else {
+		lo, hi := bgs[0], bgs[len(bgs)-1]
+		note := ""
+		if hi < 5000 {
+			note = "; 5121 Services with BENCH_SCALE=large"
+		}
+		for _, k := range []string{"shared", "gap"} {
+			for _, dir := range []string{"attach", "detach"} {
+				a := f.opsWith(fmt.Sprintf("%s %s, 30 at once, %d background ", k, dir, lo))
+				z := f.opsWith(fmt.Sprintf("%s %s, 30 at once, %d background ", k, dir, hi))
+				if len(a) == 0 || len(z) == 0 {
+					continue
+				}
+				r := Ratio(Ms(z[0].lat.P50), Ms(a[0].lat.P50))
+				judge(fmt.Sprintf("handoff p50 within 20%% from %d to %d Services (%s %s)", servicesIn(a[0].name), servicesIn(z[0].name), k, dir),
+					r >= 0.8 && r <= 1.2, "%.3fx (%s, %s)%s", r, fmtD(z[0].lat.P50), fmtD(a[0].lat.P50), note)
+			}
+		}
+	}
+
+	// Per-claim cost at N=5,000 against N=1,000.
+	const costTarget = "API requests per claim at N=5000 within 20% of N=1000"
+	a, z := f.opNamed("claim -> Bound, N=1000"), f.opNamed("claim -> Bound, N=5000")
+	if a == nil || z == nil {
+		skipped(costTarget, "large scale only (BENCH_SCALE=large)")
+	} else {
+		r := Ratio(apiPerOp(z), apiPerOp(a))
+		judge(costTarget, r >= 0.8 && r <= 1.2, "%.3fx (%.1f, %.1f)", r, apiPerOp(z), apiPerOp(a))
+	}
+
+	// The warm burst.
+	const warmTarget = "warm burst: claim -> Bound p50 <= 2x the plain burst p50"
+	if ws := f.opsWith("claim -> Bound, warm"); len(ws) == 0 {
+		skipped(warmTarget, "no warm burst in this run")
+	} else {
+		o := ws[0]
+		r := Ratio(Ms(o.lat.P50), Ms(o.base.lat.P50))
+		judge(warmTarget, r <= 2, "%.2fx (%s, plain %s, N=%d)", r, fmtD(o.lat.P50), fmtD(o.base.lat.P50), o.n)
+	}
+
+	// The claim controller's memory.
+	const rssTarget = "claim controller RSS <= 64 MiB at N=1000"
+	if m, ok := f.rssAt[1000]["claim"]; !ok {
+		skipped(rssTarget, "no N=1000 claims in this run")
+	} else {
+		judge(rssTarget, m.RSS <= 64<<20, "%s (%s anonymous, %s file-backed)", MiB(m.RSS), MiB(m.Anon), MiB(m.File))
+	}
+
+	// Standing targets.
+	passes, attaches := 0, 0
+	for _, o := range f.opsWith(" attach, ") {
+		passes += o.cost.metallb.FullPasses
+		attaches += o.n
+	}
+	if attaches == 0 {
+		skipped("attaches cause no MetalLB full pass", "no attach in this run")
+	} else {
+		judge("attaches cause no MetalLB full pass", passes == 0, "%d full passes in %d attaches", passes, attaches)
+	}
+	if ds := f.opsWith(" detach, ", " at once, "); len(ds) > 0 {
+		worst, by := -1.0, ""
+		for _, o := range ds {
+			if p := float64(o.cost.metallb.FullPasses) / float64(o.n); p > worst {
+				worst, by = p, o.name
+			}
+		}
+		judge("detaches at once: at most one MetalLB full pass each", worst <= 1, "worst %.2f per detach (%s)", worst, by)
+	}
+	if cs := f.opsWith("claim -> Bound, "); len(cs) > 0 {
+		worst, by := -1.0, ""
+		for _, o := range cs {
+			if w := o.cost.driverWrites / float64(o.n); w > worst {
+				worst, by = w, o.name
+			}
+		}
+		judge("driver writes <= 6 per claim", worst <= 6, "worst %.1f (%s)", worst, by)
+	}
+	if len(f.restarts) > 0 {
+		var slowest time.Duration
+		var writes float64
+		for _, r := range f.restarts {
+			slowest = max(slowest, r.converge)
+			writes += ResyncWrites(r.cost.reqs)
+		}
+		judge("restart converges in <= 10s with zero writes", slowest <= 10*time.Second && writes == 0,
+			"slowest %s, %.0f writes in all", fmtD(slowest), writes)
+	}
+	const budget = "the default run within 15 minutes (this process; the build before it not counted)"
+	if f.whole {
+		judge(budget, f.total <= 15*time.Minute, "%s", fmtD(f.total.Round(time.Second)))
+	} else {
+		skipped(budget, "%s; judged only on a default-scale run of every benchmark", fmtD(f.total.Round(time.Second)))
+	}
+	return out
+}
+
+// renderVerdicts prints one line per target: PASS, MISS or SKIP, the
+// target and the figure it was judged on, and a count of each.
+func renderVerdicts(vs []verdict) string {
+	rows := [][]string{{"", "TARGET", "MEASURED"}}
+	count := map[string]int{}
+	for _, v := range vs {
+		rows = append(rows, []string{v.state, v.target, v.measured})
+		count[v.state]++
+	}
+	return table(fmt.Sprintf("Targets (this run's figures): %d PASS, %d MISS, %d SKIP (not measured by this run)",
+		count[pass], count[miss], count[skip]), rows)
+}
