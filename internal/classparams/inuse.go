@@ -2,7 +2,6 @@ package classparams
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -13,17 +12,6 @@ import (
 // maxNamed is how many dropped addresses a refusal names before it only
 // counts the rest.
 const maxNamed = 10
-
-// Contains reports whether one of the ranges contains ip.
-func Contains(ranges []AddressRange, ip netip.Addr) bool {
-	ip = ip.Unmap()
-	for _, r := range ranges {
-		if r.Start.Is4() == ip.Is4() && r.Start.Compare(ip) <= 0 && ip.Compare(r.End) <= 0 {
-			return true
-		}
-	}
-	return false
-}
 
 // Dropped lists, sorted by name, the live addresses of a class (any phase,
 // not being deleted) that the rendered pool's ranges contain and the new

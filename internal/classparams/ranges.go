@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,22 @@ type AddressRange struct {
 	// Text is the canonical form written into the MetalLB pool: a CIDR
 	// ("192.0.2.0/24", "2001:db8::/64") or a range ("192.0.2.10-192.0.2.20").
 	Text string
+}
+
+// Contains reports whether ip lies in the range.
+func (r AddressRange) Contains(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.Is4() == r.Is4() && r.Start.Compare(ip) <= 0 && ip.Compare(r.End) <= 0
+}
+
+// Contains reports whether one of the ranges contains ip.
+func Contains(ranges []AddressRange, ip netip.Addr) bool {
+	return slices.ContainsFunc(ranges, func(r AddressRange) bool { return r.Contains(ip) })
+}
+
+// Covers reports whether ip lies in one of the class's ranges.
+func (p Parameters) Covers(ip netip.Addr) bool {
+	return Contains(p.Addresses, ip)
 }
 
 // String returns the canonical text of the range.
