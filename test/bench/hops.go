@@ -11,6 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -167,7 +168,7 @@ func isAssociatedTo(ns, name string) func(client.Object) bool {
 
 // isParked: the hold placeholder asks for the parking pool and no address.
 func isParked(o client.Object) bool {
-	return parking.Parked(o.(*corev1.Service), parking.DefaultPool)
+	return marks.Of(o.(*corev1.Service)).Parked(parking.DefaultPool)
 }
 
 // isUnheld: the address's Held condition is False.
@@ -180,6 +181,6 @@ func isUnheld(o client.Object) bool {
 func isPinnedTo(ip string) func(client.Object) bool {
 	return func(o client.Object) bool {
 		a := o.(*corev1.Service).Annotations
-		return a[names.AnnotationPinnedBy] != "" && slices.Contains(names.SplitIPs(a[names.MetalLBLoadBalancerIPs]), ip)
+		return a[marks.KeyPinnedBy] != "" && slices.Contains(names.SplitIPs(a[marks.KeyPin]), ip)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -117,18 +118,18 @@ func TestStates(t *testing.T) {
 		{"an address associated to nothing", isAssociatedTo("ns", "web"), addr(nil), false},
 		{"an address associated to the Service", isAssociatedTo("ns", "web"), addr(web), true},
 		{"an address associated to another Service", isAssociatedTo("ns", "api"), addr(web), false},
-		{"a hold pinned to its address", isParked, svc(map[string]string{names.MetalLBAddressPool: "iad-c", names.MetalLBLoadBalancerIPs: "10.200.0.1"}), false},
+		{"a hold pinned to its address", isParked, svc(map[string]string{marks.KeyPool: "iad-c", marks.KeyPin: "10.200.0.1"}), false},
 		{"a hold asking for the parking pool with its pin left", isParked,
-			svc(map[string]string{names.MetalLBAddressPool: parking.DefaultPool, names.MetalLBLoadBalancerIPs: "10.200.0.1"}), false},
-		{"a parked hold", isParked, svc(map[string]string{names.MetalLBAddressPool: parking.DefaultPool}), true},
+			svc(map[string]string{marks.KeyPool: parking.DefaultPool, marks.KeyPin: "10.200.0.1"}), false},
+		{"a parked hold", isParked, svc(map[string]string{marks.KeyPool: parking.DefaultPool}), true},
 		{"an address with no Held condition", isUnheld, addr(web), false},
 		{"an address still held", isUnheld, addr(web, metav1.ConditionTrue), false},
 		{"an address unheld", isUnheld, addr(web, metav1.ConditionFalse), true},
-		{"a Service pinned by hand", isPinnedTo("10.200.0.1"), svc(map[string]string{names.MetalLBLoadBalancerIPs: "10.200.0.1"}), false},
+		{"a Service pinned by hand", isPinnedTo("10.200.0.1"), svc(map[string]string{marks.KeyPin: "10.200.0.1"}), false},
 		{"a Service the driver pinned elsewhere", isPinnedTo("10.200.0.1"),
-			svc(map[string]string{names.MetalLBLoadBalancerIPs: "10.200.0.2", names.AnnotationPinnedBy: "ip-0"}), false},
+			svc(map[string]string{marks.KeyPin: "10.200.0.2", marks.KeyPinnedBy: "ip-0"}), false},
 		{"a Service the driver pinned to the address", isPinnedTo("10.200.0.1"),
-			svc(map[string]string{names.MetalLBLoadBalancerIPs: "10.200.0.1", names.AnnotationPinnedBy: "ip-0"}), true},
+			svc(map[string]string{marks.KeyPin: "10.200.0.1", marks.KeyPinnedBy: "ip-0"}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.cond(tc.obj))
