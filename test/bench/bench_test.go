@@ -65,8 +65,6 @@ func table(title string, rows [][]string) string {
 	return sb.String()
 }
 
-func fmtD(d time.Duration) string { return d.Round(time.Millisecond).String() }
-
 // cpuCol formats CPU seconds per process, in cpuProcs order.
 func cpuCol(cpu map[string]time.Duration) string {
 	var out []string

@@ -184,3 +184,6 @@ func isPinnedTo(ip string) func(client.Object) bool {
 		return a[marks.KeyPinnedBy] != "" && slices.Contains(names.SplitIPs(a[marks.KeyPin]), ip)
 	}
 }
+
+// fmtD prints a duration to the millisecond.
+func fmtD(d time.Duration) string { return d.Round(time.Millisecond).String() }
