@@ -212,7 +212,7 @@ func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, plac
 			if otherPlaceholder == nil {
 				otherPlaceholder = s
 			}
-		case !authorized(a, s):
+		case !marks.Authorizes(a, s):
 			return &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}, s
 		case waitingFor == nil:
 			waitingFor = s

@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !served(a, class) {
+	if !marks.Served(a, class) {
 		r.states.forget(a.Name)
 		return ctrl.Result{}, nil
 	}

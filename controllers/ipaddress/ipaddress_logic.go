@@ -65,11 +65,6 @@ func poolContains(entries []string, ip netip.Addr) bool {
 	return false
 }
 
-// served reports whether the controller serves an address (marks.Served).
-func served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
-	return marks.Served(a, class)
-}
-
 func serviceFamily(ip netip.Addr) corev1.IPFamily {
 	if ip.Is4() {
 		return corev1.IPv4Protocol
@@ -107,7 +102,7 @@ func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 	var missing []string
 	for i := range holders {
 		s := &holders[i]
-		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!authorized(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!marks.Authorizes(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
 			continue
 		}
 		if !marks.Of(s).Granted(a.Spec.ClassName) {
@@ -123,19 +118,13 @@ func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 		fmt.Sprintf("Service %s holds the address without %s yet; the driver labels it", strings.Join(missing, ", "), marks.GrantText(a.Spec.ClassName))}
 }
 
-// authorized reports whether a Service may hold the address (the Service
-// controller's rule too).
-func authorized(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
-	return marks.Authorizes(a, svc)
-}
-
 // unauthorizedHolders lists the holders without the binding's authority;
 // the driver's own placeholders are exempt (marks.Exempt).
 func unauthorizedHolders(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []*corev1.Service {
 	var out []*corev1.Service
 	for i := range holders {
 		s := &holders[i]
-		if marks.Exempt(s, placeholderNamespace) || authorized(a, s) {
+		if marks.Exempt(s, placeholderNamespace) || marks.Authorizes(a, s) {
 			continue
 		}
 		out = append(out, s)

@@ -564,35 +564,6 @@ func TestPlanHold(t *testing.T) {
 	}
 }
 
-func TestAuthorized(t *testing.T) {
-	const ip = "192.0.2.7"
-	tests := []struct {
-		name string
-		addr *iadv1alpha1.IPAddress
-		svc  corev1.Service
-		want bool
-	}{
-		{"the associated Service", associated(address("a", ip), "t", "web"), svc("t", "web", "", ip), true},
-		{"same name in another namespace", associated(address("a", ip), "t", "web"), svc("u", "web", "", ip), false},
-		{"annotated with the address's claim in its namespace, pinned by the driver", bound(address("a", ip), "t", "c"),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c"), true},
-		{"annotated with the address's claim, pinned by hand", bound(address("a", ip), "t", "c"),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
-		{"annotated with the claim's name from another namespace", bound(address("a", ip), "t", "c"),
-			svc("u", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
-		{"annotated with another claim", bound(address("a", ip), "t", "c"),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "d"), false},
-		{"annotated, but the address is unbound", address("a", ip),
-			svc("t", "other", "", ip, iadv1alpha1.ServiceClaimAnnotation, "c"), false},
-		{"a plain Service", bound(address("a", ip), "t", "c"), svc("t", "plain", ip, ip), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, authorized(tt.addr, &tt.svc))
-		})
-	}
-}
-
 func TestUnauthorizedHolders(t *testing.T) {
 	const ip = "192.0.2.7"
 	a := associated(bound(address("a", ip), "t", "c"), "t", "web")
@@ -706,11 +677,11 @@ func TestServed(t *testing.T) {
 	withFinalizer := address("a", "192.0.2.7")
 	withFinalizer.Finalizers = []string{iadv1alpha1.AddressProtectionFinalizer, names.Finalizer}
 
-	assert.True(t, served(plain, ours), "class names us")
-	assert.False(t, served(plain, theirs), "class names another driver")
-	assert.False(t, served(withFinalizer, theirs), "class names another driver, even with our finalizer")
-	assert.False(t, served(plain, nil), "class gone, never ours")
-	assert.True(t, served(withFinalizer, nil), "class gone, still carries our finalizer")
+	assert.True(t, marks.Served(plain, ours), "class names us")
+	assert.False(t, marks.Served(plain, theirs), "class names another driver")
+	assert.False(t, marks.Served(withFinalizer, theirs), "class names another driver, even with our finalizer")
+	assert.False(t, marks.Served(plain, nil), "class gone, never ours")
+	assert.True(t, marks.Served(withFinalizer, nil), "class gone, still carries our finalizer")
 }
 
 // written is the annotations m writes on a copy of svc; nil when it

@@ -144,7 +144,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 	}
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(svc.Namespace),
-		client.MatchingFields{"involvedObject.name": svc.Name, "reason": metallbAllocationFailed}); err != nil {
+		client.MatchingFields{"involvedObject.name": svc.Name, "reason": stale.AllocationFailed}); err != nil {
 		return "", phase.Next(), err
 	}
 	got := stale.RefusalOf(evs.Items, svc.UID, svc.ResourceVersion, u.earlier)
@@ -155,7 +155,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 		return "", phase.RetryAfter(lookAgain, "MetalLB refused a version of the Service the cache does not show yet"), nil
 	case len(got.Earlier) > 0 && u.earlier == nil:
 		u.earlier = got.Earlier
-		if err := r.poke(ctx, svc); err != nil {
+		if err := stale.Poke(ctx, r, svc); err != nil {
 			return "", phase.Next(), err
 		}
 		return "", phase.RetryAfter(look, "MetalLB was asked to look at the pinned Service again"), nil

@@ -29,8 +29,6 @@ import (
 // maxFormerHolders bounds how many former holders one pass looks at.
 const maxFormerHolders = 8
 
-const metallbAllocationFailed = stale.AllocationFailed
-
 // staleRecheck is how often, beyond one MetalLB full pass (passTime), an
 // address whose rightful holder gets nothing is looked at again.
 const staleRecheck = 10 * time.Second
@@ -164,7 +162,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	}
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(blocked.Namespace),
-		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": metallbAllocationFailed}); err != nil {
+		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": stale.AllocationFailed}); err != nil {
 		return 0, err
 	}
 	failure := stale.LatestFailure(evs.Items, blocked.UID)
@@ -200,7 +198,9 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 			return 0, err
 		}
 	}
-	return staleRecheck + busy, r.poke(ctx, blocked)
+	// Clearing an allocation no other Service shares does not make MetalLB
+	// look at the others: the blocked Service is handed back to it.
+	return staleRecheck + busy, stale.Poke(ctx, r, blocked)
 }
 
 // formerHolders are the Services besides svc that MetalLB's Events say it
@@ -220,12 +220,6 @@ func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip 
 	return stale.AssignedTo(all, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
 }
 
-// poke makes MetalLB process a Service once more (stale.Poke): clearing an
-// allocation no other Service shares does not make it look at the others.
-func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
-	return stale.Poke(ctx, r, svc)
-}
-
 // dropRetryMarks removes the poke's mark from the address's placeholders
 // and attached Service once settled: a Service pinned to a refused second
 // address keeps it, since that address's pass spaces its pokes by it.
@@ -239,7 +233,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 			continue
 		}
 		if _, ok := svc.Annotations[names.AnnotationMetalLBRetry]; ok {
-			if err := r.setRetryMark(ctx, svc, nil); err != nil {
+			if err := stale.SetRetryMark(ctx, r, svc, nil); err != nil {
 				return err
 			}
 		}
@@ -251,10 +245,6 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 // MetalLB pin asks for.
 func settled(svc *corev1.Service, ip string) bool {
 	return marks.HoldsAll(svc, append(marks.Of(svc).PinIPs(), ip)...)
-}
-
-func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
-	return stale.SetRetryMark(ctx, r, svc, v)
 }
 
 // clearStaleAllocation clears MetalLB's allocation for the name key
