@@ -264,3 +264,23 @@ func (r *Reconciler) noteHold(s *scope, v *holdView, deleted, parked int) {
 		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
 	}
 }
+
+// liveRecording reads from the API server the allocation placeholder of
+// the address's claim, returned while it holds the address and is not
+// handed over yet (recordingPlaceholder).
+func (r *Reconciler) liveRecording(ctx context.Context, s *scope) (*corev1.Service, error) {
+	ref := s.addr.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil, nil
+	}
+	family := iadv1alpha1.FamilyIPv4
+	if s.ip.Is6() {
+		family = iadv1alpha1.FamilyIPv6
+	}
+	ph := &corev1.Service{}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(types.UID(ref.UID), string(family))}
+	if err := r.APIReader.Get(ctx, key, ph); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return recordingPlaceholder(s.addr, s.ip.String(), r.PlaceholderNamespace, []corev1.Service{*ph}), nil
+}

@@ -1,7 +1,12 @@
 package ipaddress
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
+
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -391,4 +396,57 @@ func rightfulHolder(a *iadv1alpha1.IPAddress, key string, attached, attaching *c
 		return attaching
 	}
 	return attached
+}
+
+// renderHold is the hold placeholder of an address: pinned to exactly ip,
+// drawing from the class pool, with the sharing key when key is not empty,
+// labelled with the address name and owner-referenced to it.
+func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key string) *corev1.Service {
+	return marks.Mark(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      names.HoldPlaceholderName(a.Name),
+			Labels: map[string]string{
+				names.LabelPlaceholder: names.PlaceholderHold,
+				names.LabelAddress:     a.Name,
+			},
+			Annotations:     map[string]string{names.AnnotationClass: a.Spec.ClassName},
+			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
+		},
+		Spec: placeholder.Spec(serviceFamily(ip)),
+	}, marks.Requests{Pool: names.PoolName(a.Spec.ClassName), Pin: ip.String(), Sharing: key, Grant: a.Spec.ClassName})
+}
+
+func serviceFamily(ip netip.Addr) corev1.IPFamily {
+	if ip.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// grantState is the Granted condition: True when every holder the driver
+// answers for (its placeholders, the Services the binding authorizes)
+// carries the class's grant label, so a pool that admits only granted
+// Services keeps their assignments. Holders without authority are not
+// waited for (taking the address from them is the grant's point), nor a
+// Service being released or let go, whose label a detach withdraws while
+// MetalLB still shows it holding the address.
+func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
+	var missing []string
+	for i := range holders {
+		s := &holders[i]
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!marks.Authorizes(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
+			continue
+		}
+		if !marks.Of(s).Granted(a.Spec.ClassName) {
+			missing = append(missing, s.Namespace+"/"+s.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return heldState{metav1.ConditionTrue, conditions.ReasonHoldersGranted,
+			fmt.Sprintf("every Service holding the address for the driver carries %s", marks.GrantText(a.Spec.ClassName))}
+	}
+	slices.Sort(missing)
+	return heldState{metav1.ConditionFalse, conditions.ReasonHolderNotGranted,
+		fmt.Sprintf("Service %s holds the address without %s yet; the driver labels it", strings.Join(missing, ", "), marks.GrantText(a.Spec.ClassName))}
 }
