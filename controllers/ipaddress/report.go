@@ -10,6 +10,16 @@ import (
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
+// awaitCache ends a pass on an address whose cache copy does not show this
+// controller's last status write yet: the pass would write the same report
+// again, into a conflict.
+func (r *Reconciler) awaitCache(_ context.Context, s *scope) (phase.Result, error) {
+	if r.written.Behind(s.addr.Name, s.addr.ResourceVersion) {
+		return phase.Halt("the cache has not shown the last status write yet", lookAgain), nil
+	}
+	return phase.Next(), nil
+}
+
 // reportStatus is the last phase: the status patch, then the gauge.
 func (r *Reconciler) reportStatus(ctx context.Context, s *scope) (phase.Result, error) {
 	wait, err := r.patchStatus(ctx, s)

@@ -15,15 +15,17 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
-// scope carries what one pass fetched and what it changes.
+// scope carries what one pass fetched and what it changes. Reconcile builds
+// it from the address; the first phases fill in the class and the IP.
 type scope struct {
 	// addr is the address; the phases edit its status in memory and
 	// reportStatus writes it once, on orig, the address as read.
 	addr, orig *iadv1alpha1.IPAddress
-	ip         netip.Addr
+	// ip is spec.address, parsed (parseAddress).
+	ip netip.Addr
 	// key is the address's sharing key (marks.Keys.Of).
 	key string
-	// class is nil when it does not exist.
+	// class is the address's class (loadClass), nil when it does not exist.
 	class *iadv1alpha1.IPAddressClass
 
 	holders       []corev1.Service
