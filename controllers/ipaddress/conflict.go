@@ -27,7 +27,7 @@ func (r *Reconciler) recoverConflict(ctx context.Context, s *scope) (phase.Resul
 		return phase.Next(), err
 	}
 	if bad := unauthorizedHolders(s.addr, holders, r.PlaceholderNamespace); len(bad) > 0 {
-		return phase.Next(), nil
+		return phase.WaitFor("the Services holding the address without authority to let it go", 0), nil
 	}
 	b, err := r.binding(ctx, s.addr)
 	if err != nil {

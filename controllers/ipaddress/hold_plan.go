@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cozystack/metallb-iad/internal/placeholder"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // heldState is a value of the Held condition.
@@ -360,6 +359,30 @@ func sharesSoon(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
 func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
+}
+
+// holdWait is, in a few words for the log, what the hold waits for once
+// the plan is written; "" for nothing. Each is a change another process
+// makes (MetalLB, the Service or claim controller, the API server deleting
+// a placeholder), which the Service watch brings back.
+func holdWait(p holdPlan) string {
+	switch {
+	case p.Create:
+		return "MetalLB to assign the address to the new hold placeholder"
+	case len(p.Park) > 0:
+		return "MetalLB to move the placeholders to the parking pool"
+	case len(p.Delete) > 0:
+		return "the deleted placeholders to go"
+	case p.TakenBy != nil:
+		return "the Service holding the address without authority to let it go"
+	case p.Held == nil:
+		return "the attached Service to leave"
+	case p.Held.Reason == conditions.ReasonImporting:
+		return "the Service controller to import the address"
+	case p.Held.Status == metav1.ConditionUnknown:
+		return "the hold to settle (the Held condition says on what)"
+	}
+	return ""
 }
 
 // recheckAttached reports whether the plan drops an attached address's

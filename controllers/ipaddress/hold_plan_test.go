@@ -4,12 +4,11 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -984,5 +983,29 @@ func TestGrantState(t *testing.T) {
 				assert.Equal(t, conditions.ReasonHolderNotGranted, got.Reason)
 			}
 		})
+	}
+}
+
+func TestHoldWait(t *testing.T) {
+	hold := refs(svc(phNS, "hold", planIP, planIP))
+	taker := svc("rogue", "grab", planIP, planIP)
+	tests := []struct {
+		name string
+		plan holdPlan
+		want string
+	}{
+		{"a hold to create", holdPlan{Create: true, Held: waiting("x")}, "MetalLB to assign the address to the new hold placeholder"},
+		{"placeholders to park", holdPlan{Park: hold, Held: waiting("x")}, "MetalLB to move the placeholders to the parking pool"},
+		{"placeholders to delete", holdPlan{Delete: hold, Held: heldBy("x")}, "the deleted placeholders to go"},
+		{"taken elsewhere", holdPlan{Held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, "x"}, TakenBy: &taker},
+			"the Service holding the address without authority to let it go"},
+		{"the attached Service leaves", holdPlan{}, "the attached Service to leave"},
+		{"being imported", holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, "x"}}, "the Service controller to import the address"},
+		{"waiting for MetalLB", holdPlan{Held: waiting("x")}, "the hold to settle (the Held condition says on what)"},
+		{"held", holdPlan{Held: heldBy("x")}, ""},
+		{"released for the workload", holdPlan{Held: releasedForWeb}, ""},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, holdWait(tt.plan), tt.name)
 	}
 }

@@ -33,7 +33,10 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (phase.Result, er
 	}
 	reason, msg := lostCause(a.Spec.ClassName, s.class, pool, r.MetalLBNamespace, s.ip)
 	if reason != "" {
-		return phase.Next(), r.markLost(ctx, s, reason, msg)
+		if err := r.markLost(ctx, s, reason, msg); err != nil {
+			return phase.Next(), err
+		}
+		return phase.WaitFor("the class's pool to contain the address again", 0), nil
 	}
 	r.lostAnnounced.Delete(a.UID)
 	r.noteClassGone(s, pool)

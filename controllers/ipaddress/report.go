@@ -27,7 +27,7 @@ func (r *Reconciler) reportStatus(ctx context.Context, s *scope) (phase.Result, 
 		return phase.Next(), err
 	}
 	if wait > 0 {
-		return phase.RetryAfter(wait, "the first report waits for the core"), nil
+		return phase.WaitFor("the core to set the new address's phase before the first report", wait), nil
 	}
 	r.states.set(s.addr.Name, s.addr.Spec.ClassName, addressState(s.addr))
 	return phase.Next(), nil

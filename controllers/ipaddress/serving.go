@@ -42,6 +42,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 		r.unserved.forget(a.Name)
 	case refusedFor(prev, key):
 		// Said already; the Service's next change brings the address back.
+		res = phase.WaitFor("the refused Service to change", 0)
 	case a.Status.Phase == iadv1alpha1.AddressLost:
 		// MetalLB no longer has the address: AddressLost says so.
 	default:
@@ -77,7 +78,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Service) (string, phase.Result, error) {
 	a := s.addr
 	if !marks.Of(svc).Granted(a.Spec.ClassName) {
-		return "", phase.Next(), nil // the Service controller's write to come brings the address back
+		return "", phase.WaitFor("the Service controller to grant the attached Service", 0), nil
 	}
 	u := r.unserved.get(a.Name, svc.UID)
 	look := servingSettle + passTime(r.allocated.count())
@@ -94,7 +95,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 	case got.Event != nil:
 		return got.Event.Message, phase.Next(), nil
 	case got.Ahead:
-		return "", phase.RetryAfter(lookAgain, "MetalLB refused a version of the Service the cache does not show yet"), nil
+		return "", phase.WaitFor("the cache to show the version of the Service MetalLB refused", lookAgain), nil
 	case len(got.Earlier) > 0 && u.earlier == nil:
 		u.earlier = got.Earlier
 		if err := stale.Poke(ctx, r, svc); err != nil {
