@@ -10,6 +10,8 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
+// TestServed: the rule checkServed applies (marks.Served), which internal/marks
+// does not test itself.
 func TestServed(t *testing.T) {
 	ours := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner}}
 	theirs := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: "example.com/other"}}
