@@ -111,14 +111,14 @@ func (r *Reconciler) freshAttached(ctx context.Context, a *iadv1alpha1.IPAddress
 		return nil, phase.WaitFor("the address is gone", 0), client.IgnoreNotFound(err)
 	}
 	if cur.ResourceVersion != a.ResourceVersion {
-		return nil, phase.RetryAfter(lookAgain, "the cache is behind the address"), nil
+		return nil, phase.WaitFor("the cache to show the address's last write", lookAgain), nil
 	}
 	w := a.Status.AssociatedTo
 	fresh := &corev1.Service{}
 	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, fresh); {
 	case apierrors.IsNotFound(err):
 		// The next pass clears the association and keeps the hold.
-		return nil, phase.RetryAfter(lookAgain, "the attached Service is gone"), nil
+		return nil, phase.WaitFor("the cache to show the attached Service gone", lookAgain), nil
 	case err != nil:
 		return nil, phase.Next(), err
 	}
@@ -149,13 +149,21 @@ func (r *Reconciler) applyHold(ctx context.Context, s *scope, v *holdView) (phas
 	}
 	r.noteHold(s, v, deleted, parked)
 	if v.plan.Create || len(v.plan.Delete) > 0 || len(v.plan.Park) > 0 {
-		return res, nil
+		if res.State != phase.Done {
+			return res, nil
+		}
+		return phase.WaitFor(holdWait(v.plan), 0), nil
 	}
 	again, err := r.clearStaleAllocations(ctx, s, v.cached, rightfulHolder(s.addr, s.key, v.attached, v.attaching))
-	if err != nil || again == 0 {
+	switch {
+	case err != nil:
 		return phase.Next(), err
+	case again > 0:
+		return phase.RetryAfter(again, "a stale allocation may keep the rightful holder out"), nil
+	case holdWait(v.plan) != "":
+		return phase.WaitFor(holdWait(v.plan), 0), nil
 	}
-	return phase.RetryAfter(again, "a stale allocation may keep the rightful holder out"), nil
+	return phase.Next(), nil
 }
 
 // createHold creates the hold placeholder. A Held=False signal is withdrawn
@@ -173,7 +181,7 @@ func (r *Reconciler) createHold(ctx context.Context, s *scope, plan holdPlan) (p
 	switch err := r.Create(ctx, ph); {
 	case apierrors.IsAlreadyExists(err):
 		// Not labelled for this address, or just created.
-		return phase.RetryAfter(lookAgain, "the hold placeholder's name is taken"), nil
+		return phase.WaitFor("the cache to show the hold placeholder, whose name is taken", lookAgain), nil
 	case err != nil:
 		return phase.Next(), err
 	}
@@ -263,4 +271,24 @@ func (r *Reconciler) noteHold(s *scope, v *holdView, deleted, parked int) {
 		conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) && v.plan.TakenBy != nil {
 		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
 	}
+}
+
+// liveRecording reads from the API server the allocation placeholder of
+// the address's claim, returned while it holds the address and is not
+// handed over yet (recordingPlaceholder).
+func (r *Reconciler) liveRecording(ctx context.Context, s *scope) (*corev1.Service, error) {
+	ref := s.addr.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil, nil
+	}
+	family := iadv1alpha1.FamilyIPv4
+	if s.ip.Is6() {
+		family = iadv1alpha1.FamilyIPv6
+	}
+	ph := &corev1.Service{}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(types.UID(ref.UID), string(family))}
+	if err := r.APIReader.Get(ctx, key, ph); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return recordingPlaceholder(s.addr, s.ip.String(), r.PlaceholderNamespace, []corev1.Service{*ph}), nil
 }

@@ -1,7 +1,10 @@
 package ipaddress
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // heldState is a value of the Held condition.
@@ -212,7 +216,7 @@ func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, plac
 			if otherPlaceholder == nil {
 				otherPlaceholder = s
 			}
-		case !authorized(a, s):
+		case !marks.Authorizes(a, s):
 			return &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}, s
 		case waitingFor == nil:
 			waitingFor = s
@@ -357,6 +361,30 @@ func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
 }
 
+// holdWait is, in a few words for the log, what the hold waits for once
+// the plan is written; "" for nothing. Each is a change another process
+// makes (MetalLB, the Service or claim controller, the API server deleting
+// a placeholder), which the Service watch brings back.
+func holdWait(p holdPlan) string {
+	switch {
+	case p.Create:
+		return "MetalLB to assign the address to the new hold placeholder"
+	case len(p.Park) > 0:
+		return "MetalLB to move the placeholders to the parking pool"
+	case len(p.Delete) > 0:
+		return "the deleted placeholders to go"
+	case p.TakenBy != nil:
+		return "the Service holding the address without authority to let it go"
+	case p.Held == nil:
+		return "the attached Service to leave"
+	case p.Held.Reason == conditions.ReasonImporting:
+		return "the Service controller to import the address"
+	case p.Held.Status == metav1.ConditionUnknown:
+		return "the hold to settle (the Held condition says on what)"
+	}
+	return ""
+}
+
 // recheckAttached reports whether the plan drops an attached address's
 // placeholders for the gap handoff. The cache may miss the key written
 // before the association (a shared attachment keeps its hold), or a detach
@@ -391,4 +419,57 @@ func rightfulHolder(a *iadv1alpha1.IPAddress, key string, attached, attaching *c
 		return attaching
 	}
 	return attached
+}
+
+// renderHold is the hold placeholder of an address: pinned to exactly ip,
+// drawing from the class pool, with the sharing key when key is not empty,
+// labelled with the address name and owner-referenced to it.
+func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key string) *corev1.Service {
+	return marks.Mark(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      names.HoldPlaceholderName(a.Name),
+			Labels: map[string]string{
+				names.LabelPlaceholder: names.PlaceholderHold,
+				names.LabelAddress:     a.Name,
+			},
+			Annotations:     map[string]string{names.AnnotationClass: a.Spec.ClassName},
+			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
+		},
+		Spec: placeholder.Spec(serviceFamily(ip)),
+	}, marks.Requests{Pool: names.PoolName(a.Spec.ClassName), Pin: ip.String(), Sharing: key, Grant: a.Spec.ClassName})
+}
+
+func serviceFamily(ip netip.Addr) corev1.IPFamily {
+	if ip.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// grantState is the Granted condition: True when every holder the driver
+// answers for (its placeholders, the Services the binding authorizes)
+// carries the class's grant label, so a pool that admits only granted
+// Services keeps their assignments. Holders without authority are not
+// waited for (taking the address from them is the grant's point), nor a
+// Service being released or let go, whose label a detach withdraws while
+// MetalLB still shows it holding the address.
+func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
+	var missing []string
+	for i := range holders {
+		s := &holders[i]
+		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!marks.Authorizes(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
+			continue
+		}
+		if !marks.Of(s).Granted(a.Spec.ClassName) {
+			missing = append(missing, s.Namespace+"/"+s.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return heldState{metav1.ConditionTrue, conditions.ReasonHoldersGranted,
+			fmt.Sprintf("every Service holding the address for the driver carries %s", marks.GrantText(a.Spec.ClassName))}
+	}
+	slices.Sort(missing)
+	return heldState{metav1.ConditionFalse, conditions.ReasonHolderNotGranted,
+		fmt.Sprintf("Service %s holds the address without %s yet; the driver labels it", strings.Join(missing, ", "), marks.GrantText(a.Spec.ClassName))}
 }

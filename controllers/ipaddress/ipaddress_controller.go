@@ -43,8 +43,8 @@ const ControllerName = "ipaddress"
 // EventSource is the component name on the Events the controller records.
 const EventSource = "metallb-iad-ipaddress"
 
-// lookAgain is how soon a pass that waits for the cache or the API server
-// to move on looks again; the watches usually bring the address back first.
+// lookAgain is the fallback look of a pass that waits for the cache or the
+// API server to move on; the watches usually bring the address back first.
 const lookAgain = time.Second
 
 // Controller runs the ipaddress controller, in its binary and in the tests.
@@ -88,49 +88,43 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
-// the cluster on every pass.
+// the cluster on every pass: an address being deleted is torn down, any
+// other goes through the phases in order.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	a := &iadv1alpha1.IPAddress{}
 	if err := r.Get(ctx, req.NamespacedName, a); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.states.forget(req.Name)
-			r.unserved.forget(req.Name)
-			r.written.Forget(req.Name)
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.written.Behind(a.Name, a.ResourceVersion) {
-		log.FromContext(ctx).V(1).Info("the cache has not shown this controller's last status write yet")
-		return ctrl.Result{RequeueAfter: lookAgain}, nil
-	}
+	s := &scope{addr: a, orig: a.DeepCopy(), key: r.Keys.Of(a)}
 	if a.DeletionTimestamp != nil {
-		r.states.forget(a.Name)
-		res, err := r.teardown(ctx, a)
-		return phase.Finish(ctx, res, err)
+		return phase.Run(ctx, s,
+			phase.Of(r.awaitCache), // report.go
+			phase.Of(r.teardown),   // teardown.go
+		)
 	}
-	class, err := r.class(ctx, a.Spec.ClassName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !served(a, class) {
-		r.states.forget(a.Name)
-		return ctrl.Result{}, nil
-	}
-	if err := r.ensureFinalizer(ctx, a); err != nil {
-		return phase.Finish(ctx, ctrl.Result{}, err)
-	}
-	s := r.newScope(a, class)
-	if s == nil {
-		return ctrl.Result{}, nil
-	}
-	return phase.Run(ctx, s, []phase.Phase[*scope]{
-		{Name: "clearStaleAssociation", Run: r.clearStaleAssociation},
-		{Name: "detectLost", Run: r.detectLost},
-		{Name: "recoverConflict", Run: r.recoverConflict},
-		{Name: "enforceHold", Run: r.enforceHold},
-		{Name: "checkServing", Run: r.checkServing},
-		{Name: "reportStatus", Run: r.reportStatus},
-	}...)
+	return phase.Run(ctx, s,
+		phase.Of(r.awaitCache),            // report.go
+		phase.Of(r.loadClass),             // admit.go
+		phase.Of(r.checkServed),           // admit.go
+		phase.Of(r.ensureFinalizer),       // admit.go
+		phase.Of(r.parseAddress),          // admit.go
+		phase.Of(r.clearStaleAssociation), // association.go
+		phase.Of(r.detectLost),            // lost.go
+		phase.Of(r.recoverConflict),       // conflict.go
+		phase.Of(r.enforceHold),           // hold.go
+		phase.Of(r.checkServing),          // serving.go
+		phase.Of(r.reportStatus),          // report.go
+	)
+}
+
+// forget drops what the controller keeps about an address that is gone.
+func (r *Reconciler) forget(name string) {
+	r.states.forget(name)
+	r.unserved.forget(name)
+	r.written.Forget(name)
 }
 
 // SetupWithManager registers the indexes and the controller with its

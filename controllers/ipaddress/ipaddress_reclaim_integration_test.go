@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -142,7 +143,7 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	squatter := pinnedByHand("tenant-r", "squatter", "retain", ip)
 	require.NoError(t, adm.Create(ctx, squatter))
 	t.Cleanup(func() { _ = adm.Delete(context.Background(), squatter) })
-	assert.Contains(t, suite.WaitEvent(t, fixture.About{Namespace: "tenant-r", Name: "squatter"}, metallbAllocationFailed).Message,
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Namespace: "tenant-r", Name: "squatter"}, stale.AllocationFailed).Message,
 		"address also in use by "+testPlaceholderNamespace+"/"+hold.Name)
 	got := &corev1.Service{}
 	require.NoError(t, adm.Get(ctx, client.ObjectKeyFromObject(squatter), got))

@@ -2,15 +2,11 @@ package ipaddress
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,63 +14,9 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
-
-// servingVerdict is the AttachmentServed condition to set, if set, with a
-// Warning when it turns False.
-type servingVerdict struct {
-	set     bool
-	status  metav1.ConditionStatus
-	reason  string
-	message string
-	warn    bool
-}
-
-// refusedPrefix starts the message of a refusal of Service key.
-func refusedPrefix(key string) string { return fmt.Sprintf("Attached to Service %s, ", key) }
-
-// refusedFor reports whether the condition says MetalLB refused Service key.
-func refusedFor(c *metav1.Condition, key string) bool {
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonRefusedByMetalLB &&
-		strings.HasPrefix(c.Message, refusedPrefix(key))
-}
-
-// planServing decides AttachmentServed from the previous condition, the
-// attached pinned Service's key ("" for none), MetalLB's refusal of its
-// pin ("" for none on record) and whether it holds none of ip (unserved).
-// A refusal stands while the Service holds nothing: MetalLB never looks at
-// a refused Service again by itself.
-func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool) servingVerdict {
-	if refused != "" {
-		msg := refusedPrefix(svc) + fmt.Sprintf("which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
-			"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed",
-			ip, refused)
-		return servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: msg,
-			warn: prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg}
-	}
-	if prev == nil || prev.Status == metav1.ConditionTrue || (unserved && refusedFor(prev, svc)) {
-		return servingVerdict{}
-	}
-	msg := "The Service the address is attached to holds it"
-	if svc == "" || unserved {
-		msg = "The address is not attached to a Service MetalLB refuses"
-	}
-	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: msg}
-}
-
-// pinnedTo reports whether the Service asks MetalLB for ip: the driver's
-// pin or its owner's.
-func pinnedTo(svc *corev1.Service, ip string) bool {
-	m := marks.Of(svc)
-	if slices.Contains(m.PinIPs(), ip) {
-		return true
-	}
-	hand := m.HandPin()
-	return hand != "" && slices.Contains(names.SplitIPs(hand), ip)
-}
 
 // checkServing keeps the address from saying attached while MetalLB
 // refuses the Service it is attached to: AttachmentServed goes False, with
@@ -100,6 +42,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 		r.unserved.forget(a.Name)
 	case refusedFor(prev, key):
 		// Said already; the Service's next change brings the address back.
+		res = phase.WaitFor("the refused Service to change", 0)
 	case a.Status.Phase == iadv1alpha1.AddressLost:
 		// MetalLB no longer has the address: AddressLost says so.
 	default:
@@ -135,7 +78,7 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Service) (string, phase.Result, error) {
 	a := s.addr
 	if !marks.Of(svc).Granted(a.Spec.ClassName) {
-		return "", phase.Next(), nil // the Service controller's write to come brings the address back
+		return "", phase.WaitFor("the Service controller to grant the attached Service", 0), nil
 	}
 	u := r.unserved.get(a.Name, svc.UID)
 	look := servingSettle + passTime(r.allocated.count())
@@ -144,7 +87,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 	}
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(svc.Namespace),
-		client.MatchingFields{"involvedObject.name": svc.Name, "reason": metallbAllocationFailed}); err != nil {
+		client.MatchingFields{"involvedObject.name": svc.Name, "reason": stale.AllocationFailed}); err != nil {
 		return "", phase.Next(), err
 	}
 	got := stale.RefusalOf(evs.Items, svc.UID, svc.ResourceVersion, u.earlier)
@@ -152,10 +95,10 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 	case got.Event != nil:
 		return got.Event.Message, phase.Next(), nil
 	case got.Ahead:
-		return "", phase.RetryAfter(lookAgain, "MetalLB refused a version of the Service the cache does not show yet"), nil
+		return "", phase.WaitFor("the cache to show the version of the Service MetalLB refused", lookAgain), nil
 	case len(got.Earlier) > 0 && u.earlier == nil:
 		u.earlier = got.Earlier
-		if err := r.poke(ctx, svc); err != nil {
+		if err := stale.Poke(ctx, r, svc); err != nil {
 			return "", phase.Next(), err
 		}
 		return "", phase.RetryAfter(look, "MetalLB was asked to look at the pinned Service again"), nil

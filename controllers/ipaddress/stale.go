@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
@@ -29,8 +28,6 @@ import (
 // maxFormerHolders bounds how many former holders one pass looks at.
 const maxFormerHolders = 8
 
-const metallbAllocationFailed = stale.AllocationFailed
-
 // staleRecheck is how often, beyond one MetalLB full pass (passTime), an
 // address whose rightful holder gets nothing is looked at again.
 const staleRecheck = 10 * time.Second
@@ -39,16 +36,6 @@ const staleRecheck = 10 * time.Second
 // the allocation is cleared: time for MetalLB to process a deletion that
 // just happened.
 const staleSettle = 5 * time.Second
-
-// metallbStatusWritesPerSecond is MetalLB's API client limit (v0.15.2).
-// Where the API server defaults ipMode into load-balancer statuses,
-// MetalLB rewrites every allocated Service's status in each full pass.
-const metallbStatusWritesPerSecond = 20
-
-// passTime is how long a MetalLB full pass takes over allocated Services.
-func passTime(allocated int64) time.Duration {
-	return time.Duration(allocated) * time.Second / metallbStatusWritesPerSecond
-}
 
 // allocatedServices counts, from the Service informer, the Services that
 // hold a load-balancer address: the size of MetalLB's full passes.
@@ -75,81 +62,6 @@ func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
 	}
 }
 
-// blockedService returns the Service that should hold the address and
-// holds nothing while no other Service holds it: the address's own live
-// placeholder when unattached, else the attached Service pinned to ip once
-// no placeholder is left. In a shared attachment neither counts as someone
-// else, and the attached Service, else the hold (re-armed after a MetalLB
-// restart, it can meet the deleted placeholder's allocation) is blocked.
-// A Service handing the address back in the shared handoff does not count
-// as holding it: it keeps it only until the re-armed hold shares it.
-// placeholders are the address's own, holders every Service MetalLB
-// assigned ip to, attached the one status.associatedTo names (or nil).
-func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
-	shared := marks.SharesHold(attached, key)
-	for i := range holders {
-		h := &holders[i]
-		if h.DeletionTimestamp != nil || handingBack(a, key, h, placeholders) ||
-			(shared && (isOneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
-			continue
-		}
-		return nil
-	}
-	if a.Status.Phase == iadv1alpha1.AddressLost || a.DeletionTimestamp != nil {
-		return nil
-	}
-	if a.Status.AssociatedTo == nil && !shared {
-		for i := range placeholders {
-			ph := &placeholders[i]
-			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) {
-				return ph
-			}
-		}
-		return nil
-	}
-	if (len(placeholders) > 0 && !shared) || attached == nil || attached.DeletionTimestamp != nil {
-		return nil
-	}
-	for _, pin := range marks.Of(attached).PinIPs() {
-		if pin == ip && !isOneOf(attached, holders) {
-			return attached
-		}
-	}
-	if shared {
-		for i := range placeholders {
-			ph := &placeholders[i]
-			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) && !isOneOf(ph, holders) {
-				return ph
-			}
-		}
-	}
-	return nil
-}
-
-func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
-	for i := range svcs {
-		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// handingBack reports whether svc, holding the unattached address, hands
-// it back in the shared handoff: not a placeholder of it, carrying exactly
-// its sharing key, and authorized by its binding.
-func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
-	if a.Status.AssociatedTo != nil {
-		return false
-	}
-	for i := range placeholders {
-		if placeholders[i].Namespace == svc.Namespace && placeholders[i].Name == svc.Name {
-			return false
-		}
-	}
-	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
-}
-
 // clearStaleAllocations clears a stale allocation that keeps the address
 // from its rightful holder, and returns when to look again.
 func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service, attached *corev1.Service) (time.Duration, error) {
@@ -164,7 +76,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	}
 	var evs corev1.EventList
 	if err := r.APIReader.List(ctx, &evs, client.InNamespace(blocked.Namespace),
-		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": metallbAllocationFailed}); err != nil {
+		client.MatchingFields{"involvedObject.name": blocked.Name, "reason": stale.AllocationFailed}); err != nil {
 		return 0, err
 	}
 	failure := stale.LatestFailure(evs.Items, blocked.UID)
@@ -200,7 +112,9 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 			return 0, err
 		}
 	}
-	return staleRecheck + busy, r.poke(ctx, blocked)
+	// Clearing an allocation no other Service shares does not make MetalLB
+	// look at the others: the blocked Service is handed back to it.
+	return staleRecheck + busy, stale.Poke(ctx, r, blocked)
 }
 
 // formerHolders are the Services besides svc that MetalLB's Events say it
@@ -220,12 +134,6 @@ func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip 
 	return stale.AssignedTo(all, ip, client.ObjectKeyFromObject(svc), maxFormerHolders), nil
 }
 
-// poke makes MetalLB process a Service once more (stale.Poke): clearing an
-// allocation no other Service shares does not make it look at the others.
-func (r *Reconciler) poke(ctx context.Context, svc *corev1.Service) error {
-	return stale.Poke(ctx, r, svc)
-}
-
 // dropRetryMarks removes the poke's mark from the address's placeholders
 // and attached Service once settled: a Service pinned to a refused second
 // address keeps it, since that address's pass spaces its pokes by it.
@@ -239,22 +147,12 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 			continue
 		}
 		if _, ok := svc.Annotations[names.AnnotationMetalLBRetry]; ok {
-			if err := r.setRetryMark(ctx, svc, nil); err != nil {
+			if err := stale.SetRetryMark(ctx, r, svc, nil); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// settled reports whether the Service holds ip and every address its
-// MetalLB pin asks for.
-func settled(svc *corev1.Service, ip string) bool {
-	return marks.HoldsAll(svc, append(marks.Of(svc).PinIPs(), ip)...)
-}
-
-func (r *Reconciler) setRetryMark(ctx context.Context, svc *corev1.Service, v any) error {
-	return stale.SetRetryMark(ctx, r, svc, v)
 }
 
 // clearStaleAllocation clears MetalLB's allocation for the name key

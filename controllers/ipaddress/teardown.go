@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -15,30 +14,34 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// teardown runs the driver's finalizer: delete the address's placeholders
+// teardown is the pass over an address being deleted, which leaves the
+// gauge. It runs the driver's finalizer: delete the address's placeholders
 // (releasing MetalLB's allocation), take the address back from every
 // Service the driver pinned to it (releaseServices), then remove the
 // finalizer, so an address never leaves the ledger while a Service keeps it.
-func (r *Reconciler) teardown(ctx context.Context, a *iadv1alpha1.IPAddress) (ctrl.Result, error) {
+func (r *Reconciler) teardown(ctx context.Context, s *scope) (phase.Result, error) {
+	a := s.addr
+	r.states.forget(a.Name)
 	if !controllerutil.ContainsFinalizer(a, names.Finalizer) {
-		return ctrl.Result{}, nil
+		return phase.Next(), nil
 	}
 	if pending, err := r.deletePlaceholders(ctx, a); err != nil || pending {
-		return ctrl.Result{RequeueAfter: lookAgain}, err
+		return phase.WaitFor("the deleted placeholders to go", lookAgain), err
 	}
 	if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
 		pending, err := r.releaseServices(ctx, a, ip.String())
 		if err != nil || pending {
-			return ctrl.Result{RequeueAfter: lookAgain}, err
+			return phase.WaitFor("the pinned Services to let the address go", lookAgain), err
 		}
 	}
 	if _, err := patch.RemoveFinalizer(ctx, r, a, names.Finalizer); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return phase.Next(), client.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("teardown done; released the driver's finalizer")
-	return ctrl.Result{}, nil
+	return phase.Next(), nil
 }
 
 // deletePlaceholders deletes, as the API server lists them, the placeholders

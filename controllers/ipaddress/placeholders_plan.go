@@ -1,0 +1,51 @@
+package ipaddress
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// ownPlaceholder reports whether a placeholder labelled with the address's
+// name is its own, the only kind repaired, counted and deleted: a hold
+// owner-referenced to it, or an allocation placeholder of its claim. Another
+// claim's is left to that claim's controller, or both would rewrite it.
+func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
+	switch ph.Labels[names.LabelPlaceholder] {
+	case names.PlaceholderHold:
+		return ownedBy(ph, a)
+	case names.PlaceholderAllocation:
+		ref := a.Spec.ClaimRef
+		switch {
+		case ref == nil:
+			return false
+		case ref.UID != "":
+			return ph.Labels[names.LabelClaimUID] == ref.UID
+		default:
+			return ph.Annotations[names.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[names.AnnotationClaimName] == ref.Name
+		}
+	}
+	return false
+}
+
+// ownPlaceholders keeps the address's own placeholders of a list.
+func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Service {
+	out := phs[:0:0]
+	for i := range phs {
+		if ownPlaceholder(a, &phs[i]) {
+			out = append(out, phs[i])
+		}
+	}
+	return out
+}
+
+// ownedBy reports whether a Service carries an owner reference to the address.
+func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.UID == a.UID {
+			return true
+		}
+	}
+	return false
+}

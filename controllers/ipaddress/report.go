@@ -1,0 +1,68 @@
+package ipaddress
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
+)
+
+// awaitCache ends a pass on an address whose cache copy does not show this
+// controller's last status write yet: the pass would write the same report
+// again, into a conflict.
+func (r *Reconciler) awaitCache(_ context.Context, s *scope) (phase.Result, error) {
+	if r.written.Behind(s.addr.Name, s.addr.ResourceVersion) {
+		return phase.Halt("the cache has not shown the last status write yet", lookAgain), nil
+	}
+	return phase.Next(), nil
+}
+
+// reportStatus is the last phase: the status patch, then the gauge.
+func (r *Reconciler) reportStatus(ctx context.Context, s *scope) (phase.Result, error) {
+	wait, err := r.patchStatus(ctx, s)
+	if err != nil {
+		return phase.Next(), err
+	}
+	if wait > 0 {
+		return phase.WaitFor("the core to set the new address's phase before the first report", wait), nil
+	}
+	r.states.set(s.addr.Name, s.addr.Spec.ClassName, addressState(s.addr))
+	return phase.Next(), nil
+}
+
+// patchStatus writes the status the phases computed in one merge patch with
+// an optimistic lock, so it never clobbers another controller's write
+// since the read; the first report on a new address waits, and the wait is
+// returned (firstReportDeferral).
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (time.Duration, error) {
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
+		if wait := firstReportDeferral(s.orig, s.addr, time.Now()); wait > 0 {
+			return wait, nil
+		}
+	}
+	return 0, r.writeStatus(ctx, s)
+}
+
+// writeStatus is patchStatus without the wait, then the Events about the
+// change.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
+		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
+			return err
+		}
+		// A patch that changed nothing leaves the version: nothing to wait for.
+		if s.addr.ResourceVersion != s.orig.ResourceVersion {
+			r.written.Wrote(s.addr.Name, s.orig.ResourceVersion)
+		}
+	}
+	for _, e := range s.afterPatch {
+		r.Recorder.Event(e.obj, e.eventType, e.reason, e.msg)
+	}
+	if s.lostTold {
+		r.lostAnnounced.Store(s.addr.UID, true)
+	}
+	return nil
+}

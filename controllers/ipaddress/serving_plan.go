@@ -1,0 +1,67 @@
+package ipaddress
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// servingVerdict is the AttachmentServed condition to set, if set, with a
+// Warning when it turns False.
+type servingVerdict struct {
+	set     bool
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+	warn    bool
+}
+
+// refusedPrefix starts the message of a refusal of Service key.
+func refusedPrefix(key string) string { return fmt.Sprintf("Attached to Service %s, ", key) }
+
+// refusedFor reports whether the condition says MetalLB refused Service key.
+func refusedFor(c *metav1.Condition, key string) bool {
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonRefusedByMetalLB &&
+		strings.HasPrefix(c.Message, refusedPrefix(key))
+}
+
+// planServing decides AttachmentServed from the previous condition, the
+// attached pinned Service's key ("" for none), MetalLB's refusal of its
+// pin ("" for none on record) and whether it holds none of ip (unserved).
+// A refusal stands while the Service holds nothing: MetalLB never looks at
+// a refused Service again by itself.
+func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool) servingVerdict {
+	if refused != "" {
+		msg := refusedPrefix(svc) + fmt.Sprintf("which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
+			"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed",
+			ip, refused)
+		return servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: msg,
+			warn: prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg}
+	}
+	if prev == nil || prev.Status == metav1.ConditionTrue || (unserved && refusedFor(prev, svc)) {
+		return servingVerdict{}
+	}
+	msg := "The Service the address is attached to holds it"
+	if svc == "" || unserved {
+		msg = "The address is not attached to a Service MetalLB refuses"
+	}
+	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: msg}
+}
+
+// pinnedTo reports whether the Service asks MetalLB for ip: the driver's
+// pin or its owner's.
+func pinnedTo(svc *corev1.Service, ip string) bool {
+	m := marks.Of(svc)
+	if slices.Contains(m.PinIPs(), ip) {
+		return true
+	}
+	hand := m.HandPin()
+	return hand != "" && slices.Contains(names.SplitIPs(hand), ip)
+}

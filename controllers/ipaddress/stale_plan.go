@@ -1,0 +1,101 @@
+package ipaddress
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
+)
+
+// metallbStatusWritesPerSecond is MetalLB's API client limit (v0.15.2).
+// Where the API server defaults ipMode into load-balancer statuses,
+// MetalLB rewrites every allocated Service's status in each full pass.
+const metallbStatusWritesPerSecond = 20
+
+// passTime is how long a MetalLB full pass takes over allocated Services.
+func passTime(allocated int64) time.Duration {
+	return time.Duration(allocated) * time.Second / metallbStatusWritesPerSecond
+}
+
+// blockedService returns the Service that should hold the address and
+// holds nothing while no other Service holds it: the address's own live
+// placeholder when unattached, else the attached Service pinned to ip once
+// no placeholder is left. In a shared attachment neither counts as someone
+// else, and the attached Service, else the hold (re-armed after a MetalLB
+// restart, it can meet the deleted placeholder's allocation) is blocked.
+// A Service handing the address back in the shared handoff does not count
+// as holding it: it keeps it only until the re-armed hold shares it.
+// placeholders are the address's own, holders every Service MetalLB
+// assigned ip to, attached the one status.associatedTo names (or nil).
+func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
+	shared := marks.SharesHold(attached, key)
+	for i := range holders {
+		h := &holders[i]
+		if h.DeletionTimestamp != nil || handingBack(a, key, h, placeholders) ||
+			(shared && (isOneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
+			continue
+		}
+		return nil
+	}
+	if a.Status.Phase == iadv1alpha1.AddressLost || a.DeletionTimestamp != nil {
+		return nil
+	}
+	if a.Status.AssociatedTo == nil && !shared {
+		for i := range placeholders {
+			ph := &placeholders[i]
+			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) {
+				return ph
+			}
+		}
+		return nil
+	}
+	if (len(placeholders) > 0 && !shared) || attached == nil || attached.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, pin := range marks.Of(attached).PinIPs() {
+		if pin == ip && !isOneOf(attached, holders) {
+			return attached
+		}
+	}
+	if shared {
+		for i := range placeholders {
+			ph := &placeholders[i]
+			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) && !isOneOf(ph, holders) {
+				return ph
+			}
+		}
+	}
+	return nil
+}
+
+func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
+	for i := range svcs {
+		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// handingBack reports whether svc, holding the unattached address, hands
+// it back in the shared handoff: not a placeholder of it, carrying exactly
+// its sharing key, and authorized by its binding.
+func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
+	if a.Status.AssociatedTo != nil {
+		return false
+	}
+	for i := range placeholders {
+		if placeholders[i].Namespace == svc.Namespace && placeholders[i].Name == svc.Name {
+			return false
+		}
+	}
+	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
+}
+
+// settled reports whether the Service holds ip and every address its
+// MetalLB pin asks for.
+func settled(svc *corev1.Service, ip string) bool {
+	return marks.HoldsAll(svc, append(marks.Of(svc).PinIPs(), ip)...)
+}
