@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func TestAuthorizes(t *testing.T) {
@@ -67,4 +68,20 @@ func TestKeysOf(t *testing.T) {
 	free := bound("ip-203-0-113-9", "", "", "")
 	assert.Equal(t, Keys{}.Address("ip-203-0-113-9"), Keys{}.Of(free), "an unbound address has a key of its own")
 	assert.NotEqual(t, Keys{}.Of(free), Keys{}.Of(bound("ip-203-0-113-10", "", "", "")))
+}
+
+// TestServed: the rule checkServed applies (Served), which internal/marks
+// does not test itself.
+func TestServed(t *testing.T) {
+	ours := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner}}
+	theirs := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: "example.com/other"}}
+	plain := &iadv1alpha1.IPAddress{}
+	withFinalizer := &iadv1alpha1.IPAddress{}
+	withFinalizer.Finalizers = []string{iadv1alpha1.AddressProtectionFinalizer, names.Finalizer}
+
+	assert.True(t, Served(plain, ours), "class names us")
+	assert.False(t, Served(plain, theirs), "class names another driver")
+	assert.False(t, Served(withFinalizer, theirs), "class names another driver, even with our finalizer")
+	assert.False(t, Served(plain, nil), "class gone, never ours")
+	assert.True(t, Served(withFinalizer, nil), "class gone, still carries our finalizer")
 }
