@@ -77,7 +77,7 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Resul
 // back); a Lost one is outside its class's pool, so its holder got the IP
 // from another pool, and the IPAddress controller reports that.
 func conflicting(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	return a.DeletionTimestamp == nil && !Authorized(svc, a) && a.Status.Phase != iadv1alpha1.AddressLost
+	return a.DeletionTimestamp == nil && !marks.Authorizes(a, svc) && a.Status.Phase != iadv1alpha1.AddressLost
 }
 
 // markConflict puts an address held by an unauthorized Service in phase

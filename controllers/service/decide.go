@@ -192,12 +192,6 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	return ""
 }
 
-// Authorized reports whether an address's binding allows the Service to
-// hold it (marks.Authorizes).
-func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	return marks.Authorizes(a, svc)
-}
-
 // Released reports whether the IPAddress controller has let go of the
 // address's hold for a workload (Held False, ReleasedForWorkload).
 func Released(a *iadv1alpha1.IPAddress) bool {

@@ -99,45 +99,6 @@ func address(claimNS, claim string, associated *iadv1alpha1.WorkloadReference) *
 	return a
 }
 
-func TestAuthorized(t *testing.T) {
-	annotated := func(ns, claim, pinnedBy string) *corev1.Service {
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Annotations: map[string]string{}}}
-		if claim != "" {
-			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = claim
-		}
-		if pinnedBy != "" {
-			s.Annotations[marks.KeyPinnedBy] = pinnedBy
-		}
-		return s
-	}
-	toWeb := &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}
-	tests := []struct {
-		name string
-		svc  *corev1.Service
-		addr *iadv1alpha1.IPAddress
-		want bool
-	}{
-		{"associated with it", annotated("tenant", "", ""), address("tenant", "ip", toWeb), true},
-		{"associated with another Service", annotated("tenant", "", ""),
-			address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "other"}), false},
-		{"same name in another namespace", annotated("other", "", ""), address("tenant", "ip", toWeb), false},
-		{"associated with a non-Service", annotated("tenant", "", ""),
-			address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Gateway", Namespace: "tenant", Name: "web"}), false},
-		{"handoff: names the claim and carries our marker", annotated("tenant", "ip", "ip"), address("tenant", "ip", nil), true},
-		{"names the claim without the marker", annotated("tenant", "ip", ""), address("tenant", "ip", nil), false},
-		{"detaching: the marker without the annotation", annotated("tenant", "", "ip"), address("tenant", "ip", nil), true},
-		{"marker for another claim", annotated("tenant", "ip", "other"), address("tenant", "ip", nil), false},
-		{"claim of the same name in another namespace", annotated("evil", "ip", "ip"), address("tenant", "ip", nil), false},
-		{"plain Service", annotated("tenant", "", ""), address("tenant", "ip", nil), false},
-		{"unbound address", annotated("tenant", "ip", "ip"), address("", "", nil), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Authorized(tt.svc, tt.addr))
-		})
-	}
-}
-
 func TestHandPin(t *testing.T) {
 	s := func(ann map[string]string, lbIP string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
