@@ -7,14 +7,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/changes"
@@ -27,13 +25,6 @@ import (
 
 // cacheWait bounds a wait for the cache to show an import step's write.
 const cacheWait = 5 * time.Second
-
-var importsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "metallb_iad_imports_total",
-	Help: "Addresses MetalLB had assigned to plain Services that the service controller imported into generated claims (result=imported), left alone with a Warning Event (result=skipped, once per Service and reason) or failed to import in a pass (result=failed, retried), per class with adoptExisting.",
-}, []string{"class", "result"})
-
-func init() { metrics.Registry.MustRegister(importsTotal) }
 
 // importOutcomes remembers, per Service, the last skip reported, so a
 // skipped Service gets its Event and its count once per reason.

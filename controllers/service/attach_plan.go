@@ -2,12 +2,45 @@ package service
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
+
+// Handoff modes, the values of the "mode" label of metallb_iad_handoffs_total.
+const (
+	// ModeShared: the workload and the placeholder share the address (one
+	// MetalLB sharing key), so it is never unheld.
+	ModeShared = "shared"
+	// ModeGap: the address is unheld for a moment between the two.
+	ModeGap = "gap"
+	// ModeParked: a gap handoff whose placeholder steps aside to the
+	// parking pool instead of going, so that MetalLB makes no pass over
+	// every Service; it comes back to the address on detach.
+	ModeParked = "parked"
+)
+
+// AttachMode chooses the handoff that attaches a Service (problem:
+// ShareProblem's answer): parked whenever the parking pool can take a
+// placeholder of every family of the claim (parking), as neither it nor
+// the Service then costs MetalLB a full pass; else shared when the Service
+// can share. A gap handoff already under way (released: a hold was
+// released for the Service) is finished as one; why says why a gap
+// handoff was not shared.
+func AttachMode(problem string, released, holdsAll, parking bool) (mode, why string) {
+	switch {
+	case parking:
+		return ModeParked, ""
+	case problem != "":
+		return ModeGap, problem
+	case released && !holdsAll:
+		return ModeGap, "the placeholder had already let go of the address when the Service became able to share it"
+	}
+	return ModeShared, ""
+}
 
 // ShareProblem explains why the Service cannot share the claim's
 // addresses (sharing key key, SharingKeyOf) with their placeholders under
@@ -56,29 +89,27 @@ func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
 	return ""
 }
 
-// HandedBack reports whether a Service being detached may let MetalLB take
-// the address back without leaving it unheld: it is attached to another
-// workload now, or held again, as both the IPAddress controller (Held
-// True) and the cache (HeldBeside; holders show the address's IP) say.
-func HandedBack(a *iadv1alpha1.IPAddress, svc *corev1.Service, holders []corev1.Service, placeholderNamespace string) bool {
-	if at := a.Status.AssociatedTo; at != nil {
-		return !AssociatedWith(a, svc.Namespace, svc.Name)
+// PinMarks are a Service's marks pinned for claim (marks.PinFor: the pin,
+// and the sharing key when key is not empty), unless the Service carries a
+// pin of its own, which stays the owner's; either way the owner's pool
+// request moves aside (took says what moved) and, with class, the grant
+// label goes on: the class pool admits only granted Services, hand-pinned
+// ones too.
+func PinMarks(m marks.Marks, claim, pin, key, class string) (out marks.Marks, took string) {
+	hand := m.HandPin()
+	took = m.TakeOverPool()
+	if hand == "" {
+		m.PinFor(claim, pin, key)
 	}
-	if !conditions.IsTrue(a.Status.Conditions, conditions.Held) {
-		return false
+	if class != "" {
+		m.Grant = class
 	}
-	return HeldBeside(a, holders, placeholderNamespace)
+	return m, took
 }
 
-// HeldBeside reports whether one of the address's own placeholders is
-// among holders and holds it (in a shared attachment, beside the Service).
-func HeldBeside(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) bool {
-	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
-	for i := range holders {
-		h := &holders[i]
-		if marks.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && marks.Holds(h, ips...) {
-			return true
-		}
-	}
-	return false
+// Released reports whether the IPAddress controller has let go of the
+// address's hold for a workload (Held False, ReleasedForWorkload).
+func Released(a *iadv1alpha1.IPAddress) bool {
+	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
 }

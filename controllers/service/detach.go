@@ -41,60 +41,6 @@ func (r *Reconciler) detachAll(ctx context.Context, s *scope) (bool, error) {
 	return true, r.withdraw(ctx, s, addrs, givingUp)
 }
 
-// releaseFacts is what release decides on (planRelease).
-type releaseFacts struct {
-	// Active: the driver's pin is on a Service not being deleted (its
-	// deletion frees the addresses), and there are addresses.
-	Active, Deleting, GivingUp bool
-	IPs                        []string
-	// Release is the release pin; "" when the pools require the grant
-	// (ByGrant) and the addresses are kept: withdrawing the label releases.
-	Release          string
-	ByGrant, Started bool
-	Mode             string
-	// All: everything the Service holds or is pinned for; Asks: it still
-	// asks for their claim. HeldBeside is read for a oneWriteCandidate only.
-	All, Asks, HeldBeside, Holds, LettingGo bool
-}
-
-// oneWriteCandidate: the Service may be let go in one write (marks.LetGo)
-// once its mode allows it.
-func (f releaseFacts) oneWriteCandidate() bool {
-	return !f.Started && f.All && f.ByGrant && !f.Asks
-}
-
-// releaseStep is release's next step.
-type releaseStep int
-
-const (
-	releaseClear    releaseStep = iota // clear the associations: done
-	releaseWait                        // MetalLB has not let go; the Service watch brings it back
-	releaseLetGo                       // detach in one write
-	releaseHandBack                    // shared: clear the associations, then once handed back, releaseWrite
-	releaseWrite                       // the release pin, or the pin and the grant label withdrawn
-)
-
-// planRelease is the detach of docs/design.md, section 4 (Detaching) and
-// section 5 (Detach in one write).
-func planRelease(f releaseFacts) releaseStep {
-	if f.Active {
-		switch {
-		case f.oneWriteCandidate() && (f.Mode == ModeGap || f.HeldBeside):
-			return releaseLetGo
-		case !f.Started && f.Mode == ModeShared:
-			return releaseHandBack
-		case !f.Started:
-			return releaseWrite
-		case f.Holds:
-			return releaseWait
-		}
-	}
-	if !f.Deleting && f.LettingGo {
-		return releaseWait // the association keeps the Service authorized until MetalLB lets go
-	}
-	return releaseClear
-}
-
 // release detaches addrs (all: everything the Service holds or is pinned
 // for): observeRelease, planRelease, then the step. It reports whether it
 // finished.
@@ -223,25 +169,6 @@ func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode str
 		handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
 	}
 	return nil
-}
-
-// asksFor reports whether the Service's annotation still names the claim
-// of one of addrs: marks.LetGo tells a Service let go from one a gap
-// handoff is attaching by the annotation, so such a one is not let go.
-func asksFor(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
-	m := marks.Of(svc)
-	return slices.ContainsFunc(addrs, func(a *iadv1alpha1.IPAddress) bool { return m.Asks(a) })
-}
-
-// lettingGo reports whether one of addrs was let go in one write and the
-// Service's ingress still shows it.
-func lettingGo(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
-	for _, a := range addrs {
-		if marks.LetGo(a, svc) && marks.Holds(svc, addressIPs([]*iadv1alpha1.IPAddress{a})...) {
-			return true
-		}
-	}
-	return false
 }
 
 // heldBeside reports whether one of each address's own placeholders holds

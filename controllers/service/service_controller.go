@@ -14,7 +14,6 @@ import (
 	"context"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +27,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
-	"github.com/cozystack/metallb-iad/internal/changes"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -215,16 +214,33 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 	return reqs
 }
 
-// verdicts remembers, per Service, the last verdict, so its Event is
-// recorded once per change.
-type verdicts struct{ memo changes.Memo }
-
-func (v *verdicts) changed(key types.NamespacedName, uid types.UID, reason, message string) bool {
-	value := ""
-	if reason != "" {
-		value = string(uid) + "\x00" + reason + "\x00" + message
+// servicesForClass maps a class to the Services holding an address of its
+// ranges, so a class created or widened after the fact reports them. It
+// lists every cached Service: class changes are rare.
+func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*iadv1alpha1.IPAddressClass)
+	if !ok || c.Spec.Provisioner != names.Provisioner {
+		return nil
 	}
-	return v.memo.Changed(key.String(), value)
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return nil
+	}
+	classes := []classRanges{{name: c.Name, ranges: p.Addresses}}
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list Services")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		s := &list.Items[i]
+		for _, ip := range marks.IngressIPs(s) {
+			if classOfIP(classes, ip) != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+				break
+			}
+		}
+	}
+	return reqs
 }
-
-func (v *verdicts) forget(key types.NamespacedName) { v.memo.Forget(key.String()) }
