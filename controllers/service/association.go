@@ -11,10 +11,11 @@ import (
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// decideAssociation decides (Decide), records the verdict's Event once per
-// change, and runs the action.
+// decideAssociation decides (Decide) what the attach and detach phases
+// do, and records the verdict's Event once per change.
 func (r *Reconciler) decideAssociation(ctx context.Context, s *scope) (phase.Result, error) {
 	v := Decide(s.situation())
+	s.verdict = v
 	log.FromContext(ctx).V(1).Info("decided", "action", v.Action, "reason", v.Reason)
 	if r.verdicts.changed(s.key, s.svc.UID, v.Reason, v.Message) && v.EventType != "" {
 		r.Recorder.Event(s.svc, v.EventType, v.Reason, v.Message)
@@ -22,13 +23,8 @@ func (r *Reconciler) decideAssociation(ctx context.Context, s *scope) (phase.Res
 			r.reportOtherHolder(s)
 		}
 	}
-	switch v.Action {
-	case Associate:
-		return phase.Next(), r.associate(ctx, s)
-	case Detach:
-		r.handoffs.forget(s.key)
-		_, err := r.detachAll(ctx, s)
-		return phase.Next(), err
+	if v.Wait != "" {
+		return phase.WaitFor(v.Wait, 0), nil
 	}
 	return phase.Next(), nil
 }

@@ -63,6 +63,8 @@ type Verdict struct {
 	Action Action
 	// EventType is "" when there is nothing to tell.
 	EventType, Reason, Message string
+	// Wait names what a Keep waits for, "" when it waits for nothing.
+	Wait string
 }
 
 // Decide is the association decision table.
@@ -97,7 +99,7 @@ func Decide(s Situation) Verdict {
 	case s.Ours < s.Wanted:
 		// The cache does not show every address yet; their watch brings
 		// the Service back.
-		return Verdict{Action: Keep}
+		return Verdict{Action: Keep, Wait: "the cache to show every address of the claim"}
 	case s.OtherHolder != "" && s.OtherDetaching:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonWaitingForDetach,
 			Message: fmt.Sprintf("IPAddressClaim %q is still being detached from Service %s; this Service gets it once that is done", s.Claim, s.OtherHolder)}

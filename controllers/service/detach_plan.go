@@ -104,6 +104,28 @@ func (s *scope) pinClaim() string {
 	return s.claimName
 }
 
+// held are the addresses the Service is associated with or pinned for.
+func (s *scope) held() []*iadv1alpha1.IPAddress {
+	addrs := slices.Clone(s.mine)
+	for _, a := range s.pinnedFor {
+		if !containsAddress(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// stale are those of held the claim no longer has.
+func (s *scope) stale() []*iadv1alpha1.IPAddress {
+	var out []*iadv1alpha1.IPAddress
+	for _, a := range s.held() {
+		if !containsAddress(s.addrs, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // asksFor reports whether the Service's annotation still names the claim
 // of one of addrs: marks.LetGo tells a Service let go from one a gap
 // handoff is attaching by the annotation, so such a one is not let go.

@@ -18,7 +18,7 @@ import (
 )
 
 // scope is what one pass knows about a Service; the observe phase fills
-// everything but svc and key.
+// everything but svc, key and verdict.
 type scope struct {
 	svc       *corev1.Service
 	key       types.NamespacedName
@@ -41,6 +41,8 @@ type scope struct {
 	otherHolder    string
 	otherAddress   *iadv1alpha1.IPAddress
 	otherDetaching bool
+	// verdict is what decideAssociation decided.
+	verdict Verdict
 }
 
 // observe fills the scope from the cache.

@@ -74,11 +74,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return phase.Run(ctx, &scope{svc: svc, key: req.NamespacedName},
-		phase.Phase[*scope]{Name: "finalizer", Run: r.removeFinalizer},
-		phase.Phase[*scope]{Name: "observe", Run: r.observe},
-		phase.Phase[*scope]{Name: "import", Run: r.importFirst},
-		phase.Phase[*scope]{Name: "conflicts", Run: r.detectConflicts},
-		phase.Phase[*scope]{Name: "association", Run: r.decideAssociation},
+		phase.Of(r.removeFinalizer),
+		phase.Of(r.observe),
+		phase.Of(r.importFirst),
+		phase.Of(r.detectConflicts),
+		phase.Of(r.decideAssociation),
+		phase.Of(r.attach),
+		phase.Of(r.detach),
 	)
 }
 
