@@ -12,38 +12,46 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// forget handles a Service gone from the cache: the controller drops what
-// it remembers of it and, once the API server confirms it is gone, clears
-// the associations that still name it.
-func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+// forget drops what the controller remembers of a Service gone from the
+// cache.
+func (r *Reconciler) forget(key types.NamespacedName) {
 	r.verdicts.forget(key)
 	r.imports.forget(key)
 	r.handoffs.forget(key)
 	r.holders.set(key, nil)
+}
+
+// detachGone is the pass of a Service gone from the cache: once the API
+// server confirms it is gone, it clears the associations that still name
+// it.
+func (r *Reconciler) detachGone(ctx context.Context, s *scope) (phase.Result, error) {
+	key := s.key
 	var mine iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &mine, client.MatchingFields{index.AddressByAssociation: index.Key(key.Namespace, key.Name)}); err != nil {
-		return err
+		return phase.Next(), err
 	}
 	if len(mine.Items) == 0 {
-		return nil
+		return phase.Next(), nil
 	}
 	err := r.APIReader.Get(ctx, key, &corev1.Service{})
 	if err == nil {
-		return nil // only the cache lags; the Service's own event follows
+		// Only the cache lags; the Service's own event follows.
+		return phase.WaitFor("the cache to show the Service", 0), nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return err
+		return phase.Next(), err
 	}
 	for i := range mine.Items {
 		a := &mine.Items[i]
 		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
-			return err
+			return phase.Next(), err
 		}
 		log.FromContext(ctx).Info("detached address of a deleted Service", "address", a.Name)
 		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
 			"Detached from Service %s/%s, which was deleted; the address stays reserved for its claim", key.Namespace, key.Name)
 	}
-	return nil
+	return phase.Next(), nil
 }

@@ -64,14 +64,17 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
-// Reconcile runs one pass for one Service.
+// Reconcile runs one pass for one Service: a Service gone from the cache
+// is forgotten and its associations cleared (detachGone); any other runs
+// the phases below, each named after its method.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return phase.Finish(ctx, ctrl.Result{}, r.forget(ctx, req.NamespacedName))
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
+		r.forget(req.NamespacedName)
+		return phase.Run(ctx, &scope{key: req.NamespacedName}, phase.Of(r.detachGone))
 	}
 	return phase.Run(ctx, &scope{svc: svc, key: req.NamespacedName},
 		phase.Of(r.removeFinalizer),
