@@ -96,4 +96,9 @@ func TestDecide(t *testing.T) {
 			assert.Contains(t, v.Message, tt.contains)
 		})
 	}
+	assert.NotEmpty(t, Decide(with(func(s *Situation) { s.Wanted = 2 })).Wait,
+		"a Keep for addresses the cache does not show yet names what it waits for")
+	assert.Empty(t, Decide(with(func(s *Situation) { s.ClaimPhase = iadv1alpha1.ClaimLost; s.AssociatedHere = 1 })).Wait,
+		"a Keep of an attachment whose claim is no longer Bound waits for nothing")
+	assert.Empty(t, Decide(bound).Wait)
 }
