@@ -113,7 +113,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // attachingForParking maps the parking pool to the Services the attach
 // grants name: parking coming or going changes their handoff (AttachMode).
-// The pool rarely changes, so reading every address from the cache is fine.
+// No index covers the attach grant; the pool rarely changes, so reading
+// every address from the cache is fine.
 func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetName() != r.ParkingPool {
 		return nil
