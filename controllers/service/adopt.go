@@ -2,19 +2,16 @@ package service
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/changes"
@@ -27,13 +24,6 @@ import (
 
 // cacheWait bounds a wait for the cache to show an import step's write.
 const cacheWait = 5 * time.Second
-
-var importsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "metallb_iad_imports_total",
-	Help: "Addresses MetalLB had assigned to plain Services that the service controller imported into generated claims (result=imported), left alone with a Warning Event (result=skipped, once per Service and reason) or failed to import in a pass (result=failed, retried), per class with adoptExisting.",
-}, []string{"class", "result"})
-
-func init() { metrics.Registry.MustRegister(importsTotal) }
 
 // importOutcomes remembers, per Service, the last skip reported, so a
 // skipped Service gets its Event and its count once per reason.
@@ -60,15 +50,12 @@ func (r *Reconciler) importFirst(ctx context.Context, s *scope) (phase.Result, e
 		r.reportSkip(ctx, s, sit, p)
 		return phase.Next(), nil
 	case ImportRun:
-		err := r.runImport(ctx, s, sit, p)
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		res, err := r.runImport(ctx, s, sit, p)
+		if err != nil && !apierrors.IsConflict(err) {
 			importsTotal.WithLabelValues(p.Class.Name, importFailed).Inc()
 			r.Recorder.Eventf(s.svc, corev1.EventTypeWarning, ReasonImportFailed, "Importing %s failed, retrying: %v", p.IP, err)
 		}
-		if apierrors.IsAlreadyExists(err) {
-			err = conflictErr(err)
-		}
-		return phase.Halt("an import is under way", 0), err
+		return res, err
 	}
 	r.imports.forget(s.key)
 	return phase.Next(), nil
@@ -86,12 +73,6 @@ func (r *Reconciler) reportSkip(ctx context.Context, s *scope, sit *ImportSituat
 		r.Recorder.Event(sit.Claim, corev1.EventTypeWarning, p.Reason, msgClaimNameTaken(p, svc.Namespace, svc.Name))
 	}
 	importsTotal.WithLabelValues(p.Class.Name, importSkipped).Inc()
-}
-
-// conflictErr turns an AlreadyExists (the cache had not seen an object yet)
-// into the quick retry of a lost race.
-func conflictErr(err error) error {
-	return apierrors.NewConflict(iadv1alpha1.GroupVersion.WithResource("ipaddresses").GroupResource(), "", err)
 }
 
 // importSituation reads the import decision's inputs from the cache; nil
@@ -160,25 +141,37 @@ func (r *Reconciler) adoptClasses(ctx context.Context) ([]AdoptClass, error) {
 // runImport runs the import steps (docs/design.md, section 9), each
 // checking the cluster first so that the next pass finishes what a crash
 // interrupted. The Service holds the address in MetalLB throughout; the
-// IPAddress controller creates no hold for an address being imported.
-func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituation, p ImportPlan) error {
+// IPAddress controller creates no hold for an address being imported. The
+// pass ends after a step, and while a step waits for the core or the
+// cache, whose writes bring the Service back: the wait's fallback is
+// phase.ConflictRetry, as for a write that lost a race.
+func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituation, p ImportPlan) (phase.Result, error) {
 	logger := log.FromContext(ctx).WithValues("ip", p.IP, "claim", p.ClaimName, "class", p.Class.Name)
+	underWay := phase.Halt("an import is under way", 0)
 	claim := sit.Claim
 	if claim == nil {
 		claim = ImportedClaim(s.svc, p)
-		if err := r.Create(ctx, claim); err != nil {
-			return err
+		if err := r.Create(ctx, claim); apierrors.IsAlreadyExists(err) {
+			return phase.Halt("waiting for the cache to show the generated claim", phase.ConflictRetry), nil
+		} else if err != nil {
+			return underWay, err
 		}
 		logger.Info("import: created the generated claim")
 	}
 	if err := r.annotateImport(ctx, s.svc, claim, p, logger); err != nil {
-		return err
+		return underWay, err
 	}
-	a, err := r.importAddress(ctx, s.svc, claim, sit.Ledger[p.IP], p, logger)
-	if err != nil || AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
-		return err
+	a, wait, err := r.importAddress(ctx, s.svc, claim, sit.Ledger[p.IP], p, logger)
+	if err != nil {
+		return underWay, err
 	}
-	return r.associateImport(ctx, s.svc, claim, a, p, logger)
+	if wait != "" {
+		return phase.Halt("waiting for "+wait, phase.ConflictRetry), nil
+	}
+	if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+		return underWay, nil
+	}
+	return underWay, r.associateImport(ctx, s.svc, claim, a, p, logger)
 }
 
 // annotateImport writes ImportAnnotations and ImportMarks in one patch: once MetalLB serves the address from the class pool, which admits
@@ -215,25 +208,25 @@ func (r *Reconciler) annotateImport(ctx context.Context, svc *corev1.Service, cl
 // importAddress returns the imported IPAddress (a, from the ledger), or
 // creates it once the core has seen the claim (its finalizer is on it):
 // the core reclaims an address pre-bound to a claim its cache does not
-// show. The claim's update brings the Service back.
-func (r *Reconciler) importAddress(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) (*iadv1alpha1.IPAddress, error) {
+// show. Until then it names what it waits for: the claim's update brings
+// the Service back.
+func (r *Reconciler) importAddress(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) (_ *iadv1alpha1.IPAddress, wait string, _ error) {
 	if a != nil {
-		return a, nil
+		return a, "", nil
 	}
 	if !controllerutil.ContainsFinalizer(claim, iadv1alpha1.ClaimProtectionFinalizer) {
-		logger.V(1).Info("import: waiting for the core to see the generated claim")
-		return nil, conflictErr(errors.New("the core has not seen the generated claim yet"))
+		return nil, "the core to see the generated claim", nil
 	}
 	a = ImportedAddress(svc, claim, p)
 	// A wait that times out is no error: the next pass re-reads.
 	if created, err := patch.CreateAndWait(ctx, r.Client, nil, a, cacheWait); !created {
 		if err == nil {
-			err = conflictErr(errors.New("the IPAddress exists already; the cache has not shown it yet"))
+			return nil, "the cache to show the existing IPAddress", nil
 		}
-		return nil, err
+		return nil, "", err
 	}
 	logger.Info("import: created the IPAddress", "address", a.Name)
-	return a, nil
+	return a, "", nil
 }
 
 // associateImport records status.associatedTo naming the Service on the

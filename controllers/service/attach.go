@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"net/netip"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,39 +14,45 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// associate runs the forward handoff: it detaches the addresses of a
-// previous claim, takes the attach grant, then runs the shared or the gap
-// handoff (AttachMode). Every step checks the cluster first, so any prefix
-// of either re-converges after a crash.
-func (r *Reconciler) associate(ctx context.Context, s *scope) error {
+// attach runs, for an Associate verdict, the forward handoff: it detaches
+// the addresses of a previous claim (detachStale), takes the attach grant,
+// then runs the shared or the gap handoff (attachMode). Every step checks
+// the cluster first, so any prefix of either re-converges after a crash.
+func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.verdict.Action != Associate {
+		return phase.Next(), nil
+	}
 	svc := s.svc
 	ips := addressIPs(s.addrs)
 	if !marks.HoldsAll(svc, ips...) {
 		r.handoffs.start(s.key, svc.UID)
 	}
-
-	var stale []*iadv1alpha1.IPAddress
-	for _, a := range append(slices.Clone(s.mine), s.pinnedFor...) {
-		if !containsAddress(s.addrs, a) && !containsAddress(stale, a) {
-			stale = append(stale, a)
-		}
+	if res, err := r.detachStale(ctx, s); err != nil || res.State != phase.Done {
+		return res, err
 	}
-	if len(stale) > 0 {
-		if done, err := r.detachStale(ctx, s, stale); err != nil || !done {
-			return err
-		}
-	}
-
 	if err := r.grantAttach(ctx, s); err != nil {
-		return err
+		return phase.Next(), err
 	}
+	mode, why, key, err := r.attachMode(ctx, s, ips)
+	if err != nil {
+		return phase.Next(), err
+	}
+	if mode == ModeShared {
+		return r.associateShared(ctx, s, ips, key)
+	}
+	return r.associateGap(ctx, s, ips, key, mode, why)
+}
 
-	// The Service carries the claim's key whenever it can share and the
-	// hold does not park, whichever handoff attaches it, so that its detach
-	// can be a shared one.
-	key := SharingKeyOf(r.Keys, s.addrs)
+// attachMode chooses the handoff (AttachMode) and the sharing key the
+// Service is pinned with: the claim's key whenever it can share and the
+// hold does not park, whichever handoff attaches it, so that its detach
+// can be a shared one; "" otherwise.
+func (r *Reconciler) attachMode(ctx context.Context, s *scope, ips []string) (mode, why, key string, err error) {
+	svc := s.svc
+	key = SharingKeyOf(r.Keys, s.addrs)
 	problem := ShareProblem(svc, key)
 	released := false
 	for _, a := range s.addrs {
@@ -57,17 +62,14 @@ func (r *Reconciler) associate(ctx context.Context, s *scope) error {
 	// finished as one.
 	parkable, err := r.parkable(ctx, s.addrs)
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
 	parkable = parkable && !marks.Of(svc).SharesOurKey()
-	mode, why := AttachMode(problem, released, marks.HoldsAll(svc, ips...), parkable)
+	mode, why = AttachMode(problem, released, marks.HoldsAll(svc, ips...), parkable)
 	if problem != "" || mode == ModeParked {
 		key = ""
 	}
-	if mode == ModeShared {
-		return r.associateShared(ctx, s, ips, key)
-	}
-	return r.associateGap(ctx, s, ips, key, mode, why)
+	return mode, why, key, nil
 }
 
 // parkable reports whether the parking pool can take a placeholder of each
@@ -92,49 +94,47 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // (UnkeyedHolder), pin the Service with the key; once it holds every
 // address, record the associations. The placeholders keep holding the
 // addresses throughout the attachment.
-func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) error {
+func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) (phase.Result, error) {
 	svc := s.svc
 	pin := marks.PinValue(ips)
 	if !marks.HoldsAll(svc, ips...) {
 		for _, ip := range ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
-				return err
+				return phase.Next(), err
 			}
 			if h := UnkeyedHolder(holders.Items, key, r.PlaceholderNamespace); h != nil {
-				log.FromContext(ctx).V(1).Info("waiting for the hold placeholder to carry the claim's sharing key",
-					"ip", ip, "placeholder", client.ObjectKeyFromObject(h))
-				return nil // the placeholder watch brings the Service back (sharersOfPlaceholder)
+				// The placeholder's watch brings the Service back (sharersOfPlaceholder).
+				return phase.WaitFor("the hold placeholder "+h.Name+" to carry the claim's sharing key", 0), nil
 			}
 		}
 	}
 	if _, err := r.pin(ctx, s, pin, key); err != nil {
-		return err
+		return phase.Next(), err
 	}
 	if !marks.HoldsAll(svc, ips...) {
-		log.FromContext(ctx).V(1).Info("waiting for MetalLB to share the addresses with the Service", "ips", ips)
-		return nil // the Service watch brings it back
+		return phase.WaitFor("MetalLB to share the addresses with the Service", 0), nil
 	}
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
-		return err
+		return phase.Next(), err
 	}
 	if newly {
 		r.recordAssociated(s, pin, ModeShared, "")
 	}
 	r.handoffs.done(s.key, svc.UID, ModeShared)
-	return nil
+	return phase.Next(), nil
 }
 
 // associateGap is the gap handoff, or the parked one (mode): record the
 // associations (this disarms the holds), wait until each address is
 // Released, then pin the Service with key ("" when it cannot or need not
 // share); problem says why a gap handoff does not share.
-func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, mode, problem string) error {
+func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, mode, problem string) (phase.Result, error) {
 	svc := s.svc
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
-		return err
+		return phase.Next(), err
 	}
 	released := true
 	for _, a := range s.addrs {
@@ -145,22 +145,22 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 		}
 	}
 	if !released {
-		log.FromContext(ctx).V(1).Info("waiting for the holds to be released")
-		return nil // the address watch brings the Service back
+		return phase.WaitFor("the IPAddress controller to release the holds", 0), nil
 	}
 
 	pin := marks.PinValue(ips)
 	pinned, err := r.pin(ctx, s, pin, key)
 	if err != nil {
-		return err
+		return phase.Next(), err
 	}
 	if pinned || (newly && marks.Of(svc).HandPin() != "") {
 		r.recordAssociated(s, pin, mode, problem)
 	}
-	if marks.HoldsAll(svc, ips...) {
-		r.handoffs.done(s.key, svc.UID, mode)
+	if !marks.HoldsAll(svc, ips...) {
+		return phase.WaitFor("MetalLB to assign the addresses to the Service", 0), nil
 	}
-	return nil
+	r.handoffs.done(s.key, svc.UID, mode)
+	return phase.Next(), nil
 }
 
 func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {

@@ -2,10 +2,13 @@ package service
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -72,14 +75,6 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Resul
 	return phase.Next(), nil
 }
 
-// conflicting reports whether svc holding a served address is a conflict.
-// An address being deleted is leaving the ledger (its teardown takes it
-// back); a Lost one is outside its class's pool, so its holder got the IP
-// from another pool, and the IPAddress controller reports that.
-func conflicting(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	return a.DeletionTimestamp == nil && !Authorized(svc, a) && a.Status.Phase != iadv1alpha1.AddressLost
-}
-
 // markConflict puts an address held by an unauthorized Service in phase
 // Conflict, with Events on both; one already in Conflict is left as it is.
 func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) error {
@@ -106,7 +101,87 @@ func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *i
 	return nil
 }
 
-// conflictMessage is the Conflict condition's message.
-func conflictMessage(svc *corev1.Service, ip string) string {
-	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
+// reportUnauthorized records the Service's unauthorized holdings and
+// reports each new one on the Service and on the class.
+func (r *Reconciler) reportUnauthorized(ctx context.Context, svc *corev1.Service, grabs []grab) {
+	for _, g := range r.holders.set(client.ObjectKeyFromObject(svc), grabs) {
+		log.FromContext(ctx).Info("a Service holds a class address the ledger does not authorize", "class", g.Class, "ip", g.IP, "ipaddress", g.Address)
+		r.Recorder.Event(svc, corev1.EventTypeWarning, ReasonUnclaimedAddress, msgUnclaimedService(g))
+		cls := &iadv1alpha1.IPAddressClass{}
+		cls.Name = g.Class
+		if err := r.Get(ctx, types.NamespacedName{Name: g.Class}, cls); err == nil {
+			r.Recorder.Event(cls, corev1.EventTypeWarning, ReasonUnclaimedAddress, msgUnclaimedClass(svc, g))
+		}
+	}
+}
+
+// servedClassRanges are the ranges of servedClasses, by class name.
+func (r *Reconciler) servedClassRanges(ctx context.Context) ([]classRanges, error) {
+	served, err := r.servedClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []classRanges
+	for _, sc := range served {
+		out = append(out, classRanges{name: sc.class.Name, ranges: sc.params.Addresses})
+	}
+	slices.SortFunc(out, func(a, b classRanges) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// unauthorized remembers the unauthorized holdings seen per Service, for
+// the gauge and to report each new one once. Decisions never read it.
+type unauthorized struct {
+	mu    sync.Mutex
+	bySvc map[types.NamespacedName]map[grab]bool
+}
+
+func newUnauthorized() *unauthorized {
+	return &unauthorized{bySvc: map[types.NamespacedName]map[grab]bool{}}
+}
+
+// set records the Service's current unauthorized holdings and returns the
+// ones not seen before.
+func (u *unauthorized) set(key types.NamespacedName, now []grab) []grab {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old := u.bySvc[key]
+	var fresh []grab
+	cur := map[grab]bool{}
+	for _, g := range now {
+		cur[g] = true
+		if !old[g] {
+			fresh = append(fresh, g)
+		}
+	}
+	if len(cur) == 0 {
+		delete(u.bySvc, key)
+	} else {
+		u.bySvc[key] = cur
+	}
+	u.refresh(old, cur)
+	return fresh
+}
+
+// refresh recomputes the gauge of every class whose holders changed.
+func (u *unauthorized) refresh(old, cur map[grab]bool) {
+	classes := map[string]bool{}
+	for g := range old {
+		classes[g.Class] = true
+	}
+	for g := range cur {
+		classes[g.Class] = true
+	}
+	for c := range classes {
+		n := 0
+		for _, gs := range u.bySvc {
+			for g := range gs {
+				if g.Class == c {
+					n++
+					break
+				}
+			}
+		}
+		unauthorizedHolders.WithLabelValues(c).Set(float64(n))
+	}
 }

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"slices"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,110 +15,66 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// detachStale detaches the addresses the claim lost (release); the
-// Service keeps its pin for the others. It reports whether it finished.
-func (r *Reconciler) detachStale(ctx context.Context, s *scope, stale []*iadv1alpha1.IPAddress) (bool, error) {
+// detach, for a Detach verdict, detaches every address the Service is
+// associated with or pinned for (release), then withdraws the driver's
+// pin, key, markers and the grant label (withdraw).
+func (r *Reconciler) detach(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.verdict.Action != Detach {
+		return phase.Next(), nil
+	}
+	r.handoffs.forget(s.key)
+	addrs := s.held()
+	givingUp := s.givingUp(addrs) // as the addresses were before the release
+	if res, err := r.release(ctx, s, addrs, true); err != nil || res.State != phase.Done {
+		return res, err
+	}
+	return phase.Next(), r.withdraw(ctx, s, addrs, givingUp)
+}
+
+// detachStale detaches the addresses the claim no longer has (release);
+// the Service keeps its pin for the others.
+func (r *Reconciler) detachStale(ctx context.Context, s *scope) (phase.Result, error) {
+	stale := s.stale()
+	if len(stale) == 0 {
+		return phase.Next(), nil
+	}
 	return r.release(ctx, s, stale, false)
 }
 
-// detachAll detaches every address the Service is associated with or
-// pinned for, then withdraws the driver's pin, key, markers and the grant
-// label (withdraw).
-func (r *Reconciler) detachAll(ctx context.Context, s *scope) (bool, error) {
-	addrs := slices.Clone(s.mine)
-	for _, a := range s.pinnedFor {
-		if !containsAddress(addrs, a) {
-			addrs = append(addrs, a)
-		}
-	}
-	givingUp := s.givingUp(addrs) // as the addresses were before the release
-	if done, err := r.release(ctx, s, addrs, true); err != nil || !done {
-		return done, err
-	}
-	return true, r.withdraw(ctx, s, addrs, givingUp)
-}
-
-// releaseFacts is what release decides on (planRelease).
-type releaseFacts struct {
-	// Active: the driver's pin is on a Service not being deleted (its
-	// deletion frees the addresses), and there are addresses.
-	Active, Deleting, GivingUp bool
-	IPs                        []string
-	// Release is the release pin; "" when the pools require the grant
-	// (ByGrant) and the addresses are kept: withdrawing the label releases.
-	Release          string
-	ByGrant, Started bool
-	Mode             string
-	// All: everything the Service holds or is pinned for; Asks: it still
-	// asks for their claim. HeldBeside is read for a oneWriteCandidate only.
-	All, Asks, HeldBeside, Holds, LettingGo bool
-}
-
-// oneWriteCandidate: the Service may be let go in one write (marks.LetGo)
-// once its mode allows it.
-func (f releaseFacts) oneWriteCandidate() bool {
-	return !f.Started && f.All && f.ByGrant && !f.Asks
-}
-
-// releaseStep is release's next step.
-type releaseStep int
-
-const (
-	releaseClear    releaseStep = iota // clear the associations: done
-	releaseWait                        // MetalLB has not let go; the Service watch brings it back
-	releaseLetGo                       // detach in one write
-	releaseHandBack                    // shared: clear the associations, then once handed back, releaseWrite
-	releaseWrite                       // the release pin, or the pin and the grant label withdrawn
-)
-
-// planRelease is the detach of docs/design.md, section 4 (Detaching) and
-// section 5 (Detach in one write).
-func planRelease(f releaseFacts) releaseStep {
-	if f.Active {
-		switch {
-		case f.oneWriteCandidate() && (f.Mode == ModeGap || f.HeldBeside):
-			return releaseLetGo
-		case !f.Started && f.Mode == ModeShared:
-			return releaseHandBack
-		case !f.Started:
-			return releaseWrite
-		case f.Holds:
-			return releaseWait
-		}
-	}
-	if !f.Deleting && f.LettingGo {
-		return releaseWait // the association keeps the Service authorized until MetalLB lets go
-	}
-	return releaseClear
-}
-
 // release detaches addrs (all: everything the Service holds or is pinned
-// for): observeRelease, planRelease, then the step. It reports whether it
-// finished.
-func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (bool, error) {
+// for): observeRelease, planRelease, then the step. It is done once the
+// associations are cleared; until then it waits for MetalLB or a
+// placeholder, whose writes bring the Service back.
+func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (phase.Result, error) {
 	f, err := r.observeRelease(ctx, s, addrs, all)
 	if err != nil {
-		return false, err
+		return phase.Next(), err
 	}
+	takeBack := phase.WaitFor("MetalLB to take the addresses back", 0)
 	switch planRelease(f) {
 	case releaseWait:
-		return false, nil
+		return takeBack, nil
 	case releaseLetGo:
-		return false, r.letGo(ctx, s, f.IPs, f.Mode)
+		return takeBack, r.letGo(ctx, s, f.IPs, f.Mode)
 	case releaseHandBack:
-		if back, err := r.handBack(ctx, s, addrs, f.IPs); err != nil || !back {
-			return false, err // the address and placeholder watches bring the Service back
+		back, err := r.handBack(ctx, s, addrs, f.IPs)
+		if err != nil {
+			return phase.Next(), err
 		}
-		return false, r.writeRelease(ctx, s, f)
+		if !back {
+			return phase.WaitFor("a placeholder to hold the addresses again", 0), nil
+		}
+		return takeBack, r.writeRelease(ctx, s, f)
 	case releaseWrite:
-		return false, r.writeRelease(ctx, s, f)
+		return takeBack, r.writeRelease(ctx, s, f)
 	}
 	if _, err := r.clearAssociations(ctx, s, addrs, f.GivingUp); err != nil {
-		return false, err
+		return phase.Next(), err
 	}
-	return true, nil
+	return phase.Next(), nil
 }
 
 // observeRelease reads, from the cache, what release decides on.
@@ -223,25 +178,6 @@ func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode str
 		handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
 	}
 	return nil
-}
-
-// asksFor reports whether the Service's annotation still names the claim
-// of one of addrs: marks.LetGo tells a Service let go from one a gap
-// handoff is attaching by the annotation, so such a one is not let go.
-func asksFor(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
-	m := marks.Of(svc)
-	return slices.ContainsFunc(addrs, func(a *iadv1alpha1.IPAddress) bool { return m.Asks(a) })
-}
-
-// lettingGo reports whether one of addrs was let go in one write and the
-// Service's ingress still shows it.
-func lettingGo(svc *corev1.Service, addrs []*iadv1alpha1.IPAddress) bool {
-	for _, a := range addrs {
-		if marks.LetGo(a, svc) && marks.Holds(svc, addressIPs([]*iadv1alpha1.IPAddress{a})...) {
-			return true
-		}
-	}
-	return false
 }
 
 // heldBeside reports whether one of each address's own placeholders holds

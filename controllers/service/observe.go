@@ -2,9 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -20,7 +18,7 @@ import (
 )
 
 // scope is what one pass knows about a Service; the observe phase fills
-// everything but svc and key.
+// everything but svc, key and verdict.
 type scope struct {
 	svc       *corev1.Service
 	key       types.NamespacedName
@@ -43,6 +41,8 @@ type scope struct {
 	otherHolder    string
 	otherAddress   *iadv1alpha1.IPAddress
 	otherDetaching bool
+	// verdict is what decideAssociation decided.
+	verdict Verdict
 }
 
 // observe fills the scope from the cache.
@@ -208,130 +208,30 @@ func (r *Reconciler) served(ctx context.Context, a *iadv1alpha1.IPAddress) (bool
 	return marks.Served(a, class), nil
 }
 
-// boundTo are the addresses of items bound to the claim's uid and not
-// being deleted.
-func boundTo(claim *iadv1alpha1.IPAddressClaim, items []iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
-	var out []*iadv1alpha1.IPAddress
-	for i := range items {
-		a := &items[i]
-		if a.Spec.ClaimRef.UID == string(claim.UID) && a.DeletionTimestamp == nil {
-			out = append(out, a)
+// servedClassParams is a class this driver serves with its parsed parameters.
+type servedClassParams struct {
+	class  *iadv1alpha1.IPAddressClass
+	params classparams.Parameters
+}
+
+// servedClasses lists, from the cache, the served classes not being
+// deleted whose parameters parse (the class controller reports the others).
+func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, error) {
+	var list iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []servedClassParams
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Spec.Provisioner != names.Provisioner || c.DeletionTimestamp != nil {
+			continue
 		}
-	}
-	return out
-}
-
-// associatedHolder names the workload at, which an address of the claim
-// is associated with; other is that Service (nil for another kind). It is
-// on its way out when it is being deleted or no longer names the claim.
-func associatedHolder(at *iadv1alpha1.WorkloadReference, other *corev1.Service, namespace, claim string) (holder string, detaching bool) {
-	if at.Kind != "Service" {
-		return fmt.Sprintf("%s %s/%s", at.Kind, at.Namespace, at.Name), false
-	}
-	return at.Namespace + "/" + at.Name, other.DeletionTimestamp != nil ||
-		other.Namespace != namespace || marks.Of(other).Claim != claim
-}
-
-// grantedTo is the other Service an attach grant on a (not associated
-// with svc) names; a grant can only name a Service of the claim's
-// namespace.
-func grantedTo(a *iadv1alpha1.IPAddress, svc *corev1.Service) (types.NamespacedName, bool) {
-	other, ok := marks.AttachingService(a)
-	if !ok || other == client.ObjectKeyFromObject(svc) || AssociatedWith(a, svc.Namespace, svc.Name) || other.Namespace != svc.Namespace {
-		return types.NamespacedName{}, false
-	}
-	return other, true
-}
-
-// grantHeld reports whether the Service a grant names still holds it: it
-// asks for the claim, or is on its way out (detaching) while it still
-// carries the driver's pin for it. Otherwise the grant is free to take over.
-func grantHeld(other *corev1.Service, claim string) (held, detaching bool) {
-	m := marks.Of(other)
-	asks := other.DeletionTimestamp == nil && m.Claim == claim
-	pinned := m.PinnedBy == claim
-	return asks || pinned, !asks
-}
-
-// pinnedIPs are the IPs the Service's pin names or its ingress shows.
-func pinnedIPs(svc *corev1.Service) map[string]bool {
-	want := map[string]bool{}
-	for _, ip := range marks.Of(svc).PinIPs() {
-		want[ip] = true
-	}
-	for _, ip := range marks.IngressIPs(svc) {
-		want[ip] = true
-	}
-	return want
-}
-
-// situation reduces the scope to the decision's inputs.
-func (s *scope) situation() Situation {
-	sit := Situation{
-		Claim:          s.claimName,
-		Deleting:       s.svc.DeletionTimestamp != nil,
-		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
-		OtherHolder:    s.otherHolder,
-		OtherDetaching: s.otherDetaching,
-		HandPin:        marks.Of(s.svc).HandPin(),
-		Desired:        marks.PinValue(addressIPs(s.addrs)),
-	}
-	if c := s.claim; c != nil {
-		sit.ClaimFound = true
-		sit.ClaimDeleting = c.DeletionTimestamp != nil
-		sit.ClaimPhase = c.Status.Phase
-		sit.FamilyProblem = FamilyMismatch(s.svc, c.Name, c.Spec.Family)
-		sit.Wanted = len(c.Spec.Family.Families())
-		sit.Ours = len(s.addrs)
-		sit.Foreign = s.foreign
-		for _, a := range s.addrs {
-			if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
-				sit.AssociatedHere++
-			}
+		p, err := classparams.ParseParameters(c.Spec.Parameters)
+		if err != nil {
+			continue
 		}
+		out = append(out, servedClassParams{class: c, params: p})
 	}
-	return sit
-}
-
-// pinClaim is the claim the Service's pin is for: its pinned-by marker, or
-// else the claim its annotation names.
-func (s *scope) pinClaim() string {
-	if by := marks.Of(s.svc).PinnedBy; by != "" {
-		return by
-	}
-	return s.claimName
-}
-
-// givingUp reports whether addrs are given up rather than kept: one is
-// being deleted, or the claim the pin is for is gone or being deleted and
-// one of them goes with it (reclaimPolicy Delete; under Retain they stay
-// held, Released, and are detached as usual).
-func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
-	deletes := false
-	for _, a := range addrs {
-		if a.DeletionTimestamp != nil {
-			return true
-		}
-		deletes = deletes || a.Spec.ReclaimPolicy == iadv1alpha1.ReclaimDelete
-	}
-	if !deletes || s.pinClaim() != s.claimName {
-		return false
-	}
-	return s.claim == nil || s.claim.DeletionTimestamp != nil
-}
-
-func addressPointers(items []iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
-	var out []*iadv1alpha1.IPAddress
-	for i := range items {
-		out = append(out, &items[i])
-	}
-	return out
-}
-
-func containsAddress(list []*iadv1alpha1.IPAddress, a *iadv1alpha1.IPAddress) bool {
-	return slices.ContainsFunc(list, func(b *iadv1alpha1.IPAddress) bool { return b.UID == a.UID })
-}
-
-func sortByName(addrs []*iadv1alpha1.IPAddress) {
-	slices.SortFunc(addrs, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

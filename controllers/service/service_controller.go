@@ -14,7 +14,6 @@ import (
 	"context"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +27,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
-	"github.com/cozystack/metallb-iad/internal/changes"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -65,21 +64,26 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
-// Reconcile runs one pass for one Service.
+// Reconcile runs one pass for one Service: a Service gone from the cache
+// is forgotten and its associations cleared (detachGone); any other runs
+// the phases below, each named after its method.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return phase.Finish(ctx, ctrl.Result{}, r.forget(ctx, req.NamespacedName))
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
+		r.forget(req.NamespacedName)
+		return phase.Run(ctx, &scope{key: req.NamespacedName}, phase.Of(r.detachGone))
 	}
 	return phase.Run(ctx, &scope{svc: svc, key: req.NamespacedName},
-		phase.Phase[*scope]{Name: "finalizer", Run: r.removeFinalizer},
-		phase.Phase[*scope]{Name: "observe", Run: r.observe},
-		phase.Phase[*scope]{Name: "import", Run: r.importFirst},
-		phase.Phase[*scope]{Name: "conflicts", Run: r.detectConflicts},
-		phase.Phase[*scope]{Name: "association", Run: r.decideAssociation},
+		phase.Of(r.removeFinalizer),
+		phase.Of(r.observe),
+		phase.Of(r.importFirst),
+		phase.Of(r.detectConflicts),
+		phase.Of(r.decideAssociation),
+		phase.Of(r.attach),
+		phase.Of(r.detach),
 	)
 }
 
@@ -109,7 +113,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // attachingForParking maps the parking pool to the Services the attach
 // grants name: parking coming or going changes their handoff (AttachMode).
-// The pool rarely changes, so reading every address from the cache is fine.
+// No index covers the attach grant; the pool rarely changes, so reading
+// every address from the cache is fine.
 func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetName() != r.ParkingPool {
 		return nil
@@ -215,16 +220,33 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 	return reqs
 }
 
-// verdicts remembers, per Service, the last verdict, so its Event is
-// recorded once per change.
-type verdicts struct{ memo changes.Memo }
-
-func (v *verdicts) changed(key types.NamespacedName, uid types.UID, reason, message string) bool {
-	value := ""
-	if reason != "" {
-		value = string(uid) + "\x00" + reason + "\x00" + message
+// servicesForClass maps a class to the Services holding an address of its
+// ranges, so a class created or widened after the fact reports them. It
+// lists every cached Service: class changes are rare.
+func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*iadv1alpha1.IPAddressClass)
+	if !ok || c.Spec.Provisioner != names.Provisioner {
+		return nil
 	}
-	return v.memo.Changed(key.String(), value)
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return nil
+	}
+	classes := []classRanges{{name: c.Name, ranges: p.Addresses}}
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list Services")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		s := &list.Items[i]
+		for _, ip := range marks.IngressIPs(s) {
+			if classOfIP(classes, ip) != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+				break
+			}
+		}
+	}
+	return reqs
 }
-
-func (v *verdicts) forget(key types.NamespacedName) { v.memo.Forget(key.String()) }

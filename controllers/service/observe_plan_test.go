@@ -138,66 +138,65 @@ func TestPinnedIPs(t *testing.T) {
 	assert.Empty(t, pinnedIPs(annotatedService("tenant", "web")))
 }
 
-func TestGivingUp(t *testing.T) {
-	now := metav1.Now()
-	addr := func(policy iadv1alpha1.ReclaimPolicy, deleting bool) *iadv1alpha1.IPAddress {
-		a := address("tenant", "ip", nil)
-		a.Spec.ReclaimPolicy = policy
-		if deleting {
-			a.DeletionTimestamp = &now
+func address(claimNS, claim string, associated *iadv1alpha1.WorkloadReference) *iadv1alpha1.IPAddress {
+	a := &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-203-0-113-7"},
+		Spec:       iadv1alpha1.IPAddressSpec{Address: "203.0.113.7", ClassName: "public"},
+		Status:     iadv1alpha1.IPAddressStatus{AssociatedTo: associated},
+	}
+	if claim != "" {
+		a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: claimNS, Name: claim, UID: "u1"}
+	}
+	return a
+}
+
+func TestOnePerFamily(t *testing.T) {
+	addr := func(name, ip string, phase iadv1alpha1.IPAddressPhase, associated bool) *iadv1alpha1.IPAddress {
+		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:   iadv1alpha1.IPAddressSpec{Address: ip},
+			Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
+		if associated {
+			a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}
 		}
 		return a
 	}
-	live := &iadv1alpha1.IPAddressClaim{}
-	gone := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}
-	tests := []struct {
-		name     string
-		pinnedBy string
-		claim    *iadv1alpha1.IPAddressClaim
-		a        *iadv1alpha1.IPAddress
-		want     bool
-	}{
-		{"an address being deleted", "", live, addr(iadv1alpha1.ReclaimRetain, true), true},
-		{"claim kept", "", live, addr(iadv1alpha1.ReclaimDelete, false), false},
-		{"claim being deleted, Delete", "", gone, addr(iadv1alpha1.ReclaimDelete, false), true},
-		{"claim gone, Delete", "", nil, addr(iadv1alpha1.ReclaimDelete, false), true},
-		{"claim being deleted, Retain: kept, Released", "", gone, addr(iadv1alpha1.ReclaimRetain, false), false},
-		{"the pin is for another claim", "old", nil, addr(iadv1alpha1.ReclaimDelete, false), false},
+	svc := func(held ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"}}
+		for _, ip := range held {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			svc := annotatedService("tenant", "web", iadv1alpha1.ServiceClaimAnnotation, "ip")
-			if tt.pinnedBy != "" {
-				svc.Annotations[marks.KeyPinnedBy] = tt.pinnedBy
+	bound := iadv1alpha1.AddressBound
+	lost := iadv1alpha1.AddressLost
+	v4a := addr("a4", "192.0.2.1", bound, false)
+	v4b := addr("b4", "192.0.2.2", bound, false)
+	v6a := addr("a6", "2001:db8::1", bound, false)
+	for _, tc := range []struct {
+		name  string
+		addrs []*iadv1alpha1.IPAddress
+		svc   *corev1.Service
+		want  []string
+	}{
+		{"none", nil, svc(), nil},
+		{"one of each family: both kept", []*iadv1alpha1.IPAddress{v6a, v4a}, svc(), []string{"a4", "a6"}},
+		{"two of a family, nothing to choose by: the first by name", []*iadv1alpha1.IPAddress{v4b, v4a}, svc(), []string{"a4"}},
+		{"a lost one gives way to its replacement",
+			[]*iadv1alpha1.IPAddress{addr("a4", "192.0.2.1", lost, true), v4b}, svc("192.0.2.1"), []string{"b4"}},
+		{"the one associated with the Service stays",
+			[]*iadv1alpha1.IPAddress{v4a, addr("b4", "192.0.2.2", bound, true)}, svc(), []string{"b4"}},
+		{"associated wins over held",
+			[]*iadv1alpha1.IPAddress{v4a, addr("b4", "192.0.2.2", bound, true)}, svc("192.0.2.1"), []string{"b4"}},
+		{"held wins over the name", []*iadv1alpha1.IPAddress{v4a, v4b}, svc("192.0.2.2"), []string{"b4"}},
+		{"per family: IPv6 untouched by the IPv4 choice", []*iadv1alpha1.IPAddress{v4a, v6a, v4b}, svc("192.0.2.2"), []string{"a6", "b4"}},
+		{"unparsable text is kept", []*iadv1alpha1.IPAddress{addr("x", "nonsense", bound, false), v4a}, svc(), []string{"a4", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range OnePerFamily(tc.addrs, tc.svc) {
+				got = append(got, a.Name)
 			}
-			s := &scope{svc: svc, claimName: "ip", claim: tt.claim}
-			assert.Equal(t, tt.want, s.givingUp([]*iadv1alpha1.IPAddress{tt.a}))
+			assert.Equal(t, tc.want, got)
 		})
 	}
-}
-
-func TestConflicting(t *testing.T) {
-	now := metav1.Now()
-	web := annotatedService("tenant", "web")
-	mine := address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"})
-	other := address("tenant", "ip", nil)
-	lost := address("tenant", "ip", nil)
-	lost.Status.Phase = iadv1alpha1.AddressLost
-	leaving := address("tenant", "ip", nil)
-	leaving.DeletionTimestamp = &now
-	assert.False(t, conflicting(web, mine), "authorized")
-	assert.True(t, conflicting(web, other), "not authorized")
-	assert.False(t, conflicting(web, lost), "Lost: the IPAddress controller reports it")
-	assert.False(t, conflicting(web, leaving), "being deleted: leaving the ledger")
-}
-
-func TestImportOutcomes(t *testing.T) {
-	var o importOutcomes
-	key := types.NamespacedName{Namespace: "tenant", Name: "web"}
-	assert.True(t, o.changed(key, "u1", ReasonImportSkippedSharedIP))
-	assert.False(t, o.changed(key, "u1", ReasonImportSkippedSharedIP), "once per reason")
-	assert.True(t, o.changed(key, "u2", ReasonImportSkippedSharedIP), "a new Service of the same name")
-	assert.True(t, o.changed(key, "u2", ReasonImportSkippedDualStack))
-	o.forget(key)
-	assert.True(t, o.changed(key, "u2", ReasonImportSkippedDualStack), "forgotten")
 }

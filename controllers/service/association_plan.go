@@ -4,19 +4,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
-
-// AssociationFinalizer is the finalizer earlier versions put on the
-// Services they attached. A tenant's Service must never wait for a driver
-// controller to be deleted, so it is removed wherever it is found.
-const AssociationFinalizer = names.Domain + "association"
 
 // Action is what a reconcile pass does about a Service's association.
 type Action int
@@ -72,6 +63,8 @@ type Verdict struct {
 	Action Action
 	// EventType is "" when there is nothing to tell.
 	EventType, Reason, Message string
+	// Wait names what a Keep waits for, "" when it waits for nothing.
+	Wait string
 }
 
 // Decide is the association decision table.
@@ -106,7 +99,7 @@ func Decide(s Situation) Verdict {
 	case s.Ours < s.Wanted:
 		// The cache does not show every address yet; their watch brings
 		// the Service back.
-		return Verdict{Action: Keep}
+		return Verdict{Action: Keep, Wait: "the cache to show every address of the claim"}
 	case s.OtherHolder != "" && s.OtherDetaching:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonWaitingForDetach,
 			Message: fmt.Sprintf("IPAddressClaim %q is still being detached from Service %s; this Service gets it once that is done", s.Claim, s.OtherHolder)}
@@ -118,50 +111,6 @@ func Decide(s Situation) Verdict {
 			Message: fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", s.HandPin, s.Claim, s.Desired)}
 	}
 	return Verdict{Action: Associate}
-}
-
-// Handoff modes, the values of the "mode" label of metallb_iad_handoffs_total.
-const (
-	// ModeShared: the workload and the placeholder share the address (one
-	// MetalLB sharing key), so it is never unheld.
-	ModeShared = "shared"
-	// ModeGap: the address is unheld for a moment between the two.
-	ModeGap = "gap"
-	// ModeParked: a gap handoff whose placeholder steps aside to the
-	// parking pool instead of going, so that MetalLB makes no pass over
-	// every Service; it comes back to the address on detach.
-	ModeParked = "parked"
-)
-
-// AttachMode chooses the handoff that attaches a Service (problem:
-// ShareProblem's answer): parked whenever the parking pool can take a
-// placeholder of every family of the claim (parking), as neither it nor
-// the Service then costs MetalLB a full pass; else shared when the Service
-// can share. A gap handoff already under way (released: a hold was
-// released for the Service) is finished as one; why says why a gap
-// handoff was not shared.
-func AttachMode(problem string, released, holdsAll, parking bool) (mode, why string) {
-	switch {
-	case parking:
-		return ModeParked, ""
-	case problem != "":
-		return ModeGap, problem
-	case released && !holdsAll:
-		return ModeGap, "the placeholder had already let go of the address when the Service became able to share it"
-	}
-	return ModeShared, ""
-}
-
-// DetachMode chooses the handoff that detaches a Service from addresses
-// with the canonical ips and sharing key: shared when the addresses are
-// kept, the Service holds them with the driver's key, that key is theirs
-// and nothing else keeps it from sharing; gap otherwise.
-func DetachMode(svc *corev1.Service, ips []string, key string, givingUp bool) string {
-	if m := marks.Of(svc); !givingUp && marks.Holds(svc, ips...) && m.SharesOurKey() &&
-		m.Sharing == key && ShareProblem(svc, key) == "" {
-		return ModeShared
-	}
-	return ModeGap
 }
 
 // FamilyMismatch explains why a claim of family f cannot serve the Service
@@ -192,59 +141,30 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	return ""
 }
 
-// Authorized reports whether an address's binding allows the Service to
-// hold it (marks.Authorizes).
-func Authorized(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	return marks.Authorizes(a, svc)
-}
-
-// Released reports whether the IPAddress controller has let go of the
-// address's hold for a workload (Held False, ReleasedForWorkload).
-func Released(a *iadv1alpha1.IPAddress) bool {
-	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
-}
-
-func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
-	at := a.Status.AssociatedTo
-	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
-}
-
-// OnePerFamily keeps, of a claim's addresses, one per IP family: a claim
-// holds two of a family when a Lost address recovered after the core bound
-// its replacement, and MetalLB refuses a pin with two of one family. It
-// prefers the address not Lost, then the one associated with the Service,
-// then the one it holds, then the first by name. Unparsable ones are kept.
-func OnePerFamily(addrs []*iadv1alpha1.IPAddress, svc *corev1.Service) []*iadv1alpha1.IPAddress {
-	rank := func(a *iadv1alpha1.IPAddress) int {
-		r := 0
-		if a.Status.Phase != iadv1alpha1.AddressLost {
-			r += 4
-		}
-		if AssociatedWith(a, svc.Namespace, svc.Name) {
-			r += 2
-		}
-		if marks.Holds(svc, a.Spec.Address) {
-			r++
-		}
-		return r
+// situation reduces the scope to the decision's inputs.
+func (s *scope) situation() Situation {
+	sit := Situation{
+		Claim:          s.claimName,
+		Deleting:       s.svc.DeletionTimestamp != nil,
+		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
+		OtherHolder:    s.otherHolder,
+		OtherDetaching: s.otherDetaching,
+		HandPin:        marks.Of(s.svc).HandPin(),
+		Desired:        marks.PinValue(addressIPs(s.addrs)),
 	}
-	best := map[bool]*iadv1alpha1.IPAddress{}
-	var out []*iadv1alpha1.IPAddress
-	for _, a := range addrs {
-		ip, err := names.ParseAddress(a.Spec.Address)
-		if err != nil {
-			out = append(out, a)
-			continue
-		}
-		cur, ok := best[ip.Is4()]
-		if !ok || rank(a) > rank(cur) || (rank(a) == rank(cur) && a.Name < cur.Name) {
-			best[ip.Is4()] = a
+	if c := s.claim; c != nil {
+		sit.ClaimFound = true
+		sit.ClaimDeleting = c.DeletionTimestamp != nil
+		sit.ClaimPhase = c.Status.Phase
+		sit.FamilyProblem = FamilyMismatch(s.svc, c.Name, c.Spec.Family)
+		sit.Wanted = len(c.Spec.Family.Families())
+		sit.Ours = len(s.addrs)
+		sit.Foreign = s.foreign
+		for _, a := range s.addrs {
+			if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+				sit.AssociatedHere++
+			}
 		}
 	}
-	for _, a := range best {
-		out = append(out, a)
-	}
-	sortByName(out)
-	return out
+	return sit
 }

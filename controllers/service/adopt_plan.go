@@ -5,21 +5,13 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/cozystack/metallb-iad/internal/marks"
-
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-)
-
-// Results, the values of the "result" label of metallb_iad_imports_total.
-const (
-	importImported = "imported"
-	importSkipped  = "skipped"
-	importFailed   = "failed"
 )
 
 // AdoptClass is a served class with adoptExisting on.

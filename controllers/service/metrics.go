@@ -24,6 +24,14 @@ var (
 		Name: "metallb_iad_handoffs_total",
 		Help: "Handoffs the service controller ran, by direction (attach: measured attaches that completed; detach: detaches that asked MetalLB to take the addresses back) and mode (shared: never unheld; gap: unheld for a moment; parked: unheld for a moment, the placeholder parked instead of deleted).",
 	}, []string{"direction", "mode"})
+	unauthorizedHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metallb_iad_unauthorized_holders",
+		Help: "Services holding an address of a class's ranges (status.loadBalancer.ingress) that the ledger does not authorize: no IPAddress records it, or the IPAddress's binding does not name the Service.",
+	}, []string{"class"})
+	importsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "metallb_iad_imports_total",
+		Help: "Addresses MetalLB had assigned to plain Services that the service controller imported into generated claims (result=imported), left alone with a Warning Event (result=skipped, once per Service and reason) or failed to import in a pass (result=failed, retried), per class with adoptExisting.",
+	}, []string{"class", "result"})
 )
 
 // Directions, the values of the "direction" label of metallb_iad_handoffs_total.
@@ -32,8 +40,15 @@ const (
 	directionDetach = "detach"
 )
 
+// Results, the values of the "result" label of metallb_iad_imports_total.
+const (
+	importImported = "imported"
+	importSkipped  = "skipped"
+	importFailed   = "failed"
+)
+
 func init() {
-	metrics.Registry.MustRegister(handoffSeconds, handoffUnheldSeconds, handoffsTotal)
+	metrics.Registry.MustRegister(handoffSeconds, handoffUnheldSeconds, handoffsTotal, unauthorizedHolders, importsTotal)
 	for _, d := range []string{directionAttach, directionDetach} {
 		for _, m := range []string{ModeShared, ModeGap} {
 			handoffsTotal.WithLabelValues(d, m)

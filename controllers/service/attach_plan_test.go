@@ -136,99 +136,6 @@ func TestPinMarks(t *testing.T) {
 		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
 }
 
-func TestHandedBack(t *testing.T) {
-	const phNS = "iad-system"
-	web := workload(nil)
-	holding := func(ns, name, addrLabel string, ips ...string) corev1.Service {
-		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if addrLabel != "" {
-			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: addrLabel}
-		}
-		for _, ip := range ips {
-			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
-		}
-		return s
-	}
-	held := func(a *iadv1alpha1.IPAddress, status metav1.ConditionStatus) *iadv1alpha1.IPAddress {
-		conditions.Set(&a.Status.Conditions, conditions.Held, status, conditions.ReasonHeldByPlaceholder, "", 1)
-		return a
-	}
-	const addr = "ip-203-0-113-7"
-	ph := holding(phNS, "hold-ip-203-0-113-7", addr, "203.0.113.7")
-	tests := []struct {
-		name    string
-		a       *iadv1alpha1.IPAddress
-		holders []corev1.Service
-		want    bool
-	}{
-		{"held again, and the cache shows the placeholder holding it", held(address("tenant", "ip", nil), metav1.ConditionTrue),
-			[]corev1.Service{*web, ph}, true},
-		{"still associated with the Service", held(address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "web"}), metav1.ConditionTrue),
-			[]corev1.Service{*web, ph}, false},
-		{"associated with another workload now", address("tenant", "ip", &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "tenant", Name: "api"}),
-			nil, true},
-		{"Held True but the cache does not show the placeholder holding yet", held(address("tenant", "ip", nil), metav1.ConditionTrue),
-			[]corev1.Service{*web}, false},
-		{"the placeholder holds, but Held is not True yet (a stale view)", held(address("tenant", "ip", nil), metav1.ConditionUnknown),
-			[]corev1.Service{*web, ph}, false},
-		{"no Held condition yet", address("tenant", "ip", nil), []corev1.Service{*web, ph}, false},
-		{"a placeholder of another address does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
-			[]corev1.Service{*web, holding(phNS, "hold-x", "ip-203-0-113-8", "203.0.113.7")}, false},
-		{"a forged placeholder outside the placeholder namespace does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
-			[]corev1.Service{*web, holding("tenant", "hold-ip-203-0-113-7", addr, "203.0.113.7")}, false},
-		{"a placeholder that does not show the IP does not count", held(address("tenant", "ip", nil), metav1.ConditionTrue),
-			[]corev1.Service{*web, holding(phNS, "hold-ip-203-0-113-7", addr)}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, HandedBack(tt.a, web, tt.holders, phNS))
-		})
-	}
-}
-
-func TestHandoffMessages(t *testing.T) {
-	assert.Equal(t, `Attached claim "ip": MetalLB is asked for 203.0.113.7 (shared handoff: the Service shares the address with its placeholder, which keeps holding it while attached, so it is never unheld, not even when the Service is detached or deleted)`,
-		msgAssociated("ip", "203.0.113.7", ModeShared, ""))
-	assert.Equal(t, `Attached claim "ip": MetalLB is asked for 203.0.113.7 (gap handoff: the address was unheld for a moment, because the Service uses port 9/TCP, which the placeholder holding the address uses too)`,
-		msgAssociated("ip", "203.0.113.7", ModeGap, ShareProblem(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)}), "k")))
-	assert.Equal(t, "Attached to Service tenant/web (claim tenant/ip, shared handoff)", msgAssociatedAddress("tenant", "web", "ip", ModeShared))
-	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeShared, "gold"), "Detaching 203.0.113.7 (shared handoff): a placeholder holds the address")
-	assert.Contains(t, msgReleasing([]string{"203.0.113.7"}, "::", ModeGap, "gold"), `Detaching 203.0.113.7: the pin is set to "::"`)
-	assert.Contains(t, msgHandingBack([]string{"203.0.113.7", "2001:db8::7"}), "Detaching 203.0.113.7,2001:db8::7 (shared handoff): the Service keeps the address")
-}
-
-func TestDetachMode(t *testing.T) {
-	const key = "metallb-iad-0123456789abcdef0123456789abcdef"
-	ips := []string{"203.0.113.7"}
-	http := []corev1.ServicePort{port(corev1.ProtocolTCP, 80)}
-	holding := func(s *corev1.Service) *corev1.Service {
-		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
-		return s
-	}
-	shared := func() *corev1.Service {
-		return holding(workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip"))
-	}
-	for _, tt := range []struct {
-		name     string
-		svc      *corev1.Service
-		key      string
-		givingUp bool
-		want     string
-	}{
-		{"holds, shares our key", shared(), key, false, ModeShared},
-		{"given up", shared(), key, true, ModeGap},
-		{"does not hold the addresses", workload(http, marks.KeySharing, key, marks.KeySharedBy, "ip"), key, false, ModeGap},
-		{"the key is not the driver's", holding(workload(http, marks.KeySharing, key)), key, false, ModeGap},
-		{"another key than the addresses'", shared(), "metallb-iad-other", false, ModeGap},
-		{"cannot share (a port a placeholder uses)", holding(workload([]corev1.ServicePort{port(corev1.ProtocolTCP, 9)},
-			marks.KeySharing, key, marks.KeySharedBy, "ip")), key, false, ModeGap},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, DetachMode(tt.svc, ips, tt.key, tt.givingUp))
-		})
-	}
-}
-
 func TestAttachMode(t *testing.T) {
 	tests := []struct {
 		name               string
@@ -293,4 +200,50 @@ func TestUnkeyedHolder(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPinValue(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want string
+	}{
+		{"one v4", []string{"203.0.113.7"}, "203.0.113.7"},
+		{"v4 before v6", []string{"2001:db8::7", "203.0.113.7"}, "203.0.113.7,2001:db8::7"},
+		{"already ordered", []string{"203.0.113.7", "2001:db8::7"}, "203.0.113.7,2001:db8::7"},
+		{"canonical v6", []string{"2001:DB8:0:0:0:0:0:7", " 192.0.2.1 "}, "192.0.2.1,2001:db8::7"},
+		{"v4-mapped is v4", []string{"::ffff:192.0.2.1", "2001:db8::1"}, "192.0.2.1,2001:db8::1"},
+		{"numeric order within a family", []string{"192.0.2.10", "192.0.2.9"}, "192.0.2.9,192.0.2.10"},
+		{"duplicates dropped", []string{"192.0.2.1", "192.0.2.1"}, "192.0.2.1"},
+		{"garbage dropped", []string{"nope", "192.0.2.1", ""}, "192.0.2.1"},
+		{"nothing", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, marks.PinValue(tt.in))
+		})
+	}
+}
+
+func TestHandPin(t *testing.T) {
+	s := func(ann map[string]string, lbIP string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
+	}
+	assert.Equal(t, "", marks.Of(s(nil, "")).HandPin())
+	assert.Equal(t, "", marks.Of(s(map[string]string{marks.KeyPin: "192.0.2.1", marks.KeyPinnedBy: "ip"}, "")).HandPin(), "ours")
+	assert.Equal(t, "192.0.2.1,2001:db8::1", marks.Of(s(map[string]string{marks.KeyPin: "2001:db8::1, 192.0.2.1"}, "")).HandPin())
+	assert.Equal(t, "192.0.2.2", marks.Of(s(map[string]string{marks.KeyLegacyPin: "192.0.2.2"}, "")).HandPin())
+	assert.Equal(t, "192.0.2.3", marks.Of(s(nil, "192.0.2.3")).HandPin())
+	assert.Equal(t, "not-an-ip", marks.Of(s(map[string]string{marks.KeyPin: "not-an-ip"}, "")).HandPin(), "kept as written")
+}
+
+func TestReleased(t *testing.T) {
+	a := address("tenant", "ip", nil)
+	assert.False(t, Released(a), "no condition yet")
+	conditions.Set(&a.Status.Conditions, conditions.Held, metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, "", 1)
+	assert.False(t, Released(a))
+	conditions.Set(&a.Status.Conditions, conditions.Held, metav1.ConditionFalse, conditions.ReasonTakenElsewhere, "", 1)
+	assert.False(t, Released(a), "False for another reason is no release")
+	conditions.Set(&a.Status.Conditions, conditions.Held, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, "", 1)
+	assert.True(t, Released(a))
 }
