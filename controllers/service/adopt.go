@@ -152,7 +152,7 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	if claim == nil {
 		claim = ImportedClaim(s.svc, p)
 		if err := r.Create(ctx, claim); apierrors.IsAlreadyExists(err) {
-			return phase.Halt("waiting for the cache to show the generated claim", phase.ConflictRetry), nil
+			return phase.HaltFor("the cache to show the generated claim", phase.ConflictRetry), nil
 		} else if err != nil {
 			return underWay, err
 		}
@@ -166,7 +166,7 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 		return underWay, err
 	}
 	if wait != "" {
-		return phase.Halt("waiting for "+wait, phase.ConflictRetry), nil
+		return phase.HaltFor(wait, phase.ConflictRetry), nil
 	}
 	if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 		return underWay, nil

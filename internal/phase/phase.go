@@ -63,6 +63,9 @@ type Result struct {
 	State  State
 	After  time.Duration
 	Reason string
+	// waits: a Stop that waits for another process's write (HaltFor),
+	// logged as a wait.
+	waits bool
 }
 
 // Next is the result of a phase with nothing left to do.
@@ -83,6 +86,13 @@ func RetryAfter(d time.Duration, reason string) Result {
 // when to look again.
 func Halt(reason string, after time.Duration) Result {
 	return Result{State: Stop, After: after, Reason: reason}
+}
+
+// HaltFor is the result of a phase that ends the pass because it waits for
+// a change another process makes (as WaitFor, but later phases must not
+// run); fallback, when not 0, is a look after that long.
+func HaltFor(reason string, fallback time.Duration) Result {
+	return Result{State: Stop, After: fallback, Reason: reason, waits: true}
 }
 
 // Phase is one named step of a controller's pass over its scope S.
@@ -131,9 +141,9 @@ func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, erro
 // logResult logs what a phase left for later: a wait always, by name and
 // reason; a requeue or a stop at debug level.
 func logResult(ctx context.Context, name string, r Result) {
-	switch r.State {
-	case Done:
-	case Waiting:
+	switch {
+	case r.State == Done:
+	case r.State == Waiting || r.waits:
 		log.FromContext(ctx).Info("waiting", "phase", name, "for", r.Reason, "fallback", r.After)
 	default:
 		log.FromContext(ctx).V(1).Info("phase", "phase", name, "state", r.State.String(), "reason", r.Reason, "after", r.After)

@@ -62,3 +62,13 @@ func TestOf(t *testing.T) {
 		t.Errorf("Of(pointer admit).Name = %q", got)
 	}
 }
+
+func TestHaltFor(t *testing.T) {
+	r := HaltFor("the cache", time.Second)
+	if r.State != Stop || !r.waits || r.After != time.Second {
+		t.Errorf("HaltFor = %+v", r)
+	}
+	if Halt("x", 0).waits {
+		t.Error("Halt is not a wait")
+	}
+}
