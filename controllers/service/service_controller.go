@@ -94,7 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.handoffs = newHandoffs()
 	r.holders = newUnauthorized()
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation,
+		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation, index.AddressAttaching,
 		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
 		return err
 	}
@@ -113,14 +113,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // attachingForParking maps the parking pool to the Services the attach
 // grants name: parking coming or going changes their handoff (AttachMode).
-// No index covers the attach grant; the pool rarely changes, so reading
-// every address from the cache is fine.
 func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetName() != r.ParkingPool {
 		return nil
 	}
 	var addrs iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &addrs); err != nil {
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressAttaching: index.Attaching}); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list IPAddresses")
 		return nil
 	}

@@ -24,6 +24,11 @@ const (
 	AddressByAssociation = "iad.status.associatedTo"
 	// AddressByClass indexes IPAddresses by spec.className.
 	AddressByClass = "iad.spec.className"
+	// AddressAttaching indexes, under Attaching, the IPAddresses carrying an
+	// attach grant (marks.Attaching).
+	AddressAttaching = "iad.attaching"
+	// Attaching is the one value of AddressAttaching.
+	Attaching = "attaching"
 
 	// ServiceByClaim indexes Services by "<namespace>/<claim>" of the claim annotation.
 	ServiceByClaim = "iad.service.claim"
@@ -86,6 +91,12 @@ var All = []Indexer{
 	}},
 	{&iadv1alpha1.IPAddress{}, AddressByClass, func(o client.Object) []string {
 		return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
+	}},
+	{&iadv1alpha1.IPAddress{}, AddressAttaching, func(o client.Object) []string {
+		if _, ok := marks.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
+			return []string{Attaching}
+		}
+		return nil
 	}},
 	{&corev1.Service{}, ServiceByClaim, func(o client.Object) []string {
 		if c := o.GetAnnotations()[iadv1alpha1.ServiceClaimAnnotation]; c != "" {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -76,4 +77,12 @@ func TestWarmIndexes(t *testing.T) {
 	warm := indexFunc(t, WarmAddressByClass)
 	assert.Equal(t, []string{"gold"}, warm(address(map[string]string{names.LabelWarm: "true"})), "recorded warm")
 	assert.Nil(t, warm(address(nil)), "a claim's or an administrator's")
+}
+
+func TestAddressAttaching(t *testing.T) {
+	attaching := indexFunc(t, AddressAttaching)
+	a := &iadv1alpha1.IPAddress{}
+	assert.Nil(t, attaching(a), "no attach grant")
+	marks.GrantAttach(a, "shop", "web")
+	assert.Equal(t, []string{Attaching}, attaching(a))
 }
