@@ -202,41 +202,6 @@ func TestUnkeyedHolder(t *testing.T) {
 	}
 }
 
-func TestPinValue(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []string
-		want string
-	}{
-		{"one v4", []string{"203.0.113.7"}, "203.0.113.7"},
-		{"v4 before v6", []string{"2001:db8::7", "203.0.113.7"}, "203.0.113.7,2001:db8::7"},
-		{"already ordered", []string{"203.0.113.7", "2001:db8::7"}, "203.0.113.7,2001:db8::7"},
-		{"canonical v6", []string{"2001:DB8:0:0:0:0:0:7", " 192.0.2.1 "}, "192.0.2.1,2001:db8::7"},
-		{"v4-mapped is v4", []string{"::ffff:192.0.2.1", "2001:db8::1"}, "192.0.2.1,2001:db8::1"},
-		{"numeric order within a family", []string{"192.0.2.10", "192.0.2.9"}, "192.0.2.9,192.0.2.10"},
-		{"duplicates dropped", []string{"192.0.2.1", "192.0.2.1"}, "192.0.2.1"},
-		{"garbage dropped", []string{"nope", "192.0.2.1", ""}, "192.0.2.1"},
-		{"nothing", nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, marks.PinValue(tt.in))
-		})
-	}
-}
-
-func TestHandPin(t *testing.T) {
-	s := func(ann map[string]string, lbIP string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: ann}, Spec: corev1.ServiceSpec{LoadBalancerIP: lbIP}}
-	}
-	assert.Equal(t, "", marks.Of(s(nil, "")).HandPin())
-	assert.Equal(t, "", marks.Of(s(map[string]string{marks.KeyPin: "192.0.2.1", marks.KeyPinnedBy: "ip"}, "")).HandPin(), "ours")
-	assert.Equal(t, "192.0.2.1,2001:db8::1", marks.Of(s(map[string]string{marks.KeyPin: "2001:db8::1, 192.0.2.1"}, "")).HandPin())
-	assert.Equal(t, "192.0.2.2", marks.Of(s(map[string]string{marks.KeyLegacyPin: "192.0.2.2"}, "")).HandPin())
-	assert.Equal(t, "192.0.2.3", marks.Of(s(nil, "192.0.2.3")).HandPin())
-	assert.Equal(t, "not-an-ip", marks.Of(s(map[string]string{marks.KeyPin: "not-an-ip"}, "")).HandPin(), "kept as written")
-}
-
 func TestReleased(t *testing.T) {
 	a := address("tenant", "ip", nil)
 	assert.False(t, Released(a), "no condition yet")

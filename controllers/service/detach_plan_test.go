@@ -158,33 +158,6 @@ func TestHandedBack(t *testing.T) {
 	}
 }
 
-func TestReleaseByGrant(t *testing.T) {
-	in := map[string]string{
-		marks.KeyPin:      "192.0.2.1",
-		marks.KeyPinnedBy: "web-ip",
-		marks.KeySharing:  "k",
-		marks.KeySharedBy: "web-ip",
-		"team":            "web",
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in, Labels: map[string]string{marks.LabelGrant: "public", "app": "web"}}}
-	assert.False(t, marks.Of(svc).ReleaseStarted(""))
-	byGrant := svc.DeepCopy()
-	marks.Edit(byGrant, func(m *marks.Marks) {
-		m.Release("")
-		m.Grant = ""
-	})
-	assert.Equal(t, map[string]string{marks.KeyPinnedBy: "web-ip", "team": "web"}, byGrant.Annotations,
-		"pin and key withdrawn, the marker stays until MetalLB lets go")
-	assert.Equal(t, map[string]string{"app": "web"}, byGrant.Labels)
-	assert.Equal(t, "192.0.2.1", in[marks.KeyPin], "input untouched")
-	assert.True(t, marks.Of(byGrant).ReleaseStarted(""))
-	assert.False(t, marks.Of(byGrant).ReleaseStarted("::"))
-	byPin := svc.DeepCopy()
-	marks.Edit(byPin, func(m *marks.Marks) { m.Release("::") })
-	assert.Equal(t, "::", byPin.Annotations[marks.KeyPin])
-	assert.True(t, marks.Of(byPin).ReleaseStarted("::"))
-}
-
 func TestGivingUp(t *testing.T) {
 	now := metav1.Now()
 	addr := func(policy iadv1alpha1.ReclaimPolicy, deleting bool) *iadv1alpha1.IPAddress {
