@@ -124,12 +124,6 @@ func msgUnparked(s *corev1.Service, ip string) string {
 		marks.Of(s).Pool, ip)
 }
 
-// msgParking is the Held message while MetalLB has not yet moved a parked
-// placeholder off the address.
-func msgParking(ip string, s *corev1.Service, pool string) string {
-	return fmt.Sprintf("Waiting for MetalLB to move placeholder Service %s/%s from %s to the parking pool %s", s.Namespace, s.Name, ip, pool)
-}
-
 func msgPinRepaired(s *corev1.Service, ip string) string {
 	return fmt.Sprintf("Placeholder Service %s/%s was pinned to %q; re-pinned it to %s", s.Namespace, s.Name,
 		marks.Of(s).Pin, ip)

@@ -51,6 +51,9 @@ type holdPlan struct {
 	Held *heldState
 	// TakenBy holds the address without authority, so the hold cannot.
 	TakenBy *corev1.Service
+	// Parking: a parked placeholder still holds the address, until MetalLB
+	// moves it to the parking pool.
+	Parking bool
 }
 
 // planHold decides what the holding invariant asks for. key is the
@@ -142,14 +145,15 @@ func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders
 			p.Park = append(p.Park, s)
 		}
 	}
+	// Held is left as it is while a placeholder still holds ip: it does
+	// hold it until MetalLB moves it, so Held is written once, False, when
+	// the address is free for the workload.
 	if len(p.Park) > 0 {
-		// Reported now, so the pass our own write wakes has nothing to say.
-		p.Held = waiting(msgParking(ip, p.Park[0], pool))
 		return p
 	}
 	for i := range placeholders {
 		if marks.Holds(&placeholders[i], ip) {
-			p.Held = waiting(msgParking(ip, &placeholders[i], pool))
+			p.Parking = true
 			return p
 		}
 	}
@@ -369,7 +373,7 @@ func holdWait(p holdPlan) string {
 	switch {
 	case p.Create:
 		return "MetalLB to assign the address to the new hold placeholder"
-	case len(p.Park) > 0:
+	case len(p.Park) > 0 || p.Parking:
 		return "MetalLB to move the placeholders to the parking pool"
 	case len(p.Delete) > 0:
 		return "the deleted placeholders to go"

@@ -103,9 +103,9 @@ func TestPlanAttached(t *testing.T) {
 		{"gap handoff: the live placeholders go", parkOpt{}, gap, []corev1.Service{hold, going}, nil, []string{phNS + "/hold"}, nil, false},
 		{"not in the cache: the gap handoff", parkOpt{}, nil, []corev1.Service{hold}, nil, []string{phNS + "/hold"}, nil, false},
 		{"gap handoff with parking: the live placeholders park", open, gap, []corev1.Service{hold, going},
-			waiting("Waiting for MetalLB to move placeholder Service iad-system/hold from 192.0.2.7 to the parking pool parking"), nil, []string{phNS + "/hold"}, false},
+			nil, nil, []string{phNS + "/hold"}, false},
 		{"parked, one still terminating on the address: not released", open, gap, []corev1.Service{parked("240.0.0.1"), deleting(hold)},
-			waiting("Waiting for MetalLB to move placeholder Service iad-system/hold from 192.0.2.7 to the parking pool parking"), nil, nil, false},
+			nil, nil, nil, false},
 		{"parked and moved: released", open, gap, []corev1.Service{parked("240.0.0.1")}, releasedForWeb, nil, nil, false},
 		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedForWeb, nil, nil, false},
 	}
@@ -740,8 +740,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			attached:     asker(),
-			want: want{park: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
-				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
+			want:         want{park: []string{phNS + "/" + hold}},
 		},
 		{
 			name:         "associated, parking open, a Service that could share: parked all the same (no key, no pass)",
@@ -750,8 +749,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
 			attached:     ptr.To(withPort(svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c"), 80)),
-			want: want{park: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
-				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
+			want:         want{park: []string{phNS + "/" + hold}},
 		},
 		{
 			name:         "associated, parked, MetalLB has not moved it yet: not released",
@@ -761,8 +759,7 @@ func TestPlanHold(t *testing.T) {
 			placeholders: []corev1.Service{parked(ip)},
 			holders:      []corev1.Service{parked(ip)},
 			attached:     asker(),
-			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
-				"Waiting for MetalLB to move placeholder Service iad-system/hold-ip-192-0-2-7 from 192.0.2.7 to the parking pool parking"}},
+			want:         want{},
 		},
 		{
 			name:         "associated, parked and moved: released for the workload",
@@ -996,6 +993,7 @@ func TestHoldWait(t *testing.T) {
 	}{
 		{"a hold to create", holdPlan{Create: true, Held: waiting("x")}, "MetalLB to assign the address to the new hold placeholder"},
 		{"placeholders to park", holdPlan{Park: hold, Held: waiting("x")}, "MetalLB to move the placeholders to the parking pool"},
+		{"parked, MetalLB has not moved them yet", holdPlan{Parking: true}, "MetalLB to move the placeholders to the parking pool"},
 		{"placeholders to delete", holdPlan{Delete: hold, Held: heldBy("x")}, "the deleted placeholders to go"},
 		{"taken elsewhere", holdPlan{Held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, "x"}, TakenBy: &taker},
 			"the Service holding the address without authority to let it go"},
