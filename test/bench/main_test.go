@@ -55,11 +55,18 @@ func TestMain(m *testing.M) {
 }
 
 // setup starts the benchmark's own environment and stops it when the
-// benchmark ends.
+// benchmark ends; BENCH_PARKING=off leaves the parking pool out.
 func setup(b *testing.B) *env {
 	b.Helper()
+	return setupParking(b, os.Getenv("BENCH_PARKING") != "off")
+}
+
+// setupParking is setup with the parking pool (parking) or without it, as
+// the chart runs the driver with parking.enabled false.
+func setupParking(b *testing.B, parking bool) *env {
+	b.Helper()
 	t0 := time.Now()
-	e, err := start()
+	e, err := start(parking)
 	require.NoError(b, err, "start the local control plane and the driver")
 	b.Cleanup(e.stop)
 	beginBench(strings.TrimPrefix(b.Name(), "Benchmark"), e.c.MetalLB().LogPath)
@@ -73,10 +80,11 @@ func setup(b *testing.B) *env {
 }
 
 // start brings up the whole stack (cluster.StartStack: the control plane
-// with MetalLB, the reference core in-process and the four driver binaries,
-// one process each, as their own ServiceAccounts with leader election on),
-// then the benchmark's own clients, its plain pool and its watcher.
-func start() (e *env, err error) {
+// with MetalLB, the parking pool when parking is set, the reference core
+// in-process and the four driver binaries, one process each, as their own
+// ServiceAccounts with leader election on), then the benchmark's own
+// clients, its plain pool and its watcher.
+func start(parking bool) (e *env, err error) {
 	e = &env{drivers: map[string]*cluster.Driver{}}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -86,10 +94,9 @@ func start() (e *env, err error) {
 	}()
 	ctx := e.ctx
 	// MetalLB logs its full passes over every Service only at info level.
-	// BENCH_PARKING=off measures the handoffs without the parking pool.
 	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{
 		Cluster:       cluster.Options{MetalLBLogLevel: "info", AuditPolicy: AuditPolicy},
-		NoParkingPool: os.Getenv("BENCH_PARKING") == "off",
+		NoParkingPool: !parking,
 	}); err != nil {
 		return e, err
 	}

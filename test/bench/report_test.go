@@ -21,10 +21,19 @@ func conflictsCol(c cost) string {
 func report() string {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
-	if len(results) == 0 {
+	if len(results) == 0 && len(extras) == 0 {
 		return ""
 	}
 	var sb strings.Builder
+	if len(results) == 0 {
+		// Only tables of their own (BenchmarkDetachRelease alone).
+		fmt.Fprintf(&sb, "\n==================== metallb-iad benchmark ====================\nMetalLB %s\n", cluster.MetalLBVersion())
+		for _, x := range extras {
+			sb.WriteString(x)
+		}
+		sb.WriteString(runTime(time.Since(runStart)))
+		return sb.String()
+	}
 	sb.WriteString("\n==================== metallb-iad benchmark: side by side with plain MetalLB, same run ====================\n")
 	parking := "on (parked handoff)"
 	if os.Getenv("BENCH_PARKING") == "off" {
@@ -183,7 +192,7 @@ func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 // allBenchmarks are the benchmarks of a whole run, as beginBench names them.
-var allBenchmarks = []string{"Handoff", "WarmReservations", "ClaimToBound"}
+var allBenchmarks = []string{"Handoff", "WarmReservations", "ClaimToBound", "DetachRelease"}
 
 // ranAll reports whether every benchmark of a whole run ran in this process.
 func ranAll() bool {

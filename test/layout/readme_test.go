@@ -165,7 +165,7 @@ func TestIntegrationFilesCarryTheTag(t *testing.T) {
 		if named && !tagged {
 			t.Errorf("%s: an integration file without //go:build integration", path)
 		}
-		if tagged && !named && !strings.HasSuffix(path, "_bench_test.go") {
+		if tagged && !named {
 			t.Errorf("%s: tagged integration but not named *_integration_test.go", path)
 		}
 		if !tagged && (strings.Contains(src, "\tfixture.Main(m") || strings.Contains(src, "\tcluster.Main(m")) {
