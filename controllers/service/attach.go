@@ -33,14 +33,17 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 	if res, err := r.detachStale(ctx, s); err != nil || res.State != phase.Done {
 		return res, err
 	}
-	if err := r.grantAttach(ctx, s); err != nil {
-		return phase.Next(), err
-	}
 	mode, why, key, err := r.attachMode(ctx, s, ips)
 	if err != nil {
 		return phase.Next(), err
 	}
 	if mode == ModeShared {
+		// The shared handoff pins before it associates: the attach grant
+		// is its lock. The other handoffs associate first, and the
+		// association, written locked, is theirs.
+		if err := r.grantAttach(ctx, s); err != nil {
+			return phase.Next(), err
+		}
 		return r.associateShared(ctx, s, ips, key)
 	}
 	return r.associateGap(ctx, s, ips, key, mode, why)
@@ -138,14 +141,18 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 	}
 	released := true
 	for _, a := range s.addrs {
-		if Released(a) {
+		moved, err := r.parkedAway(ctx, s, a, mode)
+		if err != nil {
+			return phase.Next(), err
+		}
+		if Released(a) || moved {
 			r.handoffs.released(s.key, svc.UID)
 		} else {
 			released = false
 		}
 	}
 	if !released {
-		return phase.WaitFor("the IPAddress controller to release the holds", 0), nil
+		return phase.WaitFor("the holds to let go of the addresses", 0), nil
 	}
 
 	pin := marks.PinValue(ips)
@@ -161,6 +168,27 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 	}
 	r.handoffs.done(s.key, svc.UID, mode)
 	return phase.Next(), nil
+}
+
+// parkedAway reports, in a parked handoff, whether this controller's own
+// cache shows the address free for the Service (ParkedAway): then it pins
+// at once, without waiting for the IPAddress controller to say so.
+func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress, mode string) (bool, error) {
+	if mode != ModeParked || !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+		return false, nil
+	}
+	ip, err := names.ParseAddress(a.Spec.Address)
+	if err != nil {
+		return false, nil
+	}
+	var phs, holders corev1.ServiceList
+	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace), client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
+		return false, err
+	}
+	if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip.String()}); err != nil {
+		return false, err
+	}
+	return ParkedAway(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc), nil
 }
 
 func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +107,31 @@ func PinMarks(m marks.Marks, claim, pin, key, class string) (out marks.Marks, to
 		m.Grant = class
 	}
 	return m, took
+}
+
+// ParkedAway reports whether the address with the canonical ip is free
+// for svc in a parked handoff, as a cache shows it: every placeholder of
+// the address (placeholders, at least one) asks for the parking pool and
+// MetalLB moved it there (it shows another address, not ip), and no
+// Service but svc shows ip. Pinning earlier would make MetalLB refuse svc
+// for an address in use, and MetalLB does not retry.
+func ParkedAway(ip, pool string, placeholders, holders []corev1.Service, svc *corev1.Service) bool {
+	if len(placeholders) == 0 {
+		return false
+	}
+	for i := range placeholders {
+		ph := &placeholders[i]
+		in := marks.IngressIPs(ph)
+		if !marks.Of(ph).Parked(pool) || len(in) == 0 || slices.Contains(in, ip) {
+			return false
+		}
+	}
+	for i := range holders {
+		if h := &holders[i]; h.Namespace != svc.Namespace || h.Name != svc.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // Released reports whether the IPAddress controller has let go of the

@@ -212,3 +212,44 @@ func TestReleased(t *testing.T) {
 	conditions.Set(&a.Status.Conditions, conditions.Held, metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, "", 1)
 	assert.True(t, Released(a))
 }
+
+func TestParkedAway(t *testing.T) {
+	const ip, pool = "192.0.2.7", "parking"
+	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web"}}
+	ph := func(asked string, ingress ...string) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "iad-system", Name: "hold"}}
+		marks.Edit(&s, func(m *marks.Marks) {
+			if asked == pool {
+				m.Park(pool)
+			} else {
+				m.Hold(ip, "", asked)
+			}
+		})
+		for _, in := range ingress {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in})
+		}
+		return s
+	}
+	holder := func(ns, name string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	for _, tc := range []struct {
+		name         string
+		placeholders []corev1.Service
+		holders      []corev1.Service
+		want         bool
+	}{
+		{"parked and moved, nobody holds the address", []corev1.Service{ph(pool, "240.0.0.1")}, nil, true},
+		{"parked and moved, the Service holds it already", []corev1.Service{ph(pool, "240.0.0.1")}, []corev1.Service{holder("t", "web")}, true},
+		{"parked, MetalLB has not moved it", []corev1.Service{ph(pool, ip)}, []corev1.Service{ph(pool, ip)}, false},
+		{"parked, MetalLB gave it nothing yet: not seen moving", []corev1.Service{ph(pool)}, nil, false},
+		{"not parked yet", []corev1.Service{ph("iad-gold", ip)}, []corev1.Service{ph("iad-gold", ip)}, false},
+		{"no placeholder in the cache", nil, nil, false},
+		{"another Service shows the address", []corev1.Service{ph(pool, "240.0.0.1")}, []corev1.Service{holder("t", "api")}, false},
+		{"one of two placeholders still holds it", []corev1.Service{ph(pool, "240.0.0.1"), ph("iad-gold", ip)}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ParkedAway(ip, pool, tc.placeholders, tc.holders, web))
+		})
+	}
+}

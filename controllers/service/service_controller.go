@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -55,6 +56,11 @@ type Reconciler struct {
 	verdicts verdicts
 	imports  importOutcomes
 }
+
+// workers is how many Services the controller reconciles at once. Two
+// Services never act on one address unseen: the attach grant and the
+// association are written locked, so the second writer sees the first.
+const workers = 4
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch;create
@@ -94,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.handoffs = newHandoffs()
 	r.holders = newUnauthorized()
 	if err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation, index.AddressAttaching,
+		index.AddressByClaim, index.AddressByIP, index.AddressByAssociation, index.AddressAttaching, index.PlaceholderByAddress,
 		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
 		return err
 	}
@@ -108,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.attachingForParking),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 
@@ -146,6 +153,10 @@ func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) 
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, a); err == nil {
 			if svc, ok := marks.AttachingService(a); ok {
 				reqs = append(reqs, reconcile.Request{NamespacedName: svc})
+			}
+			// A parked attach pins once its cache shows the hold moved away.
+			if w := a.Status.AssociatedTo; w != nil && w.Kind == "Service" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
 			}
 		}
 	}
