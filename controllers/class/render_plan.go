@@ -11,6 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -116,4 +117,92 @@ func TakeOver(refs []metav1.OwnerReference, class string) ([]metav1.OwnerReferen
 func isClassRef(ref metav1.OwnerReference) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
+}
+
+// desired is what render writes for the class: Render's objects, the pool
+// requiring the grant label when grant is decided.
+func desired(class *iadv1alpha1.IPAddressClass, params classparams.Parameters, namespace string, grant bool) (*metallbv1beta1.IPAddressPool, client.Object) {
+	pool, adv := Render(class, params, namespace)
+	if grant {
+		marks.WithGrant(pool, class.Name)
+	}
+	return pool, adv
+}
+
+// errControlledElsewhere is returned by apply when the object to render
+// exists and is controlled by something other than the class.
+type errControlledElsewhere struct{ msg string }
+
+func (e errControlledElsewhere) Error() string { return e.msg }
+
+// emptyOf returns an object of desired's kind and key, and the function
+// that gives it desired's spec.
+func emptyOf(desired client.Object) (client.Object, func(), error) {
+	var obj client.Object
+	var setSpec func()
+	switch d := desired.(type) {
+	case *metallbv1beta1.IPAddressPool:
+		o := &metallbv1beta1.IPAddressPool{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	case *metallbv1beta1.L2Advertisement:
+		o := &metallbv1beta1.L2Advertisement{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	case *metallbv1beta1.BGPAdvertisement:
+		o := &metallbv1beta1.BGPAdvertisement{}
+		obj, setSpec = o, func() { o.Spec = d.Spec }
+	default:
+		return nil, nil, fmt.Errorf("cannot render a %T", desired)
+	}
+	obj.SetNamespace(desired.GetNamespace())
+	obj.SetName(desired.GetName())
+	return obj, setSpec, nil
+}
+
+// merge makes obj what desired renders: our labels merged in, an older
+// version's owner reference to the class and the retained-for note
+// dropped, the spec replaced (setSpec). Other labels, annotations and
+// owners stay.
+func merge(obj, desired client.Object, setSpec func()) error {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range desired.GetLabels() {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+	if ann := obj.GetAnnotations(); ann[AnnotationRetained] != "" {
+		delete(ann, AnnotationRetained) // the class is back
+		obj.SetAnnotations(ann)
+	}
+	refs, err := TakeOver(obj.GetOwnerReferences(), desired.GetLabels()[LabelClass])
+	if err != nil {
+		return errControlledElsewhere{msg: controlledElsewhereMessage(desired, err)}
+	}
+	obj.SetOwnerReferences(refs)
+	setSpec()
+	return nil
+}
+
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *metallbv1beta1.IPAddressPool:
+		return "IPAddressPool"
+	case *metallbv1beta1.L2Advertisement:
+		return "L2Advertisement"
+	case *metallbv1beta1.BGPAdvertisement:
+		return "BGPAdvertisement"
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// controlledByClass reports whether o was rendered for the class: it
+// carries RenderedLabels of the class, or (written by an older version) a
+// controller reference to an IPAddressClass of that name.
+func controlledByClass(o metav1.Object, class string) bool {
+	if l := o.GetLabels(); l[LabelManagedBy] == ManagedBy && l[LabelClass] == class {
+		return true
+	}
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && isClassRef(*ref) && ref.Name == class
 }
