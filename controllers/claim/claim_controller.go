@@ -1,13 +1,8 @@
-// Package claim draws addresses for claims from MetalLB through placeholder
-// Services (draw.go) and records them as IPAddresses pre-bound to the
-// claim. The warm controller draws the same way to keep Available
-// addresses per class; the placeholder GC deletes allocation placeholders
-// whose claim went before their address was recorded.
 package claim
 
 import (
 	"context"
-	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,26 +82,6 @@ type Reconciler struct {
 	cleared staleMemo
 }
 
-// memoKey names one family of one claim (by uid) in told and pauses.
-func memoKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) string {
-	return string(c.UID) + "/" + string(f)
-}
-
-// tell records a waiting Event on the claim unless the same one was the
-// last recorded for that family, and reports whether it recorded it.
-func (r *Reconciler) tell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily, eventType, reason, msg string) bool {
-	if !r.told.Changed(memoKey(c, f), reason+"\x00"+msg) {
-		return false
-	}
-	r.Recorder.Event(c, eventType, reason, msg)
-	return true
-}
-
-// untell forgets the last waiting Event of a family that stopped waiting.
-func (r *Reconciler) untell(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) {
-	r.told.Forget(memoKey(c, f))
-}
-
 // CacheOptions narrows the cache to what the claim controller reads:
 // placeholders in the placeholder namespace, trimmed (it only patches
 // them), and MetalLB's AllocationFailed Events there.
@@ -128,6 +103,39 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	}
 }
 
+// scope is what one pass over a claim works from.
+type scope struct {
+	key   types.NamespacedName
+	claim *iadv1alpha1.IPAddressClaim
+	// class is the claim's class (loadClass).
+	class *iadv1alpha1.IPAddressClass
+	// bound holds the addresses bound to the claim, by family (loadBound).
+	bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress
+	// unbound holds, per family of the claim, whether it still misses an
+	// address at the end of the pass.
+	unbound map[iadv1alpha1.IPFamily]bool
+	// blocked is set when a family waits on the state of its class's
+	// ledger, which only an address's change ends: the address watch wakes
+	// such claims (addressToClaims).
+	blocked bool
+}
+
+// waitOnClass is the result of a family that waits on its class's ledger.
+func (s *scope) waitOnClass(reason string, fallback time.Duration) phase.Result {
+	s.blocked = true
+	return phase.WaitFor(reason, fallback)
+}
+
+// pending reports whether a family of the claim still misses an address.
+func (s *scope) pending() bool {
+	for _, u := range s.unbound {
+		if u {
+			return true
+		}
+	}
+	return false
+}
+
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
@@ -144,8 +152,11 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",namespace=metallb-iad-system,resources=events,verbs=list;watch
 
-// Reconcile provisions the families a claim still misses, one phase per
-// family, re-deriving each step from the cluster.
+// Reconcile provisions the families a claim still misses: it drops the
+// placeholders of a class the claim no longer names, ends the pass of a
+// claim this driver does not serve, scopes the class and the addresses
+// bound to the claim, takes one step per family, re-derived from the
+// cluster, and records what the claim still waits for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &iadv1alpha1.IPAddressClaim{}
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
@@ -155,22 +166,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.dropRetargeted(ctx, claim); err != nil {
-		return phase.Finish(ctx, ctrl.Result{}, err)
+	s := &scope{key: req.NamespacedName, claim: claim, unbound: map[iadv1alpha1.IPFamily]bool{}}
+	phases := []phase.Phase[*scope]{phase.Of(r.dropRetargeted), phase.Of(r.checkServed), phase.Of(r.loadClass), phase.Of(r.loadBound)}
+	for _, f := range claim.Spec.Family.Families() {
+		phases = append(phases, r.provision(f))
 	}
-	if !served(claim) {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	s, err := r.newScope(ctx, claim)
-	if err != nil || s == nil {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, err
-	}
-	res, err := phase.Run(ctx, s, r.familyPhases(claim)...)
-	r.pending.set(req.NamespacedName, s.class.Name, s.pending())
-	r.blocked.set(req.NamespacedName, s.class.Name, s.pending() && s.blocked)
-	return res, err
+	return phase.Run(ctx, s, append(phases, phase.Of(r.track))...)
 }
 
 // SetupWithManager registers the indexes and the three controllers.
@@ -294,12 +295,6 @@ func answered(o client.Object) bool {
 		assignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[names.AnnotationFamily])) != ""
 }
 
-// forget drops a claim that is gone or no longer served.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.pending.forget(key)
-	r.blocked.forget(key)
-}
-
 // addressToClaims maps an IPAddress to the claim its claimRef names, the
 // claims of the placeholders labelled with its name (a LedgerMismatch
 // resumes), and the claims blocked on its class's ledger. Claims waiting
@@ -363,62 +358,6 @@ func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []recon
 	out := make([]reconcile.Request, 0, len(claims.Items))
 	for i := range claims.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
-	}
-	return out
-}
-
-// claimSet records claims under their class: the pending ones (for the
-// gauge, pendingClaims) and the ones blocked on their class's ledger.
-type claimSet struct {
-	mu      sync.Mutex
-	classOf map[types.NamespacedName]string
-	count   map[string]int
-}
-
-// update records whether claim is in the set, and under which class;
-// counted, if set, hears each changed class's count.
-func (p *claimSet) update(claim types.NamespacedName, class string, in bool, counted func(class string, n int)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.classOf == nil {
-		p.classOf = map[types.NamespacedName]string{}
-		p.count = map[string]int{}
-	}
-	report := func(class string) {
-		if counted != nil {
-			counted(class, p.count[class])
-		}
-	}
-	if old, ok := p.classOf[claim]; ok {
-		if in && old == class {
-			return
-		}
-		delete(p.classOf, claim)
-		p.count[old]--
-		report(old)
-	}
-	if in {
-		p.classOf[claim] = class
-		p.count[class]++
-		report(class)
-	}
-}
-
-func (p *claimSet) set(claim types.NamespacedName, class string, in bool) {
-	p.update(claim, class, in, nil)
-}
-
-func (p *claimSet) forget(claim types.NamespacedName) { p.set(claim, "", false) }
-
-// of lists the claims recorded under class.
-func (p *claimSet) of(class string) []types.NamespacedName {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []types.NamespacedName
-	for c, cl := range p.classOf {
-		if cl == class {
-			out = append(out, c)
-		}
 	}
 	return out
 }

@@ -2,9 +2,12 @@ package claim
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -111,7 +115,11 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 		logger.Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",
 			"family", f, "ip", n.ip, "ipaddress", n.entry.Name)
 		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, n.ip, n.entry))
-		return s.waitOnClass("the IPAddress recording the assigned address is being deleted", ledgerWait)
+		return s.waitOnClass("the IPAddress recording the assigned address to go", ledgerWait)
+	case newsUnrecorded:
+		// The claim changed (ensureAddress), or the ledger disagrees with
+		// MetalLB (LedgerMismatch): either one's change brings it back.
+		return phase.WaitFor("the claim or the ledger entry of the assigned address to change", 0)
 	case newsGaveBack:
 		// The claim draws again after a pause (drawPauses), once every
 		// address of the ledger is held (createPlaceholder).
@@ -125,4 +133,44 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
 	}
 	return phase.Next()
+}
+
+// ensureAddress returns the IPAddress named addrName, creating it bound to
+// the claim when it does not exist; the caller checks whose it is. It
+// creates nothing, and returns nil, when the API server shows the claim
+// gone, replaced or no longer naming the scope's class.
+func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName string) (*iadv1alpha1.IPAddress, error) {
+	existing := &iadv1alpha1.IPAddress{}
+	err := r.Get(ctx, types.NamespacedName{Name: addrName}, existing)
+	if err == nil {
+		return existing, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	// Creating records the address for the claim: ask the API server, not
+	// a cache that may lag behind the claim's deletion or change of class.
+	live := &iadv1alpha1.IPAddressClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.claim), live); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if live.UID != s.claim.UID || !served(live) || className(live) != s.class.Name {
+		log.FromContext(ctx).Info("the claim is gone or no longer names the class; not recording the address",
+			"ip", ip, "class", s.class.Name)
+		return nil, nil
+	}
+	a := renderAddress(s.claim, s.class, ip, addrName)
+	created, err := patch.CreateAndWait(ctx, r.Client, r.APIReader, a, cacheWait)
+	switch {
+	case created:
+		log.FromContext(ctx).Info("created IPAddress", "ipaddress", addrName, "ip", ip)
+		return a, err
+	case err != nil:
+		return nil, fmt.Errorf("create IPAddress %s: %w", addrName, err)
+	}
+	// Someone has it and the cache has not shown it yet: ask the API server.
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: addrName}, existing); err != nil {
+		return nil, err
+	}
+	return existing, nil
 }

@@ -38,7 +38,7 @@ type drawer interface {
 	judge(ctx context.Context, ip, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
 	// recordEntry records ip for the owner (entry: the one judge found
 	// ours, else nil) and judges again: ledgerOurs with the entry to hand
-	// ph over to, or ledgerFree when this pass does nothing more.
+	// ph over to, or ledgerFree when it recorded nothing (newsUnrecorded).
 	recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
 	// handOver returns the change handing ph over to a; nil: nothing to do.
 	handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
@@ -63,6 +63,8 @@ const (
 	newsEntryGoing
 	newsGaveBack
 	newsHandedOver
+	// newsUnrecorded: recordEntry recorded nothing this pass.
+	newsUnrecorded
 )
 
 // draw is one owner's draw of family f from a class.
@@ -88,7 +90,7 @@ func (d draw) create(ctx context.Context) (phase.Result, error) {
 	case err != nil:
 		return phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
 	}
-	return phase.WaitFor("the cache has not shown the placeholder yet", 0), nil
+	return phase.WaitFor("the cache to show the existing placeholder", 0), nil
 }
 
 // start creates the owner's placeholder without waiting for the cache to
@@ -99,7 +101,7 @@ func (d draw) start(ctx context.Context) (bool, phase.Result, error) {
 	ph := d.owner.placeholder()
 	switch err := d.Create(ctx, ph); {
 	case apierrors.IsAlreadyExists(err):
-		return false, phase.WaitFor("the placeholder exists; waiting for the cache to show it", 0), nil
+		return false, phase.WaitFor("the cache to show the existing placeholder", 0), nil
 	case err != nil:
 		return false, phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
 	}
@@ -157,7 +159,7 @@ func (d draw) record(ctx context.Context, ph *corev1.Service) (bool, phase.Resul
 	case ledgerGoing:
 		return false, d.owner.report(ctx, drawNews{kind: newsEntryGoing, ph: ph, ip: ip, entry: entry}), nil
 	}
-	return false, phase.Next(), nil
+	return false, d.owner.report(ctx, drawNews{kind: newsUnrecorded, ph: ph, ip: ip}), nil
 }
 
 // handOver hands ph over to a, in one patch: MetalLB, which rewrites a
@@ -288,13 +290,6 @@ func (l *drawLocks) of(class string) *classBook {
 		l.m[class] = c
 	}
 	return c
-}
-
-// lock takes the class's decision lock and returns its release.
-func (l *drawLocks) lock(class string) func() {
-	c := l.of(class)
-	c.decide.Lock()
-	return c.decide.Unlock
 }
 
 // settle takes the draw of placeholder name out of its class's book.

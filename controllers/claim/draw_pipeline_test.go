@@ -87,7 +87,7 @@ func TestDrawRecord(t *testing.T) {
 		{name: "pinned elsewhere: wait for MetalLB", d: fakeDrawer{judged: ledgerFree}, pin: "192.0.2.9",
 			calls: []string{"judge"}, news: []newsKind{newsPinnedElsewhere}, wantLabel: names.PlaceholderAllocation},
 		{name: "nothing recorded this pass", d: fakeDrawer{judged: ledgerFree, recorded: ledgerFree},
-			calls: []string{"judge", "recordEntry"}, wantLabel: names.PlaceholderAllocation},
+			calls: []string{"judge", "recordEntry"}, news: []newsKind{newsUnrecorded}, wantLabel: names.PlaceholderAllocation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

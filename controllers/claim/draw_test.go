@@ -9,10 +9,15 @@ import (
 
 func TestDrawLocksSerializeAClassOnly(t *testing.T) {
 	var l drawLocks
-	unlock := l.lock("public")
+	lock := func(class string) func() {
+		c := l.of(class)
+		c.decide.Lock()
+		return c.decide.Unlock
+	}
+	unlock := lock("public")
 
 	other := make(chan struct{})
-	go func() { l.lock("private")(); close(other) }()
+	go func() { lock("private")(); close(other) }()
 	select {
 	case <-other:
 	case <-time.After(5 * time.Second):
@@ -20,7 +25,7 @@ func TestDrawLocksSerializeAClassOnly(t *testing.T) {
 	}
 
 	same := make(chan struct{})
-	go func() { l.lock("public")(); close(same) }()
+	go func() { lock("public")(); close(same) }()
 	select {
 	case <-same:
 		t.Fatal("a second draw from the class did not wait for the first")

@@ -32,37 +32,59 @@ type placeholderGC struct {
 	bootstrap.Deps
 }
 
-// Reconcile looks at one placeholder Service.
+// Reconcile looks at one placeholder Service: it deletes an orphan, judged
+// from the cache, then confirmed with the API server.
 func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ph := &corev1.Service{}
 	if err := g.Get(ctx, req.NamespacedName, ph); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	return phase.Run(ctx, ph, phase.Of(g.judgeCached), phase.Of(g.confirmOrphan), phase.Of(g.deleteOrphan))
+}
+
+// judgeCached ends the pass unless the cache shows an orphaned allocation
+// placeholder (isOrphan).
+func (g *placeholderGC) judgeCached(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
 	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
-		return ctrl.Result{}, nil
+		return phase.Halt("not an allocation placeholder", 0), nil
 	}
-	claim, addr, err := g.related(ctx, g.Client, ph)
-	if err != nil || !isOrphan(ph, claim, addr) {
-		return ctrl.Result{}, err
+	return g.judge(ctx, g.Client, ph)
+}
+
+// confirmOrphan confirms with the API server itself that the claim is gone
+// and no IPAddress is backed, not just the cache: deleting releases an
+// address.
+func (g *placeholderGC) confirmOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
+	return g.judge(ctx, g.APIReader, ph)
+}
+
+// judge ends the pass unless ph is an orphan as read from r.
+func (g *placeholderGC) judge(ctx context.Context, r client.Reader, ph *corev1.Service) (phase.Result, error) {
+	claim, addr, err := g.related(ctx, r, ph)
+	switch {
+	case err != nil:
+		return phase.Next(), err
+	case !isOrphan(ph, claim, addr):
+		return phase.Halt("not an orphan", 0), nil
 	}
-	// Deleting releases an address: confirm with the API server itself
-	// that the claim is gone and no IPAddress is backed, not just the cache.
-	if claim, addr, err = g.related(ctx, g.APIReader, ph); err != nil || !isOrphan(ph, claim, addr) {
-		return ctrl.Result{}, err
-	}
+	return phase.Next(), nil
+}
+
+// deleteOrphan deletes the orphaned placeholder, exactly as the pass read
+// it. A conflict means the placeholder changed since the cache showed it
+// (for example it was just handed over): the pass is looked at again.
+func (g *placeholderGC) deleteOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
 	deleted, err := patch.Delete(ctx, g.Client, ph, true)
 	if err != nil {
-		// A conflict means the placeholder changed since the cache showed
-		// it (for example it was just handed over): look again.
-		return phase.Finish(ctx, ctrl.Result{}, fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err))
+		return phase.Next(), fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err)
 	}
 	if !deleted {
-		return ctrl.Result{}, nil
+		return phase.Next(), nil
 	}
 	log.FromContext(ctx).Info("deleted orphaned allocation placeholder: its claim is gone and it backs no IPAddress",
 		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[names.AnnotationClaimNamespace], ph.Annotations[names.AnnotationClaimName]),
 		"claimUID", ph.Labels[names.LabelClaimUID])
-	return ctrl.Result{}, nil
+	return phase.Next(), nil
 }
 
 // related reads the claim a placeholder serves and the IPAddress its address

@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -37,14 +38,6 @@ const staleForget = 2 * time.Hour
 
 // staleRetryMax caps the wait before the same assignment is cleared again.
 const staleRetryMax = 10 * time.Minute
-
-// freeHolders returns the Services MetalLB's Events say it assigned a
-// free address of family f in ranges (one the ledger does not record).
-func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]stale.Assignment {
-	return stale.Assignments(evs, func(ip string) bool {
-		return addressFamily(ip) == f && !ledger[ip] && inRanges(ranges, ip)
-	})
-}
 
 // staleClearer clears stale allocations of a class's free addresses; its
 // APIReader reads Events the cache does not hold.
@@ -165,18 +158,6 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	return staleWait, nil
 }
 
-// refusalWait is how long a refusal at refusedSince, or the last poke,
-// is still given before anything is cleared.
-func refusalWait(refused []*corev1.Service, refusedSince, now time.Time) time.Duration {
-	wait := staleWait - now.Sub(refusedSince)
-	for _, ph := range refused {
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil {
-			wait = max(wait, staleWait-now.Sub(poked))
-		}
-	}
-	return wait
-}
-
 // clearHolders clears the due stale allocations of free addresses that
 // MetalLB's Events in every namespace show (the holder may be a tenant's
 // Service the address was attached to). It returns how many it cleared and
@@ -219,18 +200,62 @@ func (c *staleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 	return cleared, next, nil
 }
 
-// clearedSince returns the placeholders last refused (at refusedSince) or
-// poked before lastClear.
-func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) []*corev1.Service {
-	var out []*corev1.Service
-	for _, ph := range refused {
-		asked := refusedSince
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
-			asked = poked
-		}
-		if lastClear.After(asked) {
-			out = append(out, ph)
-		}
+// clearFree asks the staleClearer to look for stale allocations of the
+// class's free addresses in MetalLB, which refused the claim's placeholder
+// for lack of room since refusedSince.
+func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {
+	book := r.draws.of(s.class.Name)
+	book.decide.Lock()
+	addrs, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
+	book.decide.Unlock()
+	if err != nil {
+		return phase.Next(), err
 	}
-	return out
+	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs, drawn+inflight, refusedSince, []*corev1.Service{ph})
+	if wait > 0 {
+		return phase.RetryAfter(wait, "MetalLB refuses the placeholder while the ledger shows room"), err
+	}
+	return waitForMetalLB, err
+}
+
+// clearRefused is the phase that looks for stale allocations of the
+// class's free addresses in MetalLB (staleClearer) when MetalLB refused a
+// warm placeholder of family f for lack of room.
+func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
+	return phase.Phase[*warmScope]{Name: "clearRefused " + string(f), Run: func(ctx context.Context, s *warmScope) (phase.Result, error) {
+		d := w.draw(s, f)
+		var since time.Time
+		var refused []*corev1.Service
+		for _, ph := range s.phs {
+			if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || assignedIP(ph, f) != "" {
+				continue
+			}
+			failure, err := d.refusal(ctx, ph)
+			if err != nil {
+				return phase.Next(), err
+			}
+			if failure == nil || stale.UnknownPool(failure.Message) {
+				continue
+			}
+			refused = append(refused, ph)
+			if t := stale.EventFirstTime(failure); since.IsZero() || t.Before(since) {
+				since = t
+			}
+		}
+		if since.IsZero() {
+			return phase.Next(), nil
+		}
+		now := time.Now()
+		inBook := w.draws.of(s.name).book(now)
+		drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
+		if err != nil {
+			return phase.Next(), err
+		}
+		taken := unrecorded(drawn, f, s.addrs) + inFlight(inBook, f, drawn, now)
+		wait, err := (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, s.class, f, s.addrs, taken, since, refused)
+		if wait > 0 {
+			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err
+		}
+		return phase.Next(), err
+	}}
 }

@@ -52,16 +52,26 @@ func warmKey(className string, f iadv1alpha1.IPFamily) string {
 	return className + "/" + string(f)
 }
 
+// warmFamilies are the families a class keeps warm addresses of, in the
+// order a pass fills them.
+var warmFamilies = []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6}
+
 // warmScope is what one pass over a class works from.
 type warmScope struct {
-	// class is nil when it is gone; then only dropOrphans runs.
-	class  *iadv1alpha1.IPAddressClass
-	name   string
+	// class is nil when it is gone; name is the class's.
+	class *iadv1alpha1.IPAddressClass
+	name  string
+	// target, ranges and served are the class's (warmTarget).
 	target int
 	ranges []classparams.AddressRange
-	addrs  []iadv1alpha1.IPAddress
-	phs    []*corev1.Service
-	// fills are the families' plans, decided under the class's lock.
+	served bool
+	// addrs and phs are the class's ledger and warm placeholders, read
+	// under its lock.
+	addrs []iadv1alpha1.IPAddress
+	phs   []*corev1.Service
+	// book is the class's once decideFills took its lock; fills are the
+	// families' plans, decided under it.
+	book  *classBook
 	fills map[iadv1alpha1.IPFamily]*warmFill
 }
 
@@ -77,10 +87,10 @@ type warmFill struct {
 }
 
 // settle takes the draws the pass did not make out of the book.
-func (s *warmScope) settle(book *classBook) {
+func (s *warmScope) settle() {
 	for _, fill := range s.fills {
 		for _, name := range fill.draws {
-			book.settle(name)
+			s.book.settle(name)
 		}
 		fill.draws = nil
 	}
@@ -89,10 +99,11 @@ func (s *warmScope) settle(book *classBook) {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create;delete
 
 // Reconcile tops up or trims one class's warm addresses, one family at a
-// time, or drops them when the class is no longer served. Under the
-// class's draw lock it reads the ledger and decides each family's plan,
-// entering the draws it will make in the class's book; the API calls come
-// after, outside the lock, as a claim's do.
+// time, or drops them when the class is no longer served; a class with
+// nothing warm to keep or drop ends there (checkIdle). Under the class's
+// draw lock it reads the ledger and decides each family's plan, entering
+// the draws it will make in the class's book (decideFills); the API calls
+// come after, outside the lock, as a claim's do (fill, clearRefused).
 func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &iadv1alpha1.IPAddressClass{}
 	if err := w.Get(ctx, req.NamespacedName, c); err != nil {
@@ -101,68 +112,19 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 		c = nil
 	}
-	target, ranges, served := warmTarget(c)
-	if idle, err := w.idle(ctx, req.Name, target); err != nil || idle {
-		return ctrl.Result{}, err
+	s := &warmScope{class: c, name: req.Name, fills: map[iadv1alpha1.IPFamily]*warmFill{}}
+	s.target, s.ranges, s.served = warmTarget(c)
+	// The draws entered in the book and not made, whatever ends the pass,
+	// leave the book with it.
+	defer s.settle()
+	if !s.served {
+		return phase.Run(ctx, s, phase.Of(w.checkIdle), phase.Of(w.readLedger), phase.Of(w.dropOrphans))
 	}
-	book := w.draws.of(req.Name)
-	book.decide.Lock()
-	s, err := w.newScope(ctx, c, req.Name, target, ranges)
-	if err == nil && served {
-		err = w.decideFills(ctx, s, book)
-	}
-	book.decide.Unlock()
-	if s != nil {
-		defer s.settle(book) // draws the pass did not make
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !served {
-		return phase.Run(ctx, s, phase.Phase[*warmScope]{Name: "drop orphans", Run: w.dropOrphans})
-	}
-	var phases []phase.Phase[*warmScope]
-	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
-		phases = append(phases,
-			phase.Phase[*warmScope]{Name: "fill " + string(f), Run: w.fill(f)},
-			phase.Phase[*warmScope]{Name: "clear refused " + string(f), Run: w.clearRefused(f)})
+	phases := []phase.Phase[*warmScope]{phase.Of(w.checkIdle), phase.Of(w.decideFills)}
+	for _, f := range warmFamilies {
+		phases = append(phases, w.fill(f), w.clearRefused(f))
 	}
 	return phase.Run(ctx, s, phases...)
-}
-
-// idle reports whether a class has nothing for the warm controller to do:
-// it asks for no warm address, and no warm placeholder or address the
-// driver labelled warm is left. The warm controller hears about every
-// address and placeholder of the class; for a class without warm
-// reservations (the default) this keeps each event from copying its ledger.
-func (w *warmer) idle(ctx context.Context, class string, target int) (bool, error) {
-	if target > 0 {
-		return false, nil
-	}
-	phs, err := w.warmPlaceholders(ctx, class)
-	if err != nil || len(phs) > 0 {
-		return false, err
-	}
-	var warm iadv1alpha1.IPAddressList
-	if err := w.List(ctx, &warm, client.MatchingFields{index.WarmAddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
-	}
-	return len(warm.Items) == 0, nil
-}
-
-// newScope reads the class's addresses and warm placeholders.
-func (w *warmer) newScope(ctx context.Context, c *iadv1alpha1.IPAddressClass, name string, target int,
-	ranges []classparams.AddressRange) (*warmScope, error) {
-	var addrs iadv1alpha1.IPAddressList
-	if err := w.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: name}); err != nil {
-		return nil, err
-	}
-	phs, err := w.warmPlaceholders(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return &warmScope{class: c, name: name, target: target, ranges: ranges, addrs: addrs.Items, phs: phs,
-		fills: map[iadv1alpha1.IPFamily]*warmFill{}}, nil
 }
 
 // warmPlaceholders lists the warm placeholders of a class that are not

@@ -79,7 +79,7 @@ func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrN
 	a := renderWarmAddress(d.c, ip, addrName)
 	switch created, err := patch.CreateAndWait(ctx, d.w.Client, d.w.APIReader, a, cacheWait); {
 	case !created && err == nil:
-		return ledgerFree, nil, nil // someone was faster; the next pass asks the ledger again
+		return ledgerFree, nil, nil // someone was faster: the next pass asks the ledger again
 	case !created:
 		return ledgerFree, nil, fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
 	case err != nil:
@@ -100,14 +100,23 @@ func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() 
 	}
 }
 
+// report logs and records what happened to a warm draw, and says what
+// the class waits for: MetalLB, an entry being torn down, or the cache
+// to show the IPAddress someone else recorded meanwhile.
 func (d warmDraw) report(ctx context.Context, n drawNews) phase.Result {
 	logger := log.FromContext(ctx)
 	switch n.kind {
 	case newsCreated:
 		logger.V(1).Info("created warm placeholder", "class", d.c.Name, "family", d.f, "placeholder", n.ph.Name)
+		return warmWaitForMetalLB
+	case newsPinnedElsewhere:
+		return warmWaitForMetalLB
 	case newsEntryGoing:
 		logger.V(1).Info("the address MetalLB gave a warm placeholder is still being torn down; waiting",
 			"placeholder", n.ph.Name, "ipaddress", n.entry.Name)
+		return phase.WaitFor("the IPAddress recording the assigned address to go", 0)
+	case newsUnrecorded:
+		return phase.WaitFor("the cache to show the IPAddress recorded meanwhile", 0)
 	case newsGaveBack:
 		d.w.pauses.gaveBack(warmKey(d.c.Name, d.f), n.ip, time.Now())
 		d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmReturned, msgWarmReturned(d.f, n.ip, n.entry))

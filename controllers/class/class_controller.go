@@ -57,12 +57,13 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	}
 }
 
-// scope is one pass over a class of this driver.
+// scope is one pass over a class.
 type scope struct {
-	class  *iadv1alpha1.IPAddressClass
+	// name is the class's; class is nil when it is gone.
+	name  string
+	class *iadv1alpha1.IPAddressClass
+	// params are the admitted parameters (admit).
 	params classparams.Parameters
-	// refused is why the class is not rendered, nil when it is.
-	refused *refusal
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
@@ -70,8 +71,10 @@ type scope struct {
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile renders one class, or retains what was rendered for a class
-// that is gone, being deleted or not this driver's.
+// Reconcile renders one class of this driver (admit, render), or retains
+// what was rendered for a class that is gone, being deleted or not this
+// driver's: deleting a class revokes no binding, and what was rendered
+// serves the addresses still recorded under the name.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &iadv1alpha1.IPAddressClass{}
 	if err := r.Get(ctx, req.NamespacedName, class); err != nil {
@@ -80,16 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		class = nil
 	}
+	s := &scope{name: req.Name, class: class}
 	if class == nil || class.Spec.Provisioner != names.Provisioner || !class.DeletionTimestamp.IsZero() {
-		// Deleting a class revokes no binding: what was rendered serves the
-		// addresses still recorded under the name.
-		r.forgetClass(req.Name)
-		return phase.Finish(ctx, ctrl.Result{}, r.retain(ctx, req.Name))
+		return phase.Run(ctx, s, phase.Of(r.retain))
 	}
-	return phase.Run(ctx, &scope{class: class},
-		phase.Phase[*scope]{Name: "decide", Run: r.admit},
-		phase.Phase[*scope]{Name: "render", Run: r.render},
-	)
+	return phase.Run(ctx, s, phase.Of(r.admit), phase.Of(r.render))
 }
 
 // forgetClass drops the metrics and the report memos of a class.

@@ -652,7 +652,7 @@ func TestOverlapLooksPastTheCache(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "lagging-younger", UID: "lagging-younger-uid", CreationTimestamp: metav1.Now()},
 			Spec:       iadv1alpha1.IPAddressClassSpec{Provisioner: names.Provisioner, Parameters: params(`{"addresses": ["` + tc.addresses + `"]}`)},
 		}
-		_, ref, err := r.decide(ctx, class)
+		_, ref, err := r.judge(ctx, class)
 		require.NoError(t, err)
 		require.NotNil(t, ref, tc.addresses)
 		assert.Equal(t, ReasonOverlappingRanges, ref.reason)

@@ -1,119 +1,136 @@
 package class
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// Labels of every object the class controller renders: LabelManagedBy
-// set to ManagedBy, and LabelClass naming its class.
-const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "metallb-iad"
-	LabelClass     = names.Domain + "class"
-)
+// cacheLagRetry is how soon a render is retried when the cache has not yet
+// seen an object the API server already has.
+const cacheLagRetry = 200 * time.Millisecond
 
-// DefaultAggregationLength and DefaultAggregationLengthV6 are MetalLB's
-// defaults of a BGPAdvertisement's aggregation lengths, rendered explicitly.
-const (
-	DefaultAggregationLength   int32 = 32
-	DefaultAggregationLengthV6 int32 = 128
-)
-
-// RenderedLabels are the labels of the objects rendered for a class; they
-// select them in the MetalLB namespace.
-func RenderedLabels(class string) map[string]string {
-	return map[string]string{LabelManagedBy: ManagedBy, LabelClass: class}
+// render is the phase that renders the admitted class: it decides the
+// grant (decideGrant), checks both names, creates or patches the pool and
+// the advertisement, then withdraws anything else rendered for the class
+// (an advertisement of the other kind).
+func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error) {
+	grant, granting, err := r.decideGrant(ctx, s.class)
+	if err != nil {
+		return phase.Next(), err
+	}
+	pool, adv := desired(s.class, s.params, r.MetalLBNamespace, grant)
+	objs := []client.Object{pool, adv}
+	// Both names are checked before either is written: nothing is rendered
+	// half-way.
+	for _, obj := range objs {
+		msg, err := r.controlledElsewhere(ctx, obj)
+		if err != nil {
+			return phase.Next(), err
+		}
+		if msg != "" {
+			return r.nameTaken(ctx, s, msg), nil
+		}
+	}
+	writes, res, err := r.write(ctx, s, objs)
+	if err != nil || res.State != phase.Done {
+		return res, err
+	}
+	recordRendered(s.class.Name, s.params)
+	r.reported.Forget(s.class.Name)
+	if len(writes) > 0 {
+		log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", writes)
+		r.Recorder.Event(s.class, corev1.EventTypeNormal, ReasonRendered, msgRendered(r.MetalLBNamespace, pool, adv, s.params, writes))
+	}
+	return granting, nil
 }
 
-// AnnotationRetained, on a pool whose class is gone, names the addresses
-// recorded under the class name that it keeps serving until released.
-const AnnotationRetained = names.Domain + "retained-for"
-
-// Render returns the MetalLB objects for a class: the IPAddressPool
-// iad-<class>, never auto-assigned so that only Services asking for it draw
-// from it, and one L2 or BGP advertisement of that name selecting only it.
-// No owner reference: they outlive the class while addresses recorded
-// under its name exist (Retained).
-func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
-	name := names.PoolName(class.Name)
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Namespace: namespace,
-			Name:      name,
-			Labels:    RenderedLabels(class.Name),
-		}
-	}
-	addresses := make([]string, 0, len(p.Addresses))
-	for _, r := range p.Addresses {
-		addresses = append(addresses, r.Text)
-	}
-	pool := &metallbv1beta1.IPAddressPool{
-		ObjectMeta: meta(),
-		Spec: metallbv1beta1.IPAddressPoolSpec{
-			Addresses:     addresses,
-			AutoAssign:    ptr.To(false),
-			AvoidBuggyIPs: p.AvoidBuggyIPs,
-		},
-	}
-	if p.Advertisement == classparams.AdvertisementBGP {
-		adv := &metallbv1beta1.BGPAdvertisement{ObjectMeta: meta()}
-		adv.Spec.IPAddressPools = []string{name}
-		if b := p.BGP; b != nil {
-			adv.Spec.Peers = b.Peers
-			adv.Spec.Communities = b.Communities
-			adv.Spec.LocalPref = b.LocalPref
-			adv.Spec.AggregationLength = b.AggregationLength
-			adv.Spec.AggregationLengthV6 = b.AggregationLengthV6
-		}
-		// MetalLB's CRD defaults both lengths; rendering the defaults keeps
-		// the rendered spec equal to the stored one, so nothing is re-patched.
-		if adv.Spec.AggregationLength == nil {
-			adv.Spec.AggregationLength = ptr.To(DefaultAggregationLength)
-		}
-		if adv.Spec.AggregationLengthV6 == nil {
-			adv.Spec.AggregationLengthV6 = ptr.To(DefaultAggregationLengthV6)
-		}
-		return pool, adv
-	}
-	adv := &metallbv1beta1.L2Advertisement{ObjectMeta: meta()}
-	adv.Spec.IPAddressPools = []string{name}
-	if l := p.L2; l != nil {
-		adv.Spec.Interfaces = l.Interfaces
-		adv.Spec.NodeSelectors = l.NodeSelectors
-	}
-	return pool, adv
+// nameTaken refuses the class with PoolNameTaken and ends the pass.
+func (r *Reconciler) nameTaken(ctx context.Context, s *scope, msg string) phase.Result {
+	r.refuse(ctx, s.class, &refusal{reason: ReasonPoolNameTaken, message: msg, params: &s.params})
+	return phase.Halt(ReasonPoolNameTaken, 0)
 }
 
-// TakeOver returns the owner references of an existing object named for a
-// class once the class controller renders it: a controller reference to an
-// IPAddressClass of that name (written by older versions, which let the
-// garbage collector delete the pool with its class) is dropped, any other
-// reference kept. It fails when something else controls the object.
-func TakeOver(refs []metav1.OwnerReference, class string) ([]metav1.OwnerReference, error) {
-	out := make([]metav1.OwnerReference, 0, len(refs))
-	for _, r := range refs {
+// write applies objs in turn, then withdraws what else was rendered for
+// the class. It returns the writes made ("<op> <Kind> <name>"), or, when
+// one of objs cannot be written yet, why.
+func (r *Reconciler) write(ctx context.Context, s *scope, objs []client.Object) ([]string, phase.Result, error) {
+	var writes []string
+	for _, obj := range objs {
+		op, err := r.apply(ctx, obj)
+		var elsewhere errControlledElsewhere
 		switch {
-		case isClassRef(r) && r.Name == class:
-		case r.Controller != nil && *r.Controller:
-			return nil, fmt.Errorf("it is controlled by %s %s already", r.Kind, r.Name)
-		default:
-			out = append(out, r)
+		case errors.As(err, &elsewhere):
+			return nil, r.nameTaken(ctx, s, elsewhere.msg), nil
+		case kerrors.IsAlreadyExists(err):
+			return nil, phase.WaitFor("the cache to show the "+kindOf(obj)+" the API server has", cacheLagRetry), nil
+		case err != nil:
+			return nil, phase.Next(), err
+		}
+		if op != controllerutil.OperationResultNone {
+			writes = append(writes, fmt.Sprintf("%s %s %s", op, kindOf(obj), obj.GetName()))
 		}
 	}
-	return out, nil
+	removed, err := r.withdraw(ctx, s.class.Name, objs)
+	if err != nil {
+		return nil, phase.Next(), err
+	}
+	for _, o := range removed {
+		writes = append(writes, "removed "+o)
+	}
+	return writes, phase.Next(), nil
 }
 
-func isClassRef(ref metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
+// controlledElsewhere returns why desired cannot be rendered when an object
+// of its kind and name is controlled by something other than the class; ""
+// otherwise. An object the cache does not hold is looked up on the API
+// server: one created a moment ago by someone else must stop the pool from
+// being created before its advertisement is found taken.
+func (r *Reconciler) controlledElsewhere(ctx context.Context, desired client.Object) (string, error) {
+	existing, ok := desired.DeepCopyObject().(client.Object)
+	if !ok {
+		return "", fmt.Errorf("cannot copy a %T", desired)
+	}
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if kerrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	}
+	if kerrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := TakeOver(existing.GetOwnerReferences(), desired.GetLabels()[LabelClass]); err != nil {
+		return controlledElsewhereMessage(desired, err), nil
+	}
+	return "", nil
+}
+
+// apply creates desired, or patches the existing object in place (merge).
+func (r *Reconciler) apply(ctx context.Context, desired client.Object) (controllerutil.OperationResult, error) {
+	obj, setSpec, err := emptyOf(desired)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	var stored string
+	op, err := controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
+		stored = obj.GetResourceVersion()
+		return merge(obj, desired, setSpec)
+	})
+	if op == controllerutil.OperationResultUpdated && obj.GetResourceVersion() == stored {
+		// The API server found nothing to change (for example a field it
+		// defaults): not a change worth an Event.
+		op = controllerutil.OperationResultNone
+	}
+	return op, err
 }

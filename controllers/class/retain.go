@@ -2,8 +2,6 @@ package class
 
 import (
 	"context"
-	"net/netip"
-	"slices"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,51 +11,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// Retained is what stays of a pool whose class is gone: one host entry
-// ("192.0.2.7/32", "2001:db8::7/128") per address recorded under the class
-// name that the pool contains, sorted and without duplicates. Addresses the
-// pool does not contain (already Lost) are not added back: MetalLB would
-// refuse its whole configuration if they overlapped another pool. An empty
-// result means nothing is left to serve.
-func Retained(poolAddresses []string, addrs []iadv1alpha1.IPAddress) []string {
-	ranges := classparams.PoolRanges(poolAddresses)
-	var ips []string
-	for i := range addrs {
-		if ip, err := names.ParseAddress(addrs[i].Spec.Address); err == nil && classparams.Contains(ranges, ip) {
-			ips = append(ips, ip.String())
-		}
-	}
-	out := []string{}
-	for _, s := range names.SplitIPs(marks.PinValue(ips)) { // sorted, IPv4 first, no duplicates
-		ip := netip.MustParseAddr(s)
-		out = append(out, netip.PrefixFrom(ip, ip.BitLen()).String())
-	}
-	return out
-}
-
-// retain keeps what was rendered for a class that is gone: the pool,
-// narrowed to the addresses still recorded under the class name, with a
-// note saying so, and the advertisement as it is. Once no such address is
-// left, both are withdrawn. An address being deleted still counts: its
-// teardown takes it back from whoever holds it.
-func (r *Reconciler) retain(ctx context.Context, class string) error {
+// retain is the phase of a class that is gone (or not this driver's): it
+// forgets the class's metrics and reports, and keeps what was rendered
+// for it: the pool, narrowed to the addresses still recorded under the
+// class name (planRetain), with a note saying so, and the advertisement as
+// it is. Once no such address is left, both are withdrawn. An address
+// being deleted still counts: its teardown takes it back from whoever
+// holds it.
+func (r *Reconciler) retain(ctx context.Context, s *scope) (phase.Result, error) {
+	class := s.name
+	r.forgetClass(class)
 	var addrs iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: class}); err != nil {
-		return err
+		return phase.Next(), err
 	}
 	pool := &metallbv1beta1.IPAddressPool{}
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class)}, pool); {
 	case kerrors.IsNotFound(err):
 		pool = nil
 	case err != nil:
-		return err
+		return phase.Next(), err
 	case !controlledByClass(pool, class):
 		pool = nil // someone else's object of that name
 	}
@@ -67,42 +46,16 @@ func (r *Reconciler) retain(ctx context.Context, class string) error {
 		if len(removed) > 0 {
 			log.FromContext(ctx).Info("withdrew what was rendered for a class that is gone; no address is recorded under its name", "removed", removed)
 		}
-		return err
+		return phase.Next(), err
 	}
 	if narrowed == nil {
-		return nil
+		return phase.Next(), nil
 	}
 	keep, msg := narrowed.Spec.Addresses, narrowed.Annotations[AnnotationRetained]
 	if err := patch.MetaSince(ctx, r.Client, narrowed, pool); err != nil {
-		return client.IgnoreNotFound(err)
+		return phase.Next(), client.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("class gone: kept its pool for the addresses recorded under its name", "pool", narrowed.Name, "addresses", keep)
 	r.Recorder.Event(narrowed, corev1.EventTypeNormal, ReasonRetained, msg)
-	return nil
-}
-
-// planRetain returns the class's pool (nil: none of the class's) narrowed
-// to what stays of it, with the retained-for note; withdraw when nothing
-// stays, and neither when the pool is narrowed already.
-func planRetain(class string, pool *metallbv1beta1.IPAddressPool, addrs []iadv1alpha1.IPAddress) (narrowed *metallbv1beta1.IPAddressPool, withdraw bool) {
-	if pool == nil {
-		return nil, true
-	}
-	keep := Retained(pool.Spec.Addresses, addrs)
-	if len(keep) == 0 {
-		return nil, true
-	}
-	msg := RetainedMessage(class, keep)
-	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[AnnotationRetained] == msg {
-		return nil, false
-	}
-	narrowed = pool.DeepCopy()
-	narrowed.Spec.Addresses = keep
-	// Every entry is an address in use: none may be skipped.
-	narrowed.Spec.AvoidBuggyIPs = false
-	if narrowed.Annotations == nil {
-		narrowed.Annotations = map[string]string{}
-	}
-	narrowed.Annotations[AnnotationRetained] = msg
-	return narrowed, false
+	return phase.Next(), nil
 }

@@ -66,6 +66,7 @@ func TestPlanWarm(t *testing.T) {
 		phs              []*corev1.Service
 		create           int
 		full             bool
+		waiting          int
 		record           []string
 		dropPlaceholders []string
 		dropAddresses    []string
@@ -91,7 +92,7 @@ func TestPlanWarm(t *testing.T) {
 			create: 1},
 		{name: "placeholders in flight count; assigned ones are recorded", target: 3, size: 16,
 			phs:    []*corev1.Service{warmPH("warm-1", v4, ""), warmPH("warm-2", v4, "10.0.0.9")},
-			create: 1, record: []string{"warm-2"}},
+			create: 1, record: []string{"warm-2"}, waiting: 1},
 		{name: "other family's placeholders do not count", target: 1, size: 16,
 			phs:    []*corev1.Service{warmPH("warm-6", iadv1alpha1.FamilyIPv6, "")},
 			create: 1},
@@ -101,7 +102,7 @@ func TestPlanWarm(t *testing.T) {
 				warmAddr("ip-b", "10.0.0.2", nil, avail, true),
 			},
 			phs:    []*corev1.Service{warmPH("warm-1", v4, "")},
-			create: 0, full: true},
+			create: 0, full: true, waiting: 1},
 		{name: "room for part of the target", target: 4, size: 3,
 			addrs:  []iadv1alpha1.IPAddress{warmAddr("ip-b", "10.0.0.2", nil, avail, true)},
 			create: 2, full: true},
@@ -113,6 +114,9 @@ func TestPlanWarm(t *testing.T) {
 			},
 			phs:              []*corev1.Service{warmPH("warm-1", v4, "")},
 			dropPlaceholders: []string{"warm-1"}, dropAddresses: []string{"ip-10-0-0-3", "ip-10-0-0-2"}},
+		{name: "surplus of waiting placeholders: the rest keep waiting", target: 1, size: 16,
+			phs:              []*corev1.Service{warmPH("warm-1", v4, ""), warmPH("warm-2", v4, ""), warmPH("warm-3", v4, "")},
+			dropPlaceholders: []string{"warm-1", "warm-2"}, waiting: 1},
 		{name: "surplus never drops an address the driver did not make warm", target: 0, size: 16,
 			addrs: []iadv1alpha1.IPAddress{
 				warmAddr("ip-10-0-0-1", "10.0.0.1", nil, avail, false),
@@ -143,6 +147,7 @@ func TestPlanWarm(t *testing.T) {
 			p := planWarm(v4, tc.target, tc.size, ranges.Addresses, tc.addrs, tc.phs)
 			assert.Equal(t, tc.create, p.create, "create")
 			assert.Equal(t, tc.full, p.full, "full")
+			assert.Equal(t, tc.waiting, p.waiting, "waiting")
 			assert.Equal(t, tc.record, svcNames(p.record), "record")
 			assert.Equal(t, tc.dropPlaceholders, svcNames(p.dropPlaceholders), "drop placeholders")
 			assert.Equal(t, tc.dropAddresses, addrNames(p.dropAddresses), "drop addresses")
@@ -191,14 +196,4 @@ func TestIsOurWarm(t *testing.T) {
 	attached := warmAddr("ip-a", "10.0.0.1", nil, avail, true)
 	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
 	assert.False(t, isOurWarm(&attached, "c"))
-}
-
-func TestWarmEventMessages(t *testing.T) {
-	a := warmAddr("ip-10-0-0-1", "10.0.0.1", &iadv1alpha1.ClaimReference{Namespace: "t", Name: "x"}, iadv1alpha1.AddressBound, false)
-	assert.Equal(t, "Recorded warm IPv4 address 10.0.0.1 as Available IPAddress ip-10-0-0-1", msgWarmRecorded(iadv1alpha1.FamilyIPv4, "10.0.0.1", "ip-10-0-0-1"))
-	assert.Equal(t, "The class's IPv6 ranges have no room for the 3 warm addresses asked for; the driver keeps what fits and asks MetalLB for no more",
-		msgWarmPoolFull(iadv1alpha1.FamilyIPv6, 3))
-	assert.Equal(t, "Deleted warm address 10.0.0.1 (IPAddress ip-10-0-0-1, bound to no claim): the class's addresses no longer contain it", msgWarmDropped(&a))
-	assert.Equal(t, "MetalLB gave a warm placeholder IPv4 address 10.0.0.1, which IPAddress ip-10-0-0-1 records (bound to claim t/x); "+
-		"the driver gave it back and allocates another", msgWarmReturned(iadv1alpha1.FamilyIPv4, "10.0.0.1", &a))
 }

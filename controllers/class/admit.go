@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
 // refusal is why a class is not rendered.
@@ -26,10 +27,25 @@ type refusal struct {
 	params *classparams.Parameters
 }
 
-// decide checks the class name, parses the parameters and looks for an
+// admit is the phase that admits the class's parameters (judge): a refused
+// class is reported and the pass ends, its previous rendering kept.
+func (r *Reconciler) admit(ctx context.Context, s *scope) (phase.Result, error) {
+	params, ref, err := r.judge(ctx, s.class)
+	if err != nil {
+		return phase.Next(), err
+	}
+	s.params = params
+	if ref != nil {
+		r.refuse(ctx, s.class, ref)
+		return phase.Halt(ref.reason, 0), nil
+	}
+	return phase.Next(), nil
+}
+
+// judge checks the class name, parses the parameters and looks for an
 // overlap or a dropped address in use. It returns the parameters to
 // render, or a refusal.
-func (r *Reconciler) decide(ctx context.Context, class *iadv1alpha1.IPAddressClass) (classparams.Parameters, *refusal, error) {
+func (r *Reconciler) judge(ctx context.Context, class *iadv1alpha1.IPAddressClass) (classparams.Parameters, *refusal, error) {
 	if err := classparams.CheckName(class.Name); err != nil {
 		return classparams.Parameters{}, &refusal{reason: ReasonInvalidClassName, message: err.Error()}, nil
 	}

@@ -5,13 +5,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // warmTarget is how many warm addresses of each family a class asks for
@@ -32,6 +29,8 @@ func warmTarget(c *iadv1alpha1.IPAddressClass) (int, []classparams.AddressRange,
 type warmPlan struct {
 	create int  // placeholders to draw
 	full   bool // the ranges lack room for all that is missing
+	// waiting counts the placeholders it keeps that wait for MetalLB.
+	waiting int
 	// record are the placeholders MetalLB gave an address in the ranges.
 	record           []*corev1.Service
 	dropPlaceholders []*corev1.Service
@@ -64,8 +63,9 @@ func planWarm(f iadv1alpha1.IPFamily, target int, size float64, ranges []classpa
 	warm, outside, used, shrinking := warmLedger(f, ranges, addrs)
 	waiting, assigned, strays := warmDraws(f, ranges, phs)
 	slices.SortFunc(outside, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(a.Name, b.Name) })
-	p := warmPlan{record: assigned, dropAddresses: outside}
+	p := warmPlan{record: assigned, dropAddresses: outside, waiting: len(waiting)}
 	if shrinking {
+		p.waiting = 0
 		p.dropPlaceholders = append(waiting, strays...)
 		return p
 	}
@@ -79,6 +79,7 @@ func planWarm(f iadv1alpha1.IPFamily, target int, size float64, ranges []classpa
 		surplus := have - target
 		n := min(surplus, len(waiting))
 		p.dropPlaceholders = waiting[:n]
+		p.waiting -= n
 		ours := oursLastFirst(warm)
 		p.dropAddresses = ours[:min(surplus-n, len(ours))]
 	}
@@ -149,39 +150,4 @@ func oursLastFirst(warm []*iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
 func inRanges(ranges []classparams.AddressRange, ip string) bool {
 	a, err := names.ParseAddress(ip)
 	return err == nil && classparams.Contains(ranges, a)
-}
-
-// renderWarmPlaceholder is a placeholder of no claim drawing from the
-// class pool, named by the API server.
-func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
-	return marks.Mark(&corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:    namespace,
-			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
-			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
-			Annotations: map[string]string{
-				names.AnnotationFamily: string(f),
-				names.AnnotationClass:  className,
-			},
-		},
-		Spec: placeholder.Spec(serviceFamily(f)),
-	}, marks.Requests{Pool: names.PoolName(className), Grant: className})
-}
-
-// renderWarmAddress is the IPAddress recording a warm address: no
-// claimRef, so the core makes it Available for the next claim.
-func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
-	return &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:       addrName,
-			Labels:     map[string]string{names.LabelWarm: "true"},
-			Finalizers: []string{names.Finalizer},
-		},
-		Spec: iadv1alpha1.IPAddressSpec{
-			Address:       ip,
-			ClassName:     c.Name,
-			ReclaimPolicy: reclaimPolicy(c),
-			Source:        iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
-		},
-	}
 }

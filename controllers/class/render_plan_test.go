@@ -102,6 +102,19 @@ func TestRender(t *testing.T) {
 	})
 }
 
+func TestDesired(t *testing.T) {
+	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"}}
+	p := parsed(t, `{"addresses": ["192.0.2.0/24"]}`)
+	for _, tc := range []struct {
+		grant bool
+		want  bool
+	}{{false, false}, {true, true}} {
+		pool, adv := desired(class, p, "metallb-system", tc.grant)
+		assert.Equal(t, tc.want, pool.Spec.AllocateTo != nil, "grant %v", tc.grant)
+		assert.Equal(t, "iad-public", adv.GetName())
+	}
+}
+
 func TestTakeOver(t *testing.T) {
 	older := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "old", Controller: ptr.To(true)}
 	otherClass := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "gold", UID: "g", Controller: ptr.To(true)}
@@ -135,29 +148,27 @@ func TestTakeOver(t *testing.T) {
 	}
 }
 
-func TestRetained(t *testing.T) {
-	addr := func(ip string) iadv1alpha1.IPAddress {
-		return iadv1alpha1.IPAddress{Spec: iadv1alpha1.IPAddressSpec{Address: ip}}
-	}
-	tests := []struct {
-		name  string
-		pool  []string
-		addrs []iadv1alpha1.IPAddress
-		want  []string
-	}{
-		{"no address left", []string{"192.0.2.0/24"}, nil, []string{}},
-		{"narrowed to the addresses, sorted, one entry each",
-			[]string{"192.0.2.0/24", "2001:db8::1-2001:db8::ff"},
-			[]iadv1alpha1.IPAddress{addr("2001:db8::7"), addr("192.0.2.9"), addr("192.0.2.3"), addr("192.0.2.9")},
-			[]string{"192.0.2.3/32", "192.0.2.9/32", "2001:db8::7/128"}},
-		{"an address the pool does not contain is not added back",
-			[]string{"192.0.2.0/30"}, []iadv1alpha1.IPAddress{addr("192.0.2.1"), addr("198.51.100.1"), addr("not an ip")},
-			[]string{"192.0.2.1/32"}},
-		{"already narrowed: stays as it is", []string{"192.0.2.1/32"}, []iadv1alpha1.IPAddress{addr("192.0.2.1")}, []string{"192.0.2.1/32"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Retained(tt.pool, tt.addrs))
-		})
-	}
+func TestMerge(t *testing.T) {
+	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"}}
+	want, _ := Render(class, parsed(t, `{"addresses": ["192.0.2.0/28"]}`), "metallb-system")
+	classRef := metav1.OwnerReference{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass", Name: "public", UID: "u", Controller: ptr.To(true)}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"}
+	boss := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "boss", UID: "d", Controller: ptr.To(true)}
+
+	live := &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{
+		Labels:          map[string]string{"team": "net", LabelClass: "stale"},
+		Annotations:     map[string]string{AnnotationRetained: "note", "other": "kept"},
+		OwnerReferences: []metav1.OwnerReference{classRef, other},
+	}, Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.7/32"}}}
+	require.NoError(t, merge(live, want, func() { live.Spec = want.Spec }))
+	assert.Equal(t, map[string]string{"team": "net", LabelClass: "public", LabelManagedBy: ManagedBy}, live.Labels)
+	assert.Equal(t, map[string]string{"other": "kept"}, live.Annotations)
+	assert.Equal(t, []metav1.OwnerReference{other}, live.OwnerReferences)
+	assert.Equal(t, want.Spec, live.Spec)
+
+	taken := &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{boss}}}
+	err := merge(taken, want, func() { t.Fatal("the spec of a pool controlled elsewhere is not set") })
+	var elsewhere errControlledElsewhere
+	require.ErrorAs(t, err, &elsewhere)
+	assert.Equal(t, "cannot render IPAddressPool metallb-system/iad-public: it is controlled by Deployment boss already", elsewhere.msg)
 }

@@ -5,52 +5,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
-
-func TestLedgerVerdict(t *testing.T) {
-	c := testClaim(iadv1alpha1.FamilyIPv4)
-	mine := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: string(testUID)})
-	mineNoUID := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web"})
-	other := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "db", UID: "x"})
-	stale := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: "an-earlier-claim"})
-	unbound := testAddress("static-one", "192.0.2.1", nil)
-	going := other
-	going.DeletionTimestamp = ptr.To(metav1.Now())
-
-	tests := []struct {
-		name    string
-		entries []iadv1alpha1.IPAddress
-		want    ledgerAnswer
-		entry   string
-	}{
-		{"no entry: record", nil, ledgerFree, ""},
-		{"entry bound to this claim: finish recording", []iadv1alpha1.IPAddress{mine}, ledgerOurs, "ip-192-0-2-1"},
-		{"entry bound to this claim, uid not filled in yet", []iadv1alpha1.IPAddress{mineNoUID}, ledgerOurs, "ip-192-0-2-1"},
-		{"entry of another claim: give back", []iadv1alpha1.IPAddress{other}, ledgerTaken, "ip-192-0-2-1"},
-		{"entry of an earlier claim of the same name: give back", []iadv1alpha1.IPAddress{stale}, ledgerTaken, "ip-192-0-2-1"},
-		{"unbound entry under another name: give back", []iadv1alpha1.IPAddress{unbound}, ledgerTaken, "static-one"},
-		{"entry being deleted: wait", []iadv1alpha1.IPAddress{going}, ledgerGoing, "ip-192-0-2-1"},
-		{"a live entry beats one being deleted", []iadv1alpha1.IPAddress{going, unbound}, ledgerTaken, "static-one"},
-		{"ours beats the others", []iadv1alpha1.IPAddress{unbound, mine}, ledgerOurs, "ip-192-0-2-1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, entry := ledgerVerdict(tt.entries, c)
-			assert.Equal(t, tt.want, got)
-			if tt.entry == "" {
-				assert.Nil(t, entry)
-			} else if assert.NotNil(t, entry) {
-				assert.Equal(t, tt.entry, entry.Name)
-			}
-		})
-	}
-}
 
 func TestUnsettledAddress(t *testing.T) {
 	ref := &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "a", UID: "u"}
@@ -145,6 +108,63 @@ func TestDecideDraw(t *testing.T) {
 				got.unsettled, tt.want.unsettled = nil, nil
 			}
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestAvailableFor(t *testing.T) {
+	addr := func(name, ip string, phase iadv1alpha1.IPAddressPhase, bound bool) iadv1alpha1.IPAddress {
+		a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: iadv1alpha1.IPAddressSpec{Address: ip}, Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
+		if bound {
+			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: "t", Name: "other"}
+		}
+		return a
+	}
+	tests := []struct {
+		name   string
+		addrs  []iadv1alpha1.IPAddress
+		family iadv1alpha1.IPFamily
+		want   string
+	}{
+		{"none", nil, iadv1alpha1.FamilyIPv4, ""},
+		{"available v4", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv4, "a"},
+		{"available v4, asking v6", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv6, ""},
+		{"available v6", []iadv1alpha1.IPAddress{addr("b", "2001:db8::1", iadv1alpha1.AddressAvailable, false)}, iadv1alpha1.FamilyIPv6, "b"},
+		{"bound", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressBound, true)}, iadv1alpha1.FamilyIPv4, ""},
+		{"released keeps its claimRef", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressReleased, true)}, iadv1alpha1.FamilyIPv4, ""},
+		{"conflict", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", iadv1alpha1.AddressConflict, false)}, iadv1alpha1.FamilyIPv4, ""},
+		{"phase not yet set", []iadv1alpha1.IPAddress{addr("a", "192.0.2.1", "", false)}, iadv1alpha1.FamilyIPv4, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, availableFor(tt.addrs, tt.family))
+		})
+	}
+}
+
+func TestUnrecorded(t *testing.T) {
+	alloc := func(ingress string) corev1.Service {
+		return *testPlaceholder(names.PlaceholderAllocation, "", ingress)
+	}
+	v6 := alloc("")
+	v6.Annotations[names.AnnotationFamily] = string(iadv1alpha1.FamilyIPv6)
+	ledger := []iadv1alpha1.IPAddress{testAddress("ip-192-0-2-1", "192.0.2.1", nil), testAddress("ip-192-0-2-2", "192.0.2.2", nil)}
+	for _, tc := range []struct {
+		name string
+		phs  []corev1.Service
+		want int
+	}{
+		{"none", nil, 0},
+		{"not answered by MetalLB yet", []corev1.Service{alloc(""), alloc("")}, 2},
+		{"answered, not recorded yet", []corev1.Service{alloc("192.0.2.9")}, 1},
+		{"answered and recorded, not handed over yet", []corev1.Service{alloc("192.0.2.1")}, 0},
+		{"two answered with one address count once", []corev1.Service{alloc("192.0.2.9"), alloc("192.0.2.9")}, 1},
+		{"another family", []corev1.Service{v6}, 0},
+		{"all of it", []corev1.Service{alloc(""), alloc("192.0.2.2"), alloc("192.0.2.8"), v6}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, ledger))
 		})
 	}
 }

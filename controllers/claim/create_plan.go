@@ -1,0 +1,142 @@
+package claim
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+// drawVerdict is whether a claim's family may ask MetalLB for an address now.
+type drawVerdict int
+
+const (
+	// drawNow: nothing holds the draw back.
+	drawNow drawVerdict = iota
+	// drawLeftToCore: an Available address of the class can serve the
+	// family. The core binds those before it waits for the driver;
+	// drawing now could bind the claim twice in one family.
+	drawLeftToCore
+	// drawClassFull: the ledger and the draws fill the class's ranges.
+	// MetalLB does not retry an allocation it could not make, so it is not
+	// asked for what it cannot give.
+	drawClassFull
+	// drawLedgerUnsettled: an address of the ledger is unheld in MetalLB
+	// (a handoff, or a hold being re-armed): MetalLB would hand it to the
+	// new placeholder, and the driver would have to give it back.
+	drawLedgerUnsettled
+)
+
+// drawDecision is decideDraw's verdict, with what the claim is told.
+type drawDecision struct {
+	verdict   drawVerdict
+	available string                 // drawLeftToCore: the Available address
+	used      int                    // drawClassFull: what takes room
+	size      float64                // drawClassFull: the room in the ranges
+	unsettled *iadv1alpha1.IPAddress // drawLedgerUnsettled: the unheld address
+}
+
+// decideDraw decides whether family f of a claim of class may ask MetalLB
+// for an address, from the class's ledger (addrs), the cached draws it
+// does not record yet (drawn, unrecorded), the draws in flight the cache
+// does not show yet (inflight, inFlight) and held (heldByPlaceholder). It
+// is the whole decision a pass makes under the class's lock: the room left
+// is the class's size less the ledger, drawn and inflight.
+func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn, inflight int,
+	held func(a *iadv1alpha1.IPAddress, ip string) bool) drawDecision {
+	if name := availableFor(addrs, f); name != "" {
+		return drawDecision{verdict: drawLeftToCore, available: name}
+	}
+	if full, used, size := classFull(class, f, addrs, drawn+inflight); full {
+		return drawDecision{verdict: drawClassFull, used: used, size: size}
+	}
+	if a := unsettledAddress(addrs, f, held); a != nil {
+		return drawDecision{verdict: drawLedgerUnsettled, unsettled: a}
+	}
+	return drawDecision{verdict: drawNow}
+}
+
+// availableFor names an Available, unbound address of family f among a
+// class's addresses, "" when there is none.
+func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string {
+	for i := range addrs {
+		a := &addrs[i]
+		if a.Status.Phase == iadv1alpha1.AddressAvailable && a.Spec.ClaimRef == nil &&
+			a.DeletionTimestamp == nil && addressFamily(a.Spec.Address) == f {
+			return a.Name
+		}
+	}
+	return ""
+}
+
+// classFull reports whether the ledger's addresses of family f (being
+// deleted included: MetalLB holds them until their teardown) and drawn
+// fill the class's ranges, with that count and the ranges' size. A class
+// whose parameters do not parse is never full: MetalLB decides then.
+func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int) (bool, int, float64) {
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return false, 0, 0
+	}
+	v4, v6 := classparams.FamilySizes(p.Addresses)
+	size := v4
+	if f == iadv1alpha1.FamilyIPv6 {
+		size = v6
+	}
+	used := drawn
+	for i := range addrs {
+		if addrs[i].Spec.ClassName == c.Name && addressFamily(addrs[i].Spec.Address) == f {
+			used++
+		}
+	}
+	return float64(used) >= size, used, size
+}
+
+// unsettledAddress names an address of family f of the ledger that MetalLB
+// might hand out right now: not being deleted, Lost (outside the pool) or
+// in Conflict, not attached, not reported Held, and not held by one of its
+// placeholders (heldByPlaceholder, asked last). Nil when all are settled.
+func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
+	for i := range addrs {
+		a := &addrs[i]
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if err != nil || addressFamily(ip.String()) != f || a.DeletionTimestamp != nil {
+			continue
+		}
+		switch a.Status.Phase {
+		case iadv1alpha1.AddressLost, iadv1alpha1.AddressConflict:
+			continue
+		}
+		if a.Status.AssociatedTo != nil || conditions.IsTrue(a.Status.Conditions, conditions.Held) {
+			continue
+		}
+		if heldByPlaceholder(a, ip.String()) {
+			continue
+		}
+		return a
+	}
+	return nil
+}
+
+// unrecorded counts the placeholders of family f of a class whose address
+// the ledger does not record (yet): each takes room the ledger misses.
+func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) int {
+	n := 0
+	answered := map[string]bool{}
+	for i := range phs {
+		if phs[i].Annotations[names.AnnotationFamily] != string(f) {
+			continue
+		}
+		if ip := assignedIP(&phs[i], f); ip != "" {
+			answered[ip] = true
+		} else {
+			n++
+		}
+	}
+	for i := 0; i < len(addrs) && len(answered) > 0; i++ {
+		delete(answered, addrs[i].Spec.Address)
+	}
+	return n + len(answered)
+}

@@ -1,0 +1,202 @@
+package claim
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+)
+
+// addressFamily is the family of an IP in text form, "" when it does not parse.
+func addressFamily(s string) iadv1alpha1.IPFamily {
+	ip, err := names.ParseAddress(s)
+	switch {
+	case err != nil:
+		return ""
+	case ip.Is4():
+		return iadv1alpha1.FamilyIPv4
+	default:
+		return iadv1alpha1.FamilyIPv6
+	}
+}
+
+// serviceFamily is the Kubernetes IP family of an address family.
+func serviceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
+	if f == iadv1alpha1.FamilyIPv6 {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
+
+// reclaimPolicy is the class's policy for a new address, Retain if unset.
+func reclaimPolicy(class *iadv1alpha1.IPAddressClass) iadv1alpha1.ReclaimPolicy {
+	if class.Spec.ReclaimPolicy == "" {
+		return iadv1alpha1.ReclaimRetain
+	}
+	return class.Spec.ReclaimPolicy
+}
+
+// renderPlaceholder is the allocation placeholder drawing the claim's
+// address of one family from the class pool, named from the claim uid.
+func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
+	return marks.Mark(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      names.AllocationPlaceholderName(c.UID, string(f)),
+			Labels: map[string]string{
+				names.LabelPlaceholder: names.PlaceholderAllocation,
+				names.LabelClaimUID:    string(c.UID),
+			},
+			Annotations: map[string]string{
+				names.AnnotationClaimNamespace: c.Namespace,
+				names.AnnotationClaimName:      c.Name,
+				names.AnnotationFamily:         string(f),
+				names.AnnotationClass:          class,
+			},
+		},
+		Spec: placeholder.Spec(serviceFamily(f)),
+	}, marks.Requests{Pool: names.PoolName(class), Grant: class})
+}
+
+// renderAddress is the IPAddress recording a drawn address for a claim,
+// pre-bound to the claim's uid, with the driver's teardown finalizer.
+func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     class.Name,
+			ReclaimPolicy: reclaimPolicy(class),
+			ClaimRef: &iadv1alpha1.ClaimReference{
+				Namespace: claim.Namespace,
+				Name:      claim.Name,
+				UID:       string(claim.UID),
+			},
+			Source: iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+}
+
+// renderWarmPlaceholder is a placeholder of no claim drawing from the
+// class pool, named by the API server.
+func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
+	return marks.Mark(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    namespace,
+			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
+			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
+			Annotations: map[string]string{
+				names.AnnotationFamily: string(f),
+				names.AnnotationClass:  className,
+			},
+		},
+		Spec: placeholder.Spec(serviceFamily(f)),
+	}, marks.Requests{Pool: names.PoolName(className), Grant: className})
+}
+
+// renderWarmAddress is the IPAddress recording a warm address: no
+// claimRef, so the core makes it Available for the next claim.
+func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+	return &iadv1alpha1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       addrName,
+			Labels:     map[string]string{names.LabelWarm: "true"},
+			Finalizers: []string{names.Finalizer},
+		},
+		Spec: iadv1alpha1.IPAddressSpec{
+			Address:       ip,
+			ClassName:     c.Name,
+			ReclaimPolicy: reclaimPolicy(c),
+			Source:        iadv1alpha1.IPAddressSource{FromClass: &iadv1alpha1.FromClassSource{}},
+		},
+	}
+}
+
+// assignedIP is the canonical address of family f MetalLB reports in the
+// placeholder's status, "" while there is none.
+func assignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		ip, err := names.ParseAddress(in.IP)
+		if err != nil {
+			continue
+		}
+		if addressFamily(ip.String()) == f {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+// ownedByAddress reports whether a placeholder carries an owner reference
+// to an IPAddress; name "" matches any.
+func ownedByAddress(svc *corev1.Service, name string) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.Kind == "IPAddress" && o.APIVersion == iadv1alpha1.GroupVersion.String() && (name == "" || o.Name == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// handedOver reports whether ph is a's hold already: labelled, owned,
+// granted the class's pool and pinned to ip.
+func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
+	return ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[names.LabelAddress] == a.Name &&
+		ownedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
+}
+
+// bindsClaim reports whether an address's claimRef names the claim: same
+// namespace and name, uid empty (not yet accepted by the core) or equal.
+func bindsClaim(a *iadv1alpha1.IPAddress, namespace, name string, uid types.UID) bool {
+	r := a.Spec.ClaimRef
+	return r != nil && r.Namespace == namespace && r.Name == name && (r.UID == "" || r.UID == string(uid))
+}
+
+// ledgerAnswer is what the ledger says about an address MetalLB assigned.
+type ledgerAnswer int
+
+const (
+	ledgerFree ledgerAnswer = iota
+	// ledgerOurs: its entry is the owner's: finish recording.
+	ledgerOurs
+	// ledgerGoing: only entries being deleted record it: wait.
+	ledgerGoing
+	// ledgerTaken: a live entry records it for someone else: give it back.
+	ledgerTaken
+)
+
+// ledgerVerdict judges the entries recording an IP for claim c, with the
+// deciding entry (nil for ledgerFree).
+func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (ledgerAnswer, *iadv1alpha1.IPAddress) {
+	var going *iadv1alpha1.IPAddress
+	var taken *iadv1alpha1.IPAddress
+	for i := range entries {
+		a := &entries[i]
+		switch {
+		case bindsClaim(a, c.Namespace, c.Name, c.UID):
+			return ledgerOurs, a
+		case a.DeletionTimestamp != nil:
+			if going == nil {
+				going = a
+			}
+		case taken == nil:
+			taken = a
+		}
+	}
+	switch {
+	case taken != nil:
+		return ledgerTaken, taken
+	case going != nil:
+		return ledgerGoing, going
+	}
+	return ledgerFree, nil
+}

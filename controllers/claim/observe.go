@@ -1,0 +1,74 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/stale"
+)
+
+// waitForMetalLB is the result of a family whose placeholder waits for
+// MetalLB; the placeholder's own status change brings the claim back.
+var waitForMetalLB = phase.WaitFor("MetalLB to assign the placeholder an address", 0)
+
+// observe is the draw's step while MetalLB has assigned nothing: keep the
+// placeholder drawing from the class pool, and tell the claim's owner when
+// MetalLB refuses it. MetalLB retries by itself when addresses free up or
+// pools change.
+func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (phase.Result, error) {
+	d := r.draw(s, f)
+	if pool := names.PoolName(s.class.Name); marks.Of(ph).Pool != pool || !marks.Of(ph).Granted(s.class.Name) {
+		if err := d.patch(ctx, ph, func() {
+			if ph.Annotations == nil {
+				ph.Annotations = map[string]string{}
+			}
+			ph.Annotations[names.AnnotationClass] = s.class.Name
+			// The class pool admits only placeholders carrying the grant label.
+			marks.Edit(ph, func(m *marks.Marks) { m.Pool, m.Grant = pool, s.class.Name })
+		}); err != nil {
+			return phase.Next(), fmt.Errorf("point placeholder %s at pool %s: %w", ph.Name, pool, err)
+		}
+		return waitForMetalLB, nil
+	}
+	failure, err := d.refusal(ctx, ph)
+	if err != nil || failure == nil {
+		return waitForMetalLB, err
+	}
+	reason, msg := allocationFailure(f, s.class.Name, failure.Message)
+	if reason == ReasonPoolNotReady {
+		refusal, err := r.classRefusal(ctx, s.class)
+		if err != nil {
+			return phase.Next(), err
+		}
+		if refusal != "" {
+			msg = msgClassRefused(f, s.class.Name, refusal)
+		}
+	}
+	// Once per change: MetalLB says the same on every pass, and each pass
+	// must not count another exhaustion.
+	if r.report(s.claim, string(f), corev1.EventTypeWarning, reason, msg) && reason == ReasonPoolExhausted {
+		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
+	}
+	if reason != ReasonPoolExhausted {
+		return waitForMetalLB, nil
+	}
+	return r.clearFree(ctx, s, f, stale.EventFirstTime(failure), ph)
+}
+
+// classRefusal says why the class controller refuses to render the class,
+// judged by the same pure functions from the cached classes; "" when it
+// does not.
+func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddressClass) (string, error) {
+	var classes iadv1alpha1.IPAddressClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return "", err
+	}
+	return classparams.Refusal(class, classes.Items), nil
+}

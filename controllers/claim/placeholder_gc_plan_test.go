@@ -1,0 +1,49 @@
+package claim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+)
+
+func TestIsOrphan(t *testing.T) {
+	const alloc, hold = names.PlaceholderAllocation, names.PlaceholderHold
+	live := testClaim(iadv1alpha1.FamilyIPv4)
+	replaced := testClaim(iadv1alpha1.FamilyIPv4)
+	replaced.UID = "a-newer-claim"
+	backing := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: string(testUID)})
+	backingNoUID := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web"})
+	someoneElses := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "db", UID: "x"})
+	unbound := testAddress("ip-192-0-2-1", "192.0.2.1", nil)
+	otherName := testAddress("ip-192-0-2-2", "192.0.2.2", &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: string(testUID)})
+
+	tests := []struct {
+		name  string
+		ph    *corev1.Service
+		claim *iadv1alpha1.IPAddressClaim
+		addr  *iadv1alpha1.IPAddress
+		want  bool
+	}{
+		{"claim live", testPlaceholder(alloc, "", ""), live, nil, false},
+		{"claim live, recorded half-way", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), live, nil, false},
+		{"claim gone, nothing recorded", testPlaceholder(alloc, "", ""), nil, nil, true},
+		{"claim gone, labelled but no IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, nil, true},
+		{"claim replaced by another of the same name", testPlaceholder(alloc, "", "192.0.2.1"), replaced, nil, true},
+		{"claim gone, backs its IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backing, false},
+		{"claim gone, backs its IPAddress (uid not filled in)", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &backingNoUID, false},
+		{"claim gone, owner-referenced to an IPAddress", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1", "ip-192-0-2-1"), nil, nil, false},
+		{"claim gone, the IPAddress is someone else's", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &someoneElses, true},
+		{"claim gone, the IPAddress is unbound", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &unbound, true},
+		{"claim gone, an IPAddress of another name", testPlaceholder(alloc, "ip-192-0-2-1", "192.0.2.1"), nil, &otherName, true},
+		{"hold placeholders are the IPAddress controller's", testPlaceholder(hold, "ip-192-0-2-1", "192.0.2.1"), nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, isOrphan(tt.ph, tt.claim, tt.addr))
+		})
+	}
+}

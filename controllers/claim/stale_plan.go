@@ -1,0 +1,49 @@
+package claim
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
+)
+
+// freeHolders returns the Services MetalLB's Events say it assigned a
+// free address of family f in ranges (one the ledger does not record).
+func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]stale.Assignment {
+	return stale.Assignments(evs, func(ip string) bool {
+		return addressFamily(ip) == f && !ledger[ip] && inRanges(ranges, ip)
+	})
+}
+
+// refusalWait is how long a refusal at refusedSince, or the last poke,
+// is still given before anything is cleared.
+func refusalWait(refused []*corev1.Service, refusedSince, now time.Time) time.Duration {
+	wait := staleWait - now.Sub(refusedSince)
+	for _, ph := range refused {
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil {
+			wait = max(wait, staleWait-now.Sub(poked))
+		}
+	}
+	return wait
+}
+
+// clearedSince returns the placeholders last refused (at refusedSince) or
+// poked before lastClear.
+func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) []*corev1.Service {
+	var out []*corev1.Service
+	for _, ph := range refused {
+		asked := refusedSince
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
+			asked = poked
+		}
+		if lastClear.After(asked) {
+			out = append(out, ph)
+		}
+	}
+	return out
+}
