@@ -24,6 +24,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -143,7 +144,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		recordedFamilies := 0
 		for key, c := range want {
 			for _, ph := range phs.Items {
-				if ph.Name == names.AllocationPlaceholderName(c.UID, string(key.family)) &&
+				if ph.Name == placeholder.AllocationName(c.UID, string(key.family)) &&
 					ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && exists[ph.Labels[names.LabelAddress]] {
 					recordedFamilies++
 				}
@@ -220,7 +221,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		if !assert.True(t, ok, "MetalLB assigned %s to %v, but no IPAddress records it", ip, holders) {
 			continue
 		}
-		ph := names.AllocationPlaceholderName(types.UID(a.Spec.ClaimRef.UID), string(addressFamily(ip)))
+		ph := placeholder.AllocationName(types.UID(a.Spec.ClaimRef.UID), string(addressFamily(ip)))
 		assert.Equal(t, []string{phNS + "/" + ph}, holders, "the holders of %s", ip)
 	}
 

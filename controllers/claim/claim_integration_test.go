@@ -24,6 +24,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -138,7 +139,7 @@ func stamp(t *testing.T, c *iadv1alpha1.IPAddressClaim) {
 }
 
 func placeholderKey(c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) types.NamespacedName {
-	return types.NamespacedName{Namespace: phNS, Name: names.AllocationPlaceholderName(c.UID, string(f))}
+	return types.NamespacedName{Namespace: phNS, Name: placeholder.AllocationName(c.UID, string(f))}
 }
 
 // recorded waits until the claim's family is recorded: an IPAddress of

@@ -11,8 +11,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // The fallback looks of a claim that waits on its class's ledger; the
@@ -40,7 +40,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
 		return phase.RetryAfter(d, "gave an address back a moment ago"), nil
 	}
-	name := names.AllocationPlaceholderName(s.claim.UID, string(f))
+	name := placeholder.AllocationName(s.claim.UID, string(f))
 	book := r.draws.of(s.class.Name)
 	d, already, err := r.decide(ctx, s, f, book, name)
 	switch {

@@ -48,7 +48,7 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
-			Name:      names.AllocationPlaceholderName(c.UID, string(f)),
+			Name:      placeholder.AllocationName(c.UID, string(f)),
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderAllocation,
 				names.LabelClaimUID:    string(c.UID),

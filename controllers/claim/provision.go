@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // loadBound scopes the addresses bound to the claim, by family, and the
@@ -88,7 +89,7 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 // when it does not exist.
 func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamily) (*corev1.Service, error) {
 	ph := &corev1.Service{}
-	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(claim.UID, string(f))}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(claim.UID, string(f))}
 	if err := r.Get(ctx, key, ph); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}

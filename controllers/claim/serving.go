@@ -28,7 +28,7 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) (phase.Result, err
 	name := className(s.claim)
 	if name == "" {
 		r.forget(s.key)
-		return phase.Halt("the core has not resolved the claim's class yet", 0), nil
+		return phase.HaltFor("the core to resolve the claim's class", 0), nil
 	}
 	class := &iadv1alpha1.IPAddressClass{}
 	if err := r.Get(ctx, types.NamespacedName{Name: name}, class); err != nil {

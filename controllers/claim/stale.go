@@ -171,7 +171,7 @@ func (c *staleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 		}
 	}
 	var evs corev1.EventList
-	if err := c.APIReader.List(ctx, &evs, client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
+	if err := c.APIReader.List(ctx, &evs, client.MatchingFields{"reason": stale.ReasonIPAllocated}); err != nil {
 		return 0, 0, err
 	}
 	cleared := 0

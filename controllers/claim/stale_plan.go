@@ -8,7 +8,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -25,7 +24,7 @@ func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparam
 func refusalWait(refused []*corev1.Service, refusedSince, now time.Time) time.Duration {
 	wait := staleWait - now.Sub(refusedSince)
 	for _, ph := range refused {
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil {
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[stale.AnnotationMetalLBRetry]); err == nil {
 			wait = max(wait, staleWait-now.Sub(poked))
 		}
 	}
@@ -38,7 +37,7 @@ func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) 
 	var out []*corev1.Service
 	for _, ph := range refused {
 		asked := refusedSince
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[names.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
+		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[stale.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
 			asked = poked
 		}
 		if lastClear.After(asked) {

@@ -12,7 +12,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -27,15 +26,15 @@ func TestFreeHolders(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "iad", Name: name}}
 	}
 	evs := []corev1.Event{
-		ev("warm-ipv4-a", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.0"]`),
-		ev("hold-ip-10-77-3-5", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.5"]`),
+		ev("warm-ipv4-a", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.0"]`),
+		ev("hold-ip-10-77-3-5", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.5"]`),
 		ev("alloc-ipv4-b", stale.AllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
-		ev("other-pool", names.MetalLBIPAllocated, `Assigned IP ["10.99.0.1"]`),
-		ev("warm-ipv6-c", names.MetalLBIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
-		ev("dual", names.MetalLBIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
-		{Reason: names.MetalLBIPAllocated, Message: `Assigned IP ["10.77.3.2"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+		ev("other-pool", stale.ReasonIPAllocated, `Assigned IP ["10.99.0.1"]`),
+		ev("warm-ipv6-c", stale.ReasonIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
+		ev("dual", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
+		{Reason: stale.ReasonIPAllocated, Message: `Assigned IP ["10.77.3.2"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-b", Name: "forged"}},
-		{Reason: names.MetalLBIPAllocated, Message: `Assigned IP ["10.77.3.3"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+		{Reason: stale.ReasonIPAllocated, Message: `Assigned IP ["10.77.3.3"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-a", Name: "svc"}},
 	}
 	ledger := map[string]bool{"10.77.3.5": true}
@@ -64,7 +63,7 @@ func TestClearedSince(t *testing.T) {
 	ph := func(name string, poked time.Time) *corev1.Service {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if !poked.IsZero() {
-			svc.Annotations = map[string]string{names.AnnotationMetalLBRetry: poked.Format(time.RFC3339Nano)}
+			svc.Annotations = map[string]string{stale.AnnotationMetalLBRetry: poked.Format(time.RFC3339Nano)}
 		}
 		return svc
 	}
@@ -82,7 +81,7 @@ func TestClearedSince(t *testing.T) {
 func TestRefusalWait(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	poked := func(at time.Time) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{names.AnnotationMetalLBRetry: at.Format(time.RFC3339Nano)}}}
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{stale.AnnotationMetalLBRetry: at.Format(time.RFC3339Nano)}}}
 	}
 	never := &corev1.Service{}
 	for _, tc := range []struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // holdView is what the hold is planned on, and the plan.
@@ -286,7 +287,7 @@ func (r *Reconciler) liveRecording(ctx context.Context, s *scope) (*corev1.Servi
 		family = iadv1alpha1.FamilyIPv6
 	}
 	ph := &corev1.Service{}
-	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.AllocationPlaceholderName(types.UID(ref.UID), string(family))}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
 	if err := r.APIReader.Get(ctx, key, ph); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}

@@ -186,7 +186,7 @@ func planMissing(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string,
 		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
 	}
 	return holdPlan{Create: true, Key: holdKey(key, nil, sharing(a, key, park.Open, attaching, holders, nil)),
-		Held: waiting(msgWaiting(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name)))}
+		Held: waiting(msgWaiting(ip, placeholderNamespace, placeholder.HoldName(a.Name)))}
 }
 
 // surplus are the live placeholders besides holder that do not hold ip.
@@ -270,7 +270,7 @@ func planShared(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, 
 		p.Held = released(w)
 	case total == 0:
 		p.Create = true
-		p.Held = waiting(msgWaitingToShareAttached(ip, placeholderNamespace, names.HoldPlaceholderName(a.Name), w))
+		p.Held = waiting(msgWaitingToShareAttached(ip, placeholderNamespace, placeholder.HoldName(a.Name), w))
 	case len(live) == 0:
 		p.Held = waiting(msgPlaceholderGoing(ip))
 	default:
@@ -432,7 +432,7 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key s
 	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
-			Name:      names.HoldPlaceholderName(a.Name),
+			Name:      placeholder.HoldName(a.Name),
 			Labels: map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,
 				names.LabelAddress:     a.Name,

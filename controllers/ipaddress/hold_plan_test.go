@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 const planIP = "192.0.2.7"
@@ -897,7 +898,7 @@ func TestRenderHold(t *testing.T) {
 			a := address(tt.name, tt.ip)
 			s := renderHold(phNS, a, netip.MustParseAddr(tt.ip), "")
 			assert.Equal(t, phNS, s.Namespace)
-			assert.Equal(t, names.HoldPlaceholderName(tt.name), s.Name)
+			assert.Equal(t, placeholder.HoldName(tt.name), s.Name)
 			assert.Empty(t, validation.IsDNS1035Label(s.Name))
 			assert.Equal(t, map[string]string{
 				names.LabelPlaceholder: names.PlaceholderHold,

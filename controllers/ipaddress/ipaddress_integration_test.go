@@ -24,6 +24,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -126,7 +127,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		a := newAddress(t, "fresh", ip, nil)
 		hold := requireHeldBy(t, a.Name, ip)
 
-		assert.Equal(t, names.HoldPlaceholderName(a.Name), hold.Name)
+		assert.Equal(t, placeholder.HoldName(a.Name), hold.Name)
 		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
 		assert.Equal(t, "iad-fresh", hold.Annotations[marks.KeyPool])
 		assert.NotContains(t, hold.Annotations, marks.KeySharing, "no workload shares it: no sharing key")

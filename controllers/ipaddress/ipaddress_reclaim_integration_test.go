@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/claim"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -124,7 +125,7 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	assert.Contains(t, a.Finalizers, names.Finalizer)
 	assert.Contains(t, a.Finalizers, iadv1alpha1.AddressProtectionFinalizer)
 	hold := requireHeldBy(t, a.Name, ip)
-	assert.Equal(t, names.AllocationPlaceholderName(first.UID, string(iadv1alpha1.FamilyIPv4)), hold.Name,
+	assert.Equal(t, placeholder.AllocationName(first.UID, string(iadv1alpha1.FamilyIPv4)), hold.Name,
 		"the allocation placeholder, handed over, is the hold")
 
 	// The claim goes: the address is Released, keeps its claimRef, and the

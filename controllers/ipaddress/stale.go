@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -89,7 +88,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	// meanwhile would only queue more passes behind it.
 	busy := passTime(r.allocated.count())
 	wait := staleSettle + busy - time.Since(stale.EventFirstTime(failure))
-	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[names.AnnotationMetalLBRetry]); err == nil {
+	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[stale.AnnotationMetalLBRetry]); err == nil {
 		wait = max(wait, staleRecheck+busy-time.Since(poked))
 	}
 	if wait > 0 {
@@ -126,7 +125,7 @@ func (r *Reconciler) formerHolders(ctx context.Context, svc *corev1.Service, ip 
 	for _, ns := range slices.Compact([]string{svc.Namespace, r.PlaceholderNamespace}) {
 		var evs corev1.EventList
 		if err := r.APIReader.List(ctx, &evs, client.InNamespace(ns),
-			client.MatchingFields{"reason": names.MetalLBIPAllocated}); err != nil {
+			client.MatchingFields{"reason": stale.ReasonIPAllocated}); err != nil {
 			return nil, err
 		}
 		all = append(all, evs.Items...)
@@ -146,7 +145,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 		if svc == nil || !settled(svc, ip) {
 			continue
 		}
-		if _, ok := svc.Annotations[names.AnnotationMetalLBRetry]; ok {
+		if _, ok := svc.Annotations[stale.AnnotationMetalLBRetry]; ok {
 			if err := stale.SetRetryMark(ctx, r, svc, nil); err != nil {
 				return err
 			}

@@ -19,6 +19,8 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -105,7 +107,7 @@ func deleteInStartingWindow(t *testing.T, ns, class, blockerIP, address string, 
 	if then != nil {
 		then()
 	}
-	suite.WaitEvent(t, fixture.About{Namespace: testPlaceholderNamespace, Name: names.HoldPlaceholderName(address)}, "AllocationFailed")
+	suite.WaitEvent(t, fixture.About{Namespace: testPlaceholderNamespace, Name: placeholder.HoldName(address)}, "AllocationFailed")
 	end()
 }
 
@@ -157,7 +159,7 @@ func TestStaleAllocationCleared(t *testing.T) {
 	}, fixture.Timeout, fixture.Tick)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, ph := range suite.PlaceholdersOf(ct, a.Name) {
-			assert.NotContains(ct, ph.Annotations, names.AnnotationMetalLBRetry, "the retry mark goes once the hold holds")
+			assert.NotContains(ct, ph.Annotations, stale.AnnotationMetalLBRetry, "the retry mark goes once the hold holds")
 		}
 	}, fixture.Timeout, fixture.Tick)
 }

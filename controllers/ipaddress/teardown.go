@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // teardown is the pass over an address being deleted, which leaves the
@@ -53,7 +54,7 @@ func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAd
 		return false, err
 	}
 	hold := &corev1.Service{}
-	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: names.HoldPlaceholderName(a.Name)}, hold)
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.HoldName(a.Name)}, hold)
 	switch {
 	case err == nil && hold.Labels[names.LabelAddress] != a.Name && ownedBy(hold, a):
 		phs = append(phs, *hold)

@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -253,7 +254,7 @@ func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
 	_, held := boundClaim(t, ns, "kept", cls, iadv1alpha1.FamilyIPv4, "192.0.2.17")
 	_, att := boundClaim(t, ns, "used", cls, iadv1alpha1.FamilyIPv4, "192.0.2.18")
 	hold := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: placeholderNS, Name: names.HoldPlaceholderName(held[0].Name),
+		ObjectMeta: metav1.ObjectMeta{Namespace: placeholderNS, Name: placeholder.HoldName(held[0].Name),
 			Labels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: held[0].Name},
 			Annotations: map[string]string{marks.KeyPool: names.PoolName(cls), marks.KeyPin: "192.0.2.17",
 				marks.KeySharing: "older-driver-key", names.AnnotationClass: cls}},

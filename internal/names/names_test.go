@@ -83,24 +83,3 @@ func TestAddressNameInjective(t *testing.T) {
 		}
 	}
 }
-
-func TestPlaceholderNames(t *testing.T) {
-	n := AllocationPlaceholderName("3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20", "IPv6")
-	assert.Equal(t, "alloc-ipv6-3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20", n)
-	assert.Empty(t, validation.IsDNS1035Label(n))
-
-	tests := []struct{ address, want string }{
-		{"ip-203-0-113-7", "hold-ip-203-0-113-7"},
-		{"ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "hold-ip6-2001-0db8-0000-0000-0000-0000-0000-0007"},
-		{"static.example.org", ""}, // dots: hashed
-		{"a-very-long-admin-chosen-name-for-a-static-address-that-goes-on-and-on", ""},
-	}
-	for _, tt := range tests {
-		got := HoldPlaceholderName(tt.address)
-		assert.Empty(t, validation.IsDNS1035Label(got), got)
-		if tt.want != "" {
-			assert.Equal(t, tt.want, got)
-		}
-	}
-	assert.NotEqual(t, HoldPlaceholderName("a.b"), HoldPlaceholderName("a.c"))
-}

@@ -1,12 +1,19 @@
 // Package placeholder renders what every placeholder Service shares,
-// whichever controller creates it: selectorless (no endpoints, so MetalLB
-// never announces it), LoadBalancer without node ports, single-stack.
+// whichever controller creates it: its name, and a spec selectorless (no
+// endpoints, so MetalLB never announces it), LoadBalancer without node
+// ports, single-stack.
 package placeholder
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -44,4 +51,22 @@ func OwnerRef(a *iadv1alpha1.IPAddress) metav1.OwnerReference {
 		Controller:         ptr.To(false),
 		BlockOwnerDeletion: ptr.To(false),
 	}
+}
+
+// AllocationName is the placeholder drawing a claim's address of
+// one family; deterministic, so racing reconciles collide on create instead
+// of allocating twice.
+func AllocationName(claimUID types.UID, family string) string {
+	return "alloc-" + strings.ToLower(family) + "-" + string(claimUID)
+}
+
+// HoldName is "hold-" and the address name, or a hash of the name
+// where that would not be a valid DNS-1035 label (long or dotted names).
+func HoldName(addressName string) string {
+	n := "hold-" + addressName
+	if len(validation.IsDNS1035Label(n)) == 0 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(addressName))
+	return "hold-" + hex.EncodeToString(sum[:])[:40]
 }

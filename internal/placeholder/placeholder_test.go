@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
@@ -34,4 +35,25 @@ func TestOwnerRef(t *testing.T) {
 	assert.Equal(t, "u1", string(ref.UID))
 	assert.False(t, *ref.Controller)
 	assert.False(t, *ref.BlockOwnerDeletion)
+}
+
+func TestPlaceholderNames(t *testing.T) {
+	n := AllocationName("3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20", "IPv6")
+	assert.Equal(t, "alloc-ipv6-3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20", n)
+	assert.Empty(t, validation.IsDNS1035Label(n))
+
+	tests := []struct{ address, want string }{
+		{"ip-203-0-113-7", "hold-ip-203-0-113-7"},
+		{"ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "hold-ip6-2001-0db8-0000-0000-0000-0000-0000-0007"},
+		{"static.example.org", ""}, // dots: hashed
+		{"a-very-long-admin-chosen-name-for-a-static-address-that-goes-on-and-on", ""},
+	}
+	for _, tt := range tests {
+		got := HoldName(tt.address)
+		assert.Empty(t, validation.IsDNS1035Label(got), got)
+		if tt.want != "" {
+			assert.Equal(t, tt.want, got)
+		}
+	}
+	assert.NotEqual(t, HoldName("a.b"), HoldName("a.c"))
 }

@@ -131,7 +131,7 @@ func AssignedTo(evs []corev1.Event, ip string, self types.NamespacedName, limit 
 	for i := range evs {
 		e := &evs[i]
 		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}
-		if e.Reason != names.MetalLBIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
+		if e.Reason != ReasonIPAllocated || seen[key] || !strings.Contains(e.Message, `"`+ip+`"`) {
 			continue
 		}
 		seen[key] = true
@@ -157,7 +157,7 @@ func Assignments(evs []corev1.Event, keep func(ip string) bool) map[types.Namesp
 	out := map[types.NamespacedName]Assignment{}
 	for i := range evs {
 		e := &evs[i]
-		if e.Reason != names.MetalLBIPAllocated || e.InvolvedObject.Kind != "Service" || e.InvolvedObject.Namespace != e.Namespace {
+		if e.Reason != ReasonIPAllocated || e.InvolvedObject.Kind != "Service" || e.InvolvedObject.Namespace != e.Namespace {
 			continue
 		}
 		key := types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}

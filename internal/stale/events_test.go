@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func TestLatestFailure(t *testing.T) {
@@ -20,7 +18,7 @@ func TestLatestFailure(t *testing.T) {
 	evs := []corev1.Event{
 		ev(AllocationFailed, "u1", "old", 1),
 		ev(AllocationFailed, "u1", "new", 5),
-		ev(names.MetalLBIPAllocated, "u1", "allocated", 9),
+		ev(ReasonIPAllocated, "u1", "allocated", 9),
 		ev(AllocationFailed, "u0", "an earlier Service of that name", 9),
 		{Reason: AllocationFailed, Message: "series", InvolvedObject: corev1.ObjectReference{UID: "u1"},
 			EventTime: metav1.NewMicroTime(at(2).Time), Series: &corev1.EventSeries{LastObservedTime: metav1.NewMicroTime(at(3).Time)}},
@@ -67,12 +65,12 @@ func TestAssignedTo(t *testing.T) {
 	}
 	self := types.NamespacedName{Namespace: "ph", Name: "hold-ip6-x"}
 	evs := []corev1.Event{
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
-		ev(names.MetalLBIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
+		ev(ReasonIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(ReasonIPAllocated, "ph", "alloc-ipv6-a", `Assigned IP ["fd00:77::4"]`),
+		ev(ReasonIPAllocated, "ph", "alloc-ipv6-b", `Assigned IP ["fd00:77::44"]`),
+		ev(ReasonIPAllocated, "ph", "hold-ip6-x", `Assigned IP ["fd00:77::4"]`),
 		ev(AllocationFailed, "ph", "alloc-ipv6-c", `port TCP/9 is already in use on "fd00:77::4"`),
-		ev(names.MetalLBIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
+		ev(ReasonIPAllocated, "ph", "alloc-ipv6-d", `Assigned IP ["10.0.0.1", "fd00:77::4"]`),
 	}
 	assert.Equal(t, []types.NamespacedName{{Namespace: "ph", Name: "alloc-ipv6-a"}, {Namespace: "ph", Name: "alloc-ipv6-d"}},
 		AssignedTo(evs, "fd00:77::4", self, 8))
@@ -93,17 +91,17 @@ func TestAssignments(t *testing.T) {
 		return corev1.Event{Reason: reason, Message: msg, LastTimestamp: at(sec), ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: ns, Name: name}}
 	}
-	forged := ev("tenant-a", "forged", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.5"]`, 1)
+	forged := ev("tenant-a", "forged", ReasonIPAllocated, `Assigned IP ["10.0.0.5"]`, 1)
 	forged.InvolvedObject.Namespace = "tenant-b"
-	pod := ev("iad", "pod", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.6"]`, 1)
+	pod := ev("iad", "pod", ReasonIPAllocated, `Assigned IP ["10.0.0.6"]`, 1)
 	pod.InvolvedObject.Kind = "Pod"
 	evs := []corev1.Event{
-		ev("iad", "a", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.1"]`, 1),
-		ev("iad", "a", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.2"]`, 5),
-		ev("iad", "a", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.3"]`, 3),
+		ev("iad", "a", ReasonIPAllocated, `Assigned IP ["10.0.0.1"]`, 1),
+		ev("iad", "a", ReasonIPAllocated, `Assigned IP ["10.0.0.2"]`, 5),
+		ev("iad", "a", ReasonIPAllocated, `Assigned IP ["10.0.0.3"]`, 3),
 		ev("iad", "b", AllocationFailed, `Failed to allocate IP for "iad/b": "10.0.0.4"`, 1),
-		ev("iad", "dual", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.7","fd00::7"]`, 1),
-		ev("iad", "skipped", names.MetalLBIPAllocated, `Assigned IP ["10.0.0.9"]`, 1),
+		ev("iad", "dual", ReasonIPAllocated, `Assigned IP ["10.0.0.7","fd00::7"]`, 1),
+		ev("iad", "skipped", ReasonIPAllocated, `Assigned IP ["10.0.0.9"]`, 1),
 		forged, pod,
 	}
 	got := Assignments(evs, func(ip string) bool { return ip != "10.0.0.9" })

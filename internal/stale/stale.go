@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
@@ -35,7 +34,7 @@ func Clear(ctx context.Context, c client.Client, reader client.Reader, key types
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-			Annotations: map[string]string{names.AnnotationClearsStaleAllocation: marker}},
+			Annotations: map[string]string{AnnotationClearsStaleAllocation: marker}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
 	}
 	switch err := c.Create(ctx, svc); {
@@ -54,16 +53,16 @@ func Clear(ctx context.Context, c client.Client, reader client.Reader, key types
 }
 
 // Poke makes MetalLB process a Service once more, by writing the time into
-// its names.AnnotationMetalLBRetry; the time also spaces the pokes.
+// its AnnotationMetalLBRetry; the time also spaces the pokes.
 func Poke(ctx context.Context, c client.Client, svc *corev1.Service) error {
 	log.FromContext(ctx).Info("asking MetalLB to look at a Service again", "service", client.ObjectKeyFromObject(svc))
 	return SetRetryMark(ctx, c, svc, time.Now().UTC().Format(time.RFC3339Nano))
 }
 
-// SetRetryMark sets (nil: removes) names.AnnotationMetalLBRetry in a merge
+// SetRetryMark sets (nil: removes) AnnotationMetalLBRetry in a merge
 // patch of that one key.
 func SetRetryMark(ctx context.Context, c client.Client, svc *corev1.Service, v any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{names.AnnotationMetalLBRetry: v}}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationMetalLBRetry: v}}})
 	if err != nil {
 		return err
 	}

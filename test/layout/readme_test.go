@@ -82,14 +82,15 @@ func stringConstants(t *testing.T, dir string) map[string]string {
 
 // TestReadmeNamesEveryKey: the README's reference of annotations and labels
 // names every key the driver and the core's API define (a constant of
-// internal/names, internal/marks or api/v1alpha1 shaped like prefix/name), so a key added
+// internal/names, internal/marks, internal/stale or api/v1alpha1 shaped like
+// prefix/name), so a key added
 // to the code without a line for its users fails here.
 func TestReadmeNamesEveryKey(t *testing.T) {
 	root := filepath.Join("..", "..")
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
 	found := 0
-	for _, dir := range []string{"internal/names", "internal/marks", "api/v1alpha1"} {
+	for _, dir := range []string{"internal/names", "internal/marks", "internal/stale", "api/v1alpha1"} {
 		for name, v := range stringConstants(t, filepath.Join(root, dir)) {
 			host, key, ok := strings.Cut(v, "/")
 			if !ok || key == "" || !strings.Contains(host, ".") || strings.ContainsAny(v, " %") {
