@@ -18,7 +18,6 @@ import (
 const (
 	ReasonHoldCreated            = "HoldCreated"           // Normal, address: a hold placeholder was created
 	ReasonHoldReleased           = "HoldReleased"          // Normal, address: placeholders deleted for an attached workload
-	ReasonHoldParked             = "HoldParked"            // Normal, address: placeholders moved to the parking pool for an attached workload
 	ReasonPinRepaired            = "PinRepaired"           // Normal, address: a placeholder's pin was corrected
 	ReasonAssociationCleared     = "AssociationCleared"    // Normal, address: associatedTo named a Service that is gone
 	ReasonAddressTakenElsewhere  = "AddressTakenElsewhere" // Warning, address: another Service holds it, the placeholder cannot
@@ -55,6 +54,10 @@ func msgClassGone(a *iadv1alpha1.IPAddress, metallbNamespace string, pool *metal
 
 func msgReleased(w *iadv1alpha1.WorkloadReference) string {
 	return fmt.Sprintf("No placeholder holds the address: it is released for %s", workloadName(w))
+}
+
+func msgReleasedParked(w *iadv1alpha1.WorkloadReference, pool string) string {
+	return fmt.Sprintf("No placeholder holds the address: it is released for %s; the hold waits in the parking pool %s and comes back on detach", workloadName(w), pool)
 }
 
 func msgWaiting(ip, namespace, name string) string {
@@ -113,10 +116,6 @@ func msgHoldCreated(ip, namespace, name string) string {
 
 func msgHoldReleased(w *iadv1alpha1.WorkloadReference, n int) string {
 	return fmt.Sprintf("Deleted %d placeholder Service(s) to release the address for %s", n, workloadName(w))
-}
-
-func msgHoldParked(w *iadv1alpha1.WorkloadReference, n int, pool string) string {
-	return fmt.Sprintf("Moved %d placeholder Service(s) to the parking pool %s to release the address for %s (no MetalLB pass over every Service; the placeholder comes back on detach)", n, pool, workloadName(w))
 }
 
 func msgUnparked(s *corev1.Service, ip string) string {

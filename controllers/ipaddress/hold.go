@@ -144,11 +144,10 @@ func (r *Reconciler) applyHold(ctx context.Context, s *scope, v *holdView) (phas
 	if err != nil {
 		return phase.Next(), err
 	}
-	parked, err := r.parkPlaceholders(ctx, v.plan.Park)
-	if err != nil {
+	if _, err := r.parkPlaceholders(ctx, v.plan.Park); err != nil {
 		return phase.Next(), err
 	}
-	r.noteHold(s, v, deleted, parked)
+	r.noteHold(s, v, deleted)
 	if v.plan.Create || len(v.plan.Delete) > 0 || len(v.plan.Park) > 0 {
 		if res.State != phase.Done {
 			return res, nil
@@ -256,15 +255,13 @@ func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service
 	return parked, nil
 }
 
-// noteHold records HoldReleased or HoldParked and sets Granted and Held in
+// noteHold records HoldReleased (a parked hold says so in Held alone: one
+// Event a handoff, the Service's) and sets Granted and Held in
 // memory, with the AddressTakenElsewhere Warning after the status patch.
-func (r *Reconciler) noteHold(s *scope, v *holdView, deleted, parked int) {
+func (r *Reconciler) noteHold(s *scope, v *holdView, deleted int) {
 	a := s.addr
 	if w := releasedFor(a, s.key, v.attached, deleted); w != nil {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
-	}
-	if w := releasedFor(a, s.key, v.attached, parked); w != nil {
-		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldParked, msgHoldParked(w, parked, r.ParkingPool))
 	}
 	g := grantState(a, v.holders, r.PlaceholderNamespace)
 	conditions.Set(&a.Status.Conditions, conditions.Granted, g.Status, g.Reason, g.Message, a.Generation)

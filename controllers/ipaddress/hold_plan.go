@@ -157,7 +157,7 @@ func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders
 			return p
 		}
 	}
-	p.Held = released(w)
+	p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleasedParked(w, pool)}
 	return p
 }
 
@@ -404,7 +404,7 @@ func recheckPlaceholders(a *iadv1alpha1.IPAddress, p holdPlan) bool {
 	return p.Create || (p.Held != nil && p.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a))
 }
 
-// releasedFor is the workload the HoldReleased or HoldParked Event names
+// releasedFor is the workload the HoldReleased Event names
 // once placeholders went or stepped aside for it (moved of them); nil when
 // there is no Event to record.
 func releasedFor(a *iadv1alpha1.IPAddress, key string, attached *corev1.Service, moved int) *iadv1alpha1.WorkloadReference {

@@ -191,12 +191,10 @@ func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IP
 	return ParkedAway(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc), nil
 }
 
+// recordAssociated records the handoff's one Event, on the Service; each
+// address says the same in status.associatedTo and its Held condition.
 func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
-	svc := s.svc
-	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, pin, mode, problem))
-	for _, a := range s.addrs {
-		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonAssociated, msgAssociatedAddress(svc.Namespace, svc.Name, s.claimName, mode))
-	}
+	r.Recorder.Event(s.svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, pin, mode, problem))
 }
 
 // grantAttach takes the attach grant on each of the claim's addresses, in

@@ -89,10 +89,6 @@ func msgAssociated(claim, pin, mode, problem string) string {
 	return fmt.Sprintf("Attached claim %q: MetalLB is asked for %s (gap handoff: the address was unheld for a moment, because %s)", claim, pin, problem)
 }
 
-func msgAssociatedAddress(namespace, name, claim, mode string) string {
-	return fmt.Sprintf("Attached to Service %s/%s (claim %s/%s, %s handoff)", namespace, name, namespace, claim, mode)
-}
-
 // grantLabel names the grant label withdrawn, with the class it named.
 func grantLabel(class string) string {
 	if class == "" {

@@ -246,7 +246,6 @@ func TestAssociatePinsService(t *testing.T) {
 	assertAssociated(t, "assoc", "web", "web-ip", "198.51.100.5", addrs...)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assertEvent(t, "Service", "assoc", "web", corev1.EventTypeNormal, ReasonAssociated, `claim "web-ip"`, "198.51.100.5")
-		assertEvent(t, "IPAddress", "", "ip-198-51-100-5", corev1.EventTypeNormal, ReasonAssociated, "Service assoc/web")
 		assert.Greater(t, histogram(t, handoffSeconds).GetSampleCount(), before, "the handoff is measured")
 		assert.Greater(t, histogram(t, handoffUnheldSeconds).GetSampleCount(), beforeUnheld, "the unheld gap is measured")
 	}, fixture.Timeout, fixture.Tick)

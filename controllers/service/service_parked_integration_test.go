@@ -92,7 +92,6 @@ func TestParkedHandoff(t *testing.T) {
 			})
 			assert.Zero(t, passes, "an attach costs MetalLB no full pass")
 			assert.Contains(t, suite.WaitEvent(t, fixture.About{Kind: "Service", Namespace: ns, Name: svcName}, ReasonAssociated).Message, "parked handoff")
-			assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: addr.Name}, "HoldParked").Message, parking.DefaultPool)
 			assert.EventuallyWithT(t, func(t *assert.CollectT) {
 				ph := &corev1.Service{}
 				require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(&hold), ph))
@@ -106,6 +105,7 @@ func TestParkedHandoff(t *testing.T) {
 				if assert.NotNil(t, held) {
 					assert.Equal(t, metav1.ConditionFalse, held.Status)
 					assert.Equal(t, conditions.ReasonReleasedForWorkload, held.Reason)
+					assert.Contains(t, held.Message, parking.DefaultPool, "the Held message names the parking pool")
 				}
 			}, fixture.MetalLBTimeout, fixture.Tick)
 

@@ -635,7 +635,6 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 		assert.Equal(t, "web-ip", s.Annotations[marks.KeySharedBy])
 		assert.EventuallyWithT(t, func(t *assert.CollectT) {
 			k.assertEvent(t, "Service", k.ns, "web", corev1.EventTypeNormal, reasonAssociated, `claim "web-ip"`, ip, "shared handoff", "never unheld")
-			k.assertEvent(t, "IPAddress", "", a.Name, corev1.EventTypeNormal, reasonAssociated, "Service "+k.ns+"/web", "shared handoff")
 			assert.Equal(t, attachShared+1, counter(t, dirAttach, modeShared))
 		}, wait, tick)
 
@@ -752,7 +751,6 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 			k.assertReleasedForWorkload(tc.addr)
 			assert.EventuallyWithT(t, func(t *assert.CollectT) {
 				k.assertEvent(t, "Service", k.ns, tc.svc, corev1.EventTypeNormal, reasonAssociated, tc.addr.Spec.Address, "gap handoff", tc.because)
-				k.assertEvent(t, "IPAddress", "", tc.addr.Name, corev1.EventTypeNormal, reasonAssociated, "Service "+k.ns+"/"+tc.svc, "gap handoff")
 			}, wait, tick)
 			s := k.readService(t, tc.svc)
 			assert.NotContains(t, s.Annotations, marks.KeySharedBy, tc.svc)
