@@ -44,6 +44,10 @@ func sharedWith(ph string) *heldState {
 			"the address is attached to (shared attachment): detaching or deleting that Service leaves the address held"}
 }
 
+// releasedParked is Held once the parked hold moved off the address.
+var releasedParked = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
+	"No placeholder holds the address: it is released for Service t/web; the hold waits in the parking pool parking and comes back on detach"}
+
 var releasedForWeb = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
 	"No placeholder holds the address: it is released for Service t/web"}
 
@@ -107,8 +111,8 @@ func TestPlanAttached(t *testing.T) {
 			nil, nil, []string{phNS + "/hold"}, false},
 		{"parked, one still terminating on the address: not released", open, gap, []corev1.Service{parked("240.0.0.1"), deleting(hold)},
 			nil, nil, nil, false},
-		{"parked and moved: released", open, gap, []corev1.Service{parked("240.0.0.1")}, releasedForWeb, nil, nil, false},
-		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedForWeb, nil, nil, false},
+		{"parked and moved: released", open, gap, []corev1.Service{parked("240.0.0.1")}, releasedParked, nil, nil, false},
+		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedParked, nil, nil, false},
 	}
 	for _, tt := range tests {
 		p := planAttached(shared(), planIP, marks.Keys{}.Of(shared()), phNS, tt.park, w, tt.attached, tt.placeholders)
@@ -769,8 +773,7 @@ func TestPlanHold(t *testing.T) {
 			keepKeys:     true,
 			placeholders: []corev1.Service{parked("240.0.0.1")},
 			attached:     asker(),
-			want: want{held: &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
-				"No placeholder holds the address: it is released for Service t/web"}},
+			want:         want{held: releasedParked},
 		},
 		{
 			name:         "associated, parking closed meanwhile: a parked placeholder is deleted as in the gap handoff",
