@@ -258,21 +258,17 @@ func TestDriftRepair(t *testing.T) {
 		assert.Equal(t, uid, got.UID)
 	}, fixture.Timeout, fixture.Tick, "the hand edit of the pool is reverted")
 
-	// Stripped labels come back, and an older version's owner reference to
-	// the class is dropped; a foreign label stays.
+	// Stripped labels come back; a foreign label stays.
 	pool = &metallbv1beta1.IPAddressPool{}
 	require.NoError(t, c.Client.Get(ctx, key(cl.Name), pool))
 	orig = pool.DeepCopy()
 	pool.Labels = map[string]string{"team": "net"}
-	pool.OwnerReferences = []metav1.OwnerReference{{APIVersion: "local.sdn.cozystack.io/v1alpha1", Kind: "IPAddressClass",
-		Name: cl.Name, UID: cl.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false)}}
 	require.NoError(t, c.Client.Patch(ctx, pool, client.MergeFrom(orig)))
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		got := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.Equal(t, map[string]string{"team": "net", LabelManagedBy: ManagedBy, LabelClass: cl.Name}, got.Labels)
-		assert.Empty(t, got.OwnerReferences)
-	}, fixture.Timeout, fixture.Tick, "labels are restored and the class's owner reference dropped")
+	}, fixture.Timeout, fixture.Tick, "labels are restored")
 
 	// A deleted advertisement is recreated; a hand edit of it is reverted.
 	adv := waitL2(t, cl.Name)

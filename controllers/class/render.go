@@ -110,7 +110,7 @@ func (r *Reconciler) controlledElsewhere(ctx context.Context, desired client.Obj
 	if err != nil {
 		return "", err
 	}
-	if _, err := TakeOver(existing.GetOwnerReferences(), desired.GetLabels()[LabelClass]); err != nil {
+	if err := TakeOver(existing.GetOwnerReferences()); err != nil {
 		return controlledElsewhereMessage(desired, err), nil
 	}
 	return "", nil

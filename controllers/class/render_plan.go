@@ -5,7 +5,6 @@ import (
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,28 +94,16 @@ func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespa
 	return pool, adv
 }
 
-// TakeOver returns the owner references of an existing object named for a
-// class once the class controller renders it: a controller reference to an
-// IPAddressClass of that name (written by older versions, which let the
-// garbage collector delete the pool with its class) is dropped, any other
-// reference kept. It fails when something else controls the object.
-func TakeOver(refs []metav1.OwnerReference, class string) ([]metav1.OwnerReference, error) {
-	out := make([]metav1.OwnerReference, 0, len(refs))
+// TakeOver checks that nothing else controls an existing object named for
+// a class before the class controller renders it; its owner references
+// stay as they are.
+func TakeOver(refs []metav1.OwnerReference) error {
 	for _, r := range refs {
-		switch {
-		case isClassRef(r) && r.Name == class:
-		case r.Controller != nil && *r.Controller:
-			return nil, fmt.Errorf("it is controlled by %s %s already", r.Kind, r.Name)
-		default:
-			out = append(out, r)
+		if r.Controller != nil && *r.Controller {
+			return fmt.Errorf("it is controlled by %s %s already", r.Kind, r.Name)
 		}
 	}
-	return out, nil
-}
-
-func isClassRef(ref metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == iadv1alpha1.GroupVersion.Group && ref.Kind == "IPAddressClass"
+	return nil
 }
 
 // desired is what render writes for the class: Render's objects, the pool
@@ -158,10 +145,9 @@ func emptyOf(desired client.Object) (client.Object, func(), error) {
 	return obj, setSpec, nil
 }
 
-// merge makes obj what desired renders: our labels merged in, an older
-// version's owner reference to the class and the retained-for note
-// dropped, the spec replaced (setSpec). Other labels, annotations and
-// owners stay.
+// merge makes obj what desired renders: our labels merged in, the
+// retained-for note dropped, the spec replaced (setSpec). Other labels,
+// annotations and owners stay.
 func merge(obj, desired client.Object, setSpec func()) error {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -175,11 +161,9 @@ func merge(obj, desired client.Object, setSpec func()) error {
 		delete(ann, AnnotationRetained) // the class is back
 		obj.SetAnnotations(ann)
 	}
-	refs, err := TakeOver(obj.GetOwnerReferences(), desired.GetLabels()[LabelClass])
-	if err != nil {
+	if err := TakeOver(obj.GetOwnerReferences()); err != nil {
 		return errControlledElsewhere{msg: controlledElsewhereMessage(desired, err)}
 	}
-	obj.SetOwnerReferences(refs)
 	setSpec()
 	return nil
 }
@@ -197,12 +181,8 @@ func kindOf(o client.Object) string {
 }
 
 // controlledByClass reports whether o was rendered for the class: it
-// carries RenderedLabels of the class, or (written by an older version) a
-// controller reference to an IPAddressClass of that name.
+// carries RenderedLabels of the class.
 func controlledByClass(o metav1.Object, class string) bool {
-	if l := o.GetLabels(); l[LabelManagedBy] == ManagedBy && l[LabelClass] == class {
-		return true
-	}
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && isClassRef(*ref) && ref.Name == class
+	l := o.GetLabels()
+	return l[LabelManagedBy] == ManagedBy && l[LabelClass] == class
 }

@@ -6,7 +6,6 @@ import (
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -53,7 +52,7 @@ func ledgerEntryChanged(o, n *iadv1alpha1.IPAddress) bool {
 }
 
 // renderedToClass maps a MetalLB object to the class it was rendered for
-// (by label and by controller reference) and to the class whose name it
+// (by label) and to the class whose name it
 // bears (iad-<class>), which someone else's object may block.
 func (r *Reconciler) renderedToClass(_ context.Context, o client.Object) []reconcile.Request {
 	if o.GetNamespace() != r.MetalLBNamespace {
@@ -65,9 +64,6 @@ func (r *Reconciler) renderedToClass(_ context.Context, o client.Object) []recon
 	}
 	if o.GetLabels()[LabelManagedBy] == ManagedBy && o.GetLabels()[LabelClass] != "" {
 		set[o.GetLabels()[LabelClass]] = true
-	}
-	if ref := metav1.GetControllerOf(o); ref != nil && isClassRef(*ref) {
-		set[ref.Name] = true
 	}
 	out := make([]reconcile.Request, 0, len(set))
 	for name := range set {

@@ -6,11 +6,9 @@ import (
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
@@ -48,8 +46,7 @@ func (r *Reconciler) withdraw(ctx context.Context, class string, keep []client.O
 }
 
 // renderedFor lists the objects of single's kind rendered for the class:
-// those labelled for it, then the one named for it when it is controlled
-// by a class of that name (written by an older version). single is filled.
+// those labelled for it.
 func (r *Reconciler) renderedFor(ctx context.Context, class string, single client.Object) ([]client.Object, error) {
 	list, err := listOf(single)
 	if err != nil {
@@ -58,15 +55,7 @@ func (r *Reconciler) renderedFor(ctx context.Context, class string, single clien
 	if err := r.List(ctx, list, client.InNamespace(r.MetalLBNamespace), client.MatchingLabels(RenderedLabels(class))); err != nil {
 		return nil, err
 	}
-	candidates := objectsOf(list)
-	err = r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(class)}, single)
-	switch {
-	case err == nil && controlledByClass(single, class):
-		candidates = append(candidates, single)
-	case err != nil && !kerrors.IsNotFound(err):
-		return nil, err
-	}
-	return candidates, nil
+	return objectsOf(list), nil
 }
 
 func listOf(o client.Object) (client.ObjectList, error) {
