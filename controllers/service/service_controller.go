@@ -83,7 +83,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return phase.Run(ctx, &scope{key: req.NamespacedName}, phase.Of(r.detachGone))
 	}
 	return phase.Run(ctx, &scope{svc: svc, key: req.NamespacedName},
-		phase.Of(r.removeFinalizer),
 		phase.Of(r.observe),
 		phase.Of(r.importFirst),
 		phase.Of(r.detectConflicts),

@@ -210,24 +210,15 @@ func TestTwoServicesNamingOneClaimAtOnce(t *testing.T) {
 }
 
 // TestNoFinalizerOnTenantServices: an attached Service carries no driver
-// finalizer, so its deletion never waits for the service controller; the
-// finalizer an earlier version put on a Service is removed; deleting the
-// namespace of an attached Service completes and the address is detached.
+// finalizer, so its deletion never waits for the service controller;
+// deleting the namespace of an attached Service completes and the address
+// is detached.
 func TestNoFinalizerOnTenantServices(t *testing.T) {
 	ctx := context.Background()
 	class(t, "sim-nofin", "198.51.100.224/28")
 	_, addrs := boundClaim(t, "nofin", "ip", "sim-nofin", iadv1alpha1.FamilyIPv4, "198.51.100.225")
 	suite.Create(t, lb("nofin", "web", "ip"))
 	assertAssociated(t, "nofin", "web", "ip", "198.51.100.225", addrs...) // asserts no finalizer
-
-	// An upgrade: the finalizer an earlier version added is removed.
-	s := suite.GetService(t, "nofin", "web")
-	orig := s.DeepCopy()
-	s.Finalizers = append(s.Finalizers, AssociationFinalizer)
-	require.NoError(t, c.Client.Patch(ctx, s, client.MergeFrom(orig)))
-	assert.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.NotContains(t, suite.GetService(t, "nofin", "web").Finalizers, AssociationFinalizer)
-	}, fixture.Timeout, fixture.Tick)
 
 	// Deleting the namespace completes; the association is cleared.
 	require.NoError(t, c.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nofin"}}))

@@ -302,7 +302,7 @@ func TestSecondServiceRejected(t *testing.T) {
 	s := suite.GetService(t, "second", "copycat")
 	assert.NotContains(t, s.Annotations, marks.KeyPin, "the second Service gets no pin")
 	assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
-	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
+	assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant Service")
 	assert.Empty(t, fixture.Ingress(s))
 	assert.Equal(t, "first", suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo.Name)
 
@@ -324,7 +324,7 @@ func TestClaimNotBoundThenAssociates(t *testing.T) {
 	}, fixture.Timeout, fixture.Tick, "the claim's creation brings the Service back")
 	s := suite.GetService(t, "later", "web")
 	assert.NotContains(t, s.Annotations, marks.KeyPin)
-	assert.NotContains(t, s.Finalizers, AssociationFinalizer)
+	assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant Service")
 
 	addrs := bind(t, claim, nil, "198.51.100.66")
 	assertAssociated(t, "later", "web", "later-ip", "198.51.100.66", addrs...)
@@ -342,7 +342,7 @@ func TestNotLoadBalancerRejected(t *testing.T) {
 	}, fixture.Timeout, fixture.Tick)
 	got := suite.GetService(t, "clusterip", "web")
 	assert.NotContains(t, got.Annotations, marks.KeyPin)
-	assert.NotContains(t, got.Finalizers, AssociationFinalizer)
+	assert.Empty(t, got.Finalizers, "no driver finalizer on a tenant Service")
 	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 }
 
@@ -382,7 +382,7 @@ func TestDetachByRemovingAnnotation(t *testing.T) {
 		s := suite.GetService(t, "detach", "web")
 		assert.NotContains(t, s.Annotations, marks.KeyPin, "pin withdrawn")
 		assert.NotContains(t, s.Annotations, marks.KeyPinnedBy, "marker withdrawn")
-		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
+		assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant Service")
 		assert.Empty(t, fixture.Ingress(s), "MetalLB took the address back")
 		a := suite.GetAddress(t, addrs[0].Name)
 		assert.Nil(t, a.Status.AssociatedTo)
@@ -429,7 +429,7 @@ func TestHandWrittenPinUntouched(t *testing.T) {
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 		s := suite.GetService(t, "hand", "same")
-		assert.NotContains(t, s.Finalizers, AssociationFinalizer)
+		assert.Empty(t, s.Finalizers, "no driver finalizer on a tenant Service")
 	}, fixture.Timeout, fixture.Tick)
 	s = suite.GetService(t, "hand", "same")
 	assert.Equal(t, "198.51.100.129", s.Annotations[marks.KeyPin], "the hand-written pin stays")
