@@ -161,7 +161,7 @@ func TestImportExistingServices(t *testing.T) {
 	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB serves the imported addresses from the class's pool")
 	assert.Equal(t, []string{autoIP}, fixture.Ingress(suite.GetService(t, ns, "auto")), "IP unchanged")
 	assert.Equal(t, []string{"192.0.2.70"}, fixture.Ingress(suite.GetService(t, ns, "pinned")), "IP unchanged")
-	w.assertNeverUnheld(t, 0)
+	w.AssertNeverUnheld(t, 0)
 
 	// Deleting the Services leaves the addresses Bound and held.
 	for _, n := range []string{"auto", "pinned"} {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -32,6 +30,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The handoffs without the parking pool, as the chart runs the driver with
@@ -400,145 +399,12 @@ func ipsOf(addrs []*iadv1alpha1.IPAddress) map[string]string {
 	return out
 }
 
-// holdWatch follows every change of every Service through a watch, and
-// checks after each one that each watched IP is held: shown in
-// status.loadBalancer.ingress by one of its address's placeholders or by
-// one of the watched workloads. The watch delivers the changes in order,
-// so every state the API server went through is checked, not a sample.
-type holdWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	// placeholders is the placeholder namespace.
-	placeholders string
-
-	mu     sync.Mutex
-	states int
-	gaps   []string
-	errs   []string
-	// shared counts, per IP, the times it came to be held by a placeholder
-	// and a workload at once: the proof that the two shared it.
-	shared map[string]int
-	both   map[string]bool
-}
-
-// watchHeld starts watching. ips maps each watched IP to its IPAddress name.
-func (k *kit) watchHeld(cfg *envconf.Config, ips map[string]string, workloads ...client.ObjectKey) *holdWatch {
-	t := k.t
-	t.Helper()
+// watchHeld starts a fixture.HoldWatch on the fleet's placeholder namespace.
+func (k *kit) watchHeld(cfg *envconf.Config, ips map[string]string, workloads ...client.ObjectKey) *fixture.HoldWatch {
+	k.t.Helper()
 	wc, err := client.NewWithWatch(cfg.Client().RESTConfig(), client.Options{Scheme: bootstrap.Scheme()})
-	require.NoError(t, err)
-	var list corev1.ServiceList
-	require.NoError(t, wc.List(context.Background(), &list))
-	state := map[client.ObjectKey]*corev1.Service{}
-	for i := range list.Items {
-		state[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
-	}
-	isWorkload := map[client.ObjectKey]bool{}
-	for _, key := range workloads {
-		isWorkload[key] = true
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &holdWatch{cancel: cancel, done: make(chan struct{}), placeholders: k.fleet.placeholderNamespace(),
-		shared: map[string]int{}, both: map[string]bool{}}
-	w.check(state, ips, isWorkload, list.ResourceVersion)
-	go func() {
-		defer close(w.done)
-		rv := list.ResourceVersion
-		for ctx.Err() == nil {
-			watcher, err := wc.Watch(ctx, &corev1.ServiceList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err != nil {
-				if ctx.Err() == nil {
-					w.fail("watch: %v", err)
-				}
-				return
-			}
-			for ev := range watcher.ResultChan() {
-				switch ev.Type {
-				case watch.Added, watch.Modified, watch.Deleted:
-					svc := ev.Object.(*corev1.Service)
-					rv = svc.ResourceVersion
-					if ev.Type == watch.Deleted {
-						delete(state, client.ObjectKeyFromObject(svc))
-					} else {
-						state[client.ObjectKeyFromObject(svc)] = svc
-					}
-					w.check(state, ips, isWorkload, rv)
-				case watch.Error:
-					if ctx.Err() == nil {
-						w.fail("watch error: %v", ev.Object)
-					}
-				}
-			}
-			watcher.Stop()
-		}
-	}()
-	t.Cleanup(w.finish)
-	return w
-}
-
-func (w *holdWatch) fail(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.errs = append(w.errs, fmt.Sprintf(format, args...))
-}
-
-// check judges one state of the cluster's Services.
-func (w *holdWatch) check(state map[client.ObjectKey]*corev1.Service, ips map[string]string, isWorkload map[client.ObjectKey]bool, rv string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.states++
-	for ip, addr := range ips {
-		byPlaceholder, byWorkload := false, false
-		for key, s := range state {
-			if !marks.Holds(s, ip) {
-				continue
-			}
-			byPlaceholder = byPlaceholder || (s.Namespace == w.placeholders && s.Labels[names.LabelAddress] == addr)
-			byWorkload = byWorkload || isWorkload[key]
-		}
-		if !byPlaceholder && !byWorkload {
-			w.gaps = append(w.gaps, fmt.Sprintf("%s held by nobody at resourceVersion %s", ip, rv))
-		}
-		both := byPlaceholder && byWorkload
-		if both && !w.both[ip] {
-			w.shared[ip]++
-		}
-		w.both[ip] = both
-	}
-}
-
-// unheldStates stops watching and returns how many states had a watched IP
-// held by nobody.
-func (w *holdWatch) unheldStates(t *testing.T) int {
-	t.Helper()
-	w.finish()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	assert.Empty(t, w.errs, "the watch ran without errors")
-	return len(w.gaps)
-}
-
-// finish stops watching; it may be called more than once.
-func (w *holdWatch) finish() {
-	w.cancel()
-	<-w.done
-}
-
-// assertNeverUnheld stops watching and asserts that no state of the cluster
-// had a watched IP held by nobody, and that each IP was shared by a
-// placeholder and a workload at least handoffs times (once per shared
-// handoff).
-func (w *holdWatch) assertNeverUnheld(t *testing.T, handoffs int) {
-	t.Helper()
-	w.finish()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	assert.Empty(t, w.errs, "the watch ran without errors")
-	assert.Empty(t, w.gaps, "no state of the cluster has a watched IP held by nobody")
-	for ip := range w.both {
-		assert.GreaterOrEqual(t, w.shared[ip], handoffs, "%s was shared by a placeholder and the workload in each handoff", ip)
-	}
-	t.Logf("%d states checked, %d unheld, shared: %v", w.states, len(w.gaps), w.shared)
+	require.NoError(k.t, err)
+	return fixture.WatchHeld(k.t, wc, k.fleet.placeholderNamespace(), ips, workloads...)
 }
 
 // TestGapHandoff: a claim is provisioned and held by a placeholder;
@@ -669,7 +535,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 		}, wait, tick)
 		// Each attachment shared the address once: the placeholder and the
 		// workload held it together from its attach until its detach.
-		w.assertNeverUnheld(t, 2)
+		w.AssertNeverUnheld(t, 2)
 
 		assert.Equal(t, attachGap, counter(t, dirAttach, modeGap), "no gap handoff")
 		assert.Equal(t, unheld, unheldObserved(t), "no unheld gap observed")
@@ -709,7 +575,7 @@ func TestSharedHandoffDualStack(t *testing.T) {
 		k.patchAnnotations("web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
 		k.assertDetached("web", addrs...)
 		assert.Equal(t, hold, k.holdUIDs(addrs...), "the same placeholders held both addresses through the detach")
-		w.assertNeverUnheld(t, 1)
+		w.AssertNeverUnheld(t, 1)
 	})
 }
 
@@ -758,7 +624,7 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 		assert.NotContains(t, k.readService(t, "discard").Annotations, marks.KeySharing)
 		assert.Equal(t, "team-a", k.readService(t, "keyed").Annotations[marks.KeySharing], "the hand-written key stays")
 		assert.Equal(t, attachGap+3, counter(t, dirAttach, modeGap))
-		assert.Positive(t, w.unheldStates(t), "the gap handoff leaves the address unheld for a moment, and the watch sees it")
+		assert.Positive(t, w.UnheldStates(t), "the gap handoff leaves the address unheld for a moment, and the watch sees it")
 
 		for _, tc := range []struct {
 			svc  string
