@@ -256,6 +256,9 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err
 		}
-		return phase.Next(), err
+		// The class looked full, counting the draws in flight of this
+		// controller's book. No watch event comes when one settles, and
+		// MetalLB does not retry the refused placeholder: look again.
+		return phase.RetryAfter(staleWait, "MetalLB refused a warm placeholder and the class looks full"), err
 	}}
 }
