@@ -200,21 +200,7 @@ func patchAnnotations(t *testing.T, ns, name string, ann map[string]string) {
 // assertEvent asserts an Event of the type and reason about the object
 // whose message contains every one of parts.
 func assertEvent(t *assert.CollectT, kind, ns, name, typ, reason string, parts ...string) {
-	var seen []string
-	for _, e := range suite.Events(t, fixture.About{Kind: kind, Namespace: ns, Name: name}, "") {
-		if e.Type != typ || e.Reason != reason {
-			continue
-		}
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(e.Message, p)
-		}
-		if ok {
-			return
-		}
-		seen = append(seen, e.Message)
-	}
-	assert.Failf(t, "event missing", "no %s %s Event on %s %s/%s containing %q; seen: %q", typ, reason, kind, ns, name, parts, seen)
+	fixture.AssertEvent(t, suite.Events(t, fixture.About{Kind: kind, Namespace: ns, Name: name}, ""), kind+" "+ns+"/"+name, typ, reason, parts...)
 }
 
 // assertAssociated waits for the whole forward handoff: associatedTo on

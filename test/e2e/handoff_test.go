@@ -228,21 +228,7 @@ func (k *kit) eventsAbout(t require.TestingT, kind, ns, name string) []corev1.Ev
 // assertEvent asserts an Event of the type and reason about the object
 // whose message contains every one of parts.
 func (k *kit) assertEvent(t *assert.CollectT, kind, ns, name, typ, reason string, parts ...string) {
-	var seen []string
-	for _, e := range k.eventsAbout(t, kind, ns, name) {
-		if e.Type != typ || e.Reason != reason {
-			continue
-		}
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(e.Message, p)
-		}
-		if ok {
-			return
-		}
-		seen = append(seen, e.Message)
-	}
-	assert.Failf(t, "event missing", "no %s %s Event on %s %s/%s containing %q; seen: %q", typ, reason, kind, ns, name, parts, seen)
+	fixture.AssertEvent(t, k.eventsAbout(t, kind, ns, name), kind+" "+ns+"/"+name, typ, reason, parts...)
 }
 
 // assertAssociated waits for the whole forward handoff: associatedTo on
