@@ -105,7 +105,7 @@ func grantSharing(t *testing.T, address, ns, name string) {
 	if a.Annotations == nil {
 		a.Annotations = map[string]string{}
 	}
-	a.Annotations[marks.KeyAttaching] = ns + "/" + name
+	a.Annotations[names.AnnotationAttaching] = ns + "/" + name
 	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
 	key := marks.Keys{}.Of(a)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {

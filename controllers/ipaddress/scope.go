@@ -12,7 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // scope carries what one pass fetched and what it changes. Reconcile builds
@@ -79,7 +79,7 @@ func (r *Reconciler) attachedService(ctx context.Context, s *scope) (*corev1.Ser
 // attachingService returns, from the cache, the Service the attach grant
 // names while the address is attached to none; nil when there is none.
 func (r *Reconciler) attachingService(ctx context.Context, s *scope) (*corev1.Service, error) {
-	svc, ok := marks.AttachingService(s.addr)
+	svc, ok := names.AttachingService(s.addr)
 	if s.addr.Status.AssociatedTo != nil || !ok || svc.Namespace == "" || svc.Name == "" {
 		return nil, nil
 	}

@@ -257,7 +257,7 @@ func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p I
 
 // ImportMarks are what the import makes of the Service's marks: the
 // owner-pin record (a pin of the owner's stays the owner's), or the pin
-// and key exactly as an attach leaves them (PinMarks), and the grant
+// and key exactly as an attach leaves them (marks.Marks.AttachTo), and the grant
 // label of the class. took says what pool request moved aside.
 func ImportMarks(m marks.Marks, p ImportPlan, key string) (out marks.Marks, took string) {
 	if p.HandPin != "" {
@@ -266,7 +266,8 @@ func ImportMarks(m marks.Marks, p ImportPlan, key string) (out marks.Marks, took
 		m.Grant = p.Class.Name
 		return m, took
 	}
-	return PinMarks(m, p.ClaimName, p.IP, key, p.Class.Name)
+	took = m.AttachTo(p.ClaimName, p.IP, key, p.Class.Name)
+	return m, took
 }
 
 // ImportAnnotations are the Service's claim annotation and imported-into

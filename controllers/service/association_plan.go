@@ -149,7 +149,7 @@ func (s *scope) situation() Situation {
 		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
 		OtherHolder:    s.otherHolder,
 		OtherDetaching: s.otherDetaching,
-		HandPin:        marks.Of(s.svc).HandPin(),
+		HandPin:        s.marks.HandPin(),
 		Desired:        marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {

@@ -17,62 +17,74 @@ import (
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
-// attach runs, for an Associate verdict, the forward handoff: it detaches
-// the addresses of a previous claim (detachStale), takes the attach grant,
-// then runs the shared or the gap handoff (attachMode). Every step checks
-// the cluster first, so any prefix of either re-converges after a crash.
+// handoffPlan is how chooseHandoff attaches the Service.
+type handoffPlan struct {
+	// mode is the handoff (AttachMode); why says why a gap handoff does
+	// not share.
+	mode, why string
+	// key is the sharing key the Service is pinned with; "" for none.
+	key string
+	// ips are the canonical IPs of the claim's addresses, pin their pin.
+	ips []string
+	pin string
+	// holdsAll: the Service holds every one of ips; hand: it carries a
+	// pin of its own (marks.Marks.HandPin), which stays the owner's.
+	holdsAll, hand bool
+}
+
+// chooseHandoff, for an Associate verdict, chooses the handoff
+// (AttachMode) and the sharing key the Service is pinned with: the
+// claim's key whenever it can share and the hold does not park, whichever
+// handoff attaches it, so that its detach can be a shared one.
+func (r *Reconciler) chooseHandoff(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.verdict.Action != Associate {
+		return phase.Next(), nil
+	}
+	svc, h := s.svc, &s.handoff
+	h.ips = addressIPs(s.addrs)
+	h.pin = marks.PinValue(h.ips)
+	h.holdsAll = marks.HoldsAll(svc, h.ips...)
+	h.hand = s.marks.HandPin() != ""
+	if !h.holdsAll {
+		r.handoffs.start(s.key, svc.UID)
+	}
+	h.key = SharingKeyOf(r.Keys, s.addrs)
+	problem := ShareProblem(svc, h.key)
+	released := false
+	for _, a := range s.addrs {
+		released = released || (Released(a) && AssociatedWith(a, svc.Namespace, svc.Name))
+	}
+	parkable, err := r.parkable(ctx, s.addrs)
+	if err != nil {
+		return phase.Next(), err
+	}
+	// A shared handoff under way (the Service carries the claim's key) is
+	// finished as one.
+	parkable = parkable && !s.marks.SharesOurKey()
+	h.mode, h.why = AttachMode(problem, released, h.holdsAll, parkable)
+	if problem != "" || h.mode == ModeParked {
+		h.key = ""
+	}
+	return phase.Next(), nil
+}
+
+// attach runs, for an Associate verdict, the handoff chooseHandoff chose:
+// the shared one takes the attach grant first. Every step checks the
+// cluster first, so any prefix of either re-converges after a crash.
 func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error) {
 	if s.verdict.Action != Associate {
 		return phase.Next(), nil
 	}
-	svc := s.svc
-	ips := addressIPs(s.addrs)
-	if !marks.HoldsAll(svc, ips...) {
-		r.handoffs.start(s.key, svc.UID)
-	}
-	if res, err := r.detachStale(ctx, s); err != nil || res.State != phase.Done {
-		return res, err
-	}
-	mode, why, key, err := r.attachMode(ctx, s, ips)
-	if err != nil {
-		return phase.Next(), err
-	}
-	if mode == ModeShared {
+	if s.handoff.mode == ModeShared {
 		// The shared handoff pins before it associates: the attach grant
 		// is its lock. The other handoffs associate first, and the
 		// association, written locked, is theirs.
 		if err := r.grantAttach(ctx, s); err != nil {
 			return phase.Next(), err
 		}
-		return r.associateShared(ctx, s, ips, key)
+		return r.associateShared(ctx, s)
 	}
-	return r.associateGap(ctx, s, ips, key, mode, why)
-}
-
-// attachMode chooses the handoff (AttachMode) and the sharing key the
-// Service is pinned with: the claim's key whenever it can share and the
-// hold does not park, whichever handoff attaches it, so that its detach
-// can be a shared one; "" otherwise.
-func (r *Reconciler) attachMode(ctx context.Context, s *scope, ips []string) (mode, why, key string, err error) {
-	svc := s.svc
-	key = SharingKeyOf(r.Keys, s.addrs)
-	problem := ShareProblem(svc, key)
-	released := false
-	for _, a := range s.addrs {
-		released = released || (Released(a) && AssociatedWith(a, svc.Namespace, svc.Name))
-	}
-	// A shared handoff under way (the Service carries the claim's key) is
-	// finished as one.
-	parkable, err := r.parkable(ctx, s.addrs)
-	if err != nil {
-		return "", "", "", err
-	}
-	parkable = parkable && !marks.Of(svc).SharesOurKey()
-	mode, why = AttachMode(problem, released, marks.HoldsAll(svc, ips...), parkable)
-	if problem != "" || mode == ModeParked {
-		key = ""
-	}
-	return mode, why, key, nil
+	return r.associateGap(ctx, s)
 }
 
 // parkable reports whether the parking pool can take a placeholder of each
@@ -97,25 +109,24 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // (UnkeyedHolder), pin the Service with the key; once it holds every
 // address, record the associations. The placeholders keep holding the
 // addresses throughout the attachment.
-func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string, key string) (phase.Result, error) {
-	svc := s.svc
-	pin := marks.PinValue(ips)
-	if !marks.HoldsAll(svc, ips...) {
-		for _, ip := range ips {
+func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Result, error) {
+	h := s.handoff
+	if !h.holdsAll {
+		for _, ip := range h.ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
 				return phase.Next(), err
 			}
-			if h := UnkeyedHolder(holders.Items, key, r.PlaceholderNamespace); h != nil {
+			if ph := UnkeyedHolder(holders.Items, h.key, r.PlaceholderNamespace); ph != nil {
 				// The placeholder's watch brings the Service back (sharersOfPlaceholder).
-				return phase.WaitFor("the hold placeholder "+h.Name+" to carry the claim's sharing key", 0), nil
+				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key", 0), nil
 			}
 		}
 	}
-	if _, err := r.pin(ctx, s, pin, key); err != nil {
+	if _, err := r.pin(ctx, s); err != nil {
 		return phase.Next(), err
 	}
-	if !marks.HoldsAll(svc, ips...) {
+	if !h.holdsAll {
 		return phase.WaitFor("MetalLB to share the addresses with the Service", 0), nil
 	}
 	newly, err := r.recordAssociation(ctx, s)
@@ -123,30 +134,29 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope, ips []string
 		return phase.Next(), err
 	}
 	if newly {
-		r.recordAssociated(s, pin, ModeShared, "")
+		r.recordAssociated(s)
 	}
-	r.handoffs.done(s.key, svc.UID, ModeShared)
+	r.handoffs.done(s.key, s.svc.UID, ModeShared)
 	return phase.Next(), nil
 }
 
-// associateGap is the gap handoff, or the parked one (mode): record the
+// associateGap is the gap handoff, or the parked one: record the
 // associations (this disarms the holds), wait until each address is
-// Released, then pin the Service with key ("" when it cannot or need not
-// share); problem says why a gap handoff does not share.
-func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, key, mode, problem string) (phase.Result, error) {
-	svc := s.svc
+// Released (or, parked, moved away), then pin the Service.
+func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, error) {
+	h := s.handoff
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
 		return phase.Next(), err
 	}
 	released := true
 	for _, a := range s.addrs {
-		moved, err := r.parkedAway(ctx, s, a, mode)
+		moved, err := r.parkedAway(ctx, s, a)
 		if err != nil {
 			return phase.Next(), err
 		}
 		if Released(a) || moved {
-			r.handoffs.released(s.key, svc.UID)
+			r.handoffs.released(s.key, s.svc.UID)
 		} else {
 			released = false
 		}
@@ -154,27 +164,25 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope, ips []string, k
 	if !released {
 		return phase.WaitFor("the holds to let go of the addresses", 0), nil
 	}
-
-	pin := marks.PinValue(ips)
-	pinned, err := r.pin(ctx, s, pin, key)
+	pinned, err := r.pin(ctx, s)
 	if err != nil {
 		return phase.Next(), err
 	}
-	if pinned || (newly && marks.Of(svc).HandPin() != "") {
-		r.recordAssociated(s, pin, mode, problem)
+	if pinned || (newly && h.hand) {
+		r.recordAssociated(s)
 	}
-	if !marks.HoldsAll(svc, ips...) {
+	if !h.holdsAll {
 		return phase.WaitFor("MetalLB to assign the addresses to the Service", 0), nil
 	}
-	r.handoffs.done(s.key, svc.UID, mode)
+	r.handoffs.done(s.key, s.svc.UID, h.mode)
 	return phase.Next(), nil
 }
 
 // parkedAway reports, in a parked handoff, whether this controller's own
 // cache shows the address free for the Service (ParkedAway): then it pins
 // at once, without waiting for the IPAddress controller to say so.
-func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress, mode string) (bool, error) {
-	if mode != ModeParked || !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress) (bool, error) {
+	if s.handoff.mode != ModeParked || !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 		return false, nil
 	}
 	ip, err := names.ParseAddress(a.Spec.Address)
@@ -193,8 +201,9 @@ func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IP
 
 // recordAssociated records the handoff's one Event, on the Service; each
 // address says the same in status.associatedTo and its Held condition.
-func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
-	r.Recorder.Event(s.svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, pin, mode, problem))
+func (r *Reconciler) recordAssociated(s *scope) {
+	h := s.handoff
+	r.Recorder.Event(s.svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, h.pin, h.mode, h.why))
 }
 
 // grantAttach takes the attach grant on each of the claim's addresses, in
@@ -204,10 +213,10 @@ func (r *Reconciler) recordAssociated(s *scope, pin, mode, problem string) {
 func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 	me := index.Key(s.svc.Namespace, s.svc.Name)
 	for _, a := range s.addrs {
-		if marks.Attaching(a) == me {
+		if names.Attaching(a) == me {
 			continue
 		}
-		if err := patch.Meta(ctx, r, a, func() { marks.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
+		if err := patch.Meta(ctx, r, a, func() { names.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
 			return err
 		}
 		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)
@@ -235,26 +244,26 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 	return wrote, nil
 }
 
-// pin writes the pin (PinMarks) and the grant label in one patch. A pin
-// the driver did not write that asks for exactly these addresses stays the
-// tenant's. It reports whether it pinned.
-func (r *Reconciler) pin(ctx context.Context, s *scope, value, key string) (bool, error) {
-	svc := s.svc
-	m, took := PinMarks(marks.Of(svc), s.claimName, value, key, ClassOf(s.addrs))
-	pinning := m.AnnotationsChanged()
-	if !m.Changed() {
+// pin writes the attachment's marks (marks.Attach: the pin and the grant
+// label) in one patch. A pin the driver did not write that asks for
+// exactly these addresses stays the tenant's. It reports whether it pinned.
+func (r *Reconciler) pin(ctx context.Context, s *scope) (bool, error) {
+	svc, h := s.svc, s.handoff
+	orig := svc.DeepCopy()
+	a := s.marks.Attach(svc, s.claimName, h.pin, h.key, ClassOf(s.addrs))
+	if !a.Changed {
 		return false, nil
 	}
 	read := svc.ResourceVersion
-	if err := patch.Meta(ctx, r, svc, func() { m.Apply(svc) }); err != nil {
+	if err := patch.MetaSince(ctx, r, svc, orig); err != nil {
 		return false, err
 	}
-	if took != "" && svc.ResourceVersion != read {
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(took, value))
+	if a.Took != "" && svc.ResourceVersion != read {
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(a.Took, h.pin))
 	}
-	if svc.ResourceVersion == read || !pinning {
+	if svc.ResourceVersion == read || !a.Pinned {
 		return false, nil // the cache lagged, or only the grant label was missing (an attachment made by an older driver)
 	}
-	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", value, "claim", s.claimName, "shared", key != "")
+	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", h.pin, "claim", s.claimName, "shared", h.key != "")
 	return true, nil
 }

@@ -91,24 +91,6 @@ func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
 	return ""
 }
 
-// PinMarks are a Service's marks pinned for claim (marks.PinFor: the pin,
-// and the sharing key when key is not empty), unless the Service carries a
-// pin of its own, which stays the owner's; either way the owner's pool
-// request moves aside (took says what moved) and, with class, the grant
-// label goes on: the class pool admits only granted Services, hand-pinned
-// ones too.
-func PinMarks(m marks.Marks, claim, pin, key, class string) (out marks.Marks, took string) {
-	hand := m.HandPin()
-	took = m.TakeOverPool()
-	if hand == "" {
-		m.PinFor(claim, pin, key)
-	}
-	if class != "" {
-		m.Grant = class
-	}
-	return m, took
-}
-
 // ParkedAway reports whether the address with the canonical ip is free
 // for svc in a parked handoff, as a cache shows it: every placeholder of
 // the address (placeholders, at least one) asks for the parking pool and
@@ -139,4 +121,12 @@ func ParkedAway(ip, pool string, placeholders, holders []corev1.Service, svc *co
 func Released(a *iadv1alpha1.IPAddress) bool {
 	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
+}
+
+// AssociatedWith reports whether the address's status.associatedTo names
+// the Service namespace/name: the attach's record, written before the pin
+// in a gap or parked handoff and after it in a shared one.
+func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
+	at := a.Status.AssociatedTo
+	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
 }

@@ -94,48 +94,6 @@ func TestSharingKeyOf(t *testing.T) {
 	assert.Empty(t, SharingKeyOf(marks.Keys{}, nil))
 }
 
-// pinned is in as PinMarks leave it.
-func pinned(in map[string]string, claim, pin, key string) map[string]string {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
-	m, _ := PinMarks(marks.Of(svc), claim, pin, key, "")
-	m.Apply(svc)
-	return svc.Annotations
-}
-
-func TestPinMarks(t *testing.T) {
-	const key = "k"
-	in := map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}
-	shared := pinned(in, "ip", "203.0.113.7,2001:db8::7", key)
-	assert.Equal(t, map[string]string{
-		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
-		marks.KeyPin: "203.0.113.7,2001:db8::7", marks.KeyPinnedBy: "ip",
-		marks.KeySharing: key, marks.KeySharedBy: "ip",
-	}, shared, "shared handoff: pin, key and both markers")
-	assert.Equal(t, map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}, in, "the input is not modified")
-
-	gap := pinned(shared, "ip", "203.0.113.7", "")
-	assert.Equal(t, map[string]string{
-		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
-		marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip",
-	}, gap, "gap handoff: the key the driver wrote goes")
-
-	hand := pinned(map[string]string{marks.KeySharing: "team-a"}, "ip", "203.0.113.7", "")
-	assert.Equal(t, "team-a", hand[marks.KeySharing], "a hand-written key is never touched")
-	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip"},
-		pinned(nil, "ip", "203.0.113.7", ""))
-
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPool: "p"}}}
-	m, took := PinMarks(marks.Of(svc), "ip", "203.0.113.8", "k", "gold")
-	m.Apply(svc)
-	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyOwnerPool: "p"}, svc.Annotations, "a hand pin stays, the pool moves aside")
-	assert.Equal(t, map[string]string{marks.LabelGrant: "gold"}, svc.Labels, "granted, hand-pinned too")
-	assert.Contains(t, took, marks.KeyPool+": p")
-
-	pooled := pinned(map[string]string{marks.KeyPool: "legacy", marks.KeyLegacyPool: "older"}, "ip", "203.0.113.7", "")
-	assert.Equal(t, map[string]string{marks.KeyPin: "203.0.113.7", marks.KeyPinnedBy: "ip", marks.KeyOwnerPool: "legacy"},
-		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
-}
-
 func TestAttachMode(t *testing.T) {
 	tests := []struct {
 		name               string

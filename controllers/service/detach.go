@@ -34,9 +34,13 @@ func (r *Reconciler) detach(ctx context.Context, s *scope) (phase.Result, error)
 	return phase.Next(), r.withdraw(ctx, s, addrs, givingUp)
 }
 
-// detachStale detaches the addresses the claim no longer has (release);
-// the Service keeps its pin for the others.
+// detachStale, for an Associate verdict, detaches the addresses the claim
+// no longer has (release) before the attach runs; the Service keeps its
+// pin for the others.
 func (r *Reconciler) detachStale(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.verdict.Action != Associate {
+		return phase.Next(), nil
+	}
 	stale := s.stale()
 	if len(stale) == 0 {
 		return phase.Next(), nil
@@ -47,13 +51,13 @@ func (r *Reconciler) detachStale(ctx context.Context, s *scope) (phase.Result, e
 // release detaches addrs (all: everything the Service holds or is pinned
 // for): observeRelease, planRelease, then the step. It is done once the
 // associations are cleared; until then it waits for MetalLB or a
-// placeholder, whose writes bring the Service back.
+// placeholder, whose writes bring the Service back, and ends the pass.
 func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (phase.Result, error) {
 	f, err := r.observeRelease(ctx, s, addrs, all)
 	if err != nil {
 		return phase.Next(), err
 	}
-	takeBack := phase.WaitFor("MetalLB to take the addresses back", 0)
+	takeBack := phase.HaltFor("MetalLB to take the addresses back", 0)
 	switch planRelease(f) {
 	case releaseWait:
 		return takeBack, nil
@@ -65,7 +69,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 			return phase.Next(), err
 		}
 		if !back {
-			return phase.WaitFor("a placeholder to hold the addresses again", 0), nil
+			return phase.HaltFor("a placeholder to hold the addresses again", 0), nil
 		}
 		return takeBack, r.writeRelease(ctx, s, f)
 	case releaseWrite:

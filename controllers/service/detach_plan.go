@@ -98,7 +98,7 @@ func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
 // pinClaim is the claim the Service's pin is for: its pinned-by marker, or
 // else the claim its annotation names.
 func (s *scope) pinClaim() string {
-	if by := marks.Of(s.svc).PinnedBy; by != "" {
+	if by := s.marks.PinnedBy; by != "" {
 		return by
 	}
 	return s.claimName

@@ -190,7 +190,7 @@ func TestGivingUp(t *testing.T) {
 			if tt.pinnedBy != "" {
 				svc.Annotations[marks.KeyPinnedBy] = tt.pinnedBy
 			}
-			s := &scope{svc: svc, claimName: "ip", claim: tt.claim}
+			s := &scope{svc: svc, marks: marks.Of(svc), claimName: "ip", claim: tt.claim}
 			assert.Equal(t, tt.want, s.givingUp([]*iadv1alpha1.IPAddress{tt.a}))
 		})
 	}

@@ -20,8 +20,11 @@ import (
 // scope is what one pass knows about a Service; the observe phase fills
 // everything but svc, key and verdict.
 type scope struct {
-	svc       *corev1.Service
-	key       types.NamespacedName
+	svc *corev1.Service
+	key types.NamespacedName
+	// marks are the Service's marks as the pass read them (marks.Of);
+	// claimName is the claim they ask for.
+	marks     marks.Marks
 	claimName string
 	// claim is nil when it does not exist.
 	claim *iadv1alpha1.IPAddressClaim
@@ -41,14 +44,17 @@ type scope struct {
 	otherHolder    string
 	otherAddress   *iadv1alpha1.IPAddress
 	otherDetaching bool
-	// verdict is what decideAssociation decided.
+	// verdict is what decideAssociation decided, handoff how
+	// chooseHandoff attaches the Service.
 	verdict Verdict
+	handoff handoffPlan
 }
 
 // observe fills the scope from the cache.
 func (r *Reconciler) observe(ctx context.Context, s *scope) (phase.Result, error) {
 	svc := s.svc
-	s.claimName = marks.Of(svc).Claim
+	s.marks = marks.Of(svc)
+	s.claimName = s.marks.Claim
 	var mine iadv1alpha1.IPAddressList
 	if err := r.List(ctx, &mine, client.MatchingFields{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}); err != nil {
 		return phase.Next(), err
@@ -141,7 +147,7 @@ func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
 			continue
 		}
 		if held, detaching := grantHeld(other, s.claimName); held {
-			s.otherHolder, s.otherAddress, s.otherDetaching = marks.Attaching(a), a, detaching
+			s.otherHolder, s.otherAddress, s.otherDetaching = names.Attaching(a), a, detaching
 			return nil
 		}
 	}
@@ -150,7 +156,7 @@ func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
 
 // observePinnedFor fills pinnedFor.
 func (r *Reconciler) observePinnedFor(ctx context.Context, s *scope) error {
-	by := marks.Of(s.svc).PinnedBy
+	by := s.marks.PinnedBy
 	if by == "" {
 		return nil
 	}

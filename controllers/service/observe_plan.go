@@ -81,7 +81,7 @@ func associatedHolder(at *iadv1alpha1.WorkloadReference, other *corev1.Service, 
 // with svc) names; a grant can only name a Service of the claim's
 // namespace.
 func grantedTo(a *iadv1alpha1.IPAddress, svc *corev1.Service) (types.NamespacedName, bool) {
-	other, ok := marks.AttachingService(a)
+	other, ok := names.AttachingService(a)
 	if !ok || other == client.ObjectKeyFromObject(svc) || AssociatedWith(a, svc.Namespace, svc.Name) || other.Namespace != svc.Namespace {
 		return types.NamespacedName{}, false
 	}
@@ -108,11 +108,6 @@ func pinnedIPs(svc *corev1.Service) map[string]bool {
 		want[ip] = true
 	}
 	return want
-}
-
-func AssociatedWith(a *iadv1alpha1.IPAddress, namespace, name string) bool {
-	at := a.Status.AssociatedTo
-	return at != nil && at.Kind == "Service" && at.Namespace == namespace && at.Name == name
 }
 
 // addressIPs returns the canonical IPs of addresses.

@@ -10,6 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func annotatedService(ns, name string, ann ...string) *corev1.Service {
@@ -80,7 +81,7 @@ func TestGrantedTo(t *testing.T) {
 	granted := func(holder string, at *iadv1alpha1.WorkloadReference) *iadv1alpha1.IPAddress {
 		a := address("tenant", "ip", at)
 		if holder != "" {
-			a.Annotations = map[string]string{marks.KeyAttaching: holder}
+			a.Annotations = map[string]string{names.AnnotationAttaching: holder}
 		}
 		return a
 	}

@@ -87,6 +87,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.importFirst),
 		phase.Of(r.detectConflicts),
 		phase.Of(r.decideAssociation),
+		phase.Of(r.chooseHandoff),
+		phase.Of(r.detachStale),
 		phase.Of(r.attach),
 		phase.Of(r.detach),
 	)
@@ -130,7 +132,7 @@ func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) [
 	}
 	var reqs []reconcile.Request
 	for i := range addrs.Items {
-		if svc, ok := marks.AttachingService(&addrs.Items[i]); ok {
+		if svc, ok := names.AttachingService(&addrs.Items[i]); ok {
 			reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 		}
 	}
@@ -150,7 +152,7 @@ func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) 
 	if name := ph.Labels[names.LabelAddress]; name != "" {
 		a := &iadv1alpha1.IPAddress{}
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, a); err == nil {
-			if svc, ok := marks.AttachingService(a); ok {
+			if svc, ok := names.AttachingService(a); ok {
 				reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 			}
 			// A parked attach pins once its cache shows the hold moved away.

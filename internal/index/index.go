@@ -25,7 +25,7 @@ const (
 	// AddressByClass indexes IPAddresses by spec.className.
 	AddressByClass = "iad.spec.className"
 	// AddressAttaching indexes, under Attaching, the IPAddresses carrying an
-	// attach grant (marks.Attaching).
+	// attach grant (names.Attaching).
 	AddressAttaching = "iad.attaching"
 	// Attaching is the one value of AddressAttaching.
 	Attaching = "attaching"
@@ -93,7 +93,7 @@ var All = []Indexer{
 		return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
 	}},
 	{&iadv1alpha1.IPAddress{}, AddressAttaching, func(o client.Object) []string {
-		if _, ok := marks.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
+		if _, ok := names.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
 			return []string{Attaching}
 		}
 		return nil

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -83,6 +82,6 @@ func TestAddressAttaching(t *testing.T) {
 	attaching := indexFunc(t, AddressAttaching)
 	a := &iadv1alpha1.IPAddress{}
 	assert.Nil(t, attaching(a), "no attach grant")
-	marks.GrantAttach(a, "shop", "web")
+	names.GrantAttach(a, "shop", "web")
 	assert.Equal(t, []string{Attaching}, attaching(a))
 }

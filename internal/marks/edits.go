@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -21,6 +23,44 @@ func (m *Marks) PinFor(claim, pin, key string) {
 	} else {
 		m.WithdrawKey()
 	}
+}
+
+// AttachTo marks the Service attached to claim's addresses: pinned for
+// claim (PinFor) unless it carries a pin of its own (HandPin), which stays
+// the owner's; either way the owner's pool request moves aside (took says
+// what moved) and, with class, the grant label goes on: the class pool
+// admits only granted Services, hand-pinned ones too.
+func (m *Marks) AttachTo(claim, pin, key, class string) (took string) {
+	hand := m.HandPin()
+	took = m.TakeOverPool()
+	if hand == "" {
+		m.PinFor(claim, pin, key)
+	}
+	if class != "" {
+		m.Grant = class
+	}
+	return took
+}
+
+// Attachment is what Attach changed on a Service.
+type Attachment struct {
+	// Changed: anything is to be written; Pinned: an annotation (the pin,
+	// key or markers), not the grant label alone.
+	Changed, Pinned bool
+	// Took says which pool request moved aside (TakeOverPool).
+	Took string
+	// Hand: the Service keeps a pin of its own.
+	Hand bool
+}
+
+// Attach applies to svc, whose marks m are, the attachment to claim
+// (AttachTo) and says what it changed: the attach's one write of marks.
+func (m Marks) Attach(svc *corev1.Service, claim, pin, key, class string) Attachment {
+	a := Attachment{Hand: m.HandPin() != ""}
+	a.Took = m.AttachTo(claim, pin, key, class)
+	a.Changed, a.Pinned = m.Changed(), m.AnnotationsChanged()
+	m.Apply(svc)
+	return a
 }
 
 // KeepOwnerPin records pin, the owner's own (an imported Service), as the

@@ -2,11 +2,10 @@ package marks
 
 import "github.com/cozystack/metallb-iad/internal/names"
 
-// The keys of every mark a Service carries for MetalLB or for the driver,
-// and of the attach grant on an IPAddress: the one place they are named.
-// In the product only Of, Apply (marks.go) and the attach grant's
-// accessors (attaching.go) use them; everything else reads and writes a
-// Marks. Tests use them to build Services by hand.
+// The keys of every mark a Service carries for MetalLB or for the driver:
+// the one place they are named. In the product only the package's own
+// files use them; everything else reads and writes a Marks. Tests use
+// them to build Services by hand.
 const (
 	// MetalLB's requests, as it reads them (controller/service.go).
 	KeyPool    = "metallb.io/address-pool"
@@ -32,8 +31,4 @@ const (
 	// address: class pools admit only Services carrying it, even ones
 	// pinned. Reserved to the driver by the chart's admission policy.
 	LabelGrant = names.Domain + "grant"
-
-	// KeyAttaching, on an IPAddress, names the Service granted the right to
-	// attach it; written locked before any pin, so one of two racing wins.
-	KeyAttaching = names.Domain + "attaching"
 )

@@ -164,18 +164,6 @@ func TestReads(t *testing.T) {
 	assert.Equal(t, "192.0.2.7", Of(spec).HandPin())
 }
 
-func TestAttachGrant(t *testing.T) {
-	a := &iadv1alpha1.IPAddress{}
-	_, ok := AttachingService(a)
-	assert.False(t, ok)
-	GrantAttach(a, "shop", "web")
-	assert.Equal(t, "shop/web", Attaching(a))
-	got, ok := AttachingService(a)
-	assert.True(t, ok)
-	assert.Equal(t, "shop", got.Namespace)
-	assert.Equal(t, "web", got.Name)
-}
-
 func TestWithGrant(t *testing.T) {
 	pool := &metallbv1beta1.IPAddressPool{}
 	assert.False(t, RequiresGrant(pool, "public"))
@@ -186,4 +174,45 @@ func TestWithGrant(t *testing.T) {
 	assert.Equal(t, []metav1.LabelSelector{{MatchLabels: map[string]string{LabelGrant: "public"}}}, pool.Spec.AllocateTo.ServiceSelectors)
 	assert.Empty(t, pool.Spec.AllocateTo.Namespaces, "no namespace restriction")
 	assert.Equal(t, LabelGrant+"=public", GrantText("public"))
+}
+
+// attached is in as Attach leaves it.
+func attached(in map[string]string, claim, pin, key string) map[string]string {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
+	Of(svc).Attach(svc, claim, pin, key, "")
+	return svc.Annotations
+}
+
+func TestAttach(t *testing.T) {
+	const key = "k"
+	in := map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}
+	shared := attached(in, "ip", "203.0.113.7,2001:db8::7", key)
+	assert.Equal(t, map[string]string{
+		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
+		KeyPin: "203.0.113.7,2001:db8::7", KeyPinnedBy: "ip",
+		KeySharing: key, KeySharedBy: "ip",
+	}, shared, "shared handoff: pin, key and both markers")
+	assert.Equal(t, map[string]string{"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip"}, in, "the input is not modified")
+
+	gap := attached(shared, "ip", "203.0.113.7", "")
+	assert.Equal(t, map[string]string{
+		"keep": "me", iadv1alpha1.ServiceClaimAnnotation: "ip",
+		KeyPin: "203.0.113.7", KeyPinnedBy: "ip",
+	}, gap, "gap handoff: the key the driver wrote goes")
+
+	hand := attached(map[string]string{KeySharing: "team-a"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, "team-a", hand[KeySharing], "a hand-written key is never touched")
+	assert.Equal(t, map[string]string{KeyPin: "203.0.113.7", KeyPinnedBy: "ip"},
+		attached(nil, "ip", "203.0.113.7", ""))
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{KeyPin: "203.0.113.7", KeyPool: "p"}}}
+	a := Of(svc).Attach(svc, "ip", "203.0.113.8", "k", "gold")
+	assert.Equal(t, map[string]string{KeyPin: "203.0.113.7", KeyOwnerPool: "p"}, svc.Annotations, "a hand pin stays, the pool moves aside")
+	assert.Equal(t, map[string]string{LabelGrant: "gold"}, svc.Labels, "granted, hand-pinned too")
+	assert.Contains(t, a.Took, KeyPool+": p")
+	assert.True(t, a.Hand && a.Changed, "beside a hand pin, the pool and the grant label change")
+
+	pooled := attached(map[string]string{KeyPool: "legacy", KeyLegacyPool: "older"}, "ip", "203.0.113.7", "")
+	assert.Equal(t, map[string]string{KeyPin: "203.0.113.7", KeyPinnedBy: "ip", KeyOwnerPool: "legacy"},
+		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
 }
