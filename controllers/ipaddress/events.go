@@ -118,11 +118,6 @@ func msgHoldReleased(w *iadv1alpha1.WorkloadReference, n int) string {
 	return fmt.Sprintf("Deleted %d placeholder Service(s) to release the address for %s", n, workloadName(w))
 }
 
-func msgUnparked(s *corev1.Service, ip string) string {
-	return fmt.Sprintf("Placeholder Service %s/%s was parked in %s; pinned it back to %s", s.Namespace, s.Name,
-		marks.Of(s).Pool, ip)
-}
-
 func msgPinRepaired(s *corev1.Service, ip string) string {
 	return fmt.Sprintf("Placeholder Service %s/%s was pinned to %q; re-pinned it to %s", s.Namespace, s.Name,
 		marks.Of(s).Pin, ip)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -78,4 +79,11 @@ func recording(claimUID, ip string) corev1.Service {
 	s := svc(phNS, "alloc-ipv4-"+claimUID, "", ip)
 	s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation, names.LabelClaimUID: claimUID}
 	return s
+}
+
+// heldReleased gives a the Held condition of an address released for a
+// workload.
+func heldReleased(a *iadv1alpha1.IPAddress) *iadv1alpha1.IPAddress {
+	a.Status.Conditions = []metav1.Condition{{Type: conditions.Held, Status: metav1.ConditionFalse, Reason: conditions.ReasonReleasedForWorkload}}
+	return a
 }

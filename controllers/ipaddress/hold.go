@@ -196,10 +196,9 @@ func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan hold
 	a, ip := s.addr, s.ip.String()
 	logger := log.FromContext(ctx)
 	for _, ph := range plan.Repair {
-		msg, repin := msgPinRepaired(ph, ip), !marks.Of(ph).PinnedExactly(ip)
-		pool := ""
-		if marks.Of(ph).Parked(r.ParkingPool) {
-			msg, pool = msgUnparked(ph, ip), names.PoolName(a.Spec.ClassName)
+		repin, unpark, pool := !marks.Of(ph).PinnedExactly(ip), marks.Of(ph).Parked(r.ParkingPool), ""
+		if unpark {
+			pool = names.PoolName(a.Spec.ClassName)
 		}
 		if err := patch.Unlocked(ctx, r, ph, func() {
 			marks.Edit(ph, func(m *marks.Marks) {
@@ -209,10 +208,15 @@ func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan hold
 		}); err != nil {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
-		if repin {
+		switch {
+		case unpark:
+			// The parked handoff's return: the detach's one Event is the
+			// Service's, and Held says the rest.
+			logger.Info("brought a parked placeholder back", "placeholder", client.ObjectKeyFromObject(ph), "ip", ip)
+		case repin:
 			logger.Info("re-pinned a placeholder", "placeholder", client.ObjectKeyFromObject(ph))
-			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msg)
-		} else {
+			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msgPinRepaired(ph, ip))
+		default:
 			// A key given or taken away is not worth an Event.
 			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph), "keyed", plan.Key != "")
 		}

@@ -90,6 +90,9 @@ func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, pa
 		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, holder)}
 		return p
 	}
+	// A parked hold pinned back is reported Unknown at once, not left
+	// False: Held False for a workload is what lets the next attach pin,
+	// and the returning hold is about to take the address.
 	p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, placeholders, live, holders)
 	return p
 }

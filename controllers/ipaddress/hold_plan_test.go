@@ -804,6 +804,15 @@ func TestPlanHold(t *testing.T) {
 				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
 		},
 		{
+			name:         "detached, parked, nobody holding, released for the workload until now: pinned back, Held Unknown at once (False would let the next attach pin)",
+			addr:         heldReleased(bound(address("ip-192-0-2-7", ip), "t", "c")),
+			park:         open,
+			keepKeys:     true,
+			placeholders: []corev1.Service{parked("240.0.0.1")},
+			want: want{key: "none", repair: []string{phNS + "/" + hold}, held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
+				"Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7"}},
+		},
+		{
 			name:         "attach grant for a Service that could share, parking open: the hold gets no key",
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			park:         open,

@@ -176,8 +176,9 @@ func (r *Reconciler) letGo(ctx context.Context, s *scope, ips []string, mode str
 	}); err != nil {
 		return err
 	}
-	log.FromContext(ctx).Info("releasing addresses from MetalLB in one write", "ips", ips, "mode", mode)
-	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonReleasing, msgLettingGo(ips, mode, class))
+	// No Event: the detach's one Event is Detached, once MetalLB has
+	// taken the addresses back (clearAssociations).
+	log.FromContext(ctx).Info("releasing addresses from MetalLB in one write", "ips", ips, "mode", mode, "grant", class)
 	if holds {
 		handoffsTotal.WithLabelValues(directionDetach, mode).Inc()
 	}
@@ -275,10 +276,16 @@ func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1
 }
 
 // clearAssociations clears status.associatedTo on those of addrs associated
-// with the Service, with Events on both. It reports whether it cleared any.
+// with the Service, each with the detach's one Event, on the Service (an
+// address given up says so on the address too). It reports whether it
+// cleared any.
 func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, givingUp bool) (bool, error) {
 	svc := s.svc
 	cleared := false
+	shared, err := r.heldBeside(ctx, addrs) // a placeholder held the addresses beside the Service
+	if err != nil {
+		return false, err
+	}
 	for _, a := range addrs {
 		if !AssociatedWith(a, svc.Namespace, svc.Name) {
 			continue
@@ -295,10 +302,7 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgGivenUpAddress(svc.Namespace, svc.Name))
 			continue
 		}
-		r.Recorder.Eventf(svc, corev1.EventTypeNormal, ReasonDetached,
-			"Detached %s (IPAddress %s); it stays reserved for its claim", a.Spec.Address, a.Name)
-		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
-			"Detached from Service %s/%s; the address stays reserved for its claim", svc.Namespace, svc.Name)
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached, msgDetached(a.Spec.Address, a.Name, shared))
 	}
 	return cleared, nil
 }

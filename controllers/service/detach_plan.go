@@ -89,7 +89,9 @@ func (s *scope) givingUp(addrs []*iadv1alpha1.IPAddress) bool {
 		}
 		deletes = deletes || a.Spec.ReclaimPolicy == iadv1alpha1.ReclaimDelete
 	}
-	if !deletes || s.pinClaim() != s.claimName {
+	// A Service that names no claim and carries no marker (let go in one
+	// write) tells no claim to give up: its addresses are kept.
+	if by := s.pinClaim(); !deletes || by == "" || by != s.claimName {
 		return false
 	}
 	return s.claim == nil || s.claim.DeletionTimestamp != nil

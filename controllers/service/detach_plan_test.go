@@ -183,14 +183,21 @@ func TestGivingUp(t *testing.T) {
 		{"claim gone, Delete", "", nil, addr(iadv1alpha1.ReclaimDelete, false), true},
 		{"claim being deleted, Retain: kept, Released", "", gone, addr(iadv1alpha1.ReclaimRetain, false), false},
 		{"the pin is for another claim", "old", nil, addr(iadv1alpha1.ReclaimDelete, false), false},
+		{"let go in one write: no claim named, no marker, Delete: kept", "-", nil, addr(iadv1alpha1.ReclaimDelete, false), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := annotatedService("tenant", "web", iadv1alpha1.ServiceClaimAnnotation, "ip")
-			if tt.pinnedBy != "" {
+			claimName := "ip"
+			switch tt.pinnedBy {
+			case "-":
+				delete(svc.Annotations, iadv1alpha1.ServiceClaimAnnotation)
+				claimName = ""
+			case "":
+			default:
 				svc.Annotations[marks.KeyPinnedBy] = tt.pinnedBy
 			}
-			s := &scope{svc: svc, marks: marks.Of(svc), claimName: "ip", claim: tt.claim}
+			s := &scope{svc: svc, marks: marks.Of(svc), claimName: claimName, claim: tt.claim}
 			assert.Equal(t, tt.want, s.givingUp([]*iadv1alpha1.IPAddress{tt.a}))
 		})
 	}

@@ -116,15 +116,14 @@ func msgReleasing(ips []string, release, mode, class string) string {
 		strings.Join(ips, ","), release)
 }
 
-// msgLettingGo is the Releasing Event's message of a detach in one write
-// (marks.LetGo).
-func msgLettingGo(ips []string, mode, class string) string {
+// msgDetached is the detach's one Event; shared says a placeholder held
+// the address beside the Service throughout (the shared handoff).
+func msgDetached(ip, address string, shared bool) string {
 	how := ""
-	if mode == ModeShared {
-		how = " (shared handoff: a placeholder keeps holding the address)"
+	if shared {
+		how = "; shared handoff: a placeholder kept holding the address"
 	}
-	return fmt.Sprintf("Detaching %s%s: the driver withdrew its pin, sharing key, markers and %s in one write, so the class pool no longer admits this Service and MetalLB takes the address back; the address stays associated with the Service until it has",
-		strings.Join(ips, ","), how, grantLabel(class))
+	return fmt.Sprintf("Detached %s (IPAddress %s%s); it stays reserved for its claim", ip, address, how)
 }
 
 func msgGivingUp(claim string, ips []string, release string) string {

@@ -161,7 +161,8 @@ func TestClassRangeBelongsToItsLedger(t *testing.T) {
 // no pin (never a release pin), no marker, no grant label, no address. The
 // driver writes the Service once for it (marks.LetGo): one change of its
 // metadata after the tenant's, and the address stays associated with the
-// Service until MetalLB has taken the address back.
+// Service until MetalLB has taken the address back; then one Event says
+// it is detached.
 func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv1alpha1.IPAddress) {
 	t.Helper()
 	s := suite.GetService(t, ns, name)
@@ -188,8 +189,10 @@ func detachAndCheck(t *testing.T, tenant client.Client, ns, name string, a *iadv
 		assert.NotContains(t, s.Annotations, marks.KeyPin)
 		assert.NotContains(t, s.Annotations, marks.KeyPinnedBy)
 		assert.NotContains(t, s.Labels, marks.LabelGrant)
-		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonReleasing, marks.LabelGrant)
+		assertEvent(t, "Service", ns, name, corev1.EventTypeNormal, ReasonDetached, a.Spec.Address, a.Name)
 	}, fixture.MetalLBTimeout, fixture.Tick)
+	assert.Empty(t, suite.Events(t, fixture.About{Kind: "Service", Namespace: ns, Name: name}, ReasonReleasing),
+		"a detach in one write tells one Event, Detached")
 	assertHeld(t, a.Name, a.Spec.Address)
 	for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: ns, Name: name}, "") {
 		assert.False(t, releasePinFailure(e), "no impossible pin during the detach: %s", e.Message)

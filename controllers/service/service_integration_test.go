@@ -373,8 +373,7 @@ func TestDetachByRemovingAnnotation(t *testing.T) {
 		a := suite.GetAddress(t, addrs[0].Name)
 		assert.Nil(t, a.Status.AssociatedTo)
 		assert.Equal(t, iadv1alpha1.AddressBound, a.Status.Phase, "the address stays Bound")
-		assertEvent(t, "Service", "detach", "web", corev1.EventTypeNormal, ReasonDetached, "198.51.100.113")
-		assertEvent(t, "IPAddress", "", addrs[0].Name, corev1.EventTypeNormal, ReasonDetached, "Service detach/web")
+		assertEvent(t, "Service", "detach", "web", corev1.EventTypeNormal, ReasonDetached, "198.51.100.113", addrs[0].Name)
 	}, fixture.Timeout, fixture.Tick)
 
 	suite.Create(t, lb("detach", "other", "ip"))

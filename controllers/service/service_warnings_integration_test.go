@@ -109,15 +109,14 @@ func TestFreshAnnotatedServicesAttachWithoutWarning(t *testing.T) {
 				for i := range n {
 					require.NoError(t, c.Client.Delete(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d-%d", round, i)}}))
 				}
-				// Each address's hold is pinned back after the attach's
-				// every Event: the IPAddress controller records its Events
-				// in order, so once each has the round's PinRepaired, any
-				// Warning of the attach is on record.
+				// Each address's hold is pinned back and the Service's
+				// deletion recorded on it (Detached) after the attach's
+				// every Event, so any Warning of the attach is on record.
 				for _, a := range addrs {
 					assertHeld(t, a.Name, a.Spec.Address)
 					require.EventuallyWithT(t, func(ct *assert.CollectT) {
-						assert.GreaterOrEqual(ct, pinRepairs(ct, a.Name), int32(round))
-					}, fixture.MetalLBTimeout, fixture.Tick, "the hold of %s is pinned back", a.Name)
+						assert.GreaterOrEqual(ct, detaches(ct, a.Name), int32(round))
+					}, fixture.MetalLBTimeout, fixture.Tick, "the detach of %s is recorded", a.Name)
 				}
 			}
 			all := warnings(t, ns, addrs)
@@ -131,11 +130,10 @@ func TestFreshAnnotatedServicesAttachWithoutWarning(t *testing.T) {
 	}
 }
 
-// pinRepairs counts the PinRepaired Events about an address, repeats
-// included.
-func pinRepairs(t require.TestingT, address string) int32 {
+// detaches counts the Detached Events about an address, repeats included.
+func detaches(t require.TestingT, address string) int32 {
 	var n int32
-	for _, e := range suite.Events(t, fixture.About{Kind: "IPAddress", Name: address}, ipaddress.ReasonPinRepaired) {
+	for _, e := range suite.Events(t, fixture.About{Kind: "IPAddress", Name: address}, ReasonDetached) {
 		n += max(e.Count, 1)
 	}
 	return n

@@ -307,15 +307,8 @@ func (e *env) detachRound(b *testing.B, w *detachWatch, class, ns, mode string, 
 	}
 	failed1, release1 := e.allocationFailed(b, ns)
 	r.allocFailed, r.releaseFails = failed1-failed0, release1-release0
-	var evs corev1.EventList
-	require.NoError(b, e.k.List(ctx, &evs, client.InNamespace(ns)))
-	for _, ev := range evs.Items {
-		switch {
-		case ev.Reason == "Releasing" && strings.Contains(ev.Message, marks.LabelGrant):
-			r.byMech["grant"]++
-		case ev.Reason == "Releasing" && strings.Contains(ev.Message, "cannot satisfy"):
-			r.byMech["pin"]++
-		}
+	for _, m := range w.mechanisms() {
+		r.byMech[m]++
 	}
 
 	for _, s := range svcs {
@@ -379,6 +372,10 @@ type detachWatch struct {
 	ns               string
 	ips              map[string]string // Service name -> IP
 	lost, done, held map[string]time.Time
+	// mech is how each Service was released, as its marks showed it:
+	// "pin" (the release pin) or "grant" (the grant label withdrawn while
+	// it held the address, the pin not a release pin).
+	mech map[string]string
 }
 
 func (e *env) watchDetach(b *testing.B) *detachWatch {
@@ -407,6 +404,7 @@ func (w *detachWatch) arm(ns string, ips map[string]string) {
 	defer w.mu.Unlock()
 	w.ns, w.ips = ns, ips
 	w.lost, w.done, w.held = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	w.mech = map[string]string{}
 	now := time.Now()
 	for _, o := range w.store.List() {
 		if s, ok := o.(*corev1.Service); ok && s.Namespace == cluster.DriverNamespace {
@@ -446,6 +444,9 @@ func (w *detachWatch) see(o any) {
 		if _, seen := w.lost[s.Name]; !seen && len(ingressOf(s)) == 0 {
 			w.lost[s.Name] = now
 		}
+		if m := releaseMechanism(s); m != "" && w.mech[s.Name] == "" {
+			w.mech[s.Name] = m
+		}
 		_, pin := s.Annotations[marks.KeyPin]
 		_, marker := s.Annotations[marks.KeyPinnedBy]
 		if _, seen := w.done[s.Name]; !seen && !pin && !marker && len(ingressOf(s)) == 0 {
@@ -462,6 +463,33 @@ func (w *detachWatch) complete(n int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.lost) == n && len(w.done) == n && len(w.held) == n
+}
+
+// mechanisms are the release mechanisms the armed Services showed.
+func (w *detachWatch) mechanisms() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, m := range w.mech {
+		out = append(out, m)
+	}
+	return out
+}
+
+// releaseMechanism is how a detached Service is being released, as one
+// state of it shows: "pin" when it carries the release pin, "grant" when
+// it still shows its address without the grant label and without a
+// release pin; "" otherwise.
+func releaseMechanism(s *corev1.Service) string {
+	pin := s.Annotations[marks.KeyPin]
+	_, granted := s.Labels[marks.LabelGrant]
+	switch {
+	case marks.IsReleasePin(pin):
+		return "pin"
+	case !granted && len(ingressOf(s)) > 0:
+		return "grant"
+	}
+	return ""
 }
 
 // missing says which Services have not reached which moment yet.

@@ -50,7 +50,6 @@ const metallbWait = 2 * time.Minute
 // metallb_iad_handoffs_total.
 const (
 	reasonAssociated = "Associated"
-	reasonReleasing  = "Releasing"
 	reasonDetached   = "Detached"
 
 	dirAttach  = "attach"
@@ -497,8 +496,7 @@ func TestSharedHandoffNeverUnheld(t *testing.T) {
 		assert.Equal(t, key, k.placeholdersOf(t, a.Name)[0].Annotations[marks.KeySharing], "the hold keeps its key (taking it back would cost MetalLB a full pass)")
 		assert.NotContains(t, k.readService(t, "web").Annotations, marks.KeySharing, "the key the driver wrote is withdrawn")
 		assert.EventuallyWithT(t, func(t *assert.CollectT) {
-			k.assertEvent(t, "Service", k.ns, "web", corev1.EventTypeNormal, reasonReleasing, ip, "shared handoff", "a placeholder keeps holding the address")
-			k.assertEvent(t, "Service", k.ns, "web", corev1.EventTypeNormal, reasonDetached, ip)
+			k.assertEvent(t, "Service", k.ns, "web", corev1.EventTypeNormal, reasonDetached, ip, "shared handoff", "a placeholder kept holding the address")
 			assert.Equal(t, detachShared+1, counter(t, dirDetach, modeShared))
 		}, wait, tick)
 		assert.Equal(t, iadv1alpha1.AddressBound, k.readAddress(t, a.Name).Status.Phase, "no Conflict along the way")
@@ -621,11 +619,11 @@ func TestUnshareableServicesTakeTheGapHandoff(t *testing.T) {
 			assert.EventuallyWithT(t, func(t *assert.CollectT) {
 				var msgs []string
 				for _, e := range k.eventsAbout(t, "Service", k.ns, tc.svc) {
-					if e.Reason == reasonReleasing {
+					if e.Reason == reasonDetached {
 						msgs = append(msgs, e.Message)
 					}
 				}
-				if assert.NotEmpty(t, msgs, "the detach is announced") {
+				if assert.NotEmpty(t, msgs, "the detach is told") {
 					assert.NotContains(t, strings.Join(msgs, "\n"), "shared handoff")
 				}
 			}, wait, tick)
