@@ -282,13 +282,13 @@ func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1
 func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, givingUp bool) (bool, error) {
 	svc := s.svc
 	cleared := false
-	shared, err := r.heldBeside(ctx, addrs) // a placeholder held the addresses beside the Service
-	if err != nil {
-		return false, err
-	}
 	for _, a := range addrs {
 		if !AssociatedWith(a, svc.Namespace, svc.Name) {
 			continue
+		}
+		holders, err := r.holdersOf(ctx, a) // a placeholder beside the Service: the shared handoff
+		if err != nil {
+			return cleared, err
 		}
 		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -302,7 +302,8 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgGivenUpAddress(svc.Namespace, svc.Name))
 			continue
 		}
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached, msgDetached(a.Spec.Address, a.Name, shared))
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached,
+			msgDetached(a.Spec.Address, a.Name, HeldBeside(a, holders, r.PlaceholderNamespace)))
 	}
 	return cleared, nil
 }
