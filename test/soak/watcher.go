@@ -411,6 +411,10 @@ func (w *Watcher) onEvent(e *corev1.Event) {
 	}
 	io := e.InvolvedObject
 	if io.Kind == "IPAddress" && e.Reason == ReasonAddressLost {
+		// The driver's Warning witnesses the phase too: across an API
+		// server restart the watch relists and may never show the
+		// address Lost before it recovers.
+		w.lostSeen[io.Name] = true
 		t := w.lost[io.UID]
 		if t == nil {
 			t = &lostTrack{name: io.Name}
