@@ -13,6 +13,18 @@ import (
 // counts the rest.
 const maxNamed = 10
 
+// Keeps reports whether next keeps every address of rendered: each
+// rendered range lies inside one range of next. Then no address can be
+// dropped, and the ledger need not be read.
+func Keeps(rendered, next []AddressRange) bool {
+	for _, r := range rendered {
+		if !slices.ContainsFunc(next, func(n AddressRange) bool { return n.Contains(r.Start) && n.Contains(r.End) }) {
+			return false
+		}
+	}
+	return true
+}
+
 // Dropped lists, sorted by name, the live addresses of a class (any phase,
 // not being deleted) that the rendered pool's ranges contain and the new
 // ranges do not: rendering the new ranges would make MetalLB take them

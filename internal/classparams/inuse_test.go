@@ -49,6 +49,33 @@ func TestDropped(t *testing.T) {
 	assert.Empty(t, Dropped(addrs, nil, nil), "nothing rendered, nothing dropped")
 }
 
+func TestKeeps(t *testing.T) {
+	r := func(s ...string) []AddressRange { return PoolRanges(s) }
+	tests := []struct {
+		name           string
+		rendered, next []AddressRange
+		want           bool
+	}{
+		{"the same ranges", r("192.0.2.0/30", "2001:db8::/126"), r("192.0.2.0/30", "2001:db8::/126"), true},
+		{"grown", r("192.0.2.0/30"), r("192.0.2.0/29"), true},
+		{"reordered, one more", r("192.0.2.0/30", "198.51.100.0/30"), r("203.0.113.0/30", "198.51.100.0/30", "192.0.2.0/30"), true},
+		{"nothing rendered", nil, r("192.0.2.0/30"), true},
+		{"shrunk", r("192.0.2.0/29"), r("192.0.2.0/30"), false},
+		{"a range gone", r("192.0.2.0/30", "2001:db8::/126"), r("192.0.2.0/30"), false},
+		{"split across two ranges: read the ledger", r("192.0.2.0/30"), r("192.0.2.0/31", "192.0.2.2/31"), false},
+		{"nothing next", r("192.0.2.0/30"), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Keeps(tt.rendered, tt.next))
+			if tt.want {
+				assert.Empty(t, Dropped([]iadv1alpha1.IPAddress{{Spec: iadv1alpha1.IPAddressSpec{Address: "192.0.2.1"}}}, tt.rendered, tt.next),
+					"what Keeps passes drops nothing")
+			}
+		})
+	}
+}
+
 func TestDroppedMessage(t *testing.T) {
 	a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
 		Spec:   iadv1alpha1.IPAddressSpec{Address: "192.0.2.1", ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "team-a", Name: "web"}},
