@@ -105,8 +105,8 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 	case newsCreated:
 		logger.Info("created allocation placeholder", "family", f, "placeholder", n.ph.Name, "pool", names.PoolName(s.class.Name))
 		r.untell(s.claim, f)
-		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
-		return waitForMetalLB
+		// Told only if MetalLB stays silent (awaitMetalLB).
+		return phase.WaitFor("MetalLB to assign the placeholder an address", metallbQuiet)
 	case newsPinnedElsewhere:
 		logger.Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
 			"placeholder", n.ph.Name, "pinned", marks.Of(n.ph).Pin, "assigned", n.ip)

@@ -175,18 +175,6 @@ func (c *claimReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
-func drain(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 // laggingLedger is a cache that has not seen the class's IPAddresses yet,
 // and that shows class as a class it does not know under that name.
 type laggingLedger struct {

@@ -217,31 +217,28 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 
 // heldByPlaceholder reports, from the cache, whether a placeholder
 // labelled with an address holds its IP, or, before the hand-over, the
-// allocation placeholder of the claim it is bound to. It reads the
-// placeholders once, on its first question: a decision asks about every
-// address of the ledger not reported Held, hundreds in a burst.
+// allocation placeholder of the claim it is bound to. A decision asks
+// about every address of the ledger not reported Held, hundreds in a
+// burst: each question looks up the few placeholders carrying that
+// address or claim by index, never the whole namespace.
 func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
-	var held map[string]bool
 	return func(a *iadv1alpha1.IPAddress, ip string) bool {
-		if held == nil {
-			held = holdsInCache(ctx, c, namespace)
-		}
-		if held[heldKey("address", a.Name, ip)] {
+		if holdsIP(ctx, c, namespace, index.PlaceholderByAddress, a.Name, ip) {
 			return true
 		}
 		ref := a.Spec.ClaimRef
-		return ref != nil && ref.UID != "" && held[heldKey("claim", ref.UID, ip)]
+		return ref != nil && ref.UID != "" && holdsIP(ctx, c, namespace, index.PlaceholderByClaimUID, string(ref.UID), ip)
 	}
 }
 
-// holdsInCache maps what the cached placeholders not being deleted hold:
-// the IPs MetalLB assigned them, under the address they are labelled with
-// and the claim uid they carry.
-func holdsInCache(ctx context.Context, c client.Reader, namespace string) map[string]bool {
-	held := map[string]bool{}
+// holdsIP reports whether a cached placeholder indexed under field = value
+// and not being deleted has been assigned ip by MetalLB. A failed read
+// holds nothing: the draw waits, and is looked at again.
+func holdsIP(ctx context.Context, c client.Reader, namespace, field, value, ip string) bool {
 	var phs corev1.ServiceList
-	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return held // none held: the draw waits, and is looked at again
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{field: value},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return false
 	}
 	for i := range phs.Items {
 		ph := &phs.Items[i]
@@ -249,22 +246,13 @@ func holdsInCache(ctx context.Context, c client.Reader, namespace string) map[st
 			continue
 		}
 		for _, f := range iadv1alpha1.FamilyDual.Families() {
-			ip := assignedIP(ph, f)
-			if ip == "" {
-				continue
-			}
-			if v := ph.Labels[names.LabelAddress]; v != "" {
-				held[heldKey("address", v, ip)] = true
-			}
-			if v := ph.Labels[names.LabelClaimUID]; v != "" {
-				held[heldKey("claim", v, ip)] = true
+			if assignedIP(ph, f) == ip {
+				return true
 			}
 		}
 	}
-	return held
+	return false
 }
-
-func heldKey(by, name, ip string) string { return by + "\x00" + name + "\x00" + ip }
 
 // drawLocks keeps, per class, what deciding a draw needs (inflight.go):
 // a lock held only while a pass decides from memory (its cache and the

@@ -15,6 +15,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -60,7 +61,13 @@ func pipelineClient(t *testing.T, objs ...client.Object) client.Client {
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, iadv1alpha1.AddToScheme(s))
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...)
+	for _, ix := range index.All {
+		if ix.Field == index.PlaceholderByAddress || ix.Field == index.PlaceholderByClaimUID {
+			b = b.WithIndex(ix.Object, ix.Field, ix.Func)
+		}
+	}
+	return b.Build()
 }
 
 func TestDrawRecord(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // controller on classes. They are stable: people and alerts match on them.
 // The message functions below say what each one means.
 const (
-	ReasonWaitingForMetalLB = "WaitingForMetalLB" // Normal: a placeholder was created
+	ReasonWaitingForMetalLB = "WaitingForMetalLB" // Normal: MetalLB left a placeholder unanswered (metallbQuiet)
 	// ReasonPoolExhausted (Warning): MetalLB or the ledger shows no room.
 	ReasonPoolExhausted  = "PoolExhausted"
 	ReasonPoolNotReady   = "PoolNotReady"   // Warning: MetalLB does not know the pool

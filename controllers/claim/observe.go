@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -17,6 +18,25 @@ import (
 // waitForMetalLB is the result of a family whose placeholder waits for
 // MetalLB; the placeholder's own status change brings the claim back.
 var waitForMetalLB = phase.WaitFor("MetalLB to assign the placeholder an address", 0)
+
+// metallbQuiet is how long a placeholder waits for MetalLB's first answer
+// before its claim is told it waits (WaitingForMetalLB). A healthy MetalLB
+// answers well within it, even behind a burst of a thousand claims, and
+// the claim already says Bound=False (WaitingForProvisioning) meanwhile:
+// the Event is for a MetalLB that is down or stuck, not a second request
+// on every claim's way to Bound.
+const metallbQuiet = 15 * time.Second
+
+// awaitMetalLB waits for MetalLB's answer to ph, telling the claim once
+// it has waited metallbQuiet (from the placeholder's creation, so a
+// restarted controller tells at once).
+func (r *Reconciler) awaitMetalLB(s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, now time.Time) phase.Result {
+	if left := metallbQuiet - now.Sub(ph.CreationTimestamp.Time); left > 0 {
+		return phase.WaitFor("MetalLB to assign the placeholder an address", left)
+	}
+	r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
+	return waitForMetalLB
+}
 
 // observe is the draw's step while MetalLB has assigned nothing: keep the
 // placeholder drawing from the class pool, and tell the claim's owner when
@@ -38,8 +58,11 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 		return waitForMetalLB, nil
 	}
 	failure, err := d.refusal(ctx, ph)
-	if err != nil || failure == nil {
+	if err != nil {
 		return waitForMetalLB, err
+	}
+	if failure == nil {
+		return r.awaitMetalLB(s, f, ph, time.Now()), nil
 	}
 	reason, msg := allocationFailure(f, s.class.Name, failure.Message)
 	if reason == ReasonPoolNotReady {
