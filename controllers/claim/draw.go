@@ -218,18 +218,63 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 // heldByPlaceholder reports, from the cache, whether a placeholder
 // labelled with an address holds its IP, or, before the hand-over, the
 // allocation placeholder of the claim it is bound to. A decision asks
-// about every address of the ledger not reported Held, hundreds in a
-// burst: each question looks up the few placeholders carrying that
-// address or claim by index, never the whole namespace.
+// about every address of the ledger not reported Held: a few on a quiet
+// class, thousands in a burst. The first questions look up the
+// placeholders of that address or claim by index; past mapAfter of them
+// it maps what every placeholder holds once and answers from the map.
 func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
+	asked := 0
+	var held map[string]bool
 	return func(a *iadv1alpha1.IPAddress, ip string) bool {
-		if holdsIP(ctx, c, namespace, index.PlaceholderByAddress, a.Name, ip) {
-			return true
-		}
 		ref := a.Spec.ClaimRef
-		return ref != nil && ref.UID != "" && holdsIP(ctx, c, namespace, index.PlaceholderByClaimUID, string(ref.UID), ip)
+		byClaim := ref != nil && ref.UID != ""
+		if asked++; asked <= mapAfter {
+			return holdsIP(ctx, c, namespace, index.PlaceholderByAddress, a.Name, ip) ||
+				byClaim && holdsIP(ctx, c, namespace, index.PlaceholderByClaimUID, string(ref.UID), ip)
+		}
+		if held == nil {
+			held = holdsInCache(ctx, c, namespace)
+		}
+		return held[heldKey("address", a.Name, ip)] || byClaim && held[heldKey("claim", string(ref.UID), ip)]
 	}
 }
+
+// mapAfter is how many questions heldByPlaceholder answers by index before
+// mapping every placeholder: two index reads cost about what mapping a
+// few dozen placeholders does.
+const mapAfter = 32
+
+// holdsInCache maps what the cached placeholders not being deleted hold:
+// the IPs MetalLB assigned them, under the address they are labelled with
+// and the claim uid they carry.
+func holdsInCache(ctx context.Context, c client.Reader, namespace string) map[string]bool {
+	held := map[string]bool{}
+	var phs corev1.ServiceList
+	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return held // none held: the draw waits, and is looked at again
+	}
+	for i := range phs.Items {
+		ph := &phs.Items[i]
+		if ph.DeletionTimestamp != nil {
+			continue
+		}
+		for _, f := range iadv1alpha1.FamilyDual.Families() {
+			ip := assignedIP(ph, f)
+			if ip == "" {
+				continue
+			}
+			if v := ph.Labels[names.LabelAddress]; v != "" {
+				held[heldKey("address", v, ip)] = true
+			}
+			if v := ph.Labels[names.LabelClaimUID]; v != "" {
+				held[heldKey("claim", v, ip)] = true
+			}
+		}
+	}
+	return held
+}
+
+func heldKey(by, name, ip string) string { return by + "\x00" + name + "\x00" + ip }
 
 // holdsIP reports whether a cached placeholder indexed under field = value
 // and not being deleted has been assigned ip by MetalLB. A failed read

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,14 +186,23 @@ func TestHeldByPlaceholder(t *testing.T) {
 	c := pipelineClient(t, ph("hold", "ip-192-0-2-1", "192.0.2.1", false), ph("alloc", "", "192.0.2.2", false),
 		ph("moved", "ip-192-0-2-3", "192.0.2.9", false), gone)
 	require.NoError(t, c.Delete(ctx, gone))
-	held := heldByPlaceholder(ctx, c, "ph")
 	addr := func(name, ip, uid string) *iadv1alpha1.IPAddress {
 		a := testAddress(name, ip, &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: uid})
 		return &a
 	}
-	assert.True(t, held(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
-	assert.True(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
-	assert.False(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
-	assert.False(t, held(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP")
-	assert.False(t, held(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
+	// The first mapAfter questions are answered by index, the rest from a
+	// map of every placeholder: both must say the same.
+	for _, asked := range []int{0, mapAfter} {
+		t.Run(fmt.Sprintf("after %d questions", asked), func(t *testing.T) {
+			held := heldByPlaceholder(ctx, c, "ph")
+			for range asked {
+				held(addr("ip-198-51-100-1", "198.51.100.1", "nobody"), "198.51.100.1")
+			}
+			assert.True(t, held(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
+			assert.True(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
+			assert.False(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
+			assert.False(t, held(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP")
+			assert.False(t, held(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
+		})
+	}
 }
