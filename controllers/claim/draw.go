@@ -240,8 +240,8 @@ func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) f
 }
 
 // mapAfter is how many questions heldByPlaceholder answers by index before
-// mapping every placeholder: two index reads cost about what mapping a
-// few dozen placeholders does.
+// it maps every placeholder: it bounds the index reads of a decision that
+// asks about many addresses, while a quiet class never maps.
 const mapAfter = 32
 
 // holdsInCache maps what the cached placeholders not being deleted hold:
