@@ -106,7 +106,7 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 		logger.Info("created allocation placeholder", "family", f, "placeholder", n.ph.Name, "pool", names.PoolName(s.class.Name))
 		r.untell(s.claim, f)
 		// Told only if MetalLB stays silent (awaitMetalLB).
-		return phase.WaitFor("MetalLB to assign the placeholder an address", metallbQuiet)
+		return awaitingMetalLB(metallbQuiet)
 	case newsPinnedElsewhere:
 		logger.Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
 			"placeholder", n.ph.Name, "pinned", marks.Of(n.ph).Pin, "assigned", n.ip)

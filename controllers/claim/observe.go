@@ -17,7 +17,13 @@ import (
 
 // waitForMetalLB is the result of a family whose placeholder waits for
 // MetalLB; the placeholder's own status change brings the claim back.
-var waitForMetalLB = phase.WaitFor("MetalLB to assign the placeholder an address", 0)
+var waitForMetalLB = awaitingMetalLB(0)
+
+// awaitingMetalLB is waitForMetalLB with a look after fallback in case
+// MetalLB stays silent.
+func awaitingMetalLB(fallback time.Duration) phase.Result {
+	return phase.WaitFor("MetalLB to assign the placeholder an address", fallback)
+}
 
 // metallbQuiet is how long a placeholder waits for MetalLB's first answer
 // before its claim is told it waits (WaitingForMetalLB). A healthy MetalLB
@@ -32,7 +38,7 @@ const metallbQuiet = 15 * time.Second
 // restarted controller tells at once).
 func (r *Reconciler) awaitMetalLB(s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service, now time.Time) phase.Result {
 	if left := metallbQuiet - now.Sub(ph.CreationTimestamp.Time); left > 0 {
-		return phase.WaitFor("MetalLB to assign the placeholder an address", left)
+		return awaitingMetalLB(left)
 	}
 	r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForMetalLB, msgWaitingForMetalLB(f, s.class.Name))
 	return waitForMetalLB
