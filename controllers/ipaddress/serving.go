@@ -2,6 +2,7 @@ package ipaddress
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -91,9 +92,10 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 		return "", phase.Next(), err
 	}
 	got := stale.RefusalOf(evs.Items, svc.UID, svc.ResourceVersion, u.earlier)
+	if e := got.Event; e != nil {
+		return r.judgeRefusalNow(ctx, s, svc, u, got, look)
+	}
 	switch {
-	case got.Event != nil:
-		return got.Event.Message, phase.Next(), nil
 	case got.Ahead:
 		return "", phase.WaitFor("the cache to show the version of the Service MetalLB refused", lookAgain), nil
 	case len(got.Earlier) > 0 && u.earlier == nil:
@@ -106,6 +108,59 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 	// MetalLB's Event may come after the status change that woke this
 	// pass, and Events wake nothing here.
 	return "", phase.RetryAfter(servingRecheck, "MetalLB may not have refused the attached Service yet"), nil
+}
+
+// judgeRefusalNow returns MetalLB's refusal of the attached Service as a
+// standing one, or waits while the refusal names only the address's own
+// placeholders and one of them still holds it, or, once every Service it
+// names has let go of the address, hands the Service back to MetalLB
+// (stale.Poke), once per refusal: MetalLB saying it again after that
+// stands.
+func (r *Reconciler) judgeRefusalNow(ctx context.Context, s *scope, svc *corev1.Service, u *unservedAttachment, got stale.Refusal, look time.Duration) (string, phase.Result, error) {
+	e := got.Event
+	placeholders, err := r.cachedPlaceholders(ctx, s.addr)
+	if err != nil {
+		return "", phase.Next(), err
+	}
+	holders, err := r.holders(ctx, s)
+	if err != nil {
+		return "", phase.Next(), err
+	}
+	switch judgeRefusalNow(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders)) {
+	case refusalPassing:
+		return "", phase.RetryAfter(look, "MetalLB refused the pinned Service while a placeholder of the address held it, which is letting go"), nil
+	case refusalOutdated:
+		said, asked := u.asked[e.Name]
+		if asked && stale.Said(e) > said {
+			break // refused again since it was asked: that stands
+		}
+		if !asked {
+			if err := stale.Poke(ctx, r, svc); err != nil {
+				return "", phase.Next(), err
+			}
+			if u.asked == nil {
+				u.asked = map[string]int32{}
+			}
+			u.asked[e.Name] = stale.Said(e)
+			// Judged from now on only if said again (stale.RefusalOf).
+			u.earlier = maps.Clone(got.Earlier)
+			if u.earlier == nil {
+				u.earlier = map[string]int32{}
+			}
+			u.earlier[e.Name] = stale.Said(e)
+		}
+		return "", phase.RetryAfter(look, "MetalLB was asked to look at the pinned Service again: what it refused is free now"), nil
+	}
+	return e.Message, phase.Next(), nil
+}
+
+// keysOf names svcs.
+func keysOf(svcs []corev1.Service) []types.NamespacedName {
+	out := make([]types.NamespacedName, len(svcs))
+	for i := range svcs {
+		out[i] = client.ObjectKeyFromObject(&svcs[i])
+	}
+	return out
 }
 
 // servingSettle is how long an attached, pinned Service may hold nothing
@@ -127,6 +182,10 @@ type unservedAttachment struct {
 	uid     types.UID
 	since   time.Time
 	earlier map[string]int32
+	// asked are the refusals, by Event name, MetalLB was asked to look
+	// past because what they named had let go since, with how often each
+	// had been said then.
+	asked map[string]int32
 }
 
 // get returns the record of the address's attachment to uid, started now

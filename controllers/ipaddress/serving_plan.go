@@ -7,10 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // servingVerdict is the AttachmentServed condition to set, if set, with a
@@ -53,6 +55,45 @@ func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool)
 		msg = "The address is not attached to a Service MetalLB refuses"
 	}
 	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: msg}
+}
+
+// refusalNow is what a refusal of the attached Service's pin says by now.
+type refusalNow int
+
+const (
+	// refusalStands: the Service is refused for a reason of its own, or
+	// for a Service that is not the address's and still holds it.
+	refusalStands refusalNow = iota
+	// refusalPassing: it names only the address's own placeholders, and one
+	// still holds the address: the handoff is moving them away.
+	refusalPassing
+	// refusalOutdated: every Service it names has let go of the address
+	// since; MetalLB, which never retries, is to look again.
+	refusalOutdated
+)
+
+// judgeRefusalNow reads which Services a refusal of ip (its message msg)
+// says hold the address, and judges it against the address's own
+// placeholders (own) and the Services holding ip now (holding). A pin
+// written on a view that was about to change (a detach and a re-attach
+// crossing) meets the hold before it moves away: such a refusal is
+// MetalLB's answer to a moment, not to the attachment.
+func judgeRefusalNow(msg, ip string, own, holding []types.NamespacedName) refusalNow {
+	named := stale.Holders(msg, ip, nil)
+	if len(named) == 0 {
+		return refusalStands
+	}
+	now := refusalOutdated
+	for _, n := range named {
+		if !slices.Contains(holding, n) {
+			continue
+		}
+		if !slices.Contains(own, n) {
+			return refusalStands
+		}
+		now = refusalPassing
+	}
+	return now
 }
 
 // pinnedTo reports whether the Service asks MetalLB for ip: the driver's

@@ -1,11 +1,13 @@
 package ipaddress
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
@@ -65,4 +67,36 @@ func TestPinnedTo(t *testing.T) {
 	assert.True(t, pinnedTo(svc(nil, "192.0.2.7"), "192.0.2.7"), "an owner's pin counts")
 	assert.False(t, pinnedTo(svc(map[string]string{marks.KeyPin: "192.0.2.8"}, ""), "192.0.2.7"))
 	assert.False(t, pinnedTo(svc(nil, ""), "192.0.2.7"), "not pinned yet: the handoff is under way")
+}
+
+func TestJudgeRefusalNow(t *testing.T) {
+	const ip = "192.0.2.7"
+	hold := types.NamespacedName{Namespace: "iad-system", Name: "hold-ip-192-0-2-7"}
+	rogue := types.NamespacedName{Namespace: "shop", Name: "rogue"}
+	inUse := func(by ...types.NamespacedName) string {
+		var s []string
+		for _, n := range by {
+			s = append(s, n.String())
+		}
+		return `Failed to allocate IP for "shop/web": can't change sharing key for "shop/web", address also in use by ` + strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		name         string
+		msg          string
+		own, holding []types.NamespacedName
+		want         refusalNow
+	}{
+		{"a reason of the Service's own", `Failed to allocate IP for "shop/web": ["192.0.2.7"] is not allowed in config`, []types.NamespacedName{hold}, nil, refusalStands},
+		{"the hold, which still holds it", inUse(hold), []types.NamespacedName{hold}, []types.NamespacedName{hold}, refusalPassing},
+		{"the hold, which has let go since", inUse(hold), []types.NamespacedName{hold}, nil, refusalOutdated},
+		{"the hold, gone since", inUse(hold), nil, nil, refusalOutdated},
+		{"another Service, which still holds it", inUse(rogue), []types.NamespacedName{hold}, []types.NamespacedName{rogue}, refusalStands},
+		{"another Service, which has let go since", inUse(rogue), []types.NamespacedName{hold}, nil, refusalOutdated},
+		{"the hold and another Service, both holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold, rogue}, refusalStands},
+		{"the hold and another Service, the hold still holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold}, refusalPassing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, judgeRefusalNow(tc.msg, ip, tc.own, tc.holding))
+		})
+	}
 }

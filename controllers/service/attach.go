@@ -142,7 +142,8 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Resul
 
 // associateGap is the gap handoff, or the parked one: record the
 // associations (this disarms the holds), wait until each address is
-// Released (or, parked, moved away), then pin the Service.
+// Released (or, parked, moved away) and this controller's cache shows
+// nothing about to take it (FreeFor), then pin the Service.
 func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, error) {
 	h := s.handoff
 	newly, err := r.recordAssociation(ctx, s)
@@ -151,11 +152,11 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, 
 	}
 	released := true
 	for _, a := range s.addrs {
-		moved, err := r.parkedAway(ctx, s, a)
+		free, moved, err := r.freeFor(ctx, s, a)
 		if err != nil {
 			return phase.Next(), err
 		}
-		if Released(a) || moved {
+		if Released(a) && free || moved {
 			r.handoffs.released(s.key, s.svc.UID)
 		} else {
 			released = false
@@ -178,25 +179,28 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, 
 	return phase.Next(), nil
 }
 
-// parkedAway reports, in a parked handoff, whether this controller's own
-// cache shows the address free for the Service (ParkedAway): then it pins
-// at once, without waiting for the IPAddress controller to say so.
-func (r *Reconciler) parkedAway(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress) (bool, error) {
-	if s.handoff.mode != ModeParked || !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
-		return false, nil
+// freeFor reports whether this controller's own cache shows the address
+// free for the Service (FreeFor) and, in a parked handoff, whether its
+// holds moved away (ParkedAway): then it pins at once, without waiting for
+// the IPAddress controller to say so.
+func (r *Reconciler) freeFor(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress) (free, moved bool, err error) {
+	if !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
+		return false, false, nil
 	}
 	ip, err := names.ParseAddress(a.Spec.Address)
 	if err != nil {
-		return false, nil
+		return false, false, nil
 	}
 	var phs, holders corev1.ServiceList
 	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace), client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip.String()}); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return ParkedAway(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc), nil
+	free = FreeFor(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc)
+	moved = s.handoff.mode == ModeParked && ParkedAway(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc)
+	return free, moved, nil
 }
 
 // recordAssociated records the handoff's one Event, on the Service; each

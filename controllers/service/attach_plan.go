@@ -1,8 +1,6 @@
 package service
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,13 +96,29 @@ func ClassOf(addrs []*iadv1alpha1.IPAddress) string {
 // Service but svc shows ip. Pinning earlier would make MetalLB refuse svc
 // for an address in use, and MetalLB does not retry.
 func ParkedAway(ip, pool string, placeholders, holders []corev1.Service, svc *corev1.Service) bool {
-	if len(placeholders) == 0 {
+	if len(placeholders) == 0 || !FreeFor(ip, pool, placeholders, holders, svc) {
 		return false
 	}
 	for i := range placeholders {
 		ph := &placeholders[i]
-		in := marks.IngressIPs(ph)
-		if !marks.Of(ph).Parked(pool) || len(in) == 0 || slices.Contains(in, ip) {
+		if !marks.Of(ph).Parked(pool) || len(marks.IngressIPs(ph)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// FreeFor reports whether a cache shows nothing about to take the address
+// with the canonical ip from svc: no Service but svc among holders (those
+// showing ip), no placeholder of the address showing it, and every
+// placeholder of the address (placeholders) not being deleted asks for
+// the parking pool. A placeholder pinned back to ip is about to take it,
+// whatever the Held condition says: Held False written for an earlier
+// attachment may not be withdrawn yet.
+func FreeFor(ip, pool string, placeholders, holders []corev1.Service, svc *corev1.Service) bool {
+	for i := range placeholders {
+		ph := &placeholders[i]
+		if ph.DeletionTimestamp == nil && !marks.Of(ph).Parked(pool) || marks.Holds(ph, ip) {
 			return false
 		}
 	}

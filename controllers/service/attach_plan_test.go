@@ -171,11 +171,18 @@ func TestReleased(t *testing.T) {
 	assert.True(t, Released(a))
 }
 
-func TestParkedAway(t *testing.T) {
+// TestFreeForAndParkedAway: the two views of the service controller's
+// cache a gap or parked handoff pins on. FreeFor: nothing is about to take
+// the address (it backs Held=False, which an earlier attachment may have
+// left); ParkedAway: the parked holds have moved off it (it needs no Held).
+func TestFreeForAndParkedAway(t *testing.T) {
 	const ip, pool = "192.0.2.7", "parking"
 	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web"}}
-	ph := func(asked string, ingress ...string) corev1.Service {
+	ph := func(asked string, deleting bool, ingress ...string) corev1.Service {
 		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "iad-system", Name: "hold"}}
+		if deleting {
+			s.DeletionTimestamp = &metav1.Time{}
+		}
 		marks.Edit(&s, func(m *marks.Marks) {
 			if asked == pool {
 				m.Park(pool)
@@ -191,23 +198,31 @@ func TestParkedAway(t *testing.T) {
 	holder := func(ns, name string) corev1.Service {
 		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
+	svcs := func(s ...corev1.Service) []corev1.Service { return s }
 	for _, tc := range []struct {
-		name         string
-		placeholders []corev1.Service
-		holders      []corev1.Service
-		want         bool
+		name                 string
+		placeholders         []corev1.Service
+		holders              []corev1.Service
+		wantFree, wantParked bool
 	}{
-		{"parked and moved, nobody holds the address", []corev1.Service{ph(pool, "240.0.0.1")}, nil, true},
-		{"parked and moved, the Service holds it already", []corev1.Service{ph(pool, "240.0.0.1")}, []corev1.Service{holder("t", "web")}, true},
-		{"parked, MetalLB has not moved it", []corev1.Service{ph(pool, ip)}, []corev1.Service{ph(pool, ip)}, false},
-		{"parked, MetalLB gave it nothing yet: not seen moving", []corev1.Service{ph(pool)}, nil, false},
-		{"not parked yet", []corev1.Service{ph("iad-gold", ip)}, []corev1.Service{ph("iad-gold", ip)}, false},
-		{"no placeholder in the cache", nil, nil, false},
-		{"another Service shows the address", []corev1.Service{ph(pool, "240.0.0.1")}, []corev1.Service{holder("t", "api")}, false},
-		{"one of two placeholders still holds it", []corev1.Service{ph(pool, "240.0.0.1"), ph("iad-gold", ip)}, nil, false},
+		{"no placeholder, nobody holds it (the gap handoff)", nil, nil, true, false},
+		{"no placeholder, the Service holds it already", nil, svcs(holder("t", "web")), true, false},
+		{"parked and moved, nobody holds the address", svcs(ph(pool, false, "240.0.0.1")), nil, true, true},
+		{"parked and moved, the Service holds it already", svcs(ph(pool, false, "240.0.0.1")), svcs(holder("t", "web")), true, true},
+		{"parked, MetalLB has not moved it", svcs(ph(pool, false, ip)), svcs(ph(pool, false, ip)), false, false},
+		{"parked, MetalLB gave it nothing yet: not seen moving", svcs(ph(pool, false)), nil, true, false},
+		// Held False from an earlier attachment says released; the hold
+		// pinned back says otherwise, and takes the address first.
+		{"a hold pinned back, MetalLB has not given it the address yet", svcs(ph("iad-gold", false)), nil, false, false},
+		{"a hold pinned back and holding", svcs(ph("iad-gold", false, ip)), svcs(ph("iad-gold", false, ip)), false, false},
+		{"a hold being deleted, MetalLB let go", svcs(ph("iad-gold", true)), nil, true, false},
+		{"a hold being deleted, still holding", svcs(ph("iad-gold", true, ip)), nil, false, false},
+		{"another Service shows the address", svcs(ph(pool, false, "240.0.0.1")), svcs(holder("t", "api")), false, false},
+		{"one of two placeholders still holds it", svcs(ph(pool, false, "240.0.0.1"), ph("iad-gold", false, ip)), nil, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ParkedAway(ip, pool, tc.placeholders, tc.holders, web))
+			assert.Equal(t, tc.wantFree, FreeFor(ip, pool, tc.placeholders, tc.holders, web), "FreeFor")
+			assert.Equal(t, tc.wantParked, ParkedAway(ip, pool, tc.placeholders, tc.holders, web), "ParkedAway")
 		})
 	}
 }

@@ -125,3 +125,40 @@ func TestParkedHandoff(t *testing.T) {
 		})
 	}
 }
+
+// TestPinRefusedForTheHoldIsAskedAgain: MetalLB refuses a pin to an
+// address in use and never looks at that Service again by itself. A
+// Service pinned to its claim's address while the hold still holds it (in
+// the field, a detach and a re-attach crossing; here, its owner pins it
+// as it names the claim) is refused for the hold; once the hold has moved
+// away, the IPAddress controller asks MetalLB again instead of reporting
+// the attachment refused, and the Service gets the address.
+func TestPinRefusedForTheHoldIsAskedAgain(t *testing.T) {
+	startDriver(t)
+	ns := suite.Namespace(t, "asked")
+	pool := fixture.Pool("asked", "192.0.2.240/29")
+	marks.WithGrant(pool, "asked")
+	suite.CreateForTest(t, cluster.ParkingPool(placeholderNS), cluster.Class("asked", iadv1alpha1.ReclaimDelete, ""), pool)
+	addr := provisioned(t, ns, "ip", "asked", iadv1alpha1.FamilyIPv4)[0]
+	ip := addr.Spec.Address
+	phs := suite.PlaceholdersOf(t, addr.Name)
+	require.Len(t, phs, 1)
+
+	// MetalLB's one worker sees the Service before the hold moves: the
+	// hold moves only after two controllers have seen the Service.
+	svc := lb(ns, "web", "ip")
+	svc.Annotations[marks.KeyPin] = ip
+	svc.Labels = map[string]string{marks.LabelGrant: "asked"}
+	suite.Create(t, svc)
+	about := fixture.About{Kind: "Service", Namespace: ns, Name: "web"}
+	refusal := suite.WaitEvent(t, about, "AllocationFailed")
+	assert.Contains(t, refusal.Message, phs[0].Namespace+"/"+phs[0].Name, "refused for the hold")
+
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		assert.Equal(t, []string{ip}, fixture.Ingress(suite.GetService(t, ns, "web")))
+	}, fixture.MetalLBTimeout, fixture.Tick, "the Service gets the address once the hold has moved away")
+	assert.Empty(t, suite.Events(t, about, "AttachmentRefused"), "not reported refused")
+	assert.Empty(t, suite.Events(t, fixture.About{Kind: "IPAddress", Name: addr.Name}, "AttachmentRefused"))
+	served := meta.FindStatusCondition(suite.GetAddress(t, addr.Name).Status.Conditions, conditions.AttachmentServed)
+	assert.True(t, served == nil || served.Status == metav1.ConditionTrue, "AttachmentServed: %v", served)
+}
