@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/internal/stale"
+	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -282,4 +283,44 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	}, fixture.MetalLBTimeout, fixture.Tick, "the re-armed hold gets the address beside web")
 	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonStaleAllocationCleared).Message, testPlaceholderNamespace+"/sharedstale-former")
 	suite.WaitIngress(t, web, ip)
+}
+
+// TestPinRefusedForTheHoldIsAskedAgain: MetalLB refuses a pin to an
+// address in use and never looks at that Service again by itself. A
+// Service pinned to the address while its hold still holds it (a detach
+// and a re-attach crossing: the pin written on a view about to change) is
+// refused for the hold. Once the attachment parks the hold, the controller
+// asks MetalLB to look at the Service again instead of reporting the
+// attachment refused, and the Service gets the address. Parking moves the
+// hold without a pass over every Service, so only that ask makes MetalLB
+// look at the Service.
+func TestPinRefusedForTheHoldIsAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	suite.CreateForTest(t, cluster.ParkingPool(testPlaceholderNamespace))
+	const ip = "192.0.2.232"
+	a := heldAddress(t, "refused-hold", "192.0.2.232/29", ip, &iadv1alpha1.ClaimReference{Namespace: "refused-hold", Name: "c1"})
+	suite.Namespace(t, "refused-hold")
+	hold := placeholder.HoldName(a.Name)
+
+	web := fixture.LoadBalancer("refused-hold", "web", map[string]string{
+		iadv1alpha1.ServiceClaimAnnotation: "c1", marks.KeyPin: ip, marks.KeyPinnedBy: "c1",
+	})
+	web.Labels = map[string]string{marks.LabelGrant: "refused-hold"}
+	require.NoError(t, adm.Create(ctx, web))
+	about := fixture.About{Namespace: "refused-hold", Name: "web"}
+	assert.Contains(t, suite.WaitEvent(t, about, stale.AllocationFailed).Message, testPlaceholderNamespace+"/"+hold, "refused for the hold")
+
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "refused-hold", Name: "web"}
+	})
+	suite.WaitIngress(t, web, ip)
+	assert.Empty(t, suite.Events(t, about, ReasonAttachmentRefused), "not reported refused")
+	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, ReasonAttachmentRefused))
+	served := meta.FindStatusCondition(suite.GetAddress(t, a.Name).Status.Conditions, conditions.AttachmentServed)
+	assert.True(t, served == nil || served.Status == metav1.ConditionTrue, "AttachmentServed: %v", served)
+	phs := suite.PlaceholdersOf(t, a.Name)
+	if assert.Len(t, phs, 1) {
+		assert.Equal(t, hold, phs[0].Name, "the hold was parked, not deleted")
+		assert.NotContains(t, fixture.Ingress(&phs[0]), ip)
+	}
 }
