@@ -71,7 +71,8 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 // released to it, so MetalLB can give it), once MetalLB has had time to
 // look (servingSettle and one full pass): a refusal of that version or a
 // later one, or a repeat, since, of a refusal first said about an earlier
-// version (stale.RefusalOf). A refusal MetalLB said before the pin (a
+// version (stale.RefusalOf), then by the Services it names
+// (judgeRefusalNow). A refusal MetalLB said before the pin (a
 // fresh Service it had no address for) or before the address was released
 // (a hand pin) is no refusal of the attachment. Where only such earlier
 // refusals are on record, the Service is handed back to MetalLB once
@@ -92,7 +93,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 		return "", phase.Next(), err
 	}
 	got := stale.RefusalOf(evs.Items, svc.UID, svc.ResourceVersion, u.earlier)
-	if e := got.Event; e != nil {
+	if got.Event != nil {
 		return r.judgeRefusalNow(ctx, s, svc, u, got, look)
 	}
 	switch {
@@ -126,7 +127,7 @@ func (r *Reconciler) judgeRefusalNow(ctx context.Context, s *scope, svc *corev1.
 	if err != nil {
 		return "", phase.Next(), err
 	}
-	switch judgeRefusalNow(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders)) {
+	switch refusalByHolders(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders)) {
 	case refusalPassing:
 		return "", phase.RetryAfter(look, "MetalLB refused the pinned Service while a placeholder of the address held it, which is letting go"), nil
 	case refusalOutdated:

@@ -72,13 +72,13 @@ const (
 	refusalOutdated
 )
 
-// judgeRefusalNow reads which Services a refusal of ip (its message msg)
+// refusalByHolders reads which Services a refusal of ip (its message msg)
 // says hold the address, and judges it against the address's own
 // placeholders (own) and the Services holding ip now (holding). A pin
 // written on a view that was about to change (a detach and a re-attach
 // crossing) meets the hold before it moves away: such a refusal is
 // MetalLB's answer to a moment, not to the attachment.
-func judgeRefusalNow(msg, ip string, own, holding []types.NamespacedName) refusalNow {
+func refusalByHolders(msg, ip string, own, holding []types.NamespacedName) refusalNow {
 	named := stale.Holders(msg, ip, nil)
 	if len(named) == 0 {
 		return refusalStands

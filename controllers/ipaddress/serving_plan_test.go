@@ -69,7 +69,7 @@ func TestPinnedTo(t *testing.T) {
 	assert.False(t, pinnedTo(svc(nil, ""), "192.0.2.7"), "not pinned yet: the handoff is under way")
 }
 
-func TestJudgeRefusalNow(t *testing.T) {
+func TestRefusalByHolders(t *testing.T) {
 	const ip = "192.0.2.7"
 	hold := types.NamespacedName{Namespace: "iad-system", Name: "hold-ip-192-0-2-7"}
 	rogue := types.NamespacedName{Namespace: "shop", Name: "rogue"}
@@ -96,7 +96,7 @@ func TestJudgeRefusalNow(t *testing.T) {
 		{"the hold and another Service, the hold still holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold}, refusalPassing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, judgeRefusalNow(tc.msg, ip, tc.own, tc.holding))
+			assert.Equal(t, tc.want, refusalByHolders(tc.msg, ip, tc.own, tc.holding))
 		})
 	}
 }
