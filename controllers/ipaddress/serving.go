@@ -127,7 +127,7 @@ func (r *Reconciler) judgeRefusalNow(ctx context.Context, s *scope, svc *corev1.
 	if err != nil {
 		return "", phase.Next(), err
 	}
-	switch refusalByHolders(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders)) {
+	switch refusalByHolders(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders), marks.SharesHold(svc, s.key)) {
 	case refusalPassing:
 		return "", phase.RetryAfter(look, "MetalLB refused the pinned Service while a placeholder of the address held it, which is letting go"), nil
 	case refusalOutdated:

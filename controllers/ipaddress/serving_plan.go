@@ -77,8 +77,10 @@ const (
 // placeholders (own) and the Services holding ip now (holding). A pin
 // written on a view that was about to change (a detach and a re-attach
 // crossing) meets the hold before it moves away: such a refusal is
-// MetalLB's answer to a moment, not to the attachment.
-func refusalByHolders(msg, ip string, own, holding []types.NamespacedName) refusalNow {
+// MetalLB's answer to a moment, not to the attachment. In a shared
+// attachment (shared) the hold stays on the address, so one still holding
+// it is no passing moment.
+func refusalByHolders(msg, ip string, own, holding []types.NamespacedName, shared bool) refusalNow {
 	named := stale.Holders(msg, ip, nil)
 	if len(named) == 0 {
 		return refusalStands
@@ -88,7 +90,7 @@ func refusalByHolders(msg, ip string, own, holding []types.NamespacedName) refus
 		if !slices.Contains(holding, n) {
 			continue
 		}
-		if !slices.Contains(own, n) {
+		if shared || !slices.Contains(own, n) {
 			return refusalStands
 		}
 		now = refusalPassing

@@ -84,19 +84,24 @@ func TestRefusalByHolders(t *testing.T) {
 		name         string
 		msg          string
 		own, holding []types.NamespacedName
+		shared       bool
 		want         refusalNow
 	}{
-		{"a reason of the Service's own", `Failed to allocate IP for "shop/web": ["192.0.2.7"] is not allowed in config`, []types.NamespacedName{hold}, nil, refusalStands},
-		{"the hold, which still holds it", inUse(hold), []types.NamespacedName{hold}, []types.NamespacedName{hold}, refusalPassing},
-		{"the hold, which has let go since", inUse(hold), []types.NamespacedName{hold}, nil, refusalOutdated},
-		{"the hold, gone since", inUse(hold), nil, nil, refusalOutdated},
-		{"another Service, which still holds it", inUse(rogue), []types.NamespacedName{hold}, []types.NamespacedName{rogue}, refusalStands},
-		{"another Service, which has let go since", inUse(rogue), []types.NamespacedName{hold}, nil, refusalOutdated},
-		{"the hold and another Service, both holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold, rogue}, refusalStands},
-		{"the hold and another Service, the hold still holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold}, refusalPassing},
+		{"a reason of the Service's own", `Failed to allocate IP for "shop/web": ["192.0.2.7"] is not allowed in config`, []types.NamespacedName{hold}, nil, false, refusalStands},
+		{"the hold, which still holds it", inUse(hold), []types.NamespacedName{hold}, []types.NamespacedName{hold}, false, refusalPassing},
+		{"the hold, which has let go since", inUse(hold), []types.NamespacedName{hold}, nil, false, refusalOutdated},
+		{"the hold, gone since", inUse(hold), nil, nil, false, refusalOutdated},
+		{"another Service, which still holds it", inUse(rogue), []types.NamespacedName{hold}, []types.NamespacedName{rogue}, false, refusalStands},
+		{"another Service, which has let go since", inUse(rogue), []types.NamespacedName{hold}, nil, false, refusalOutdated},
+		{"the hold and another Service, both holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold, rogue}, false, refusalStands},
+		{"the hold and another Service, the hold still holding", inUse(hold, rogue), []types.NamespacedName{hold}, []types.NamespacedName{hold}, false, refusalPassing},
+		// A shared attachment keeps the hold on the address: still holding,
+		// it is no passing moment.
+		{"the hold, still holding beside a sharing Service", inUse(hold), []types.NamespacedName{hold}, []types.NamespacedName{hold}, true, refusalStands},
+		{"the hold, which has let go, in a shared attachment", inUse(hold), []types.NamespacedName{hold}, nil, true, refusalOutdated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, refusalByHolders(tc.msg, ip, tc.own, tc.holding))
+			assert.Equal(t, tc.want, refusalByHolders(tc.msg, ip, tc.own, tc.holding, tc.shared))
 		})
 	}
 }
