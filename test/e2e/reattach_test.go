@@ -15,7 +15,9 @@ import (
 
 // TestReattachAtOnce: the Service a claim is attached to is deleted and the
 // next one is created at once, as `kubectl delete` then `kubectl apply` do,
-// before the hold is back on the address, four times over. Each Service
+// before the hold is back on the address, four times over; then the
+// annotation is taken off one Service and a new one names the claim at
+// once, twice. Each Service
 // gets the same IP and nothing says a Warning: a detach and a re-attach
 // that cross neither pin the new Service on a release said for the old one
 // nor leave it refused for a hold that has moved away since.
@@ -28,6 +30,13 @@ func TestReattachAtOnce(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			prev := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: fmt.Sprintf("s%d", i-1)}}
 			require.NoError(t, k.k.Delete(ctx, prev))
+			next := fmt.Sprintf("s%d", i)
+			k.service(next, "ip")
+			k.attached(next, a)
+		}
+		// The same by the annotation: taken off one Service, put on the next.
+		for i := 5; i <= 6; i++ {
+			k.unannotate(fmt.Sprintf("s%d", i-1))
 			next := fmt.Sprintf("s%d", i)
 			k.service(next, "ip")
 			k.attached(next, a)
