@@ -17,10 +17,10 @@ import (
 // next one is created at once, as `kubectl delete` then `kubectl apply` do,
 // before the hold is back on the address, four times over; then the
 // annotation is taken off one Service and a new one names the claim at
-// once, twice. Each Service
-// gets the same IP and nothing says a Warning: a detach and a re-attach
-// that cross neither pin the new Service on a release said for the old one
-// nor leave it refused for a hold that has moved away since.
+// once, twice. Each Service gets the same IP and nothing says a Warning: a
+// detach and a re-attach that cross neither pin the new Service on a
+// release said for the old one nor leave it refused for a hold that has
+// moved away since.
 func TestReattachAtOnce(t *testing.T) {
 	story(t, "reattach", "delete the attached Service and create the next at once", "reattach", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		k.class("e2e-reattach", iadv1alpha1.ReclaimRetain, "198.51.100.128/28")
