@@ -131,18 +131,17 @@ func (r *Reconciler) judgeRefusalNow(ctx context.Context, s *scope, svc *corev1.
 	case refusalPassing:
 		return "", phase.RetryAfter(look, "MetalLB refused the pinned Service while a placeholder of the address held it, which is letting go"), nil
 	case refusalOutdated:
-		said, asked := u.asked[e.Name]
+		// A refusal on u.earlier was taken when MetalLB was last asked
+		// (here or for an earlier version): said more often since, it
+		// stands; said as often, the cache is behind the ask.
+		said, asked := u.earlier[e.Name]
 		if asked && stale.Said(e) > said {
-			break // refused again since it was asked: that stands
+			break
 		}
 		if !asked {
 			if err := stale.Poke(ctx, r, svc); err != nil {
 				return "", phase.Next(), err
 			}
-			if u.asked == nil {
-				u.asked = map[string]int32{}
-			}
-			u.asked[e.Name] = stale.Said(e)
 			// Judged from now on only if said again (stale.RefusalOf).
 			u.earlier = maps.Clone(got.Earlier)
 			if u.earlier == nil {
@@ -183,10 +182,6 @@ type unservedAttachment struct {
 	uid     types.UID
 	since   time.Time
 	earlier map[string]int32
-	// asked are the refusals, by Event name, MetalLB was asked to look
-	// past because what they named had let go since, with how often each
-	// had been said then.
-	asked map[string]int32
 }
 
 // get returns the record of the address's attachment to uid, started now
