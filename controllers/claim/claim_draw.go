@@ -127,9 +127,10 @@ func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
 		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, n.ip, n.entry))
 		return phase.RetryAfter(pause, "gave an address back; drawing again after a pause")
 	case newsHandedOver:
+		// No Event: the core lists the address in the claim's status, and
+		// a claim's Events are for what keeps it from Bound.
 		logger.Info("recorded address", "family", f, "ip", n.entry.Spec.Address, "ipaddress", n.entry.Name, "placeholder", n.ph.Name)
 		r.untell(s.claim, f)
-		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonRecorded, msgRecorded(f, n.entry.Spec.Address, n.entry.Name))
 		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
 	}
 	return phase.Next()

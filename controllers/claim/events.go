@@ -21,7 +21,6 @@ const (
 	ReasonPoolNotReady   = "PoolNotReady"   // Warning: MetalLB does not know the pool
 	ReasonClassNotServed = "ClassNotServed" // Warning: the class is missing or not ours
 	ReasonRetargeted     = "Retargeted"
-	ReasonRecorded       = "Recorded"
 	// ReasonLedgerMismatch (Warning): the assigned address's IPAddress
 	// name is taken by an entry for another address.
 	ReasonLedgerMismatch = "LedgerMismatch"
@@ -107,10 +106,6 @@ func msgClassRefused(f iadv1alpha1.IPFamily, class, refusal string) string {
 func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) string {
 	return fmt.Sprintf("The %s allocation placeholder's name %s is still taken by the hold placeholder of IPAddress %s, "+
 		"which is not this claim's; the claim proceeds once that placeholder is gone", f, placeholder, address)
-}
-
-func msgRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
-	return fmt.Sprintf("Recorded %s address %s as IPAddress %s", f, ip, address)
 }
 
 func msgLedgerMismatch(f iadv1alpha1.IPFamily, ip string, existing *iadv1alpha1.IPAddress) string {

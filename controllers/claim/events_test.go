@@ -11,8 +11,6 @@ import (
 func TestEventMessages(t *testing.T) {
 	assert.Equal(t, "Waiting for MetalLB to assign an IPv4 address from pool iad-public (class public)",
 		msgWaitingForMetalLB(iadv1alpha1.FamilyIPv4, "public"))
-	assert.Equal(t, "Recorded IPv6 address 2001:db8::7 as IPAddress ip6-2001-0db8-0000-0000-0000-0000-0000-0007",
-		msgRecorded(iadv1alpha1.FamilyIPv6, "2001:db8::7", "ip6-2001-0db8-0000-0000-0000-0000-0000-0007"))
 
 	other := testAddress("ip-192-0-2-1", "192.0.2.1", &iadv1alpha1.ClaimReference{Namespace: "team-b", Name: "db", UID: "u-1"})
 	assert.Equal(t, "MetalLB assigned IPv4 address 192.0.2.1 to this claim, but IPAddress ip-192-0-2-1 already exists and "+
