@@ -131,8 +131,8 @@ func (t *ConflictTracker) attribute(lines []byte) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef == nil || e.ResponseStatus == nil {
 			continue
 		}
-		if e.Stage != "ResponseComplete" {
-			continue
+		if e.Stage != "ResponseComplete" || !writes[e.Verb] {
+			continue // the reads AuditPolicyAll logs too
 		}
 		if e.ObjectRef.Resource == "events" {
 			if e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 && e.writer() == WriterDriver {
@@ -181,3 +181,27 @@ rules:
     resources: ["events"]
 - level: None
 `
+
+// AuditPolicyAll logs every request but the leases' at metadata level,
+// for reading one operation request by request (BENCH_AUDIT=all): the
+// figures are taken the same way, and the log grows large.
+const AuditPolicyAll = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  resources:
+  - group: "coordination.k8s.io"
+- level: Metadata
+`
+
+// writes are the verbs AuditPolicy logs for Services.
+var writes = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
+
+// auditPolicy is AuditPolicy, or AuditPolicyAll with BENCH_AUDIT=all.
+func auditPolicy() string {
+	if os.Getenv("BENCH_AUDIT") == "all" {
+		return AuditPolicyAll
+	}
+	return AuditPolicy
+}

@@ -62,6 +62,16 @@ func TestConflictAttribution(t *testing.T) {
 			want: map[string]float64{WriterDriver: 1},
 		},
 		{
+			name: "reads (BENCH_AUDIT=all) are not writes",
+			lines: []string{
+				auditLine("patch", admin, benchUA, "w", "", 200),
+				auditLine("get", driverUser, "service/x", "w", "", 200),
+				auditLine("list", driverUser, "service/x", "", "", 200),
+				auditLine("update", admin, metallbUA, "w", "status", 409),
+			},
+			want: map[string]float64{WriterOther: 1},
+		},
+		{
 			name: "the user's write, and a Service never written before",
 			lines: []string{
 				auditLine("patch", admin, benchUA, "w", "", 200),

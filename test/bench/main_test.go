@@ -95,7 +95,7 @@ func start(parking bool) (e *env, err error) {
 	ctx := e.ctx
 	// MetalLB logs its full passes over every Service only at info level.
 	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{
-		Cluster:       cluster.Options{MetalLBLogLevel: "info", AuditPolicy: AuditPolicy},
+		Cluster:       cluster.Options{MetalLBLogLevel: "info", AuditPolicy: auditPolicy()},
 		NoParkingPool: !parking,
 	}); err != nil {
 		return e, err

@@ -178,6 +178,8 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		"--metrics-bind-address", d.MetricsAddr,
 		"--health-probe-bind-address", d.HealthAddr,
 		"--zap-log-level", driverLogLevel(),
+		// Milliseconds matter when a log is read beside the audit log.
+		"--zap-time-encoding", "rfc3339nano",
 	), extraArgs...)
 	name := controller
 	if _, err := os.Stat(filepath.Join(c.Dir, name+".log")); err == nil {
