@@ -90,6 +90,11 @@ func msgWaitingForRelease(ip string, s *corev1.Service) string {
 		s.Namespace, s.Name, ip)
 }
 
+func msgWaitingForEviction(ip string, s *corev1.Service, class string) string {
+	return fmt.Sprintf("Waiting for MetalLB to take %s from Service %s/%s, which does not carry %s (the class's pool admits only Services that do), "+
+		"before the placeholder holds it again", ip, s.Namespace, s.Name, marks.GrantText(class))
+}
+
 func msgWaitingToShare(ip string, ph, s *corev1.Service) string {
 	return fmt.Sprintf("Waiting for MetalLB to let placeholder Service %s/%s share %s with Service %s/%s, which this address's binding authorizes (shared handoff)",
 		ph.Namespace, ph.Name, ip, s.Namespace, s.Name)

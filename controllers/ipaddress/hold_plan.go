@@ -32,12 +32,16 @@ func released(w *iadv1alpha1.WorkloadReference) *heldState {
 	return &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
 }
 
-// parkOpt is what the plan knows of parking (internal/parking): the
-// parking pool's name, which marks a parked placeholder, and whether the
-// pool can take a placeholder of the address's family now.
+// parkOpt is what the plan knows of the pools: the parking pool's name
+// (internal/parking), which marks a parked placeholder, whether that pool
+// can take a placeholder of the address's family now, and whether the
+// class pool admits only Services with the class's grant label.
 type parkOpt struct {
 	Pool string
 	Open bool
+	// GrantOnly: MetalLB takes the address from a Service without the
+	// grant label at its next look, whatever the driver does.
+	GrantOnly bool
 }
 
 // holdPlan is what the holding invariant asks for in one pass.
@@ -81,7 +85,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, pa
 	if anyParked(live, park.Pool) && heldByOthers(ip, placeholders, holders) {
 		// Pinned back now, the placeholder would find the address taken,
 		// lose its parking address too and cost MetalLB a full pass.
-		p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, placeholders, live, holders)
+		p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, park.GrantOnly, placeholders, live, holders)
 		return p
 	}
 	var holder *corev1.Service
@@ -93,7 +97,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, pa
 	// A parked hold pinned back is reported Unknown at once, not left
 	// False: Held False for a workload is what lets the next attach pin,
 	// and the returning hold is about to take the address.
-	p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, placeholders, live, holders)
+	p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, park.GrantOnly, placeholders, live, holders)
 	return p
 }
 
@@ -207,12 +211,12 @@ func surplus(ip string, live []*corev1.Service, holder *corev1.Service) []*corev
 // placeholders holds it, by who does: a Service without the binding's
 // authority (returned too), one with it, another claim's placeholder, or
 // nobody.
-func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
+func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, grantOnly bool, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
 	ours := map[string]bool{}
 	for i := range placeholders {
 		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
 	}
-	var waitingFor, otherPlaceholder *corev1.Service
+	var waitingFor, leaving, otherPlaceholder *corev1.Service
 	for i := range holders {
 		s := &holders[i]
 		switch {
@@ -223,6 +227,12 @@ func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, plac
 			if otherPlaceholder == nil {
 				otherPlaceholder = s
 			}
+		case grantOnly && !marks.Of(s).Granted(a.Spec.ClassName) && !marks.Authorizes(a, s):
+			// A Service the driver let go, whose association has moved on
+			// before MetalLB looked at it again: it is losing the address.
+			if leaving == nil {
+				leaving = s
+			}
 		case !marks.Authorizes(a, s):
 			return &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}, s
 		case waitingFor == nil:
@@ -230,6 +240,8 @@ func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, plac
 		}
 	}
 	switch {
+	case leaving != nil && waitingFor == nil:
+		return waiting(msgWaitingForEviction(ip, leaving, a.Spec.ClassName)), nil
 	case waitingFor != nil && marks.Of(waitingFor).KeyedExactly(key):
 		return waiting(msgWaitingToShare(ip, live[0], waitingFor)), nil
 	case waitingFor != nil:

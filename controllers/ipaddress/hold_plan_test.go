@@ -168,26 +168,41 @@ func TestUnheld(t *testing.T) {
 	ph := svc(phNS, "hold", planIP, "")
 	own := svc("t", "web", planIP, planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c")
 	keyed := svc("t", "web", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))
+	letGo := svc("t", "old", planIP, "")
+	granted := svc("x", "granted", planIP, planIP)
+	granted.Labels = map[string]string{marks.LabelGrant: a.Spec.ClassName}
 	tests := []struct {
-		name    string
-		holders []corev1.Service
-		want    *heldState
-		takenBy string
+		name      string
+		grantOnly bool
+		holders   []corev1.Service
+		want      *heldState
+		takenBy   string
 	}{
-		{"nobody holds it", nil, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
-		{"our own placeholder is not someone else", []corev1.Service{ph}, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
-		{"another claim's placeholder", []corev1.Service{svc(phNS, "alloc-ipv4-other", "", planIP)}, waiting(
-			"Placeholder Service iad-system/alloc-ipv4-other of another claim got 192.0.2.7 while it was unheld; waiting for the claim controller to give it back"), ""},
-		{"an authorized Service releasing it", []corev1.Service{own}, waiting(
+		{"a Service let go, in a pool for granted Services only: MetalLB is taking the address from it", true, []corev1.Service{letGo}, waiting(
+			"Waiting for MetalLB to take 192.0.2.7 from Service t/old, which does not carry " + marks.GrantText(a.Spec.ClassName) +
+				" (the class's pool admits only Services that do), before the placeholder holds it again"), ""},
+		{"the same Service in a pool that admits any Service keeps it", false, []corev1.Service{letGo}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
+			"Service t/old holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
+				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "t/old"},
+		{"an authorized Service is waited for before one being taken from", true, []corev1.Service{letGo, own}, waiting(
 			"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"), ""},
-		{"an authorized Service with the key: the shared handoff", []corev1.Service{keyed}, waiting(
+		{"a granted Service without authority has taken it", true, []corev1.Service{letGo, granted}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
+			"Service x/granted holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
+				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/granted"},
+		{"nobody holds it", false, nil, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
+		{"our own placeholder is not someone else", false, []corev1.Service{ph}, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
+		{"another claim's placeholder", false, []corev1.Service{svc(phNS, "alloc-ipv4-other", "", planIP)}, waiting(
+			"Placeholder Service iad-system/alloc-ipv4-other of another claim got 192.0.2.7 while it was unheld; waiting for the claim controller to give it back"), ""},
+		{"an authorized Service releasing it", false, []corev1.Service{own}, waiting(
+			"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"), ""},
+		{"an authorized Service with the key: the shared handoff", false, []corev1.Service{keyed}, waiting(
 			"Waiting for MetalLB to let placeholder Service iad-system/hold share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"), ""},
-		{"an intruder wins over everyone", []corev1.Service{own, svc("x", "rogue", planIP, planIP)}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
+		{"an intruder wins over everyone", false, []corev1.Service{own, svc("x", "rogue", planIP, planIP)}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
 			"Service x/rogue holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
 				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/rogue"},
 	}
 	for _, tt := range tests {
-		held, taken := unheld(a, planIP, marks.Keys{}.Of(a), phNS, []corev1.Service{ph}, refs(ph), tt.holders)
+		held, taken := unheld(a, planIP, marks.Keys{}.Of(a), phNS, tt.grantOnly, []corev1.Service{ph}, refs(ph), tt.holders)
 		assert.Equal(t, tt.want, held, tt.name)
 		assert.Equal(t, tt.takenBy, name(taken), tt.name)
 	}

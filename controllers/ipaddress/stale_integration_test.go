@@ -324,3 +324,65 @@ func TestPinRefusedForTheHoldIsAskedAgain(t *testing.T) {
 		assert.NotContains(t, fixture.Ingress(&phs[0]), ip)
 	}
 }
+
+// TestLetGoServiceIsWaitedFor: a Service the driver let go in one write (no
+// claim, pin, marker or grant label left) still shows the address while
+// MetalLB has not looked at it again, and its association is already
+// cleared, as when the annotation moves to the next Service at once. The
+// class's pool admits only granted Services, so MetalLB is taking the
+// address from it: the controller waits for that and records no
+// AddressTakenElsewhere Warning, then pins the hold back.
+func TestLetGoServiceIsWaitedFor(t *testing.T) {
+	ctx := context.Background()
+	suite.CreateForTest(t, cluster.ParkingPool(testPlaceholderNamespace))
+	const class, ip = "let-go", "192.0.2.240"
+	pool := fixture.Pool(class, "192.0.2.240/29")
+	marks.WithGrant(pool, class)
+	suite.Create(t, pool, cluster.Class(class, "", ""))
+	a := newAddress(t, class, ip, &iadv1alpha1.ClaimReference{Namespace: "let-go", Name: "c1"})
+	requireHeldBy(t, a.Name, ip)
+	suite.Namespace(t, "let-go")
+
+	web := fixture.LoadBalancer("let-go", "web", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "c1", marks.KeyPinnedBy: "c1"})
+	web.Labels = map[string]string{marks.LabelGrant: class}
+	require.NoError(t, adm.Create(ctx, web))
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "let-go", Name: "web"}
+	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		phs := suite.PlaceholdersOf(ct, a.Name)
+		require.Len(ct, phs, 1)
+		assert.NotContains(ct, fixture.Ingress(&phs[0]), ip)
+	}, fixture.MetalLBTimeout, fixture.Tick, "the hold is parked away")
+	edit(t, web, func() { web.Annotations[marks.KeyPin] = ip })
+	suite.WaitIngress(t, web, ip)
+
+	suite.StopMetalLB()
+	t.Cleanup(func() {
+		if suite.MetalLB().Exited() {
+			_ = suite.StartMetalLB(ctx)
+		}
+	})
+	edit(t, web, func() {
+		delete(web.Annotations, iadv1alpha1.ServiceClaimAnnotation)
+		delete(web.Annotations, marks.KeyPin)
+		delete(web.Annotations, marks.KeyPinnedBy)
+		delete(web.Labels, marks.LabelGrant)
+	})
+	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
+	c := requireHeldCondition(t, a.Name, metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB)
+	assert.Contains(t, c.Message, "Waiting for MetalLB to take "+ip+" from Service let-go/web")
+	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere))
+
+	require.NoError(t, suite.StartMetalLB(ctx))
+	requireHeldBy(t, a.Name, ip)
+	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere))
+}
+
+// edit patches svc with change, as the Service controller writes it.
+func edit(t *testing.T, svc *corev1.Service, change func()) {
+	t.Helper()
+	orig := svc.DeepCopy()
+	change()
+	require.NoError(t, adm.Patch(context.Background(), svc, client.MergeFrom(orig)))
+}
