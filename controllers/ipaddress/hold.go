@@ -69,11 +69,7 @@ func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phas
 	if err != nil {
 		return nil, phase.Next(), err
 	}
-	classPool, err := r.pool(ctx, a.Spec.ClassName)
-	if err != nil {
-		return nil, phase.Next(), err
-	}
-	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip), GrantOnly: marks.RequiresGrant(classPool, a.Spec.ClassName)}
+	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip), GrantOnly: marks.RequiresGrant(s.pool, a.Spec.ClassName)}
 	v.replan(s, r.PlaceholderNamespace)
 	if recheckAttached(a, s.key, v.plan, v.attached) {
 		fresh, res, err := r.freshAttached(ctx, a)

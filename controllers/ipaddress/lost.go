@@ -31,6 +31,7 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (phase.Result, er
 	if err != nil {
 		return phase.Next(), err
 	}
+	s.pool = pool
 	reason, msg := lostCause(a.Spec.ClassName, s.class, pool, r.MetalLBNamespace, s.ip)
 	if reason != "" {
 		if err := r.markLost(ctx, s, reason, msg); err != nil {

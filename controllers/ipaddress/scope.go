@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 
+	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,9 @@ type scope struct {
 	key string
 	// class is the address's class (loadClass), nil when it does not exist.
 	class *iadv1alpha1.IPAddressClass
+	// pool is the class's MetalLB pool (detectLost), nil when it does not
+	// exist.
+	pool *metallbv1beta1.IPAddressPool
 
 	holders       []corev1.Service
 	holdersLoaded bool
