@@ -697,21 +697,34 @@ admissionPolicy:
 	assert.Contains(t, fmt.Sprint(vap.Object["spec"]), `["system:masters","kubeadm:cluster-admins"]`)
 }
 
-// TestAdmissionPolicyDefault: on by default where the API server serves
-// ValidatingAdmissionPolicy, left out where it does not, and off on request.
+// TestAdmissionPolicyDefault: on by default whatever renders the chart (a
+// cluster, or `helm template` with helm's built-in capabilities alone),
+// off only on request, and a render against a cluster too old for it fails
+// and says why rather than leaving the policy out.
 func TestAdmissionPolicyDefault(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		rel    Release
-		values string
-		want   bool
+		name    string
+		rel     Release
+		values  string
+		want    bool
+		wantErr string
 	}{
-		{"default values", Release{}, "", true},
-		{"API server without ValidatingAdmissionPolicy", Release{WithoutAdmissionPolicyAPI: true}, "", false},
-		{"turned off", Release{}, "admissionPolicy: {enabled: false}", false},
+		{"default values", Release{}, "", true, ""},
+		{"helm template without a cluster", Release{NoCluster: true}, "", true, ""},
+		{"cluster without ValidatingAdmissionPolicy", Release{WithoutAdmissionPolicyAPI: true}, "",
+			false, "does not serve ValidatingAdmissionPolicy"},
+		{"cluster without ValidatingAdmissionPolicy, turned off", Release{WithoutAdmissionPolicyAPI: true},
+			"admissionPolicy: {enabled: false}", false, ""},
+		{"turned off", Release{}, "admissionPolicy: {enabled: false}", false, ""},
+		{"turned off, helm template", Release{NoCluster: true}, "admissionPolicy: {enabled: false}", false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := Render(tt.rel, tt.values)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				require.ErrorContains(t, err, "admissionPolicy.enabled=false", "the message says how to install without it")
+				return
+			}
 			require.NoError(t, err)
 			for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 				assert.Equal(t, tt.want, len(r.Find(kind)) == 1, kind)

@@ -34,8 +34,13 @@ type Release struct {
 	// Namespace is the release namespace; "metallb-iad-system" if empty.
 	Namespace string
 	// WithoutAdmissionPolicyAPI renders as for an API server that does not
-	// serve ValidatingAdmissionPolicy (Kubernetes 1.29).
+	// serve ValidatingAdmissionPolicy (Kubernetes 1.29) but serves MetalLB's
+	// API: a real cluster, too old for the admission policy.
 	WithoutAdmissionPolicyAPI bool
+	// NoCluster renders with helm's built-in capabilities alone, as
+	// `helm template` does without a cluster (its Kubernetes version is
+	// helm's compiled-in default, 1.20 for a helm built from source).
+	NoCluster bool
 }
 
 // Rendered is the result of one render.
@@ -76,10 +81,13 @@ func RenderChart(ch *chart.Chart, rel Release, values string) (*Rendered, error)
 		APIVersions: chartutil.DefaultCapabilities.APIVersions,
 		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
 	}
-	if rel.WithoutAdmissionPolicyAPI {
+	switch {
+	case rel.NoCluster:
+		caps = chartutil.DefaultCapabilities.Copy()
+	case rel.WithoutAdmissionPolicyAPI:
 		c := *caps
 		c.KubeVersion = chartutil.KubeVersion{Version: "v1.29.0", Major: "1", Minor: "29"}
-		c.APIVersions = nil
+		c.APIVersions = chartutil.VersionSet{"metallb.io/v1beta1", "metallb.io/v1beta1/IPAddressPool"}
 		for _, v := range caps.APIVersions {
 			if !strings.HasPrefix(v, "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") {
 				c.APIVersions = append(c.APIVersions, v)
