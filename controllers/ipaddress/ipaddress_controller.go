@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{addr: a, orig: a.DeepCopy(), key: r.Keys.Of(a)}
+	s := &scope{addr: a, orig: a.DeepCopy(), key: r.Keys.Now().Of(a)}
 	if a.DeletionTimestamp != nil {
 		return phase.Run(ctx, s,
 			phase.Of(r.awaitCache), // report.go
@@ -155,6 +155,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.addressesForClass)).
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.addressesForPool),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(r.Keys.Rotations(handler.EnqueueRequestsFromMapFunc(r.everyAddress))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -191,6 +192,21 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		for i := range list.Items {
 			want[list.Items[i].Name] = true
 		}
+	}
+	return requests(want)
+}
+
+// everyAddress maps a rotation of the sharing key to every address: each
+// pass derives its hold's key anew and re-stamps the holds that carry one.
+func (r *Reconciler) everyAddress(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list the addresses to re-stamp with the rotated sharing key")
+		return nil
+	}
+	want := map[string]bool{}
+	for i := range list.Items {
+		want[list.Items[i].Name] = true
 	}
 	return requests(want)
 }

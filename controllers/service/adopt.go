@@ -177,7 +177,7 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 // annotateImport writes ImportAnnotations and ImportMarks in one patch: once MetalLB serves the address from the class pool, which admits
 // only granted Services, the Service keeps it.
 func (r *Reconciler) annotateImport(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p ImportPlan, logger logr.Logger) error {
-	key := r.Keys.Claim(claim.Namespace, claim.Name, claim.UID)
+	key := r.Keys.Now().Claim(claim.Namespace, claim.Name, claim.UID)
 	if p.HandPin != "" || ShareProblem(svc, key) != "" {
 		key = ""
 	}

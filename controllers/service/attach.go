@@ -48,7 +48,7 @@ func (r *Reconciler) chooseHandoff(ctx context.Context, s *scope) (phase.Result,
 	if !h.holdsAll {
 		r.handoffs.start(s.key, svc.UID)
 	}
-	h.key = SharingKeyOf(r.Keys, s.addrs)
+	h.key = SharingKeyOf(r.Keys.Now(), s.addrs)
 	problem := ShareProblem(svc, h.key)
 	released := false
 	for _, a := range s.addrs {
@@ -75,6 +75,8 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 	if s.verdict.Action != Associate {
 		return phase.Next(), nil
 	}
+	var res phase.Result
+	var err error
 	if s.handoff.mode == ModeShared {
 		// The shared handoff pins before it associates: the attach grant
 		// is its lock. The other handoffs associate first, and the
@@ -82,9 +84,14 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 		if err := r.grantAttach(ctx, s); err != nil {
 			return phase.Next(), err
 		}
-		return r.associateShared(ctx, s)
+		res, err = r.associateShared(ctx, s)
+	} else {
+		res, err = r.associateGap(ctx, s)
 	}
-	return r.associateGap(ctx, s)
+	if err == nil && res.State == phase.Waiting {
+		s.waitingFor = res.Reason
+	}
+	return res, err
 }
 
 // parkable reports whether the parking pool can take a placeholder of each
@@ -108,10 +115,14 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // every placeholder holding the addresses carries the claim's key
 // (UnkeyedHolder), pin the Service with the key; once it holds every
 // address, record the associations. The placeholders keep holding the
-// addresses throughout the attachment.
+// addresses throughout the attachment. A Service that holds its addresses
+// under another key (the sharing key rotated) waits the same way before it
+// is re-keyed: MetalLB drops a sharer whose key changes under it, so the
+// hold steps off the address (the IPAddress controller parks or deletes
+// it) and comes back with the new key after.
 func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Result, error) {
 	h := s.handoff
-	if !h.holdsAll {
+	if !h.holdsAll || s.marks.Sharing != h.key {
 		for _, ip := range h.ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
@@ -119,7 +130,7 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Resul
 			}
 			if ph := UnkeyedHolder(holders.Items, h.key, r.PlaceholderNamespace); ph != nil {
 				// The placeholder's watch brings the Service back (sharersOfPlaceholder).
-				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key", 0), nil
+				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key or step off the address", 0), nil
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,6 +50,9 @@ const (
 	// ReasonPoolRequestTakenOver (Normal): the Service's own MetalLB pool
 	// request went in the same write as the driver's pin.
 	ReasonPoolRequestTakenOver = "PoolRequestTakenOver"
+	// ReasonAttachStalled (Warning): the attach has waited StallAfter and
+	// says for what.
+	ReasonAttachStalled = "AttachStalled"
 	// ReasonUnclaimedAddress (Warning, on the Service and the class): the
 	// Service holds an address of a class's ranges that the ledger does not
 	// authorize (unrecorded, or recorded for another binding).
@@ -188,4 +192,9 @@ func msgImportedAddress(p ImportPlan, namespace, service string) string {
 func msgClaimNameTaken(p ImportPlan, namespace, service string) string {
 	return fmt.Sprintf("The driver would generate this claim to import %s from Service %s/%s, but it exists and was not generated for that Service; the import is skipped",
 		p.IP, namespace, service)
+}
+
+// msgAttachStalled says what an attach has waited for, and how long.
+func msgAttachStalled(claim string, waited time.Duration, waitingFor string) string {
+	return fmt.Sprintf("The attach of claim %q has not completed in %s: waiting for %s", claim, waited.Round(time.Second), waitingFor)
 }

@@ -21,6 +21,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.verdicts.forget(key)
 	r.imports.forget(key)
 	r.handoffs.forget(key)
+	r.stalls.forget(key)
 	r.holders.set(key, nil)
 }
 

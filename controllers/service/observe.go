@@ -48,6 +48,9 @@ type scope struct {
 	// chooseHandoff attaches the Service.
 	verdict Verdict
 	handoff handoffPlan
+	// waitingFor is what the pass's attach waits for; "" when it waits for
+	// nothing (reportStall).
+	waitingFor string
 }
 
 // observe fills the scope from the cache.

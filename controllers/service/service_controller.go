@@ -52,6 +52,7 @@ type Reconciler struct {
 	bootstrap.Deps
 
 	handoffs *handoffs
+	stalls   stalls
 	holders  *unauthorized
 	verdicts verdicts
 	imports  importOutcomes
@@ -91,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.detachStale),
 		phase.Of(r.attach),
 		phase.Of(r.detach),
+		phase.Of(r.reportStall), // stall.go
 	)
 }
 
@@ -115,8 +117,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.attachingForParking),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(r.Keys.Rotations(handler.EnqueueRequestsFromMapFunc(r.keyedServices))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// keyedServices maps a rotation of the sharing key to every Service that
+// carries the driver's key: each is pinned again with the new one.
+func (r *Reconciler) keyedServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list the Services to re-stamp with the rotated sharing key")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		svc := &list.Items[i]
+		if marks.Of(svc).SharesOurKey() && !marks.Exempt(svc, r.PlaceholderNamespace) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(svc)})
+		}
+	}
+	return reqs
 }
 
 // attachingForParking maps the parking pool to the Services the attach

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -27,7 +29,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -74,8 +75,12 @@ type Options struct {
 
 	Zap zap.Options
 
-	// keys are the sharing keys LoadSharingSecret loaded.
-	keys marks.Keys
+	// keys hold the sharing keys LoadSharingSecret loaded; secret and
+	// secretRef are the secret and the Secret it was read from, which
+	// keyWatch follows.
+	keys      *Keyring
+	secret    []byte
+	secretRef client.ObjectKey
 
 	// SkipNameValidation lets tests run same-named controllers in one process.
 	SkipNameValidation bool
@@ -276,13 +281,32 @@ type Controller struct {
 // NewManager creates the controller's manager and sets the controller up.
 func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	o.Controller = c.Name
-	var byObject map[client.Object]cache.ByObject
+	byObject := map[client.Object]cache.ByObject{}
 	if c.Cache != nil {
-		byObject = c.Cache(o)
+		for k, v := range c.Cache(o) {
+			byObject[k] = v
+		}
+	}
+	if o.secretRef.Name != "" {
+		// The one Secret keyWatch follows, and no other.
+		byObject[&corev1.Secret{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{o.secretRef.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", o.secretRef.Name),
+		}
 	}
 	mgr, err := NewManager(cfg, o, byObject)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the manager: %w", err)
+	}
+	if o.secretRef.Name != "" {
+		w := &keyWatch{ref: o.secretRef, create: o.SharingKeyCreate, keys: o.keys, held: o.secret,
+			cache: mgr.GetCache(), writer: mgr.GetClient(), log: ctrl.Log.WithName(c.Name).WithName("sharing-key")}
+		if err := mgr.Add(w); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("sharing-key", w.ready); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.Setup(mgr, o); err != nil {
 		return nil, fmt.Errorf("cannot set up the controller: %w", err)
@@ -311,7 +335,7 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if !o.keys.Secret() {
+	if !o.keys.Now().Secret() {
 		log.Info("no --sharing-key-secret or --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
 	}
 	mgr, err := c.NewManager(cfg, o)

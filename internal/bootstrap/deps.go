@@ -5,8 +5,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // DefaultMetalLBNamespace is the default of --metallb-namespace.
@@ -27,8 +25,9 @@ type Deps struct {
 	// ParkingPool names the IPAddressPool a hold steps aside to while its
 	// address is attached (internal/parking); empty turns parking off.
 	ParkingPool string
-	// Keys derives the sharing keys, under the secret LoadSharingSecret loaded.
-	Keys marks.Keys
+	// Keys hold the Keys that derive the sharing keys, under the secret
+	// LoadSharingSecret loaded and keyWatch keeps current; nil: no secret.
+	Keys *Keyring
 }
 
 // Deps are the dependencies of a controller run on mgr with these options.

@@ -5,14 +5,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/marks"
@@ -29,7 +36,9 @@ const minSharingSecret = 16
 //     with --sharing-key-create, create with a random key when it is missing.
 //     The driver, not the chart, makes the key, so rendering the chart again
 //     (helm template, a GitOps sync) never changes it, and uninstalling the
-//     chart leaves it in place;
+//     chart leaves it in place. While they run the controllers watch it
+//     (keyWatch): deleted, it comes back with the key they hold; replaced,
+//     they all follow the new key;
 //   - --sharing-key-file: a file, for running the binaries by hand.
 
 // sharingSecretRef splits --sharing-key-secret ("name" or "namespace/name");
@@ -61,14 +70,19 @@ func newSharingSecret(key client.ObjectKey) (*corev1.Secret, error) {
 	if _, err := rand.Read(raw); err != nil {
 		return nil, err
 	}
+	return sharingSecret(key, []byte(hex.EncodeToString(raw))), nil
+}
+
+// sharingSecret is the Secret key holding secret.
+func sharingSecret(key client.ObjectKey, secret []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: key.Namespace, Name: key.Name,
 			Labels: map[string]string{"app.kubernetes.io/part-of": "metallb-iad"},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{SharingKeyField: []byte(hex.EncodeToString(raw))},
-	}, nil
+		Data: map[string][]byte{SharingKeyField: secret},
+	}
 }
 
 // EnsureSharingSecret reads the sharing secret from the Secret key and, when
@@ -124,7 +138,8 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 		if err != nil {
 			return err
 		}
-		o.keys = marks.NewKeys(b)
+		o.secret, o.secretRef = b, key
+		o.keys = NewKeyring(marks.NewKeys(b))
 	case o.SharingKeyFile != "":
 		raw, err := os.ReadFile(o.SharingKeyFile)
 		if err != nil {
@@ -134,7 +149,126 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 		if err != nil {
 			return err
 		}
-		o.keys = marks.NewKeys(b)
+		o.keys = NewKeyring(marks.NewKeys(b))
+	}
+	return nil
+}
+
+// keyWatch keeps a running controller on the sharing-key Secret, so that
+// the controllers never derive with two secrets for longer than it takes a
+// watch event to arrive:
+//   - the Secret deleted (by hand, or with its namespace) is created again
+//     with the secret the controller holds, so nothing is re-keyed and a
+//     controller starting next reads the same one (with --sharing-key-create;
+//     without it the controller keeps its secret and is not ready);
+//   - the Secret's key replaced (a rotation) is followed: the Keyring takes
+//     it, and the controllers re-stamp what carries a key (Keyring.Rotations);
+//   - a Secret that cannot be read or holds a bad key leaves the secret as it
+//     was and makes the controller not ready (/readyz): it never invents one.
+type keyWatch struct {
+	ref    client.ObjectKey
+	create bool
+	keys   *Keyring
+	// held is the secret keys hold.
+	held []byte
+	// cache holds the one Secret (NewManager narrows it by name); writer
+	// writes to the API server.
+	cache  crcache.Cache
+	writer client.Client
+	log    logr.Logger
+	// problem says why the controller is not ready; nil when it is.
+	problem atomic.Pointer[string]
+}
+
+// NeedLeaderElection is false: a standby keeps its secret current too, so
+// it derives the same keys the moment it takes over.
+func (w *keyWatch) NeedLeaderElection() bool { return false }
+
+// Start runs a check at start, on every event of the Secret, and every
+// minute (a failed create or read is tried again).
+func (w *keyWatch) Start(ctx context.Context) error {
+	inf, err := w.cache.GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return fmt.Errorf("cannot watch the sharing key Secret %s: %w", w.ref, err)
+	}
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}); err != nil {
+		return err
+	}
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		w.check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-tick.C:
+		}
+	}
+}
+
+// check compares the Secret with the secret held and acts (keyWatch).
+func (w *keyWatch) check(ctx context.Context) {
+	s := &corev1.Secret{}
+	err := w.cache.Get(ctx, w.ref, s)
+	switch {
+	case apierrors.IsNotFound(err) && !w.create:
+		w.fail(fmt.Sprintf("the sharing key Secret %s does not exist; the controller goes on with the key it read and creates none (--sharing-key-create=false): create it again with that key", w.ref))
+	case apierrors.IsNotFound(err):
+		err := w.writer.Create(ctx, sharingSecret(w.ref, w.held))
+		switch {
+		case err == nil:
+			w.log.Info("the sharing key Secret was deleted: created it again with the key the controllers hold", "secret", w.ref)
+			w.ok()
+		case apierrors.IsAlreadyExists(err):
+			// Another controller was first: its event brings the Secret.
+		default:
+			w.fail(fmt.Sprintf("the sharing key Secret %s was deleted and cannot be created again: %v; the controller goes on with the key it holds", w.ref, err))
+		}
+	case err != nil:
+		w.fail(fmt.Sprintf("cannot read the sharing key Secret %s: %v", w.ref, err))
+	default:
+		b, err := checkSharingSecret(s.Data[SharingKeyField], fmt.Sprintf("Secret %s (field %q)", w.ref, SharingKeyField))
+		if err != nil {
+			w.fail(err.Error() + "; the controller goes on with the key it holds")
+			return
+		}
+		if !bytes.Equal(b, w.held) {
+			w.held = b
+			w.keys.Set(marks.NewKeys(b))
+			w.log.Info("the sharing key rotated: every keyed holder is re-stamped with the new key", "secret", w.ref)
+		}
+		w.ok()
+	}
+}
+
+func (w *keyWatch) fail(why string) {
+	if old := w.problem.Swap(&why); old == nil || *old != why {
+		w.log.Error(nil, why)
+	}
+}
+
+func (w *keyWatch) ok() {
+	if old := w.problem.Swap(nil); old != nil {
+		w.log.Info("the sharing key Secret is back in order", "secret", w.ref)
+	}
+}
+
+// ready is the /readyz check of the sharing key.
+func (w *keyWatch) ready(*http.Request) error {
+	if p := w.problem.Load(); p != nil {
+		return errors.New(*p)
 	}
 	return nil
 }

@@ -93,6 +93,10 @@ var warningCauses = map[string]warningCause{
 	"PinnedByHand":           {},
 	"AddressConflict":        {ops: holderDamage},
 	"UnclaimedAddress":       {ops: append(append([]string{}, holderDamage...), poolDamage...)},
+	// An attach that waits a minute: something it waits for is down or
+	// damaged.
+	"AttachStalled": {ops: append(append([]string{}, holderDamage...), poolDamage...),
+		faults: []string{faultMetalLB, faultAPIServer, "service", "ipaddress"}},
 	// Imports: no soak class imports.
 	"ImportSkippedPartlyInRange":  {},
 	"ImportSkippedDualStack":      {},

@@ -160,3 +160,16 @@ which the first of them to start creates.
 {{- define "metallb-iad.sharingKeySecret" -}}
 {{- .Values.sharingKey.existingSecret | default (printf "%s-sharing-key" (include "metallb-iad.fullname" .)) -}}
 {{- end }}
+
+{{/*
+The namespace and the name of the sharing-key Secret: existingSecret may be
+NAME (in the release namespace) or NAMESPACE/NAME.
+*/}}
+{{- define "metallb-iad.sharingKeyNamespace" -}}
+{{- $ref := include "metallb-iad.sharingKeySecret" . -}}
+{{- if contains "/" $ref -}}{{ first (splitList "/" $ref) }}{{- else -}}{{ .Release.Namespace }}{{- end -}}
+{{- end }}
+
+{{- define "metallb-iad.sharingKeyName" -}}
+{{- last (splitList "/" (include "metallb-iad.sharingKeySecret" .)) -}}
+{{- end }}

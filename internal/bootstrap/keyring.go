@@ -1,0 +1,72 @@
+package bootstrap
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/cozystack/metallb-iad/internal/marks"
+)
+
+// Keyring holds the Keys a controller derives sharing keys with now. The
+// sharing-key watch (sharingkey.go) replaces them when the secret is
+// rotated; each controller that writes keys re-enqueues what carries one
+// (Rotations), so every pass after a rotation derives with the new secret.
+// The nil Keyring holds the zero Keys (no secret).
+type Keyring struct {
+	cur atomic.Pointer[marks.Keys]
+
+	mu   sync.Mutex
+	subs []chan event.GenericEvent
+}
+
+// NewKeyring returns a Keyring holding keys.
+func NewKeyring(keys marks.Keys) *Keyring {
+	r := &Keyring{}
+	r.cur.Store(&keys)
+	return r
+}
+
+// Now returns the Keys to derive with; a pass reads them once.
+func (r *Keyring) Now() marks.Keys {
+	if r == nil {
+		return marks.Keys{}
+	}
+	if k := r.cur.Load(); k != nil {
+		return *k
+	}
+	return marks.Keys{}
+}
+
+// Set replaces the Keys and, when they changed, tells every Rotations
+// source; it reports whether they changed.
+func (r *Keyring) Set(keys marks.Keys) bool {
+	if old := r.cur.Swap(&keys); old != nil && *old == keys {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ch := range r.subs {
+		select {
+		case ch <- event.GenericEvent{}:
+		default: // one pending rotation stands for any number
+		}
+	}
+	return true
+}
+
+// Rotations is a source that fires h once after each rotation (a
+// GenericEvent with no object): h maps it to everything the controller
+// must re-stamp. A nil Keyring never fires.
+func (r *Keyring) Rotations(h handler.EventHandler) source.Source {
+	ch := make(chan event.GenericEvent, 1)
+	if r != nil {
+		r.mu.Lock()
+		r.subs = append(r.subs, ch)
+		r.mu.Unlock()
+	}
+	return source.Channel(ch, h)
+}
