@@ -8,7 +8,7 @@ export METALLB_VERSION
 HELM_VERSION ?= v3.19.5
 # kind and actionlint for the kind e2e and the workflow lint; the workflows
 # take every version from here.
-KIND_VERSION ?= v0.30.0
+KIND_VERSION ?= v0.33.0
 ACTIONLINT_VERSION ?= v1.7.12
 IMG ?= ghcr.io/cozystack/metallb-iad:main
 # VERSION is the release (x.y.z, no v) `make helm-package` stamps.

@@ -99,7 +99,7 @@ func TestDockerfileCrossCompiles(t *testing.T) {
 	assert.Regexp(t, `(?m)^ARG TARGETARCH$`, df, "TARGETARCH comes from buildx, with no default to fall back on")
 	assert.Contains(t, df, "GOARCH=$TARGETARCH")
 	assert.Contains(t, df, "CGO_ENABLED=0")
-	assert.Regexp(t, `(?m)^FROM gcr.io/distroless/static:nonroot$`, df)
+	assert.Regexp(t, `(?m)^FROM gcr.io/distroless/static:nonroot@sha256:[0-9a-f]{64}$`, df)
 	for _, c := range []string{"class", "claim", "service", "ipaddress"} {
 		assert.Contains(t, df, c, "the image builds %s", c)
 	}
@@ -140,43 +140,52 @@ func TestRenderIsStable(t *testing.T) {
 // controllers read that Secret, create none, and may read only it.
 func TestExistingSharingKey(t *testing.T) {
 	for _, tc := range []struct {
-		values, secret string
-		create         bool
+		values, flag, secret, namespace string
+		create                          bool
 	}{
-		{values: "", secret: "metallb-iad-sharing-key", create: true},
-		{values: "sharingKey: {existingSecret: my-key}", secret: "my-key", create: false},
+		{values: "", flag: "metallb-iad-sharing-key", secret: "metallb-iad-sharing-key", namespace: releaseNS, create: true},
+		{values: "sharingKey: {existingSecret: my-key}", flag: "my-key", secret: "my-key", namespace: releaseNS, create: false},
+		// Another namespace: the Roles that grant it are rendered there.
+		{values: "sharingKey: {existingSecret: vault/my-key}", flag: "vault/my-key", secret: "my-key", namespace: "vault", create: false},
 	} {
 		r := render(t, tc.values)
 		for _, c := range []string{"claim", "service", "ipaddress"} {
 			args := container(t, must(t, r, "Deployment", "metallb-iad-"+c))["args"]
-			assert.Contains(t, args, "--sharing-key-secret="+tc.secret, c)
+			assert.Contains(t, args, "--sharing-key-secret="+tc.flag, c)
 			assert.Contains(t, args, "--sharing-key-create="+map[bool]string{true: "true", false: "false"}[tc.create], c)
 
 			role := must(t, r, "Role", "metallb-iad-"+c+"-sharing-key")
+			assert.Equal(t, tc.namespace, role.GetNamespace(), c)
 			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 			var verbs []string
 			for _, rule := range rules {
 				m := rule.(map[string]any)
-				v := m["verbs"].([]any)[0].(string)
 				if names, ok := m["resourceNames"]; ok {
 					assert.Equal(t, []any{tc.secret}, names, c)
 				}
-				verbs = append(verbs, v)
+				for _, v := range m["verbs"].([]any) {
+					verbs = append(verbs, v.(string))
+				}
 			}
+			// The controllers watch the one Secret they read.
 			if tc.create {
-				assert.Equal(t, []string{"create", "get"}, verbs, c)
+				assert.Equal(t, []string{"create", "get", "list", "watch"}, verbs, c)
 			} else {
-				assert.Equal(t, []string{"get"}, verbs, c)
+				assert.Equal(t, []string{"get", "list", "watch"}, verbs, c)
 			}
 			binding := must(t, r, "RoleBinding", "metallb-iad-"+c+"-sharing-key")
+			assert.Equal(t, tc.namespace, binding.GetNamespace(), c)
 			subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 			assert.Equal(t, "metallb-iad-"+c, subjects[0].(map[string]any)["name"])
+			assert.Equal(t, releaseNS, subjects[0].(map[string]any)["namespace"], "the ServiceAccount stays in the release namespace")
 		}
 		args := container(t, must(t, r, "Deployment", "metallb-iad-class"))["args"]
 		assert.NotContains(t, strings.Join(toStrings(args), " "), "sharing-key", "the class controller derives no keys")
 	}
-	_, err := Render(Release{}, "sharingKey: {existingSecret: 7}")
-	assert.Error(t, err, "the schema checks the value")
+	for _, bad := range []string{"7", `"a/b/c"`, `"/key"`, `"ns/"`, `"Key"`} {
+		_, err := Render(Release{}, "sharingKey: {existingSecret: "+bad+"}")
+		assert.Error(t, err, "the schema refuses %s", bad)
+	}
 }
 
 func toStrings(v any) []string {
@@ -213,7 +222,8 @@ func TestWorkflows(t *testing.T) {
 	rel := workflow(t, "release.yaml")
 	jobs := rel["jobs"].(map[string]any)
 	assert.Equal(t, "./.github/workflows/test.yaml", jobs["test"].(map[string]any)["uses"], "the release runs make test first")
-	assert.Equal(t, "test", jobs["image-and-chart"].(map[string]any)["needs"], "and publishes only after it passed")
+	assert.Equal(t, "./.github/workflows/e2e-kind.yaml", jobs["e2e"].(map[string]any)["uses"], "and the kind e2e with the real core")
+	assert.ElementsMatch(t, []any{"test", "e2e"}, jobs["image-and-chart"].(map[string]any)["needs"], "and publishes only after both passed")
 	tb, err := os.ReadFile(filepath.Join(manifests.Root(), ".github", "workflows", "test.yaml"))
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^  workflow_call:$`, string(tb), "release.yaml can call it")
@@ -232,4 +242,83 @@ func TestWorkflows(t *testing.T) {
 	assert.Contains(t, text, "make test-kind")
 	assert.Contains(t, text, "actions/upload-artifact")
 	assert.Contains(t, text, "failure()")
+}
+
+// usesLine is a step's action reference: a local one, or an action pinned
+// by its full commit with the version in a comment.
+var (
+	usesLine   = regexp.MustCompile(`(?m)^\s*-?\s*uses:\s*(\S+)(.*)$`)
+	pinnedUses = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$`)
+	versionTag = regexp.MustCompile(`^\s*# v\d+(\.\d+)*\s*$`)
+	digestFrom = regexp.MustCompile(`@sha256:[0-9a-f]{64}(\s|$)`)
+)
+
+// TestSupplyChain reads the workflows, the Dockerfile and the Dependabot
+// configuration for what a platform's admission policies check of a
+// release: every action pinned by commit (its version in a comment), base
+// images by digest, the image's OCI labels, an SBOM and a provenance
+// attestation, keyless cosign signatures of the image and the chart, kind's
+// node images by digest, and Dependabot keeping all of them current.
+func TestSupplyChain(t *testing.T) {
+	dir := filepath.Join(manifests.Root(), ".github", "workflows")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		for _, m := range usesLine.FindAllStringSubmatch(string(b), -1) {
+			ref, comment := m[1], m[2]
+			if strings.HasPrefix(ref, "./") {
+				continue
+			}
+			assert.Regexp(t, pinnedUses, ref, "%s: %s is pinned by its full commit", e.Name(), ref)
+			assert.Regexp(t, versionTag, comment, "%s: %s says its version in a comment", e.Name(), ref)
+		}
+	}
+
+	rb, err := os.ReadFile(filepath.Join(dir, "release.yaml"))
+	require.NoError(t, err)
+	release := string(rb)
+	job := workflow(t, "release.yaml")["jobs"].(map[string]any)["image-and-chart"].(map[string]any)
+	assert.Equal(t, "write", job["permissions"].(map[string]any)["id-token"], "keyless signing needs the OIDC token")
+	assert.Contains(t, release, "uses: sigstore/cosign-installer@")
+	assert.Contains(t, release, `cosign sign --yes "ghcr.io/cozystack/metallb-iad@${DIGEST}"`, "the image is signed by digest")
+	assert.Contains(t, release, `cosign sign --yes "ghcr.io/cozystack/charts/metallb-iad@${digest}"`, "the chart is signed by digest")
+	assert.Regexp(t, `(?m)^\s+sbom: true$`, release, "an SBOM attestation on the image")
+	assert.Regexp(t, `(?m)^\s+provenance: mode=max$`, release, "a provenance attestation on the image")
+	assert.Contains(t, release, "REVISION=${{ github.sha }}", "the image's revision label is the commit")
+
+	kb, err := os.ReadFile(filepath.Join(dir, "e2e-kind.yaml"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^  workflow_call:$`, string(kb), "release.yaml can call the kind e2e")
+	kind := workflow(t, "e2e-kind.yaml")["jobs"].(map[string]any)["e2e"].(map[string]any)
+	nodes := kind["strategy"].(map[string]any)["matrix"].(map[string]any)["node"].([]any)
+	require.NotEmpty(t, nodes)
+	for _, n := range nodes {
+		assert.Regexp(t, `^kindest/node:v\d+\.\d+\.\d+@sha256:[0-9a-f]{64}$`, n, "kind's node images by digest")
+	}
+
+	db, err := os.ReadFile(filepath.Join(manifests.Root(), "Dockerfile"))
+	require.NoError(t, err)
+	froms := 0
+	for _, l := range strings.Split(string(db), "\n") {
+		if strings.HasPrefix(l, "FROM ") {
+			froms++
+			assert.Regexp(t, digestFrom, l, "base image pinned by digest: %s", l)
+		}
+	}
+	assert.Equal(t, 2, froms)
+	for _, label := range []string{"source", "revision", "version", "licenses"} {
+		assert.Contains(t, string(db), "org.opencontainers.image."+label+"=", "OCI label %s", label)
+	}
+
+	dep := map[string]any{}
+	b, err := os.ReadFile(filepath.Join(manifests.Root(), ".github", "dependabot.yml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &dep))
+	var ecosystems []any
+	for _, u := range dep["updates"].([]any) {
+		ecosystems = append(ecosystems, u.(map[string]any)["package-ecosystem"])
+	}
+	assert.ElementsMatch(t, []any{"gomod", "github-actions", "docker"}, ecosystems, "Dependabot keeps modules, actions and base images current")
 }
