@@ -70,6 +70,8 @@ func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phas
 		return nil, phase.Next(), err
 	}
 	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip), GrantOnly: marks.RequiresGrant(s.pool, a.Spec.ClassName)}
+	current := s.key
+	s.key = pairKey(a, current, s.ip.String(), v.attached, v.holders, v.placeholders)
 	v.replan(s, r.PlaceholderNamespace)
 	if recheckAttached(a, s.key, v.plan, v.attached) {
 		fresh, res, err := r.freshAttached(ctx, a)
@@ -77,6 +79,7 @@ func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phas
 			return nil, res, err
 		}
 		v.attached = fresh
+		s.key = pairKey(a, current, s.ip.String(), v.attached, v.holders, v.placeholders)
 		v.replan(s, r.PlaceholderNamespace)
 	}
 	if recheckPlaceholders(a, v.plan) {

@@ -329,18 +329,37 @@ func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.S
 	return repair, holder
 }
 
+// pairKey is the key the address is shared under (marks.PairKey): key, or
+// the one the attached Service, or a holder handing the address back,
+// already shares it under since before a rotation of the secret.
+func pairKey(a *iadv1alpha1.IPAddress, key, ip string, attached *corev1.Service, holders, placeholders []corev1.Service) string {
+	if attached != nil {
+		return marks.PairKey(attached, key, ip)
+	}
+	for i := range holders {
+		h := &holders[i]
+		if k := marks.PairKey(h, key, ip); k != key && handingBack(a, k, h, placeholders) {
+			return k
+		}
+	}
+	return key
+}
+
 // holdKey is the sharing key of the hold placeholders: the binding's when a
 // workload shares or is about to share the address with them (share), or
-// when one carries it already (taking a key back costs MetalLB a full pass
-// over every Service, as giving it does); none otherwise, so an unshared
-// claim costs MetalLB one single-Service allocation. A key of another
-// binding is taken away.
+// when one carries a key already (taking a key back costs MetalLB a full
+// pass over every Service, as giving it does); none otherwise, so an
+// unshared claim costs MetalLB one single-Service allocation. A key of
+// another binding, or of the secret before a rotation, is replaced by the
+// binding's in one write: stripped first, a workload attaching at once
+// would have the hold written twice, and MetalLB, still on the first
+// write, would refuse the workload its address.
 func holdKey(key string, live []*corev1.Service, share bool) string {
 	if share {
 		return key
 	}
 	for _, s := range live {
-		if marks.Of(s).KeyedExactly(key) {
+		if m := marks.Of(s); m.Sharing != "" || m.LegacySharing != "" {
 			return key
 		}
 	}

@@ -306,7 +306,7 @@ func TestHoldKey(t *testing.T) {
 		{"nobody shares: none", refs(svc(phNS, "a", planIP, "")), false, ""},
 		{"a workload shares: the key", nil, true, key},
 		{"a placeholder carries it already: kept", refs(svc(phNS, "a", planIP, "", marks.KeySharing, key)), false, key},
-		{"another binding's key: taken away", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, ""},
+		{"another binding's key, or the secret's before a rotation: replaced in one write", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, key},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, holdKey(marks.Keys{}.Of(a), tt.live, tt.share), tt.name)
@@ -561,13 +561,13 @@ func TestPlanHold(t *testing.T) {
 			want:         want{held: heldByHold, key: "none"},
 		},
 		{
-			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
+			name: "placeholder keyed for another binding (claim uid filled in since) is re-keyed for this one",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
 				marks.KeySharing, marks.Keys{}.Claim("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: "none"},
+			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: marks.Keys{}.Claim("t", "c", "claim-uid")},
 		},
 		{
 			name: "placeholder with the right key and a legacy one too is repaired",
@@ -1033,5 +1033,33 @@ func TestHoldWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, holdWait(tt.plan), tt.name)
+	}
+}
+
+// TestPairKey: after a rotation of the secret, an address shared with the
+// attached Service, or handed back by it, stays under the key the pair
+// shares; otherwise the current key.
+func TestPairKey(t *testing.T) {
+	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
+	old := marks.Keys{}.Claim("t", "c", "claim-uid")
+	current := marks.NewKeys([]byte("rotated-secret-of-32-bytes-long!")).Claim("t", "c", "claim-uid")
+	pair := sharingWorkload(planIP, planIP)
+	hold := svc(phNS, "hold", planIP, planIP, marks.KeySharing, old)
+	other := svc("x", "other", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, "metallb-iad-foreign", marks.KeySharedBy, "c")
+	attached := a.DeepCopy()
+	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
+	for _, tt := range []struct {
+		name     string
+		addr     *iadv1alpha1.IPAddress
+		attached *corev1.Service
+		holders  []corev1.Service
+		want     string
+	}{
+		{"unattached, nobody shares it: the current key", a, nil, []corev1.Service{hold}, current},
+		{"attached, shared under the old key: kept", attached, &pair, []corev1.Service{hold, pair}, old},
+		{"handed back under the old key: kept", a, nil, []corev1.Service{hold, pair}, old},
+		{"a holder its binding does not authorize hands nothing back", a, nil, []corev1.Service{hold, other}, current},
+	} {
+		assert.Equal(t, tt.want, pairKey(tt.addr, current, planIP, tt.attached, tt.holders, []corev1.Service{hold}), tt.name)
 	}
 }

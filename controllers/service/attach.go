@@ -48,7 +48,7 @@ func (r *Reconciler) chooseHandoff(ctx context.Context, s *scope) (phase.Result,
 	if !h.holdsAll {
 		r.handoffs.start(s.key, svc.UID)
 	}
-	h.key = SharingKeyOf(r.Keys.Now(), s.addrs)
+	h.key = marks.PairKey(svc, SharingKeyOf(r.Keys.Now(), s.addrs), h.ips...)
 	problem := ShareProblem(svc, h.key)
 	released := false
 	for _, a := range s.addrs {
@@ -115,14 +115,11 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // every placeholder holding the addresses carries the claim's key
 // (UnkeyedHolder), pin the Service with the key; once it holds every
 // address, record the associations. The placeholders keep holding the
-// addresses throughout the attachment. A Service that holds its addresses
-// under another key (the sharing key rotated) waits the same way before it
-// is re-keyed: MetalLB drops a sharer whose key changes under it, so the
-// hold steps off the address (the IPAddress controller parks or deletes
-// it) and comes back with the new key after.
+// addresses throughout the attachment, under the key the pair shares
+// (marks.PairKey: the Service's own after a rotation of the secret).
 func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Result, error) {
 	h := s.handoff
-	if !h.holdsAll || s.marks.Sharing != h.key {
+	if !h.holdsAll {
 		for _, ip := range h.ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
@@ -130,7 +127,7 @@ func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Resul
 			}
 			if ph := UnkeyedHolder(holders.Items, h.key, r.PlaceholderNamespace); ph != nil {
 				// The placeholder's watch brings the Service back (sharersOfPlaceholder).
-				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key or step off the address", 0), nil
+				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key", 0), nil
 			}
 		}
 	}

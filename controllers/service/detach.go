@@ -108,7 +108,7 @@ func (r *Reconciler) observeRelease(ctx context.Context, s *scope, addrs []*iadv
 		}
 	}
 	f.Started = m.ReleaseStarted(f.Release)
-	f.Mode = DetachMode(svc, f.IPs, SharingKeyOf(r.Keys.Now(), addrs), f.GivingUp)
+	f.Mode = DetachMode(svc, f.IPs, marks.PairKey(svc, SharingKeyOf(r.Keys.Now(), addrs), f.IPs...), f.GivingUp)
 	if f.oneWriteCandidate() && f.Mode != ModeGap {
 		var err error
 		if f.HeldBeside, err = r.heldBeside(ctx, addrs); err != nil {

@@ -123,11 +123,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // keyedServices maps a rotation of the sharing key to every Service that
-// carries the driver's key: each is pinned again with the new one.
+// carries the driver's key: each pass derives its key anew (a Service that
+// shares its addresses keeps its own, marks.PairKey).
 func (r *Reconciler) keyedServices(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list corev1.ServiceList
 	if err := r.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "cannot list the Services to re-stamp with the rotated sharing key")
+		log.FromContext(ctx).Error(err, "cannot list the Services to look at again with the rotated sharing key")
 		return nil
 	}
 	var reqs []reconcile.Request

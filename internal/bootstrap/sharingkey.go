@@ -162,7 +162,8 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 //     controller starting next reads the same one (with --sharing-key-create;
 //     without it the controller keeps its secret and is not ready);
 //   - the Secret's key replaced (a rotation) is followed: the Keyring takes
-//     it, and the controllers re-stamp what carries a key (Keyring.Rotations);
+//     it, and the controllers look again at what carries a key
+//     (Keyring.Rotations; marks.PairKey says what is re-stamped when);
 //   - a Secret that cannot be read or holds a bad key leaves the secret as it
 //     was and makes the controller not ready (/readyz): it never invents one.
 type keyWatch struct {
@@ -247,7 +248,7 @@ func (w *keyWatch) check(ctx context.Context) {
 		if !bytes.Equal(b, w.held) {
 			w.held = b
 			w.keys.Set(marks.NewKeys(b))
-			w.log.Info("the sharing key rotated: every keyed holder is re-stamped with the new key", "secret", w.ref)
+			w.log.Info("the sharing key rotated: holds alone on their address are re-stamped, and attachments share under the new key from now on", "secret", w.ref)
 		}
 		w.ok()
 	}

@@ -55,3 +55,22 @@ func SharesHold(svc *corev1.Service, key string) bool {
 	m := Of(svc)
 	return m.PinnedBy != "" && m.SharesOurKey() && key != "" && m.KeyedExactly(key) && ShapeProblem(svc) == ""
 }
+
+// PairKey is the sharing key a shared attachment is held under: key, or,
+// when svc already shares all of ips under another key the driver wrote
+// (the secret rotated since it attached), that one. The pair keeps it until
+// the Service lets the addresses go: MetalLB drops a sharer whose key
+// changes while the other still holds the address under the old one, and
+// shows no moment at which a deleted hold has left its books, so neither
+// side can be re-keyed first without a refusal. A hold alone on its address
+// (unattached, or once the Service let go) is re-stamped at once.
+func PairKey(svc *corev1.Service, key string, ips ...string) string {
+	if svc == nil || svc.DeletionTimestamp != nil {
+		return key
+	}
+	m := Of(svc)
+	if m.PinnedBy != "" && m.SharesOurKey() && m.Sharing != "" && m.Sharing != key && HoldsAll(svc, ips...) && ShapeProblem(svc) == "" {
+		return m.Sharing
+	}
+	return key
+}

@@ -50,3 +50,57 @@ func TestSharesHold(t *testing.T) {
 	}
 	assert.False(t, SharesHold(nil, key), "no Service")
 }
+
+func TestPairKey(t *testing.T) {
+	const old, current = "metallb-iad-old", "metallb-iad-new"
+	base := func() *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: map[string]string{
+				KeyPin: "10.0.0.2", KeyPinnedBy: "c", KeySharing: old, KeySharedBy: "c"}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+				Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.2"}}}},
+		}
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name string
+		svc  func() *corev1.Service
+		want string
+	}{
+		{"no Service", func() *corev1.Service { return nil }, current},
+		{"shares under the key before a rotation: kept", base, old},
+		{"shares under the current key", func() *corev1.Service {
+			s := base()
+			s.Annotations[KeySharing] = current
+			return s
+		}, current},
+		{"not holding the address yet: the current key", func() *corev1.Service {
+			s := base()
+			s.Status.LoadBalancer.Ingress = nil
+			return s
+		}, current},
+		{"a key the driver did not write", func() *corev1.Service {
+			s := base()
+			delete(s.Annotations, KeySharedBy)
+			return s
+		}, current},
+		{"not pinned by the driver", func() *corev1.Service {
+			s := base()
+			delete(s.Annotations, KeyPinnedBy)
+			return s
+		}, current},
+		{"being deleted", func() *corev1.Service {
+			s := base()
+			s.DeletionTimestamp = &now
+			return s
+		}, current},
+		{"a shape that cannot share", func() *corev1.Service {
+			s := base()
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			return s
+		}, current},
+	} {
+		assert.Equal(t, tc.want, PairKey(tc.svc(), current, "10.0.0.2"), tc.name)
+	}
+}

@@ -77,13 +77,14 @@ func (k *kit) assertStampedWith(t *assert.CollectT, secret []byte, addrs []*iadv
 // carry the claim's key. The sharing-key Secret deleted under the running
 // controllers comes back with the same key and nothing is re-keyed, even
 // across a restart; the key replaced on purpose is followed by every
-// controller, and every hold and attached Service is re-stamped with no
-// address lost; then restarts and an attach and detach storm, with no
-// Warning anywhere.
+// controller (a new attachment shares under it) with no address lost, and
+// once the pairs of before let go every holder carries the new key; then
+// restarts and an attach and detach storm, with no Warning anywhere.
 func TestSharingKeyNeverSplits(t *testing.T) {
 	needLocal(t)
 	story(t, "sharing-key", "the sharing key is never split: deleted, rotated, restarted", "sharing-key", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		k.withoutParking()
+		k.sharedHandoffRace = true
 		k.class("e2e-sharing-key", "", "198.51.100.160/28")
 		const claims = 4
 		var addrs []*iadv1alpha1.IPAddress
@@ -113,14 +114,25 @@ func TestSharingKeyNeverSplits(t *testing.T) {
 		k.attachedOrHeld(addrs, claims/2)
 		assert.Equal(t, before, k.keyStamps(t, addrs), "nothing was re-keyed")
 
-		// 2. Rotated: every controller follows, every holder is re-stamped.
+		// 2. Rotated: every controller follows. A pair that shares an
+		// address keeps the key it shares under until the Service lets the
+		// address go (marks.PairKey: neither side can be re-keyed first
+		// without MetalLB refusing one), so nothing attached moves; what
+		// attaches next shares under the new key.
 		rotated := newSecret(t)
 		s := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, sharingSecretKey, s))
 		s.Data[bootstrap.SharingKeyField] = rotated
 		require.NoError(t, k.k.Update(ctx, s))
-		assert.EventuallyWithT(t, func(t *assert.CollectT) { k.assertStampedWith(t, rotated, addrs[:claims/2]) }, metallbWait, tick)
-		k.attachedOrHeld(addrs, claims/2)
+		k.create(sharedLB(k.ns, "s2", "c2"))
+		k.assertAssociated("s2", "c2", addrs[2].Spec.Address, addrs[2])
+		assert.EventuallyWithT(t, func(t *assert.CollectT) { k.assertStampedWith(t, rotated, addrs[2:3]) }, metallbWait, tick)
+		k.attachedOrHeld(addrs[:2], 2)
+		k.assertHeld(addrs[3].Name, addrs[3].Spec.Address)
+		after := k.keyStamps(t, addrs[:2])
+		for _, name := range []string{"s0", "s1"} {
+			assert.Equal(t, before[k.ns+"/"+name], after[k.ns+"/"+name], "%s keeps the key it shares under", name)
+		}
 
 		// 3. One controller at a time restarted: each reads the rotated key.
 		for _, c := range []string{"service", "claim", "ipaddress"} {
@@ -128,13 +140,16 @@ func TestSharingKeyNeverSplits(t *testing.T) {
 		}
 		assert.Equal(t, rotated, k.readSharingSecret(t), "no controller made a key of its own")
 
-		// 4. A storm: the attached detach (one deleted, one let go), the held
-		// attach, then the first two attach again to new Services.
+		// 4. A storm, all at once: the pairs of before the rotation detach
+		// (one deleted, one let go) while their claims attach to new
+		// Services and the last held claim attaches; every holder is
+		// then stamped with the rotated key, or with none. MetalLB may
+		// refuse a shared handoff's pin for a moment whatever the key
+		// (metallbSharedHandoffRace): the story leaves that out, and counts
+		// every other Warning, the driver's refusals included.
 		require.NoError(t, k.k.Delete(ctx, &corev1.Service{ObjectMeta: metadata(client.ObjectKey{Namespace: k.ns, Name: "s0"})}))
 		k.patchAnnotations("s1", map[string]string{iadv1alpha1.ServiceClaimAnnotation: ""})
-		for i := claims / 2; i < claims; i++ {
-			k.create(sharedLB(k.ns, fmt.Sprintf("s%d", i), fmt.Sprintf("c%d", i)))
-		}
+		k.create(sharedLB(k.ns, "s3", "c3"))
 		k.create(sharedLB(k.ns, "t0", "c0"))
 		k.create(sharedLB(k.ns, "t1", "c1"))
 		for i, svc := range []string{"t0", "t1", "s2", "s3"} {
@@ -146,8 +161,8 @@ func TestSharingKeyNeverSplits(t *testing.T) {
 	})
 }
 
-// attachedOrHeld waits until the first attached addresses are attached with their
-// IPs and the others held.
+// attachedOrHeld waits until the first attached addresses are attached
+// (to s0, s1, ...) with their IPs and the others held.
 func (k *kit) attachedOrHeld(addrs []*iadv1alpha1.IPAddress, attached int) {
 	k.t.Helper()
 	for i, a := range addrs {
