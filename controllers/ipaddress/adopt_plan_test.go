@@ -46,7 +46,7 @@ func TestPlanHoldImporting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), phNS, parkOpt{}, nil, tt.holders, nil, nil)
+			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), "", phNS, parkOpt{}, nil, tt.holders, nil, nil)
 			if tt.want != nil {
 				assert.False(t, p.Create, "no placeholder")
 				assert.Equal(t, tt.want, p.Held)

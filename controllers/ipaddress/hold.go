@@ -32,7 +32,7 @@ type holdView struct {
 }
 
 func (v *holdView) replan(s *scope, placeholderNamespace string) {
-	v.plan = planHold(s.addr, s.ip.String(), s.key, placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
+	v.plan = planHold(s.addr, s.ip.String(), s.key, s.keyBefore, placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
 }
 
 // enforceHold makes the placeholders match the holding invariant and sets

@@ -61,11 +61,12 @@ type holdPlan struct {
 }
 
 // planHold decides what the holding invariant asks for. key is the
-// address's sharing key (marks.Keys.Of), placeholders are
+// address's sharing key (marks.Keys.Of), before its key under the secret
+// this controller held before a rotation ("" when none), placeholders are
 // the address's own, holders every Service MetalLB assigned ip to, attached
 // the Service associatedTo names (nil when the cache does not show it),
 // attaching the one the attach grant names.
-func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
+func planHold(a *iadv1alpha1.IPAddress, ip, key, before, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
 	live := liveOnly(placeholders)
 	if len(placeholders) == 0 {
 		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
@@ -81,7 +82,7 @@ func planHold(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, pa
 	case len(live) == 0:
 		return holdPlan{Held: waiting(msgPlaceholderGoing(ip))}
 	}
-	p := holdPlan{Key: holdKey(key, live, sharing(a, key, park.Open, attaching, holders, placeholders))}
+	p := holdPlan{Key: holdKey(key, before, live, sharing(a, key, park.Open, attaching, holders, placeholders))}
 	if anyParked(live, park.Pool) && heldByOthers(ip, placeholders, holders) {
 		// Pinned back now, the placeholder would find the address taken,
 		// lose its parking address too and cost MetalLB a full pass.
@@ -192,7 +193,7 @@ func planMissing(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string,
 	if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
 		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
 	}
-	return holdPlan{Create: true, Key: holdKey(key, nil, sharing(a, key, park.Open, attaching, holders, nil)),
+	return holdPlan{Create: true, Key: holdKey(key, "", nil, sharing(a, key, park.Open, attaching, holders, nil)),
 		Held: waiting(msgWaiting(ip, placeholderNamespace, placeholder.HoldName(a.Name)))}
 }
 
@@ -347,19 +348,20 @@ func pairKey(a *iadv1alpha1.IPAddress, key, ip string, attached *corev1.Service,
 
 // holdKey is the sharing key of the hold placeholders: the binding's when a
 // workload shares or is about to share the address with them (share), or
-// when one carries a key already (taking a key back costs MetalLB a full
-// pass over every Service, as giving it does); none otherwise, so an
-// unshared claim costs MetalLB one single-Service allocation. A key of
-// another binding, or of the secret before a rotation, is replaced by the
-// binding's in one write: stripped first, a workload attaching at once
-// would have the hold written twice, and MetalLB, still on the first
-// write, would refuse the workload its address.
-func holdKey(key string, live []*corev1.Service, share bool) string {
+// when one carries it already (taking a key back costs MetalLB a full pass
+// over every Service, as giving it does); none otherwise, so an unshared
+// claim costs MetalLB one single-Service allocation. The binding's key
+// under the secret before a rotation (before) is replaced by the new one in
+// one write: stripped first, a workload attaching at once would have the
+// hold written twice, and MetalLB, still on the first write, would refuse
+// the workload its address. Any other key (another binding's, one written
+// by hand) is taken away.
+func holdKey(key, before string, live []*corev1.Service, share bool) string {
 	if share {
 		return key
 	}
 	for _, s := range live {
-		if m := marks.Of(s); m.Sharing != "" || m.LegacySharing != "" {
+		if m := marks.Of(s); m.KeyedExactly(key) || (before != "" && m.KeyedExactly(before)) {
 			return key
 		}
 	}

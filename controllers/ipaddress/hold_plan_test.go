@@ -295,8 +295,8 @@ func TestRepairsAndHolder(t *testing.T) {
 }
 
 func TestHoldKey(t *testing.T) {
-	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
 	key := marks.Keys{}.Claim("t", "c", "claim-uid")
+	before := marks.NewKeys([]byte("the-secret-before-the-rotation")).Claim("t", "c", "claim-uid")
 	tests := []struct {
 		name  string
 		live  []*corev1.Service
@@ -306,10 +306,11 @@ func TestHoldKey(t *testing.T) {
 		{"nobody shares: none", refs(svc(phNS, "a", planIP, "")), false, ""},
 		{"a workload shares: the key", nil, true, key},
 		{"a placeholder carries it already: kept", refs(svc(phNS, "a", planIP, "", marks.KeySharing, key)), false, key},
-		{"another binding's key, or the secret's before a rotation: replaced in one write", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, key},
+		{"another binding's key: taken away", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, ""},
+		{"the binding's key before a rotation: replaced in one write", refs(svc(phNS, "a", planIP, "", marks.KeySharing, before)), false, key},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, holdKey(marks.Keys{}.Of(a), tt.live, tt.share), tt.name)
+		assert.Equal(t, tt.want, holdKey(key, before, tt.live, tt.share), tt.name)
 	}
 }
 
@@ -561,13 +562,13 @@ func TestPlanHold(t *testing.T) {
 			want:         want{held: heldByHold, key: "none"},
 		},
 		{
-			name: "placeholder keyed for another binding (claim uid filled in since) is re-keyed for this one",
+			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
 				marks.KeySharing, marks.Keys{}.Claim("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
-			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: marks.Keys{}.Claim("t", "c", "claim-uid")},
+			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: "none"},
 		},
 		{
 			name: "placeholder with the right key and a legacy one too is repaired",
@@ -861,7 +862,7 @@ func TestPlanHold(t *testing.T) {
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
+			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), "", phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
 			switch tt.want.key {
 			case "":
 			case "none":

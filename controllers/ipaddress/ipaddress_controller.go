@@ -99,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{addr: a, orig: a.DeepCopy(), key: r.Keys.Now().Of(a)}
+	if before, ok := r.Keys.Before(); ok {
+		s.keyBefore = before.Of(a)
+	}
 	if a.DeletionTimestamp != nil {
 		return phase.Run(ctx, s,
 			phase.Of(r.awaitCache), // report.go

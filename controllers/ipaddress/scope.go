@@ -24,8 +24,9 @@ type scope struct {
 	addr, orig *iadv1alpha1.IPAddress
 	// ip is spec.address, parsed (parseAddress).
 	ip netip.Addr
-	// key is the address's sharing key (marks.Keys.Of).
-	key string
+	// key is the address's sharing key (marks.Keys.Of); keyBefore its key
+	// under the secret held before a rotation, "" when none.
+	key, keyBefore string
 	// class is the address's class (loadClass), nil when it does not exist.
 	class *iadv1alpha1.IPAddressClass
 	// pool is the class's MetalLB pool (detectLost), nil when it does not

@@ -18,6 +18,8 @@ import (
 // The nil Keyring holds the zero Keys (no secret).
 type Keyring struct {
 	cur atomic.Pointer[marks.Keys]
+	// before are the Keys cur replaced (nil before any rotation).
+	before atomic.Pointer[marks.Keys]
 
 	mu   sync.Mutex
 	subs []chan event.GenericEvent
@@ -41,11 +43,28 @@ func (r *Keyring) Now() marks.Keys {
 	return marks.Keys{}
 }
 
+// Before returns the Keys the last rotation replaced, and whether there
+// was one: what carries a key derived with them is the driver's, not
+// another binding's or a hand's, and is re-stamped rather than stripped.
+func (r *Keyring) Before() (marks.Keys, bool) {
+	if r == nil {
+		return marks.Keys{}, false
+	}
+	if k := r.before.Load(); k != nil {
+		return *k, true
+	}
+	return marks.Keys{}, false
+}
+
 // Set replaces the Keys and, when they changed, tells every Rotations
 // source; it reports whether they changed.
 func (r *Keyring) Set(keys marks.Keys) bool {
-	if old := r.cur.Swap(&keys); old != nil && *old == keys {
+	old := r.cur.Swap(&keys)
+	if old != nil && *old == keys {
 		return false
+	}
+	if old != nil {
+		r.before.Store(old)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
