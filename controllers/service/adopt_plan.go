@@ -261,8 +261,7 @@ func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p I
 // label of the class. took says what pool request moved aside.
 func ImportMarks(m marks.Marks, p ImportPlan, key string) (out marks.Marks, took string) {
 	if p.HandPin != "" {
-		took = m.TakeOverPool()
-		m.OwnerPin = p.HandPin
+		took = m.KeepOwnerPin(p.HandPin)
 		m.Grant = p.Class.Name
 		return m, took
 	}

@@ -64,10 +64,12 @@ func (m Marks) Attach(svc *corev1.Service, claim, pin, key, class string) Attach
 }
 
 // KeepOwnerPin records pin, the owner's own (an imported Service), as the
-// owner's: the driver never withdraws it. The pool request moves aside.
-func (m *Marks) KeepOwnerPin(pin string) {
-	m.TakeOverPool()
+// owner's: the driver never withdraws it. The pool request moves aside;
+// took says what moved (TakeOverPool).
+func (m *Marks) KeepOwnerPin(pin string) (took string) {
+	took = m.TakeOverPool()
 	m.OwnerPin = pin
+	return took
 }
 
 // TakeOverPool moves the owner's pool requests aside (the first kept in

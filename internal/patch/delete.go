@@ -10,7 +10,7 @@ import (
 
 // Delete deletes the very object that was read: the uid precondition spares
 // a same-named successor, exact adds resourceVersion (a conflict, for
-// the runner's retry, phase.Finish). NotFound is not an error; deleted reports this call did it.
+// the conflict retry of phase.Run). NotFound is not an error; deleted reports this call did it.
 func Delete(ctx context.Context, c client.Writer, obj client.Object, exact bool) (deleted bool, err error) {
 	uid := obj.GetUID()
 	pre := client.Preconditions{UID: &uid}

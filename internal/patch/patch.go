@@ -1,5 +1,5 @@
-// Package patch holds the ways the controllers write what they own, and the
-// one conflict retry.
+// Package patch holds the ways the controllers write what they own; a write
+// that loses a race is retried by phase.Run, the one conflict retry.
 package patch
 
 import (

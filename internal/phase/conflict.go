@@ -9,25 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// onConflict is the controllers' one conflict retry: when every non-nil
-// error is a conflict, the pass acted on a stale read and the newer
-// version's event follows, so it is requeued after ConflictRetry, quietly. Other
-// errors are returned as they are, with res.
-func onConflict(ctx context.Context, res ctrl.Result, errs ...error) (ctrl.Result, error) {
-	var failed []error
-	for _, e := range errs {
-		if e != nil {
-			failed = append(failed, e)
-		}
-	}
-	var err error
-	switch len(failed) {
-	case 0:
+// onConflict is the controllers' one conflict retry: when err is a
+// conflict (or joins only conflicts), the pass acted on a stale read and the
+// newer version's event follows, so it is requeued after ConflictRetry,
+// quietly. Any other error is returned as it is, with res.
+func onConflict(ctx context.Context, res ctrl.Result, err error) (ctrl.Result, error) {
+	if err == nil {
 		return res, nil
-	case 1:
-		err = failed[0]
-	default:
-		err = errors.Join(failed...)
 	}
 	if !allConflicts(err) {
 		return res, err

@@ -23,22 +23,19 @@ func TestOnConflict(t *testing.T) {
 	other := errors.New("boom")
 	for _, tc := range []struct {
 		name    string
-		errs    []error
+		err     error
 		wantRes ctrl.Result
 		wantErr error
 	}{
 		{"no error keeps the result", nil, res, nil},
-		{"nil errors keep the result", []error{nil, nil}, res, nil},
-		{"a conflict requeues quietly", []error{conflict()}, ctrl.Result{RequeueAfter: ConflictRetry}, nil},
-		{"a wrapped conflict too", []error{fmt.Errorf("pin: %w", conflict()), nil}, ctrl.Result{RequeueAfter: ConflictRetry}, nil},
-		{"only conflicts", []error{conflict(), conflict()}, ctrl.Result{RequeueAfter: ConflictRetry}, nil},
-		{"another error is returned as it is", []error{other}, res, other},
-		{"a conflict and another error", []error{conflict(), other}, res, other},
-		{"both, joined and wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), other))}, res, other},
-		{"joined conflicts, wrapped", []error{fmt.Errorf("phase: %w", errors.Join(conflict(), conflict()))}, ctrl.Result{RequeueAfter: ConflictRetry}, nil},
+		{"a conflict requeues quietly", conflict(), ctrl.Result{RequeueAfter: ConflictRetry}, nil},
+		{"a wrapped conflict too", fmt.Errorf("pin: %w", conflict()), ctrl.Result{RequeueAfter: ConflictRetry}, nil},
+		{"another error is returned as it is", other, res, other},
+		{"both, joined and wrapped", fmt.Errorf("phase: %w", errors.Join(conflict(), other)), res, other},
+		{"joined conflicts, wrapped", fmt.Errorf("phase: %w", errors.Join(conflict(), conflict())), ctrl.Result{RequeueAfter: ConflictRetry}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := onConflict(ctx, res, tc.errs...)
+			got, err := onConflict(ctx, res, tc.err)
 			assert.Equal(t, tc.wantRes, got)
 			if tc.wantErr == nil {
 				assert.NoError(t, err)

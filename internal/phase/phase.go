@@ -127,7 +127,7 @@ func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, erro
 	for _, p := range phases {
 		r, err := p.Run(ctx, s)
 		if err != nil {
-			return Finish(ctx, res, fmt.Errorf("%s: %w", p.Name, err))
+			return onConflict(ctx, res, fmt.Errorf("%s: %w", p.Name, err))
 		}
 		logResult(ctx, p.Name, r)
 		res = patch.Sooner(res, ctrl.Result{RequeueAfter: r.After})
@@ -150,8 +150,3 @@ func logResult(ctx context.Context, name string, r Result) {
 	}
 }
 
-// Finish is the end of every pass that does not go through Run to its end:
-// a conflict is requeued after ConflictRetry, any other error returned.
-func Finish(ctx context.Context, res ctrl.Result, errs ...error) (ctrl.Result, error) {
-	return onConflict(ctx, res, errs...)
-}
