@@ -36,13 +36,7 @@ import (
 func TestReleaseNamespaceDeleted(t *testing.T) {
 	needChart(t)
 	story(t, "release namespace deleted", "deleting the release namespace and installing again loses no address", "ns-drill", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
-		k.class("e2e-ns-drill", iadv1alpha1.ReclaimRetain, "203.0.113.224/28")
-		k.claim("held", "e2e-ns-drill", iadv1alpha1.FamilyIPv4)
-		k.claim("used", "e2e-ns-drill", iadv1alpha1.FamilyIPv4)
-		held, used := k.bound("held")[0], k.bound("used")[0]
-		k.held(held, iadv1alpha1.AddressBound)
-		k.service("web", "used")
-		k.attached("web", used)
+		held, used := k.heldAndAttached("e2e-ns-drill", "203.0.113.224/28")
 
 		for _, ns := range []string{kindNamespace, holdsNamespace} {
 			require.NoError(t, k.k.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -62,19 +56,40 @@ func TestReleaseNamespaceDeleted(t *testing.T) {
 
 		_, err := charted.InstallDriver(ctx, nil)
 		require.NoError(t, err)
-		assert.Equal(t, held, k.bound("held")[0], "the held claim keeps its address")
-		assert.Equal(t, used, k.bound("used")[0], "the used claim keeps its address")
-		k.held(held, iadv1alpha1.AddressBound)
-		k.attached("web", used)
 		for _, ip := range k.ingressOf("bystander") {
 			assert.NotContains(t, []string{held.Address, used.Address}, ip, "no other Service got a claimed address")
 		}
-		// The story goes on: the detached address is held, the held one attaches.
-		k.unannotate("web")
-		k.held(used, iadv1alpha1.AddressBound)
-		k.service("web2", "held")
-		k.attached("web2", held)
+		k.storyGoesOn(held, used)
 	})
+}
+
+// heldAndAttached makes a Retain class over cidr and two claims of it:
+// "held", held by a placeholder, and "used", attached to Service web.
+func (k *kit) heldAndAttached(class, cidr string) (held, used iadv1alpha1.ClaimedAddress) {
+	k.t.Helper()
+	k.class(class, iadv1alpha1.ReclaimRetain, cidr)
+	k.claim("held", class, iadv1alpha1.FamilyIPv4)
+	k.claim("used", class, iadv1alpha1.FamilyIPv4)
+	held, used = k.bound("held")[0], k.bound("used")[0]
+	k.held(held, iadv1alpha1.AddressBound)
+	k.service("web", "used")
+	k.attached("web", used)
+	return held, used
+}
+
+// storyGoesOn, after the driver came back (heldAndAttached): both claims
+// kept their addresses, held and attached as they were; then the attached
+// one detaches to its hold and the held one attaches to Service web2.
+func (k *kit) storyGoesOn(held, used iadv1alpha1.ClaimedAddress) {
+	k.t.Helper()
+	assert.Equal(k.t, held, k.bound("held")[0], "the held claim keeps its address")
+	assert.Equal(k.t, used, k.bound("used")[0], "the used claim keeps its address")
+	k.held(held, iadv1alpha1.AddressBound)
+	k.attached("web", used)
+	k.unannotate("web")
+	k.held(used, iadv1alpha1.AddressBound)
+	k.service("web2", "held")
+	k.attached("web2", held)
 }
 
 // previousLineChart is the last commit whose chart rendered the sharing-key
@@ -98,13 +113,7 @@ func TestUpgradeFromTheRenderedKeyLine(t *testing.T) {
 		_, err := charted.installChart(ctx, dir, driverRelease, kindNamespace, charted.driverValues(nil))
 		require.NoError(t, err, "install the previous line's chart")
 
-		k.class("e2e-key-upgrade", iadv1alpha1.ReclaimRetain, "203.0.113.240/29")
-		k.claim("held", "e2e-key-upgrade", iadv1alpha1.FamilyIPv4)
-		k.claim("used", "e2e-key-upgrade", iadv1alpha1.FamilyIPv4)
-		held, used := k.bound("held")[0], k.bound("used")[0]
-		k.held(held, iadv1alpha1.AddressBound)
-		k.service("web", "used")
-		k.attached("web", used)
+		held, used := k.heldAndAttached("e2e-key-upgrade", "203.0.113.240/29")
 		rendered := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, key, rendered))
 		before := rendered.Data[bootstrap.SharingKeyField]
@@ -118,14 +127,7 @@ func TestUpgradeFromTheRenderedKeyLine(t *testing.T) {
 		after := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, key, after))
 		assert.Equal(t, before, after.Data[bootstrap.SharingKeyField], "the key's bytes are unchanged")
-		assert.Equal(t, held, k.bound("held")[0])
-		assert.Equal(t, used, k.bound("used")[0])
-		k.held(held, iadv1alpha1.AddressBound)
-		k.attached("web", used)
-		k.unannotate("web")
-		k.held(used, iadv1alpha1.AddressBound)
-		k.service("web2", "held")
-		k.attached("web2", held)
+		k.storyGoesOn(held, used)
 		k.noWarnings(nil)
 	})
 }

@@ -356,13 +356,7 @@ func metricOf(controller string) string {
 func TestUninstallReinstall(t *testing.T) {
 	needChart(t)
 	story(t, "uninstall and reinstall", "the addresses survive the driver's absence", "reinstall", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
-		k.class("e2e-reinstall", iadv1alpha1.ReclaimRetain, "203.0.113.80/28")
-		k.claim("held", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
-		k.claim("used", "e2e-reinstall", iadv1alpha1.FamilyIPv4)
-		held, used := k.bound("held")[0], k.bound("used")[0]
-		k.held(held, iadv1alpha1.AddressBound)
-		k.service("web", "used")
-		k.attached("web", used)
+		held, used := k.heldAndAttached("e2e-reinstall", "203.0.113.80/28")
 
 		require.NoError(t, charted.UninstallDriver())
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -390,14 +384,7 @@ func TestUninstallReinstall(t *testing.T) {
 
 		_, err := charted.InstallDriver(ctx, nil)
 		require.NoError(t, err)
-		assert.Equal(t, held, k.bound("held")[0], "the held claim keeps its address")
-		assert.Equal(t, used, k.bound("used")[0], "the used claim keeps its address")
-		k.held(held, iadv1alpha1.AddressBound)
-		k.attached("web", used)
-		k.unannotate("web")
-		k.held(used, iadv1alpha1.AddressBound)
-		k.service("web2", "held")
-		k.attached("web2", held)
+		k.storyGoesOn(held, used)
 	})
 }
 
