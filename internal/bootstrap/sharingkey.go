@@ -189,6 +189,9 @@ func (w *keyWatch) NeedLeaderElection() bool { return false }
 // minute (a failed create or read is tried again).
 func (w *keyWatch) Start(ctx context.Context) error {
 	inf, err := w.cache.GetInformer(ctx, &corev1.Secret{})
+	if ctx.Err() != nil {
+		return nil // the manager is stopping
+	}
 	if err != nil {
 		return fmt.Errorf("cannot watch the sharing key Secret %s: %w", w.ref, err)
 	}

@@ -214,14 +214,31 @@ func (c *Cluster) StartDriverReady(ctx context.Context, binDir, controller strin
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err = d.WaitReady(rctx)
 		cancel()
-		if err == nil {
+		if err == nil && !d.exitsSoon() {
 			return d, nil
+		}
+		if err == nil {
+			b, _ := os.ReadFile(d.LogPath)
+			err = fmt.Errorf("%s exited once ready: %s", d.Controller, b)
 		}
 		lostPort := d.Exited() && AddrInUse(d.Process)
 		d.Kill()
 		if attempt == 3 || !lostPort {
 			return nil, err
 		}
+	}
+}
+
+// exitsSoon reports whether the binary exits within a second of being
+// ready: the manager starts its metrics listener beside the probes, so a
+// binary whose metrics port another process took just now can answer
+// /readyz and then stop (StartDriverReady starts it again on new ports).
+func (d *Driver) exitsSoon() bool {
+	select {
+	case <-d.Done():
+		return true
+	case <-time.After(time.Second):
+		return false
 	}
 }
 
