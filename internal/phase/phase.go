@@ -149,4 +149,3 @@ func logResult(ctx context.Context, name string, r Result) {
 		log.FromContext(ctx).V(1).Info("phase", "phase", name, "state", r.State.String(), "reason", r.Reason, "after", r.After)
 	}
 }
-
