@@ -12,6 +12,7 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,15 +127,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // carries the driver's key: each pass derives its key anew (a Service that
 // shares its addresses keeps its own, marks.PairKey).
 func (r *Reconciler) keyedServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.servicesWhere(ctx, func(svc *corev1.Service) bool {
+		return marks.Of(svc).SharesOurKey() && !marks.Exempt(svc, r.PlaceholderNamespace)
+	})
+}
+
+// servicesWhere lists every cached Service and requests those keep keeps:
+// for the rare events that concern Services no index names.
+func (r *Reconciler) servicesWhere(ctx context.Context, keep func(*corev1.Service) bool) []reconcile.Request {
 	var list corev1.ServiceList
 	if err := r.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "cannot list the Services to look at again with the rotated sharing key")
+		log.FromContext(ctx).Error(err, "cannot list Services")
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		svc := &list.Items[i]
-		if marks.Of(svc).SharesOurKey() && !marks.Exempt(svc, r.PlaceholderNamespace) {
+		if svc := &list.Items[i]; keep(svc) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(svc)})
 		}
 	}
@@ -265,20 +273,7 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 		return nil
 	}
 	classes := []classRanges{{name: c.Name, ranges: p.Addresses}}
-	var list corev1.ServiceList
-	if err := r.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "cannot list Services")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
-		for _, ip := range marks.IngressIPs(s) {
-			if classOfIP(classes, ip) != "" {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
-				break
-			}
-		}
-	}
-	return reqs
+	return r.servicesWhere(ctx, func(s *corev1.Service) bool {
+		return slices.ContainsFunc(marks.IngressIPs(s), func(ip string) bool { return classOfIP(classes, ip) != "" })
+	})
 }
