@@ -6,6 +6,7 @@ CONTROLLER_GEN_VERSION ?= v0.20.1
 METALLB_VERSION ?= v0.16.1
 export METALLB_VERSION
 HELM_VERSION ?= v3.19.5
+export HELM_VERSION
 # kind and actionlint for the kind e2e and the workflow lint; the workflows
 # take every version from here.
 KIND_VERSION ?= v0.33.0

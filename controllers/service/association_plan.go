@@ -37,9 +37,13 @@ type Situation struct {
 	// Claim is the claim the Service's annotation names ("" if none).
 	Claim                  string
 	Deleting, LoadBalancer bool
-	ClaimFound             bool
-	ClaimDeleting          bool
-	ClaimPhase             iadv1alpha1.IPAddressClaimPhase
+	// ForeignGateway is GatewayOf's Gateway.ForeignTo: why a Service the
+	// Gateway API implementation created must not take a claim of its
+	// namespace ("" for any other Service).
+	ForeignGateway string
+	ClaimFound     bool
+	ClaimDeleting  bool
+	ClaimPhase     iadv1alpha1.IPAddressClaimPhase
 	// FamilyProblem is FamilyMismatch's answer.
 	FamilyProblem string
 	// Wanted is how many addresses the claim's family needs (2 for Dual).
@@ -75,6 +79,9 @@ func Decide(s Situation) Verdict {
 	case !s.LoadBalancer:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
 			Message: fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", s.Claim)}
+	case s.ForeignGateway != "":
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonGatewayInOtherNamespace,
+			Message: fmt.Sprintf("Service %s, so claim %q of this namespace is not attached: a Gateway attaches only a claim of its own namespace; run the Gateway's Service in the Gateway's namespace (Envoy Gateway: the GatewayNamespace deploy type) and claim there", s.ForeignGateway, s.Claim)}
 	case !s.ClaimFound:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
 			Message: fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", s.Claim)}
@@ -111,6 +118,14 @@ func Decide(s Situation) Verdict {
 			Message: fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", s.HandPin, s.Claim, s.Desired)}
 	}
 	return Verdict{Action: Associate}
+}
+
+// foreignGateway is Gateway.ForeignTo for the Gateway svc serves.
+func foreignGateway(svc *corev1.Service) string {
+	if gw, ok := marks.GatewayOf(svc); ok {
+		return gw.ForeignTo(svc.Namespace)
+	}
+	return ""
 }
 
 // FamilyMismatch explains why a claim of family f cannot serve the Service
@@ -150,6 +165,7 @@ func (s *scope) situation() Situation {
 		OtherHolder:    s.otherHolder,
 		OtherDetaching: s.otherDetaching,
 		HandPin:        s.marks.HandPin(),
+		ForeignGateway: foreignGateway(s.svc),
 		Desired:        marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {

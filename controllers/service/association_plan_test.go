@@ -85,6 +85,8 @@ func TestDecide(t *testing.T) {
 		{"claimed by a Service on its way out", with(func(s *Situation) { s.OtherHolder = "tenant/first"; s.OtherDetaching = true }), Detach, corev1.EventTypeNormal, ReasonWaitingForDetach, "still being detached from Service tenant/first"},
 		{"hand pin elsewhere", with(func(s *Situation) { s.HandPin = "192.0.2.1" }), Detach, corev1.EventTypeWarning, ReasonPinnedByHand, "already asks MetalLB for 192.0.2.1"},
 		{"hand pin to the same addresses", with(func(s *Situation) { s.HandPin = "203.0.113.7" }), Associate, "", "", ""},
+		{"a Gateway's Service in the implementation's namespace", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web" }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, `Service serves Gateway team-a/web, so claim "web-ip" of this namespace is not attached`},
+		{"a foreign Gateway wins over a missing claim", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web"; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, ""},
 		{"not a LoadBalancer wins over a missing claim", with(func(s *Situation) { s.LoadBalancer = false; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, ""},
 	}
 	for _, tt := range tests {

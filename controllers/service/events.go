@@ -24,6 +24,10 @@ const (
 	// ReasonHandingBack (Normal): a detached Service shares the addresses
 	// with their placeholders until one holds them again.
 	ReasonHandingBack = "HandingBack"
+	// ReasonGatewayInOtherNamespace (Warning): the Service is the one a
+	// Gateway API implementation runs in its own namespace for a Gateway of
+	// another; it attaches no claim.
+	ReasonGatewayInOtherNamespace = "GatewayInOtherNamespace"
 	// ReasonClaimNotFound (Warning): the annotation names no claim of the namespace.
 	ReasonClaimNotFound = "ClaimNotFound"
 	// ReasonClaimDeleted (Normal): the claim is being deleted; the Service is detached.

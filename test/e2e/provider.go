@@ -29,6 +29,8 @@ const clusterName = "metallb-iad-e2e"
 type LocalProvider struct {
 	name string
 	s    *cluster.Stack
+	// gateways is Envoy Gateway, once a feature started it (StartGateways).
+	gateways *cluster.EnvoyGateway
 }
 
 var _ types.E2EClusterProvider = &LocalProvider{}
@@ -130,6 +132,23 @@ func (p *LocalProvider) ExportLogs(_ context.Context, dest string) error {
 
 // Destroy stops every process and removes temporary files.
 func (p *LocalProvider) Destroy(context.Context) error {
+	if p.gateways != nil {
+		p.gateways.Stop()
+	}
 	p.s.Stop()
 	return nil
+}
+
+// StartGateways runs Envoy Gateway in mode beside the control plane,
+// replacing the one running in another mode (test/cluster.StartEnvoyGateway).
+func (p *LocalProvider) StartGateways(ctx context.Context, mode cluster.EnvoyGatewayMode) error {
+	if p.gateways != nil && p.gateways.Mode == mode && !p.gateways.Process.Exited() {
+		return nil
+	}
+	if p.gateways != nil {
+		p.gateways.Stop()
+	}
+	eg, err := p.s.Cluster.StartEnvoyGateway(ctx, mode)
+	p.gateways = eg
+	return err
 }

@@ -89,10 +89,12 @@ var warningCauses = map[string]warningCause{
 	"ClaimNotServed":         {},
 	"ClaimAlreadyAssociated": {design: []string{"Service", "IPAddress"}},
 	"NotLoadBalancer":        {},
-	"FamilyMismatch":         {design: []string{"Service"}},
-	"PinnedByHand":           {},
-	"AddressConflict":        {ops: holderDamage},
-	"UnclaimedAddress":       {ops: append(append([]string{}, holderDamage...), poolDamage...)},
+	// The soak runs no Gateway API implementation.
+	"GatewayInOtherNamespace": {},
+	"FamilyMismatch":          {design: []string{"Service"}},
+	"PinnedByHand":            {},
+	"AddressConflict":         {ops: holderDamage},
+	"UnclaimedAddress":        {ops: append(append([]string{}, holderDamage...), poolDamage...)},
 	// An attach that waits a minute: something it waits for is down or
 	// damaged.
 	"AttachStalled": {ops: append(append([]string{}, holderDamage...), poolDamage...),

@@ -1,0 +1,49 @@
+package service
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+)
+
+// recorded is a recorder that keeps each Event's object with its words.
+type recorded struct {
+	record.FakeRecorder
+	objects []runtime.Object
+	said    []string
+}
+
+func (r *recorded) Event(obj runtime.Object, eventtype, reason, message string) {
+	r.objects = append(r.objects, obj)
+	r.said = append(r.said, eventtype+" "+reason+" "+message)
+}
+
+func (r *recorded) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	r.Event(obj, eventtype, reason, format)
+}
+
+func TestGatewayEcho(t *testing.T) {
+	gwService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "envoy-web", UID: "svc",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "web", UID: "gw"}}}}
+	plain := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"}}
+	rec := &recorded{}
+	echo := gatewayEcho{rec}
+
+	echo.Event(plain, corev1.EventTypeNormal, ReasonAssociated, "attached")
+	assert.Equal(t, []string{"Normal Associated attached"}, rec.said, "a plain Service's Event is said once")
+
+	rec.objects, rec.said = nil, nil
+	echo.Event(gwService, corev1.EventTypeWarning, ReasonClaimNotFound, "no claim")
+	echo.Eventf(&corev1.Namespace{}, corev1.EventTypeNormal, "Other", "not a Service")
+	assert.Equal(t, []string{
+		"Warning ClaimNotFound no claim",
+		"Warning ClaimNotFound Service team-a/envoy-web: no claim",
+		"Normal Other not a Service",
+	}, rec.said)
+	assert.Equal(t, &corev1.ObjectReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Namespace: "team-a", Name: "web", UID: "gw"},
+		rec.objects[1], "the copy names the Gateway with its uid, so kubectl describe gateway shows it")
+}

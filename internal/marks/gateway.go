@@ -1,0 +1,93 @@
+package marks
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The marks a Gateway API implementation leaves on the Service it creates
+// for a Gateway. The driver only reads them.
+const (
+	// GatewayGroup is Gateway API's group; an owner reference of kind
+	// Gateway in it names the Gateway the Service serves, in the Service's
+	// own namespace (Envoy Gateway's Gateway Namespace mode, and
+	// implementations that always run a Gateway's proxy beside it).
+	GatewayGroup = "gateway.networking.k8s.io"
+	// LabelOwningGatewayName and LabelOwningGatewayNamespace are Envoy
+	// Gateway's labels naming the Gateway a Service serves, which its
+	// default mode creates in Envoy Gateway's own namespace; the
+	// implementation writes them over anything the Gateway's
+	// spec.infrastructure.labels say.
+	LabelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"
+	LabelOwningGatewayNamespace = "gateway.envoyproxy.io/owning-gateway-namespace"
+	// LabelOwningGatewayClass is Envoy Gateway's label on a Service that
+	// serves every Gateway of a class (merged Gateways).
+	LabelOwningGatewayClass = "gateway.envoyproxy.io/owning-gatewayclass"
+)
+
+// Gateway is the Gateway a Service serves, as the implementation marked it.
+type Gateway struct {
+	Namespace, Name string
+	// Class is set instead of Name for a Service serving every Gateway of
+	// a GatewayClass, which lives in no tenant's namespace.
+	Class string
+	// UID is the Gateway's, when an owner reference gives it: Events about
+	// the Gateway reach `kubectl describe gateway` only with it.
+	UID types.UID
+}
+
+// GatewayOf is the Gateway svc serves; ok is false for a Service no
+// Gateway API implementation marked as its own.
+func GatewayOf(svc *corev1.Service) (gw Gateway, ok bool) {
+	for _, o := range svc.OwnerReferences {
+		if gatewayGroup(o.APIVersion) && o.Kind == "Gateway" {
+			return Gateway{Namespace: svc.Namespace, Name: o.Name, UID: o.UID}, true
+		}
+	}
+	if name := svc.Labels[LabelOwningGatewayName]; name != "" {
+		ns := svc.Labels[LabelOwningGatewayNamespace]
+		if ns == "" {
+			ns = svc.Namespace
+		}
+		return Gateway{Namespace: ns, Name: name}, true
+	}
+	if class := svc.Labels[LabelOwningGatewayClass]; class != "" {
+		return Gateway{Class: class}, true
+	}
+	for _, o := range svc.OwnerReferences {
+		if gatewayGroup(o.APIVersion) && o.Kind == "GatewayClass" {
+			return Gateway{Class: o.Name}, true
+		}
+	}
+	return Gateway{}, false
+}
+
+func gatewayGroup(apiVersion string) bool {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	return group == GatewayGroup
+}
+
+// ForeignTo says why a Service in namespace must not attach a claim for
+// this Gateway ("" when it may): a claim serves its own namespace, and a
+// Service the implementation runs in its own namespace for a Gateway of
+// another (or for a whole class) is not that Gateway's namespace.
+func (gw Gateway) ForeignTo(namespace string) string {
+	switch {
+	case gw.Class != "":
+		return "serves every Gateway of GatewayClass " + gw.Class
+	case gw.Name != "" && gw.Namespace != namespace:
+		return "serves Gateway " + gw.Namespace + "/" + gw.Name
+	}
+	return ""
+}
+
+// Reference is the Gateway as an Event's involved object; ok is false
+// when there is no one Gateway to name.
+func (gw Gateway) Reference() (ref *corev1.ObjectReference, ok bool) {
+	if gw.Name == "" {
+		return nil, false
+	}
+	return &corev1.ObjectReference{APIVersion: GatewayGroup + "/v1", Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name, UID: gw.UID}, true
+}

@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Envoy Gateway, a Gateway API implementation, runs beside the local
+// control plane for the e2e feature `gateway`: the controller `make tools`
+// builds from the Go module proxy (hack/tools/envoy-gateway), as a process,
+// with the CRDs rendered from the chart in its module. No proxy pod runs
+// here (there is no kubelet): what the driver sees of a Gateway is the
+// Service the controller creates for it, and the Gateway's
+// status.addresses it copies from that Service.
+const (
+	// EnvoyGatewayNamespace is the controller's own namespace.
+	EnvoyGatewayNamespace = "envoy-gateway-system"
+	// EnvoyGatewayClass is the GatewayClass StartEnvoyGateway creates.
+	EnvoyGatewayClass = "eg"
+	// EnvoyGatewayControllerName is the controllerName the class names.
+	EnvoyGatewayControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
+)
+
+// EnvoyGatewayMode is where Envoy Gateway runs a Gateway's Service.
+type EnvoyGatewayMode string
+
+const (
+	// GatewayNamespaceMode runs it in the Gateway's namespace, owned by the
+	// Gateway.
+	GatewayNamespaceMode EnvoyGatewayMode = "GatewayNamespace"
+	// ControllerNamespaceMode, Envoy Gateway's default, runs it in
+	// EnvoyGatewayNamespace, labelled with the Gateway's name and namespace.
+	ControllerNamespaceMode EnvoyGatewayMode = "ControllerNamespace"
+)
+
+// EnvoyGateway is a running Envoy Gateway controller.
+type EnvoyGateway struct {
+	Process *Process
+	Mode    EnvoyGatewayMode
+}
+
+// Stop ends the controller.
+func (e *EnvoyGateway) Stop() { e.Process.Stop(5 * time.Second) }
+
+// StartEnvoyGateway installs the Gateway API and Envoy Gateway CRDs, the
+// controller's namespace and ServiceAccount (cluster-admin: it is a
+// stand-in for the implementation, not under test), its certificates
+// (certgen), and the GatewayClass, then starts the controller in mode and
+// waits until it accepts the class.
+//
+// The controller insists on two fixed paths: its xDS certificates in
+// /certs and in-cluster credentials under
+// /var/run/secrets/kubernetes.io/serviceaccount. It gets them in a mount
+// namespace of its own (util-linux unshare; a user namespace when not
+// root), over a root of bind mounts, so nothing on the host is written.
+func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) (*EnvoyGateway, error) {
+	bin := filepath.Join(BinDir(), "envoy-gateway")
+	crds := filepath.Join(BinDir(), "envoy-gateway-crds.yaml")
+	for _, f := range []string{bin, crds} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("%s is missing: run `make tools` first", f)
+		}
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return nil, fmt.Errorf("Envoy Gateway needs unshare (util-linux) for its own mount namespace: %w", err)
+	}
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
+		return nil, fmt.Errorf("install the Gateway API CRDs: %w", err)
+	}
+	dir, err := os.MkdirTemp(c.Dir, "envoy-gateway-")
+	if err != nil {
+		return nil, err
+	}
+	sa, err := c.envoyGatewayAccount(ctx, filepath.Join(dir, "serviceaccount"))
+	if err != nil {
+		return nil, err
+	}
+	certs := filepath.Join(dir, "certs")
+	if err := c.envoyGatewayCerts(ctx, bin, dir, certs); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "envoy-gateway.yaml")
+	if err := os.WriteFile(config, []byte(envoyGatewayConfig(mode)), 0o600); err != nil {
+		return nil, err
+	}
+	host, port, err := c.apiHostPort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		args = append([]string{"--user", "--map-root-user"}, args...)
+	}
+	args = append(args, "/bin/sh", "-euc", ownRootScript, "envoy-gateway",
+		sa, certs, host, port, bin, "server", "--config-path", config)
+	p, err := StartProcess(c.Dir, "envoy-gateway", "unshare", args...)
+	if err != nil {
+		return nil, err
+	}
+	e := &EnvoyGateway{Process: p, Mode: mode}
+	if err := c.acceptClass(ctx, p); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// ownRootScript runs a command ($5 and on) chrooted into a tmpfs root that
+// binds every directory of the host's root, plus /certs ($2) and the
+// ServiceAccount files ($1) at their in-cluster paths, with the API server
+// at $3:$4. It runs inside `unshare --mount`, so its mounts are its own.
+const ownRootScript = `
+sa=$1 certs=$2 host=$3 port=$4; shift 4
+root=$(mktemp -d)
+mount -t tmpfs envoy-gateway-root "$root"
+for d in /*; do
+	n=${d#/}
+	if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$root/$n"
+	elif [ -d "$d" ] && [ "$n" != run ]; then mkdir "$root/$n" && mount --rbind "$d" "$root/$n"
+	fi
+done
+mkdir -p "$root/run/secrets/kubernetes.io/serviceaccount" "$root/certs"
+cp "$sa"/* "$root/run/secrets/kubernetes.io/serviceaccount/"
+cp "$certs"/* "$root/certs/"
+export KUBERNETES_SERVICE_HOST="$host" KUBERNETES_SERVICE_PORT="$port"
+exec chroot "$root" "$@"
+`
+
+func envoyGatewayConfig(mode EnvoyGatewayMode) string {
+	return fmt.Sprintf(`apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyGateway
+gateway:
+  controllerName: %s
+provider:
+  type: Kubernetes
+  kubernetes:
+    deploy:
+      type: %s
+    leaderElection:
+      disable: true
+logging:
+  level:
+    default: info
+`, EnvoyGatewayControllerName, mode)
+}
+
+// envoyGatewayAccount creates the controller's namespace and
+// ServiceAccount, and writes its in-cluster files (token, ca.crt,
+// namespace) into dir.
+func (c *Cluster) envoyGatewayAccount(ctx context.Context, dir string) (string, error) {
+	if err := c.EnsureNamespace(ctx, EnvoyGatewayNamespace); err != nil {
+		return "", err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: EnvoyGatewayNamespace, Name: "envoy-gateway"}}
+	if err := c.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "envoy-gateway"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: EnvoyGatewayNamespace, Name: "envoy-gateway"}},
+	}
+	if err := c.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", err
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(EnvoyGatewayNamespace).CreateToken(ctx, "envoy-gateway",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(24 * 3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token for Envoy Gateway's ServiceAccount: %w", err)
+	}
+	ca := c.Config.CAData
+	if len(ca) == 0 && c.Config.CAFile != "" {
+		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	for name, b := range map[string][]byte{"token": []byte(tok.Status.Token), "ca.crt": ca, "namespace": []byte(EnvoyGatewayNamespace)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// envoyGatewayCerts runs certgen twice: into the cluster (the Secrets the
+// controller reads, in its namespace) and locally (the files of /certs).
+func (c *Cluster) envoyGatewayCerts(ctx context.Context, bin, dir, certs string) error {
+	env := append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "ENVOY_GATEWAY_NAMESPACE="+EnvoyGatewayNamespace)
+	for _, args := range [][]string{
+		{"certgen", "--disable-topology-injector"},
+		{"certgen", "--local", "--config-home", dir},
+	} {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("envoy-gateway %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	local := filepath.Join(dir, "certs", "envoy-gateway")
+	if err := os.Rename(local, certs+".tmp"); err != nil {
+		return fmt.Errorf("certgen --local wrote no %s: %w", local, err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "certs")); err != nil {
+		return err
+	}
+	return os.Rename(certs+".tmp", certs)
+}
+
+// apiHostPort is the API server's address, as in-cluster config wants it.
+func (c *Cluster) apiHostPort() (host, port string, err error) {
+	h := strings.TrimPrefix(c.Config.Host, "https://")
+	i := strings.LastIndex(h, ":")
+	if i < 0 {
+		return "", "", fmt.Errorf("API server address %q has no port", c.Config.Host)
+	}
+	return h[:i], h[i+1:], nil
+}
+
+// acceptClass creates the GatewayClass and waits until the controller
+// accepts it (or exits).
+func (c *Cluster) acceptClass(ctx context.Context, p *Process) error {
+	gc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1",
+		"kind":       "GatewayClass",
+		"metadata":   map[string]any{"name": EnvoyGatewayClass},
+		"spec":       map[string]any{"controllerName": EnvoyGatewayControllerName},
+	}}
+	if err := c.Client.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: EnvoyGatewayClass}, gc); err == nil && accepted(gc) {
+			return nil
+		}
+		select {
+		case <-p.Done():
+			b, _ := os.ReadFile(p.LogPath)
+			return fmt.Errorf("envoy-gateway exited before accepting GatewayClass %s: %s", EnvoyGatewayClass, tail(b, 2000))
+		case <-ctx.Done():
+			return fmt.Errorf("GatewayClass %s is not Accepted by envoy-gateway (log %s): %w", EnvoyGatewayClass, p.LogPath, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// accepted says the object's status has condition Accepted True.
+func accepted(o *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Accepted" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
