@@ -101,7 +101,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // controller with its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Default(mgr, RecorderName)
-	r.Recorder = gatewayEcho{r.Recorder}
 	r.handoffs = newHandoffs()
 	r.holders = newUnauthorized()
 	if err := index.Register(context.Background(), mgr,

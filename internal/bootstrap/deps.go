@@ -44,7 +44,7 @@ func (d *Deps) Default(mgr ctrl.Manager, eventSource string) {
 		d.APIReader = mgr.GetAPIReader()
 	}
 	if d.Recorder == nil {
-		d.Recorder = mgr.GetEventRecorderFor(eventSource) //nolint:staticcheck // core/v1 Events, as the project uses
+		d.Recorder = gatewayEcho{mgr.GetEventRecorderFor(eventSource)} //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if d.MetalLBNamespace == "" {
 		d.MetalLBNamespace = DefaultMetalLBNamespace

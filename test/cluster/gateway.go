@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/cozystack/metallb-iad/test/manifests"
 )
 
 // Envoy Gateway, a Gateway API implementation, runs beside the local
@@ -35,6 +38,44 @@ const (
 	// EnvoyGatewayControllerName is the controllerName the class names.
 	EnvoyGatewayControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
 )
+
+// EnvoyGatewayImage is Envoy Gateway's image repository; the tag is
+// EnvoyGatewayVersion. The node imports an image of that name built from
+// the binary `make tools` builds; kind pulls the real one.
+const EnvoyGatewayImage = "docker.io/envoyproxy/gateway"
+
+// EnvoyGatewayVersion is the release hack/tools/envoy-gateway pins.
+func EnvoyGatewayVersion() (string, error) {
+	b, err := os.ReadFile(filepath.Join(manifests.Root(), "hack", "tools", "envoy-gateway", "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "require" && f[1] == "github.com/envoyproxy/gateway" {
+			return f[2], nil
+		}
+	}
+	return "", fmt.Errorf("hack/tools/envoy-gateway/go.mod requires no github.com/envoyproxy/gateway")
+}
+
+// EnvoyGatewayModuleDir is Envoy Gateway's module at that release, in the
+// module cache (downloaded if needed): its charts.
+func EnvoyGatewayModuleDir() (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/envoyproxy/gateway")
+	cmd.Dir = filepath.Join(manifests.Root(), "hack", "tools", "envoy-gateway")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download github.com/envoyproxy/gateway: %w", err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", err
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("github.com/envoyproxy/gateway: %s", mod.Error)
+	}
+	return mod.Dir, nil
+}
 
 // EnvoyGatewayMode is where Envoy Gateway runs a Gateway's Service.
 type EnvoyGatewayMode string
@@ -95,7 +136,7 @@ func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) 
 		return nil, err
 	}
 	config := filepath.Join(dir, "envoy-gateway.yaml")
-	if err := os.WriteFile(config, []byte(envoyGatewayConfig(mode)), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(EnvoyGatewayConfig(mode)), 0o600); err != nil {
 		return nil, err
 	}
 	host, port, err := c.apiHostPort()
@@ -113,7 +154,7 @@ func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) 
 		return nil, err
 	}
 	e := &EnvoyGateway{Process: p, Mode: mode}
-	if err := c.acceptClass(ctx, p); err != nil {
+	if err := c.acceptClass(ctx, p.Done(), p.LogPath); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -141,7 +182,8 @@ export KUBERNETES_SERVICE_HOST="$host" KUBERNETES_SERVICE_PORT="$port"
 exec chroot "$root" "$@"
 `
 
-func envoyGatewayConfig(mode EnvoyGatewayMode) string {
+// EnvoyGatewayConfig is the controller's configuration file in mode.
+func EnvoyGatewayConfig(mode EnvoyGatewayMode) string {
 	return fmt.Sprintf(`apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: EnvoyGateway
 gateway:
@@ -239,29 +281,62 @@ func (c *Cluster) apiHostPort() (host, port string, err error) {
 }
 
 // acceptClass creates the GatewayClass and waits until the controller
-// accepts it (or exits).
-func (c *Cluster) acceptClass(ctx context.Context, p *Process) error {
+// accepts it (or exits, closing done; its log is at logPath).
+func (c *Cluster) acceptClass(ctx context.Context, done <-chan struct{}, logPath string) error {
+	if err := EnsureEnvoyGatewayClass(ctx, c.Client); err != nil {
+		return err
+	}
+	return WaitGatewayClassAccepted(ctx, c.Client, done, logPath)
+}
+
+// EnsureEnvoyGatewayClass creates the GatewayClass EnvoyGatewayClass, with
+// an EnvoyProxy of no replicas as its parameters: the tests look at the
+// Service of a Gateway, never at traffic, and no proxy image is pulled.
+func EnsureEnvoyGatewayClass(ctx context.Context, c client.Client) error {
+	proxy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.envoyproxy.io/v1alpha1",
+		"kind":       "EnvoyProxy",
+		"metadata":   map[string]any{"name": "no-proxy-pods", "namespace": EnvoyGatewayNamespace},
+		"spec": map[string]any{"provider": map[string]any{"type": "Kubernetes", "kubernetes": map[string]any{
+			"envoyDeployment": map[string]any{"replicas": int64(0)},
+		}}},
+	}}
 	gc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
 		"kind":       "GatewayClass",
 		"metadata":   map[string]any{"name": EnvoyGatewayClass},
-		"spec":       map[string]any{"controllerName": EnvoyGatewayControllerName},
+		"spec": map[string]any{
+			"controllerName": EnvoyGatewayControllerName,
+			"parametersRef": map[string]any{"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
+				"name": "no-proxy-pods", "namespace": EnvoyGatewayNamespace},
+		},
 	}}
-	if err := c.Client.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	for _, o := range []client.Object{proxy, gc} {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
+	return nil
+}
+
+// WaitGatewayClassAccepted waits until Envoy Gateway accepts the class, or
+// done closes (the controller exited; its log is at logPath).
+func WaitGatewayClassAccepted(ctx context.Context, c client.Client, done <-chan struct{}, logPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	gc := &unstructured.Unstructured{}
+	gc.SetAPIVersion("gateway.networking.k8s.io/v1")
+	gc.SetKind("GatewayClass")
 	for {
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: EnvoyGatewayClass}, gc); err == nil && accepted(gc) {
+		if err := c.Get(ctx, client.ObjectKey{Name: EnvoyGatewayClass}, gc); err == nil && accepted(gc) {
 			return nil
 		}
 		select {
-		case <-p.Done():
-			b, _ := os.ReadFile(p.LogPath)
+		case <-done:
+			b, _ := os.ReadFile(logPath)
 			return fmt.Errorf("envoy-gateway exited before accepting GatewayClass %s: %s", EnvoyGatewayClass, tail(b, 2000))
 		case <-ctx.Done():
-			return fmt.Errorf("GatewayClass %s is not Accepted by envoy-gateway (log %s): %w", EnvoyGatewayClass, p.LogPath, ctx.Err())
+			return fmt.Errorf("GatewayClass %s is not Accepted by envoy-gateway (%s): %w", EnvoyGatewayClass, logPath, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

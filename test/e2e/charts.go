@@ -69,6 +69,9 @@ type chartStack struct {
 	ourCRDs bool
 
 	stopCore context.CancelFunc
+	// gatewayInstalled: Envoy Gateway's CRDs, certificates and class are
+	// in (runEnvoyGateway).
+	gatewayInstalled bool
 }
 
 // coreSource is E2E_CORE_SRC as an absolute path: the real core's source

@@ -333,8 +333,9 @@ func (n *Node) ctr(args ...string) (string, error) {
 }
 
 // importImages builds the driver image (the four binaries, as the
-// Dockerfile ships them), MetalLB's controller image (from the binary
-// `make tools` built from MetalLB's module) and the pause image, writes
+// Dockerfile ships them), MetalLB's controller image and Envoy Gateway's
+// (from the binaries `make tools` built from their modules) and the pause
+// image, writes
 // each as a tarball and imports it into containerd.
 func (n *Node) importImages() error {
 	dir := filepath.Join(Base, "images")
@@ -355,8 +356,16 @@ func (n *Node) importImages() error {
 		return err
 	}
 	n.MetalLBVersion = strings.TrimPrefix(filepath.Base(filepath.Dir(mlb)), "metallb-controller-")
+	eg, err := cluster.EnvoyGatewayVersion()
+	if err != nil {
+		return err
+	}
 	images := []Image{
 		{Ref: DriverImageRepo + ":" + DriverImageTag, Files: files, User: "65532:65532"},
+		// Envoy Gateway's controller, for the e2e feature `gateway`, where
+		// its own image has it.
+		{Ref: cluster.EnvoyGatewayImage + ":" + eg, Files: map[string]string{"/usr/local/bin/envoy-gateway": filepath.Join(cluster.BinDir(), "envoy-gateway")},
+			Entrypoint: []string{"/usr/local/bin/envoy-gateway"}, User: "65532:65532"},
 		{Ref: MetalLBImage + ":" + n.MetalLBVersion, Files: map[string]string{"/controller": mlb}, Entrypoint: []string{"/controller"}, User: "65534:65534"},
 		{Ref: pauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}, User: "65535:65535"},
 	}

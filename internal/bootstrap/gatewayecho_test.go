@@ -1,4 +1,4 @@
-package service
+package bootstrap
 
 import (
 	"testing"
@@ -33,11 +33,11 @@ func TestGatewayEcho(t *testing.T) {
 	rec := &recorded{}
 	echo := gatewayEcho{rec}
 
-	echo.Event(plain, corev1.EventTypeNormal, ReasonAssociated, "attached")
+	echo.Event(plain, corev1.EventTypeNormal, "Associated", "attached")
 	assert.Equal(t, []string{"Normal Associated attached"}, rec.said, "a plain Service's Event is said once")
 
 	rec.objects, rec.said = nil, nil
-	echo.Event(gwService, corev1.EventTypeWarning, ReasonClaimNotFound, "no claim")
+	echo.Event(gwService, corev1.EventTypeWarning, "ClaimNotFound", "no claim")
 	echo.Eventf(&corev1.Namespace{}, corev1.EventTypeNormal, "Other", "not a Service")
 	assert.Equal(t, []string{
 		"Warning ClaimNotFound no claim",

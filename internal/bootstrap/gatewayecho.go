@@ -1,4 +1,4 @@
-package service
+package bootstrap
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +9,8 @@ import (
 )
 
 // gatewayEcho records every Event about a Service a second time on the
-// Gateway the Service serves (marks.GatewayOf), so `kubectl describe
+// Gateway the Service serves (marks.GatewayOf), whichever controller
+// records it, so `kubectl describe
 // gateway` answers what `kubectl describe service` does: the Gateway is
 // what the tenant wrote, its Service is the implementation's. Without an
 // owner reference the Gateway's uid is unknown, and the copy shows in
