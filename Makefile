@@ -62,7 +62,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and the MetalLB co
 ##@ Test
 
 .PHONY: test
-test: tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller (the short soak with seed 1 unless SOAK_SEED says otherwise).
+test: tools gateway-tools $(CONTROLLER_GEN) vet ## Unit and integration tests on a real local control plane with the real MetalLB controller (the short soak with seed 1 unless SOAK_SEED says otherwise).
 	SOAK_SEED=$(or $(SOAK_SEED),1) go test -tags integration $(GO_TEST_FLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
@@ -70,15 +70,19 @@ test-unit: ## The pure tests of every package with any: no control plane starts 
 	go test -short -count=1 ./api/... ./internal/... ./controllers/... ./test/manifests/... ./test/core/... ./test/cluster/... ./test/chart/... ./test/soak/... ./test/layout/...
 
 .PHONY: test-e2e
-test-e2e: tools ## The full local e2e suite: restart and failover features repeated 5 times.
+test-e2e: tools gateway-tools ## The full local e2e suite: restart and failover features repeated 5 times.
 	E2E_REPEAT=5 go test -count=1 -v -timeout 60m ./test/e2e/
+
+.PHONY: gateway-tools
+gateway-tools: ## Build Envoy Gateway's controller (hack/tools/envoy-gateway) and render its CRDs into bin/k8s, for the e2e feature `gateway` (cached like tools).
+	bash hack/build-tools.sh gateway
 
 .PHONY: node-tools
 node-tools: ## Build kubelet, kube-proxy and kube-scheduler into bin/node (cached like tools).
 	bash hack/build-node-tools.sh
 
 .PHONY: test-node
-test-node: tools node-tools ## The e2e suite on a one-node cluster on this machine, the chart's pods for real (root; installs containerd from Debian).
+test-node: tools gateway-tools node-tools ## The e2e suite on a one-node cluster on this machine, the chart's pods for real (root; installs containerd from Debian).
 	E2E_PROVIDER=node go test -p 1 -count=1 -v -timeout 45m ./test/node/ ./test/e2e/
 
 .PHONY: test-kind

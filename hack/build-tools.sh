@@ -25,6 +25,30 @@ build() { # tools-module package binary-name version
 	ln -sf "$dir/$name" "$out/$name"
 }
 
+# `build-tools.sh gateway` (make gateway-tools) builds Envoy Gateway, the
+# Gateway API implementation of the e2e feature `gateway`: its controller,
+# and the Gateway API and Envoy Gateway CRDs rendered once per version from
+# the chart inside its module (helm from the Go module proxy, as the
+# Makefile runs it). `make test` and `make test-node` need it; the demo
+# does not.
+gateway() {
+	local eg
+	eg="$(version_of envoy-gateway github.com/envoyproxy/gateway)"
+	build envoy-gateway github.com/envoyproxy/gateway/cmd/envoy-gateway envoy-gateway "$eg"
+	if [[ ! -s "$cache/envoy-gateway-$eg/crds.yaml" ]]; then
+		local egsrc
+		egsrc="$(cd "$root/hack/tools/envoy-gateway" && go mod download -json github.com/envoyproxy/gateway | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+		(cd "$root" && go run "helm.sh/helm/v3/cmd/helm@${HELM_VERSION:-v3.19.5}" template eg "$egsrc/charts/gateway-crds-helm" \
+			--set crds.gatewayAPI.enabled=true --set crds.envoyGateway.enabled=true) > "$cache/envoy-gateway-$eg/crds.yaml.tmp"
+		mv "$cache/envoy-gateway-$eg/crds.yaml.tmp" "$cache/envoy-gateway-$eg/crds.yaml"
+	fi
+	ln -sf "$cache/envoy-gateway-$eg/crds.yaml" "$out/envoy-gateway-crds.yaml"
+}
+if [[ "${1:-}" == gateway ]]; then
+	gateway
+	exit 0
+fi
+
 # METALLB_VERSION picks the MetalLB release: one module per supported
 # release under hack/tools/metallb-<version>, each with its own go.sum.
 metallb_version="${METALLB_VERSION:-v0.16.1}"
@@ -57,20 +81,6 @@ else
 	build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kube"
 fi
 build "$metallb_mod" go.universe.tf/metallb/controller metallb-controller "$metallb"
-
-# Envoy Gateway, the Gateway API implementation of the e2e feature
-# `gateway`: its controller, and the Gateway API and Envoy Gateway CRDs
-# rendered once per version from the chart inside its module (helm from
-# the Go module proxy, as the Makefile runs it).
-eg="$(version_of envoy-gateway github.com/envoyproxy/gateway)"
-build envoy-gateway github.com/envoyproxy/gateway/cmd/envoy-gateway envoy-gateway "$eg"
-if [[ ! -s "$cache/envoy-gateway-$eg/crds.yaml" ]]; then
-	egsrc="$(cd "$root/hack/tools/envoy-gateway" && go mod download -json github.com/envoyproxy/gateway | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-	(cd "$root" && go run "helm.sh/helm/v3/cmd/helm@${HELM_VERSION:-v3.19.5}" template eg "$egsrc/charts/gateway-crds-helm" \
-		--set crds.gatewayAPI.enabled=true --set crds.envoyGateway.enabled=true) > "$cache/envoy-gateway-$eg/crds.yaml.tmp"
-	mv "$cache/envoy-gateway-$eg/crds.yaml.tmp" "$cache/envoy-gateway-$eg/crds.yaml"
-fi
-ln -sf "$cache/envoy-gateway-$eg/crds.yaml" "$out/envoy-gateway-crds.yaml"
 echo "$metallb" > "$out/metallb-version"
 
 # MetalLB's CRDs ship inside its module, and differ between releases

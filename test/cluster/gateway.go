@@ -114,7 +114,7 @@ func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) 
 	crds := filepath.Join(BinDir(), "envoy-gateway-crds.yaml")
 	for _, f := range []string{bin, crds} {
 		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("%s is missing: run `make tools` first", f)
+			return nil, fmt.Errorf("%s is missing: run `make gateway-tools` first", f)
 		}
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {

@@ -239,6 +239,22 @@ func TestGateway(t *testing.T) {
 		n := k.writesTo(t, cfg, k.ns, svc, time.Minute)
 		assert.Zero(t, n, "writes to the attached Gateway's Service over a minute")
 
+		// The implementation's own later writes keep the driver's marks: a
+		// new listener makes it apply the Service again, with its ports.
+		listeners := map[string]any{"spec": map[string]any{"listeners": []any{
+			map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"},
+			map[string]any{"name": "alt", "port": int64(8080), "protocol": "HTTP"},
+		}}}
+		require.NoError(t, k.k.Patch(ctx, gatewayObject(k.ns, "web"), client.RawPatch(types.MergePatchType, mustJSON(t, listeners))))
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var ports []int32
+			for _, p := range k.readService(c, svc).Spec.Ports {
+				ports = append(ports, p.Port)
+			}
+			assert.Contains(c, ports, int32(8080), "the implementation rewrote the Service's ports")
+		}, wait, tick)
+		k.attached(svc, a)
+
 		// 2. Delete and re-create the Gateway five times: same IP; the
 		// claim stays Bound and the address held in between. A plain
 		// Service re-created beside it, for the comparison.

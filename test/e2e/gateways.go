@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -26,7 +30,7 @@ import (
 // pod its fixed paths, /certs and the ServiceAccount's, are ordinary
 // mounts.
 
-// gatewayCRDsRelease is the Helm release of Envoy Gateway's CRD chart.
+// gatewayCRDsRelease names the render of Envoy Gateway's CRD chart.
 const gatewayCRDsRelease = "gateway-crds"
 
 // envoyGatewayImage is the controller's image at the pinned release.
@@ -80,11 +84,11 @@ func (s *chartStack) installEnvoyGateway(ctx context.Context, c client.Client, i
 	if err != nil {
 		return err
 	}
-	if _, err := s.installChart(ctx, filepath.Join(dir, "charts", "gateway-crds-helm"), gatewayCRDsRelease, cluster.EnvoyGatewayNamespace,
-		map[string]any{"crds": map[string]any{"gatewayAPI": map[string]any{"enabled": true}, "envoyGateway": map[string]any{"enabled": true}}}); err != nil {
+	if err := s.installGatewayCRDs(ctx, filepath.Join(dir, "charts", "gateway-crds-helm")); err != nil {
 		return err
 	}
 	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster.EnvoyGatewayNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.EnvoyGatewayNamespace, Name: "envoy-gateway"}},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "envoy-gateway"},
@@ -111,6 +115,41 @@ func (s *chartStack) installEnvoyGateway(ctx context.Context, c client.Client, i
 		return err
 	}
 	return cluster.EnsureEnvoyGatewayClass(ctx, c)
+}
+
+// installGatewayCRDs renders the CRD chart as `helm template` does and
+// applies its CRDs: as a release they would not fit Helm's release Secret
+// (1 MiB), which is why Envoy Gateway's own docs apply them this way too.
+func (s *chartStack) installGatewayCRDs(ctx context.Context, dir string) error {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := s.helmConfig(cluster.EnvoyGatewayNamespace)
+	if err != nil {
+		return err
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace = gatewayCRDsRelease, cluster.EnvoyGatewayNamespace
+	in.DryRun, in.ClientOnly, in.Replace = true, true, true
+	rel, err := in.RunWithContext(ctx, ch, map[string]any{"crds": map[string]any{
+		"gatewayAPI": map[string]any{"enabled": true}, "envoyGateway": map[string]any{"enabled": true}}})
+	if err != nil {
+		return fmt.Errorf("helm template %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp("", "gateway-crds-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(rel.Manifest); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(s.config, envtest.CRDInstallOptions{Paths: []string{f.Name()}, ErrorIfPathMissing: true})
+	return err
 }
 
 // restricted is the container security context Pod Security "restricted"

@@ -216,7 +216,9 @@ func (n *Node) startControlPlane(ctx context.Context) error {
 		Dir:       filepath.Join(Base, "cluster"),
 		NoMetalLB: true, // MetalLB's controller runs in the cluster
 		Controllers: []string{"garbagecollector", "namespace", "deployment", "replicaset", "serviceaccount",
-			"root-ca-cert-publisher", "endpointslice", "podgc", "nodelifecycle"},
+			"root-ca-cert-publisher", "endpointslice", "podgc", "nodelifecycle",
+			// Envoy Gateway's certificates are a Job (test/e2e gateways.go).
+			"job"},
 		APIServer: func(as *envtest.APIServer) error {
 			dir := filepath.Join(Base, "certs")
 			ca, err := servingCerts(dir, net.ParseIP(NodeIP), net.ParseIP(KubernetesServiceIP))
