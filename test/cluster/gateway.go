@@ -148,7 +148,7 @@ func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) 
 		args = append([]string{"--user", "--map-root-user"}, args...)
 	}
 	args = append(args, "/bin/sh", "-euc", ownRootScript, "envoy-gateway",
-		sa, certs, host, port, bin, "server", "--config-path", config)
+		sa, certs, host, port, filepath.Join(dir, "root"), bin, "server", "--config-path", config)
 	p, err := StartProcess(c.Dir, "envoy-gateway", "unshare", args...)
 	if err != nil {
 		return nil, err
@@ -161,13 +161,13 @@ func (c *Cluster) StartEnvoyGateway(ctx context.Context, mode EnvoyGatewayMode) 
 	return e, nil
 }
 
-// ownRootScript runs a command ($5 and on) chrooted into a tmpfs root that
-// binds every directory of the host's root, plus /certs ($2) and the
-// ServiceAccount files ($1) at their in-cluster paths, with the API server
-// at $3:$4. It runs inside `unshare --mount`, so its mounts are its own.
+// ownRootScript runs a command ($6 and on) chrooted into a tmpfs root
+// mounted at $5 that binds every directory of the host's root, plus /certs
+// ($2) and the ServiceAccount files ($1) at their in-cluster paths, with
+// the API server at $3:$4. It runs inside `unshare --mount`, so its mounts are its own.
 const ownRootScript = `
-sa=$1 certs=$2 host=$3 port=$4; shift 4
-root=$(mktemp -d)
+sa=$1 certs=$2 host=$3 port=$4 root=$5; shift 5
+mkdir -p "$root"
 mount -t tmpfs envoy-gateway-root "$root"
 for d in /*; do
 	n=${d#/}
