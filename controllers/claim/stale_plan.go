@@ -8,6 +8,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -24,7 +25,7 @@ func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparam
 func refusalWait(refused []*corev1.Service, refusedSince, now time.Time) time.Duration {
 	wait := staleWait - now.Sub(refusedSince)
 	for _, ph := range refused {
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[stale.AnnotationMetalLBRetry]); err == nil {
+		if poked, ok := marks.RetriedAt(ph); ok {
 			wait = max(wait, staleWait-now.Sub(poked))
 		}
 	}
@@ -37,7 +38,7 @@ func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) 
 	var out []*corev1.Service
 	for _, ph := range refused {
 		asked := refusedSince
-		if poked, err := time.Parse(time.RFC3339Nano, ph.Annotations[stale.AnnotationMetalLBRetry]); err == nil && poked.After(asked) {
+		if poked, ok := marks.RetriedAt(ph); ok && poked.After(asked) {
 			asked = poked
 		}
 		if lastClear.After(asked) {

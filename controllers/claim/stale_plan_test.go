@@ -12,6 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -63,7 +64,7 @@ func TestClearedSince(t *testing.T) {
 	ph := func(name string, poked time.Time) *corev1.Service {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if !poked.IsZero() {
-			svc.Annotations = map[string]string{stale.AnnotationMetalLBRetry: poked.Format(time.RFC3339Nano)}
+			svc.Annotations = map[string]string{marks.KeyMetalLBRetry: poked.Format(time.RFC3339Nano)}
 		}
 		return svc
 	}
@@ -81,7 +82,7 @@ func TestClearedSince(t *testing.T) {
 func TestRefusalWait(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	poked := func(at time.Time) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{stale.AnnotationMetalLBRetry: at.Format(time.RFC3339Nano)}}}
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{marks.KeyMetalLBRetry: at.Format(time.RFC3339Nano)}}}
 	}
 	never := &corev1.Service{}
 	for _, tc := range []struct {

@@ -23,8 +23,7 @@ func importingHolder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, 
 		if s.Namespace != ref.Namespace || s.Namespace == placeholderNamespace || s.DeletionTimestamp != nil {
 			continue
 		}
-		if s.Annotations[names.AnnotationImportedInto] == ref.Name &&
-			s.Annotations[iadv1alpha1.ServiceClaimAnnotation] == ref.Name && marks.Holds(s, ip) {
+		if marks.ImportedInto(s) == ref.Name && marks.ClaimOf(s) == ref.Name && marks.Holds(s, ip) {
 			return s
 		}
 	}

@@ -24,7 +24,7 @@ func TestPlanHoldImporting(t *testing.T) {
 		return a
 	}
 	marked := svc("shop", "web", "", ip,
-		iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", names.AnnotationImportedInto, "web-imported-1")
+		iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", marks.KeyImportedInto, "web-imported-1")
 	importing := &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
 		"Service shop/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}
 
@@ -39,8 +39,8 @@ func TestPlanHoldImporting(t *testing.T) {
 		{"already associated: the usual release", associated(imported(), "shop", "web"), []corev1.Service{marked}, nil},
 		{"the Service does not hold it (deleted, or MetalLB let go)", imported(), nil, nil},
 		{"Service in another namespace", imported(), []corev1.Service{svc("other", "web", "", ip,
-			iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", names.AnnotationImportedInto, "web-imported-1")}, nil},
-		{"claim annotation removed", imported(), []corev1.Service{svc("shop", "web", "", ip, names.AnnotationImportedInto, "web-imported-1")}, nil},
+			iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", marks.KeyImportedInto, "web-imported-1")}, nil},
+		{"claim annotation removed", imported(), []corev1.Service{svc("shop", "web", "", ip, marks.KeyImportedInto, "web-imported-1")}, nil},
 		{"marker missing", imported(), []corev1.Service{svc("shop", "web", "", ip, iadv1alpha1.ServiceClaimAnnotation, "web-imported-1")}, nil},
 		{"being deleted", imported(), []corev1.Service{deleting(marked)}, nil},
 	}

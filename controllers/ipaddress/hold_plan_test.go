@@ -126,7 +126,7 @@ func TestPlanAttached(t *testing.T) {
 func TestPlanMissing(t *testing.T) {
 	imported := bound(address("ip-192-0-2-7", planIP), "t", "c")
 	imported.Labels = map[string]string{names.LabelImported: "true"}
-	importer := svc("t", "web", "", planIP, iadv1alpha1.ServiceClaimAnnotation, "c", names.AnnotationImportedInto, "c")
+	importer := svc("t", "web", "", planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyImportedInto, "c")
 	asker := svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c")
 	creating := waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7")
 	tests := []struct {

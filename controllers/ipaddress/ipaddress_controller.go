@@ -179,7 +179,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 		}
 	}
 	lookups := []client.MatchingFields{{index.AddressByAssociation: index.Key(svc.Namespace, svc.Name)}}
-	if claim := strings.TrimSpace(svc.Annotations[iadv1alpha1.ServiceClaimAnnotation]); claim != "" {
+	if claim := marks.ClaimOf(svc); claim != "" {
 		// Whether it can share decides their hold's key (sharesSoon).
 		lookups = append(lookups, client.MatchingFields{index.AddressByClaim: index.Key(svc.Namespace, claim)})
 	}

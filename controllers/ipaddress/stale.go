@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -88,7 +89,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	// meanwhile would only queue more passes behind it.
 	busy := passTime(r.allocated.count())
 	wait := staleSettle + busy - time.Since(stale.EventFirstTime(failure))
-	if poked, err := time.Parse(time.RFC3339Nano, blocked.Annotations[stale.AnnotationMetalLBRetry]); err == nil {
+	if poked, ok := marks.RetriedAt(blocked); ok {
 		wait = max(wait, staleRecheck+busy-time.Since(poked))
 	}
 	if wait > 0 {
@@ -145,7 +146,7 @@ func (r *Reconciler) dropRetryMarks(ctx context.Context, ip string, placeholders
 		if svc == nil || !settled(svc, ip) {
 			continue
 		}
-		if _, ok := svc.Annotations[stale.AnnotationMetalLBRetry]; ok {
+		if marks.HasRetry(svc) {
 			if err := stale.SetRetryMark(ctx, r, svc, nil); err != nil {
 				return err
 			}

@@ -160,7 +160,7 @@ func TestStaleAllocationCleared(t *testing.T) {
 	}, fixture.Timeout, fixture.Tick)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		for _, ph := range suite.PlaceholdersOf(ct, a.Name) {
-			assert.NotContains(ct, ph.Annotations, stale.AnnotationMetalLBRetry, "the retry mark goes once the hold holds")
+			assert.NotContains(ct, ph.Annotations, marks.KeyMetalLBRetry, "the retry mark goes once the hold holds")
 		}
 	}, fixture.Timeout, fixture.Tick)
 }

@@ -200,7 +200,7 @@ func (r *Reconciler) annotateImport(ctx context.Context, svc *corev1.Service, cl
 	// address about to be created for a conflict. On timeout the next pass
 	// re-reads; the steps check before they write.
 	_ = patch.WaitForCache(ctx, r.Client, nil, svc, func(o client.Object) bool {
-		return o.GetAnnotations()[names.AnnotationImportedInto] == p.ClaimName
+		return marks.ImportedInto(o) == p.ClaimName
 	}, cacheWait)
 	return nil
 }

@@ -124,7 +124,7 @@ func TestImportExistingServices(t *testing.T) {
 	for _, n := range []string{"share-a", "share-b", "mixed", "taken"} {
 		s := suite.GetService(t, ns, n)
 		assert.NotContains(t, s.Annotations, iadv1alpha1.ServiceClaimAnnotation, n)
-		assert.NotContains(t, s.Annotations, names.AnnotationImportedInto, n)
+		assert.NotContains(t, s.Annotations, marks.KeyImportedInto, n)
 	}
 	got := &iadv1alpha1.IPAddressClaim{}
 	require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(takenClaim), got))
@@ -215,7 +215,7 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 			assert.Empty(t, suite.PlaceholdersOf(t, addr), "no placeholder: the Service holds the address")
 		}
 		assert.Equal(t, claimName, s.Annotations[iadv1alpha1.ServiceClaimAnnotation])
-		assert.Equal(t, claimName, s.Annotations[names.AnnotationImportedInto])
+		assert.Equal(t, claimName, s.Annotations[marks.KeyImportedInto])
 		assert.Equal(t, []string{ip}, fixture.Ingress(s))
 		assert.True(t, marks.Of(s).Granted(a.Spec.ClassName), "granted the class pool")
 		assertEvent(t, "Service", ns, svcName, corev1.EventTypeNormal, ReasonImported, ip, ns+"/"+claimName)

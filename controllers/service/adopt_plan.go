@@ -102,7 +102,7 @@ func importCandidate(s ImportSituation) (ips []string, resuming, ok bool) {
 	}
 	ips = marks.IngressIPs(svc)
 	claimAnn := marks.Of(svc).Claim
-	into := svc.Annotations[names.AnnotationImportedInto]
+	into := marks.ImportedInto(svc)
 	resuming = into != "" && claimAnn == into
 	if len(ips) == 0 || (!resuming && (claimAnn != "" || s.Associated > 0)) {
 		return nil, false, false
@@ -272,11 +272,5 @@ func ImportMarks(m marks.Marks, p ImportPlan, key string) (out marks.Marks, took
 // ImportAnnotations are the Service's claim annotation and imported-into
 // marker once imported, in a copy.
 func ImportAnnotations(in map[string]string, p ImportPlan) map[string]string {
-	out := make(map[string]string, len(in)+2)
-	for k, v := range in {
-		out[k] = v
-	}
-	out[iadv1alpha1.ServiceClaimAnnotation] = p.ClaimName
-	out[names.AnnotationImportedInto] = p.ClaimName
-	return out
+	return marks.Imported(in, p.ClaimName)
 }

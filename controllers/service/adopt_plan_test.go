@@ -71,7 +71,7 @@ func TestPlanImport(t *testing.T) {
 	}
 	resumed := func() *corev1.Service {
 		return with(plain("shop", "web", "192.0.2.5"),
-			iadv1alpha1.ServiceClaimAnnotation, claimName, names.AnnotationImportedInto, claimName,
+			iadv1alpha1.ServiceClaimAnnotation, claimName, marks.KeyImportedInto, claimName,
 			marks.KeyPin, "192.0.2.5", marks.KeyPinnedBy, claimName)
 	}
 
@@ -150,7 +150,7 @@ func TestPlanImport(t *testing.T) {
 		{name: "done: associated", step: ImportDone,
 			sit: ImportSituation{Service: resumed(), Classes: classes, Claim: ownClaim(), Ledger: ledgerFor("web", true), Associated: 1}},
 		{name: "the owner took the claim annotation off: not resumed", step: ImportNone,
-			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), names.AnnotationImportedInto, claimName, marks.KeyPin, "192.0.2.5"),
+			sit: ImportSituation{Service: with(plain("shop", "web", "192.0.2.5"), marks.KeyImportedInto, claimName, marks.KeyPin, "192.0.2.5"),
 				Classes: classes, Claim: ownClaim(), Ledger: ledgerFor("web", false)}},
 		{name: "the generated claim is being deleted", step: ImportNone,
 			sit: ImportSituation{Service: resumed(), Classes: classes, Claim: func() *iadv1alpha1.IPAddressClaim {
@@ -191,7 +191,7 @@ func TestImportAnnotations(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"team":                             "a",
 		iadv1alpha1.ServiceClaimAnnotation: "web-imported-1",
-		names.AnnotationImportedInto:       "web-imported-1",
+		marks.KeyImportedInto:              "web-imported-1",
 		marks.KeyPin:                       "192.0.2.5",
 		marks.KeyPinnedBy:                  "web-imported-1",
 		marks.KeySharing:                   "key",
@@ -210,7 +210,7 @@ func TestImportAnnotations(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		marks.KeyPin:                       "192.0.2.5",
 		iadv1alpha1.ServiceClaimAnnotation: "web-imported-1",
-		names.AnnotationImportedInto:       "web-imported-1",
+		marks.KeyImportedInto:              "web-imported-1",
 		marks.KeyOwnerPin:                  "192.0.2.5",
 	}, got, "a hand pin stays the owner's: no pinned-by marker")
 	assert.Equal(t, "192.0.2.5", marks.Of(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: got}}).HandPin(), "still a hand pin after the import")

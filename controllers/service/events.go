@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
@@ -159,8 +158,8 @@ func msgPoolRequestTakenOver(took, pin string) string {
 }
 
 func msgUnclaimedService(g grab) string {
-	how := fmt.Sprintf("create an IPAddressClaim with className %s in this namespace and set the annotation %s: <claim name> on this Service (drop metallb.io/address-pool and metallb.io/loadBalancerIPs)",
-		g.Class, iadv1alpha1.ServiceClaimAnnotation)
+	how := fmt.Sprintf("create an IPAddressClaim with className %s in this namespace and set the annotation %s on this Service (drop metallb.io/address-pool and metallb.io/loadBalancerIPs)",
+		g.Class, marks.ClaimText())
 	if g.Address == "" {
 		return fmt.Sprintf("Service holds %s, an address of IPAddressClass %s, without a claim: addresses of this class are given out only through claims. To hold one, %s", g.IP, g.Class, how)
 	}

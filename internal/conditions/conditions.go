@@ -98,8 +98,3 @@ func Set(list *[]metav1.Condition, typ string, status metav1.ConditionStatus, re
 func IsTrue(list []metav1.Condition, typ string) bool {
 	return meta.IsStatusConditionTrue(list, typ)
 }
-
-// IsFalse reports whether the condition typ is present and False.
-func IsFalse(list []metav1.Condition, typ string) bool {
-	return meta.IsStatusConditionFalse(list, typ)
-}

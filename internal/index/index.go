@@ -99,7 +99,7 @@ var All = []Indexer{
 		return nil
 	}},
 	{&corev1.Service{}, ServiceByClaim, func(o client.Object) []string {
-		if c := o.GetAnnotations()[iadv1alpha1.ServiceClaimAnnotation]; c != "" {
+		if c := marks.ClaimOf(o); c != "" {
 			return []string{Key(o.GetNamespace(), c)}
 		}
 		return nil

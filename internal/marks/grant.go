@@ -6,16 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// GrantSelector is the serviceAllocation.serviceSelectors entry of a class
-// pool: only Services carrying the grant label with the class's name.
-func GrantSelector(class string) metav1.LabelSelector {
-	return metav1.LabelSelector{MatchLabels: map[string]string{LabelGrant: class}}
-}
-
-// GrantText is the grant label of class as a reader writes it, key=class,
-// for messages.
-func GrantText(class string) string { return LabelGrant + "=" + class }
-
 // WithGrant makes a rendered pool admit only the Services the driver
 // granted it to: serviceAllocation.serviceSelectors holds the grant
 // selector of the class alone. MetalLB checks it for every assignment,

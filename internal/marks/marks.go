@@ -13,9 +13,12 @@
 package marks
 
 import (
+	"encoding/json"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -129,6 +132,53 @@ func put(m map[string]string, key, value string) {
 	} else {
 		m[key] = value
 	}
+}
+
+// ClaimOf is the claim obj's annotation names ("" for none): the
+// tenant's request, as Of reads it, for readers holding an object.
+func ClaimOf(obj metav1.Object) string {
+	return strings.TrimSpace(obj.GetAnnotations()[KeyClaim])
+}
+
+// ImportedInto is the claim an import generated for obj ("" for none).
+func ImportedInto(obj metav1.Object) string { return obj.GetAnnotations()[KeyImportedInto] }
+
+// Imported is a copy of a Service's annotations once imported into claim:
+// the claim annotation and the imported-into marker.
+func Imported(annotations map[string]string, claim string) map[string]string {
+	out := clone(annotations)
+	out[KeyClaim] = claim
+	out[KeyImportedInto] = claim
+	return out
+}
+
+// RetriedAt is when the driver last handed svc back to MetalLB (the retry
+// mark); ok is false without one.
+func RetriedAt(svc *corev1.Service) (at time.Time, ok bool) {
+	t, err := time.Parse(time.RFC3339Nano, svc.Annotations[KeyMetalLBRetry])
+	return t, err == nil
+}
+
+// HasRetry says svc carries the retry mark, parsable or not.
+func HasRetry(svc *corev1.Service) bool {
+	_, ok := svc.Annotations[KeyMetalLBRetry]
+	return ok
+}
+
+// RetryPatch is the merge patch that sets the retry mark to at, or
+// removes it (nil), and touches nothing else.
+func RetryPatch(at *time.Time) ([]byte, error) {
+	var v any
+	if at != nil {
+		v = at.UTC().Format(time.RFC3339Nano)
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{KeyMetalLBRetry: v}}})
+}
+
+// StaleClearer are the annotations of the headless Service that makes
+// MetalLB forget a stale allocation, marked with marker.
+func StaleClearer(marker string) map[string]string {
+	return map[string]string{KeyClearsStaleAllocation: marker}
 }
 
 // PinIPs returns the canonical IPs of the pin; text that does not parse

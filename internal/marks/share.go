@@ -20,7 +20,7 @@ func ShapeProblem(svc *corev1.Service) string {
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		if proto == placeholder.Port.Protocol && p.Port == placeholder.Port.Port {
+		if hold := placeholder.Port(); proto == hold.Protocol && p.Port == hold.Port {
 			return fmt.Sprintf("the Service uses port %d/%s, which the placeholder holding the address uses too", p.Port, proto)
 		}
 	}

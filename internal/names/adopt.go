@@ -17,9 +17,6 @@ const (
 	// source Service; the uid tells the driver's claim from a tenant's namesake.
 	AnnotationImportedService    = Domain + "imported-service"
 	AnnotationImportedServiceUID = Domain + "imported-service-uid"
-
-	// AnnotationImportedInto marks an imported Service with its generated claim.
-	AnnotationImportedInto = Domain + "imported-into"
 )
 
 const importedSuffix = "-imported-"

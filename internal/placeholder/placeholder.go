@@ -21,11 +21,8 @@ import (
 
 // Port is the one port a placeholder declares, since a Service needs one;
 // nothing listens on it.
-var Port = corev1.ServicePort{
-	Name:       "hold",
-	Protocol:   corev1.ProtocolTCP,
-	Port:       9,
-	TargetPort: intstr.FromInt32(9),
+func Port() corev1.ServicePort {
+	return corev1.ServicePort{Name: "hold", Protocol: corev1.ProtocolTCP, Port: 9, TargetPort: intstr.FromInt32(9)}
 }
 
 // Spec is the spec of a placeholder of one family.
@@ -35,7 +32,7 @@ func Spec(family corev1.IPFamily) corev1.ServiceSpec {
 		AllocateLoadBalancerNodePorts: ptr.To(false),
 		IPFamilies:                    []corev1.IPFamily{family},
 		IPFamilyPolicy:                ptr.To(corev1.IPFamilyPolicySingleStack),
-		Ports:                         []corev1.ServicePort{Port},
+		Ports:                         []corev1.ServicePort{Port()},
 	}
 }
 

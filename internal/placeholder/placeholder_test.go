@@ -19,7 +19,7 @@ func TestSpec(t *testing.T) {
 		assert.False(t, *s.AllocateLoadBalancerNodePorts)
 		assert.Equal(t, []corev1.IPFamily{f}, s.IPFamilies)
 		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *s.IPFamilyPolicy)
-		assert.Equal(t, []corev1.ServicePort{Port}, s.Ports)
+		assert.Equal(t, []corev1.ServicePort{Port()}, s.Ports)
 	}
 	a, b := Spec(corev1.IPv4Protocol), Spec(corev1.IPv4Protocol)
 	*a.IPFamilyPolicy = corev1.IPFamilyPolicyPreferDualStack

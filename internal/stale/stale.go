@@ -4,7 +4,6 @@ package stale
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/patch"
 )
 
@@ -34,7 +34,7 @@ func Clear(ctx context.Context, c client.Client, reader client.Reader, key types
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-			Annotations: map[string]string{AnnotationClearsStaleAllocation: marker}},
+			Annotations: marks.StaleClearer(marker)},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone},
 	}
 	switch err := c.Create(ctx, svc); {
@@ -53,16 +53,17 @@ func Clear(ctx context.Context, c client.Client, reader client.Reader, key types
 }
 
 // Poke makes MetalLB process a Service once more, by writing the time into
-// its AnnotationMetalLBRetry; the time also spaces the pokes.
+// its retry mark (marks.RetriedAt); the time also spaces the pokes.
 func Poke(ctx context.Context, c client.Client, svc *corev1.Service) error {
 	log.FromContext(ctx).Info("asking MetalLB to look at a Service again", "service", client.ObjectKeyFromObject(svc))
-	return SetRetryMark(ctx, c, svc, time.Now().UTC().Format(time.RFC3339Nano))
+	now := time.Now()
+	return SetRetryMark(ctx, c, svc, &now)
 }
 
-// SetRetryMark sets (nil: removes) AnnotationMetalLBRetry in a merge
-// patch of that one key.
-func SetRetryMark(ctx context.Context, c client.Client, svc *corev1.Service, v any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationMetalLBRetry: v}}})
+// SetRetryMark sets the retry mark to at (nil: removes it) in a merge
+// patch of that one key (marks.RetryPatch).
+func SetRetryMark(ctx context.Context, c client.Client, svc *corev1.Service, at *time.Time) error {
+	body, err := marks.RetryPatch(at)
 	if err != nil {
 		return err
 	}

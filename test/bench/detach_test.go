@@ -12,6 +12,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -260,7 +261,7 @@ func (e *env) detachRound(b *testing.B, w *detachWatch, class, ns, mode string, 
 				if !conditions.IsTrue(a.Status.Conditions, conditions.Held) || phs != 1 {
 					return false
 				}
-			} else if !conditions.IsFalse(a.Status.Conditions, conditions.Held) || phs > 0 {
+			} else if !meta.IsStatusConditionFalse(a.Status.Conditions, conditions.Held) || phs > 0 {
 				return false
 			}
 		}

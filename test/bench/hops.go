@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -173,7 +174,7 @@ func isParked(o client.Object) bool {
 
 // isUnheld: the address's Held condition is False.
 func isUnheld(o client.Object) bool {
-	return conditions.IsFalse(o.(*iadv1alpha1.IPAddress).Status.Conditions, conditions.Held)
+	return meta.IsStatusConditionFalse(o.(*iadv1alpha1.IPAddress).Status.Conditions, conditions.Held)
 }
 
 // isPinnedTo: the Service carries the driver's pin to ip (with its

@@ -172,7 +172,7 @@ func TestDeletedClassKeepsItsAddresses(t *testing.T) {
 		k.class("e2e-gone", iadv1alpha1.ReclaimRetain, "198.51.100.80/29")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			addr := k.address(held.Name)
-			assert.True(c, conditions.IsFalse(addr.Status.Conditions, conditions.ClassGone))
+			assert.True(c, meta.IsStatusConditionFalse(addr.Status.Conditions, conditions.ClassGone))
 		}, wait, tick, "the address says its class is back")
 		k.attached("web", web)
 		k.held(held, iadv1alpha1.AddressBound)
