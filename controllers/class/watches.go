@@ -18,9 +18,9 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// addressToClass maps an IPAddress to its class: a class refused because
-// it would drop addresses in use is rendered once they are gone.
-func addressToClass(_ context.Context, o client.Object) []reconcile.Request {
+// classOfLedgerEntry maps an IPAddress to its class: a class refused
+// because it would drop addresses in use is rendered once they are gone.
+func classOfLedgerEntry(_ context.Context, o client.Object) []reconcile.Request {
 	a, ok := o.(*iadv1alpha1.IPAddress)
 	if !ok || a.Spec.ClassName == "" {
 		return nil
@@ -81,10 +81,10 @@ func (r *Reconciler) poolToClasses(ctx context.Context, o client.Object) []recon
 	return append(r.renderedToClass(ctx, o), r.ourClasses(ctx, "")...)
 }
 
-// addressToClass maps an address to its class while the class's pool does
-// not require the grant label yet: its Granted condition may be the last
-// one the class waits for.
-func (r *Reconciler) addressToClass(ctx context.Context, o client.Object) []reconcile.Request {
+// classAwaitingGrant maps an address to its class while the class's pool
+// does not require the grant label yet: its Granted condition may be the
+// last one the class waits for.
+func (r *Reconciler) classAwaitingGrant(ctx context.Context, o client.Object) []reconcile.Request {
 	a, ok := o.(*iadv1alpha1.IPAddress)
 	if !ok || a.Spec.ClassName == "" {
 		return nil
