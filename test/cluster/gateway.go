@@ -61,18 +61,25 @@ func EnvoyGatewayVersion() (string, error) {
 // EnvoyGatewayModuleDir is Envoy Gateway's module at that release, in the
 // module cache (downloaded if needed): its charts.
 func EnvoyGatewayModuleDir() (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/envoyproxy/gateway")
-	cmd.Dir = filepath.Join(manifests.Root(), "hack", "tools", "envoy-gateway")
+	return ModuleDir(filepath.Join(manifests.Root(), "hack", "tools", "envoy-gateway"), "github.com/envoyproxy/gateway")
+}
+
+// ModuleDir is where the module cache holds module (path or path@version),
+// downloaded if needed, as `go mod download` resolves it in dir.
+func ModuleDir(dir, module string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download github.com/envoyproxy/gateway: %w", err)
+		return "", fmt.Errorf("go mod download %s: %w", module, err)
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &mod); err != nil {
 		return "", err
 	}
 	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("github.com/envoyproxy/gateway: %s", mod.Error)
+		return "", fmt.Errorf("%s: %s", module, mod.Error)
 	}
 	return mod.Dir, nil
 }

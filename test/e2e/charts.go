@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -165,21 +163,12 @@ func metallbChartDir() (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("no MetalLB version: set METALLB_VERSION or run make tools")
 	}
-	cmd := exec.Command("go", "mod", "download", "-json", "go.universe.tf/metallb@"+v)
-	cmd.Dir = os.TempDir() // outside any module: the module cache alone
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
-	out, err := cmd.Output()
+	// Outside any module: the module cache alone.
+	dir, err := cluster.ModuleDir(os.TempDir(), "go.universe.tf/metallb@"+v)
 	if err != nil {
-		return "", fmt.Errorf("go mod download go.universe.tf/metallb@%s: %w", v, err)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil {
 		return "", err
 	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go.universe.tf/metallb@%s: %s", v, mod.Error)
-	}
-	return filepath.Join(mod.Dir, "charts", "metallb"), nil
+	return filepath.Join(dir, "charts", "metallb"), nil
 }
 
 func (s *chartStack) installMetalLB(ctx context.Context) error {
