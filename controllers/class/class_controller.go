@@ -40,10 +40,10 @@ type Reconciler struct {
 	// second manager in one process, as in tests, needs SkipNameValidation.)
 	Options controller.Options
 
-	// The last refusal, WaitingForGrant and OverlapsLivePool report per
-	// class: every class and pool change re-queues a class, and each is
-	// reported once per change. Decisions never read them.
-	reported, grantReported, adoptReported changes.Memo
+	// The last refusal and OverlapsLivePool report per class: every class
+	// and pool change re-queues a class, and each is reported once per
+	// change. Decisions never read them.
+	reported, adoptReported changes.Memo
 }
 
 // CacheOptions restricts the manager's cache for MetalLB's kinds to the
@@ -94,7 +94,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) forgetClass(class string) {
 	forget(class)
 	r.reported.Forget(class)
-	r.grantReported.Forget(class)
 	r.adoptReported.Forget(class)
 }
 
@@ -118,7 +117,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.otherClasses),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClasses), rendered).
-		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.classAwaitingGrant)).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(classOfLedgerEntry), builder.WithPredicates(ledgerChanged)).

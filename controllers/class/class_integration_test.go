@@ -245,16 +245,19 @@ func TestDriftRepair(t *testing.T) {
 	pool := waitPool(t, cl.Name, "192.0.2.64/28")
 	uid := pool.UID
 
-	// A hand edit of the addresses and autoAssign is reverted in place.
+	// A hand edit of the addresses, autoAssign and the grant selector is
+	// reverted in place.
 	orig := pool.DeepCopy()
 	pool.Spec.Addresses = []string{"192.0.2.64/29"}
 	pool.Spec.AutoAssign = ptr.To(true)
+	pool.Spec.AllocateTo = nil
 	require.NoError(t, c.Client.Patch(ctx, pool, client.MergeFrom(orig)))
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		got := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
 		assert.Equal(t, ptr.To(false), got.Spec.AutoAssign)
+		assert.True(t, marks.RequiresGrant(got, cl.Name), "the pool admits only granted Services again")
 		assert.Equal(t, uid, got.UID)
 	}, fixture.Timeout, fixture.Tick, "the hand edit of the pool is reverted")
 
@@ -299,6 +302,7 @@ func TestDriftRepair(t *testing.T) {
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
 		assert.NotEqual(t, pool.UID, got.UID)
 		assert.Equal(t, []string{"192.0.2.64/28"}, got.Spec.Addresses)
+		assert.True(t, marks.RequiresGrant(got, cl.Name), "with the grant selector")
 	}, fixture.Timeout, fixture.Tick, "the deleted pool is recreated")
 }
 

@@ -7,8 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // EventSource is the component name of the class controller's Events.
@@ -25,8 +23,7 @@ const (
 	// rendered over a pool this driver did not render; MetalLB serves
 	// neither change until the administrator removes the overlap.
 	ReasonOverlapsLivePool = "OverlapsLivePool"
-	ReasonPoolNameTaken    = "PoolNameTaken"   // Warning: something else controls iad-<class>
-	ReasonWaitingForGrant  = "WaitingForGrant" // Normal: the pool requires the grant once all are Granted
+	ReasonPoolNameTaken    = "PoolNameTaken" // Warning: something else controls iad-<class>
 	// ReasonAddressesInUse (Warning): the new addresses leave out addresses
 	// of the rendered pool that IPAddresses of the class still hold.
 	ReasonAddressesInUse = "AddressesInUse"
@@ -42,19 +39,6 @@ func msgRendered(namespace string, pool, adv client.Object, params classparams.P
 	}
 	return fmt.Sprintf("IPAddressPool %s/%s with %s, announced by %s %s: %s",
 		namespace, pool.GetName(), strings.Join(addrs, ", "), kindOf(adv), adv.GetName(), strings.Join(writes, ", "))
-}
-
-func msgWaitingForGrant(namespace, class string, waiting []string) string {
-	shown := waiting
-	if len(shown) > 3 {
-		shown = shown[:3]
-	}
-	more := ""
-	if n := len(waiting) - len(shown); n > 0 {
-		more = fmt.Sprintf(" and %d more", n)
-	}
-	return fmt.Sprintf("IPAddressPool %s/%s does not require the grant label (%s) yet: %d address(es) of the class (%s%s) are held by Services the driver has not labelled yet; it will once they are, so that no address in use is dropped",
-		namespace, names.PoolName(class), marks.GrantText(class), len(waiting), strings.Join(shown, ", "), more)
 }
 
 // controlledElsewhereMessage is the PoolNameTaken message.

@@ -19,16 +19,12 @@ import (
 // seen an object the API server already has.
 const cacheLagRetry = 200 * time.Millisecond
 
-// render is the phase that renders the admitted class: it decides the
-// grant (decideGrant), checks both names, creates or patches the pool and
-// the advertisement, then withdraws anything else rendered for the class
-// (an advertisement of the other kind).
+// render is the phase that renders the admitted class: it checks both
+// names, creates or patches the pool (with the grant selector) and the
+// advertisement, then withdraws anything else rendered for the class (an
+// advertisement of the other kind).
 func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error) {
-	grant, granting, err := r.decideGrant(ctx, s.class)
-	if err != nil {
-		return phase.Next(), err
-	}
-	pool, adv := desired(s.class, s.params, r.MetalLBNamespace, grant)
+	pool, adv := Render(s.class, s.params, r.MetalLBNamespace)
 	objs := []client.Object{pool, adv}
 	// Both names are checked before either is written: nothing is rendered
 	// half-way.
@@ -51,7 +47,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error)
 		log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", writes)
 		r.Recorder.Event(s.class, corev1.EventTypeNormal, ReasonRendered, msgRendered(r.MetalLBNamespace, pool, adv, s.params, writes))
 	}
-	return granting, nil
+	return phase.Next(), nil
 }
 
 // nameTaken refuses the class with PoolNameTaken and ends the pass.

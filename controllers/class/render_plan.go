@@ -41,9 +41,10 @@ const AnnotationRetained = names.Domain + "retained-for"
 
 // Render returns the MetalLB objects for a class: the IPAddressPool
 // iad-<class>, never auto-assigned so that only Services asking for it draw
-// from it, and one L2 or BGP advertisement of that name selecting only it.
-// No owner reference: they outlive the class while addresses recorded
-// under its name exist (Retained).
+// from it, admitting only the Services carrying the class's grant label
+// (marks.WithGrant), and one L2 or BGP advertisement of that name
+// selecting only it. No owner reference: they outlive the class while
+// addresses recorded under its name exist (Retained).
 func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespace string) (*metallbv1beta1.IPAddressPool, client.Object) {
 	name := names.PoolName(class.Name)
 	meta := func() metav1.ObjectMeta {
@@ -65,6 +66,7 @@ func Render(class *iadv1alpha1.IPAddressClass, p classparams.Parameters, namespa
 			AvoidBuggyIPs: p.AvoidBuggyIPs,
 		},
 	}
+	marks.WithGrant(pool, class.Name)
 	if p.Advertisement == classparams.AdvertisementBGP {
 		adv := &metallbv1beta1.BGPAdvertisement{ObjectMeta: meta()}
 		adv.Spec.IPAddressPools = []string{name}
@@ -104,16 +106,6 @@ func TakeOver(refs []metav1.OwnerReference) error {
 		}
 	}
 	return nil
-}
-
-// desired is what render writes for the class: Render's objects, the pool
-// requiring the grant label when grant is decided.
-func desired(class *iadv1alpha1.IPAddressClass, params classparams.Parameters, namespace string, grant bool) (*metallbv1beta1.IPAddressPool, client.Object) {
-	pool, adv := Render(class, params, namespace)
-	if grant {
-		marks.WithGrant(pool, class.Name)
-	}
-	return pool, adv
 }
 
 // errControlledElsewhere is returned by apply when the object to render

@@ -39,6 +39,10 @@ func TestRender(t *testing.T) {
 			Spec: metallbv1beta1.IPAddressPoolSpec{
 				Addresses:  []string{"192.0.2.0/24", "2001:db8::1-2001:db8::ff"},
 				AutoAssign: ptr.To(false),
+				// Only the Services the driver granted the class's addresses.
+				AllocateTo: &metallbv1beta1.ServiceAllocation{ServiceSelectors: []metav1.LabelSelector{
+					{MatchLabels: map[string]string{"metallb.drivers.local.sdn.cozystack.io/grant": "public"}},
+				}},
 			},
 		}, pool)
 		assert.Equal(t, &metallbv1beta1.L2Advertisement{
@@ -100,19 +104,6 @@ func TestRender(t *testing.T) {
 			},
 		}, adv)
 	})
-}
-
-func TestDesired(t *testing.T) {
-	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"}}
-	p := parsed(t, `{"addresses": ["192.0.2.0/24"]}`)
-	for _, tc := range []struct {
-		grant bool
-		want  bool
-	}{{false, false}, {true, true}} {
-		pool, adv := desired(class, p, "metallb-system", tc.grant)
-		assert.Equal(t, tc.want, pool.Spec.AllocateTo != nil, "grant %v", tc.grant)
-		assert.Equal(t, "iad-public", adv.GetName())
-	}
 }
 
 func TestTakeOver(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -79,21 +77,6 @@ func (r *Reconciler) poolToClasses(ctx context.Context, o client.Object) []recon
 		return nil
 	}
 	return append(r.renderedToClass(ctx, o), r.ourClasses(ctx, "")...)
-}
-
-// classAwaitingGrant maps an address to its class while the class's pool
-// does not require the grant label yet: its Granted condition may be the
-// last one the class waits for.
-func (r *Reconciler) classAwaitingGrant(ctx context.Context, o client.Object) []reconcile.Request {
-	a, ok := o.(*iadv1alpha1.IPAddress)
-	if !ok || a.Spec.ClassName == "" {
-		return nil
-	}
-	pool := &metallbv1beta1.IPAddressPool{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: r.MetalLBNamespace, Name: names.PoolName(a.Spec.ClassName)}, pool); err == nil && marks.RequiresGrant(pool, a.Spec.ClassName) {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}
 }
 
 // otherClasses maps a class event to every other class of the driver.

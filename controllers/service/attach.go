@@ -274,7 +274,7 @@ func (r *Reconciler) pin(ctx context.Context, s *scope) (bool, error) {
 		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonPoolRequestTakenOver, msgPoolRequestTakenOver(a.Took, h.pin))
 	}
 	if svc.ResourceVersion == read || !a.Pinned {
-		return false, nil // the cache lagged, or only the grant label was missing (an attachment made by an older driver)
+		return false, nil // the cache lagged, or only the grant label was written (a pin of the Service's own, or a label removed by hand)
 	}
 	log.FromContext(ctx).Info("pinned", "loadBalancerIPs", h.pin, "claim", s.claimName, "shared", h.key != "")
 	return true, nil

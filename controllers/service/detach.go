@@ -256,8 +256,11 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope, addrs []*iadv1alpha
 }
 
 // poolsRequireGrant reports whether the pool of every one of addrs'
-// classes admits only Services carrying the grant label. A pool an older
-// driver rendered without it is released with the release pin instead.
+// classes admits only Services carrying the grant label, as the class
+// controller renders every pool. Where the cache shows a pool missing, or
+// without the selector (edited by hand, until the class controller renders
+// it again), withdrawing the label would not make MetalLB let go: the
+// addresses are released with the release pin instead.
 func (r *Reconciler) poolsRequireGrant(ctx context.Context, addrs []*iadv1alpha1.IPAddress) (bool, error) {
 	for _, a := range addrs {
 		pool := &metallbv1beta1.IPAddressPool{}

@@ -15,10 +15,7 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -27,7 +24,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -235,86 +231,6 @@ func watchMetadata(t *testing.T, ns, name string) func() int {
 		<-done
 		return changes
 	}
-}
-
-// TestUpgradeToGrantKeepsEveryAddress starts from what an older driver
-// left: a class pool without the grant selector, an address held by a
-// placeholder without the grant label, and another attached to a Service
-// without it. The class controller, started first, leaves the pool as it
-// is and says why until the IPAddress controller has labelled the
-// placeholder (the service controller labels the attached Service); then
-// the pool gains the selector, and MetalLB drops nothing.
-func TestUpgradeToGrantKeepsEveryAddress(t *testing.T) {
-	ctx := context.Background()
-	pausePartner(t)
-	const cls, ns = "upgrade", "upgrade-tenant"
-	servedClass(t, cls, "192.0.2.16/28")
-	older := fixture.Pool(cls, "192.0.2.16/28")
-	older.Labels = classctl.RenderedLabels(cls)
-	suite.Create(t, older)
-
-	// The older driver's state: a held address and an attached one.
-	_, held := boundClaim(t, ns, "kept", cls, iadv1alpha1.FamilyIPv4, "192.0.2.17")
-	_, att := boundClaim(t, ns, "used", cls, iadv1alpha1.FamilyIPv4, "192.0.2.18")
-	hold := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: placeholderNS, Name: placeholder.HoldName(held[0].Name),
-			Labels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: held[0].Name},
-			Annotations: map[string]string{marks.KeyPool: names.PoolName(cls), marks.KeyPin: "192.0.2.17",
-				marks.KeySharing: "older-driver-key", names.AnnotationClass: cls}},
-		Spec: sharedLB(ns, "x", "").Spec,
-	}
-	hold.Spec.Selector = nil
-	hold.Spec.Ports[0].Port = 9
-	// An older driver owner-referenced a recorded placeholder to its address.
-	hold.OwnerReferences = []metav1.OwnerReference{{APIVersion: iadv1alpha1.GroupVersion.String(), Kind: "IPAddress",
-		Name: held[0].Name, UID: held[0].UID, Controller: ptr.To(true)}}
-	suite.Create(t, hold)
-	suite.PatchAddressStatus(t, att[0].Name, func(st *iadv1alpha1.IPAddressStatus) {
-		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: ns, Name: "web"}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: conditions.Held, Status: metav1.ConditionFalse,
-			Reason: conditions.ReasonReleasedForWorkload, Message: "older driver"})
-	})
-	web := lb(ns, "web", "used")
-	web.Annotations[marks.KeyPin] = "192.0.2.18"
-	web.Annotations[marks.KeyPinnedBy] = "used"
-	suite.Create(t, web)
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
-		assert.Equal(t, []string{"192.0.2.18"}, fixture.Ingress(suite.GetService(t, ns, "web")))
-	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB holds both addresses for the older driver")
-
-	// The class controller comes first: the placeholder is not labelled.
-	startClassController(t)
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assertEvent(t, "IPAddressClass", "", cls, corev1.EventTypeNormal, classctl.ReasonWaitingForGrant, held[0].Name)
-	}, fixture.Timeout, fixture.Tick, "the class waits for the addresses to be granted")
-	assert.False(t, marks.RequiresGrant(getPool(t, cls), cls), "the pool does not require the grant yet")
-
-	// The rest of the new driver: the placeholder is labelled, then the pool requires the grant.
-	startDriver(t)
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.True(t, marks.RequiresGrant(getPool(t, cls), cls))
-	}, fixture.Timeout, fixture.Tick, "the pool requires the grant once every holder carries it")
-	// MetalLB has processed every Service against the new pool once the
-	// pool's status reflects it; both keep their addresses.
-	require.EventuallyWithT(t, func(t *assert.CollectT) {
-		assert.Equal(t, []string{"192.0.2.17"}, fixture.Ingress(suite.GetService(t, placeholderNS, hold.Name)))
-		assert.Equal(t, []string{"192.0.2.18"}, fixture.Ingress(suite.GetService(t, ns, "web")))
-		assert.Equal(t, cls, suite.GetService(t, ns, "web").Labels[marks.LabelGrant])
-	}, fixture.MetalLBTimeout, fixture.Tick)
-	for _, k := range []client.ObjectKey{{Namespace: placeholderNS, Name: hold.Name}, {Namespace: ns, Name: "web"}} {
-		for _, e := range suite.Events(t, fixture.About{Kind: "Service", Namespace: k.Namespace, Name: k.Name}, "") {
-			assert.NotEqual(t, "ClearAssignment", e.Reason, "%s lost its address: %s", k, e.Message)
-		}
-	}
-	assert.Empty(t, apierrorsIgnore(c.Client.Delete(ctx, suite.GetService(t, ns, "web"))))
-}
-
-func apierrorsIgnore(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // releasePinFailure reports whether an Event is MetalLB failing to satisfy

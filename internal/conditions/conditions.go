@@ -18,7 +18,7 @@ const (
 	Conflict = "Conflict"
 
 	// Granted (IPAddress controller) is True while every holder carries the grant
-	// label; a pool is made grant-only only once all its addresses are Granted.
+	// label, which the class's pool requires of them.
 	Granted = "Granted"
 
 	// Lost (IPAddress controller) is True while MetalLB's configuration lacks

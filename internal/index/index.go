@@ -4,7 +4,7 @@ package index
 
 import (
 	"context"
-	"sync"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -157,35 +157,31 @@ var All = []Indexer{
 }
 
 // Register adds the named indexes to a manager's cache, so a controller's
-// cache holds only the indexes it reads. Idempotent per manager: a manager
-// shared by several controllers (tests) would fail on a second IndexField.
+// cache holds only the indexes it reads. Idempotent per manager: several
+// controllers of one manager (tests) may each register an index they
+// share. The cache itself knows what it indexes: a second IndexField of a
+// field fails with client-go's indexer conflict (AddIndexers), and as
+// every index of a field comes from All, the index already there is the
+// one asked for.
 func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
 	indexer := mgr.GetFieldIndexer()
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	done := registered[indexer]
-	if done == nil {
-		done = map[string]bool{}
-		registered[indexer] = done
-	}
 	want := map[string]bool{}
 	for _, f := range fields {
 		want[f] = true
 	}
 	for _, ix := range All {
-		if !want[ix.Field] || done[ix.Field] {
+		if !want[ix.Field] {
 			continue
 		}
-		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil {
+		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil && !registered(err) {
 			return err
 		}
-		done[ix.Field] = true
 	}
 	return nil
 }
 
-// registered records, per field indexer, the indexes Register added.
-var (
-	registeredMu sync.Mutex
-	registered   = map[client.FieldIndexer]map[string]bool{}
-)
+// registered reports whether err is the cache refusing an index it already
+// has: client-go's store says "indexer conflict" (it has no typed error).
+func registered(err error) bool {
+	return strings.Contains(err.Error(), "indexer conflict")
+}

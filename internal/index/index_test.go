@@ -2,14 +2,20 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -41,8 +47,41 @@ func TestRegisterIsIdempotentPerManager(t *testing.T) {
 	require.NoError(t, Register(ctx, fakeManager{indexer: one}, AddressByClaim, AddressByIP))
 	require.NoError(t, Register(ctx, fakeManager{indexer: one}, AddressByClaim, AddressByClass), "a second controller of the same manager")
 	require.NoError(t, Register(ctx, fakeManager{indexer: two}, AddressByClaim), "another manager")
-	assert.Equal(t, map[string]int{AddressByClaim: 1, AddressByIP: 1, AddressByClass: 1}, one.fields)
+	assert.Equal(t, map[string]int{AddressByClaim: 2, AddressByIP: 1, AddressByClass: 1}, one.fields, "asked again, refused, reused")
 	assert.Equal(t, map[string]int{AddressByClaim: 1}, two.fields)
+
+	failing := failingIndexer{err: errors.New("no informer for IPAddress")}
+	assert.ErrorIs(t, Register(ctx, fakeManager{indexer: failing}, AddressByClaim), failing.err, "any other error is returned")
+}
+
+// failingIndexer fails every IndexField with err.
+type failingIndexer struct{ err error }
+
+func (f failingIndexer) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
+	return f.err
+}
+
+// TestRegisterOnTheInformerCache: the manager's informer cache (no API
+// server needed before it starts) refuses a field indexed twice with the
+// error Register takes for the index being there, so a second controller
+// of one manager registers the indexes it shares with the first.
+func TestRegisterOnTheInformerCache(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, iadv1alpha1.AddToScheme(scheme))
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(iadv1alpha1.GroupVersion.WithKind("IPAddress"), meta.RESTScopeRoot)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{Scheme: scheme, Mapper: mapper})
+	require.NoError(t, err)
+	mgr := fakeManager{indexer: c}
+
+	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP))
+	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP, AddressByClass), "a second controller of the same manager")
+	err = c.IndexField(ctx, &iadv1alpha1.IPAddress{}, AddressByClass, indexFunc(t, AddressByClass))
+	require.Error(t, err, "the cache refuses a field indexed twice")
+	assert.True(t, registered(err), "with the error Register expects: %v", err)
 }
 
 // indexFunc returns the function of the named index.

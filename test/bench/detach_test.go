@@ -33,8 +33,9 @@ import (
 //   - pin: the release pin (the driver pins the Service to an address no
 //     pool has, waits until the ingress is empty, then removes the pin and
 //     its marker). The driver uses it where the class pool does not require
-//     the grant label yet (a pool an older version rendered), so this row's
-//     class pool is created without the selector;
+//     the grant label (a pool edited by hand, until the class controller
+//     renders it again), so this row's class pool is created without the
+//     selector;
 //   - grant: the driver withdraws the grant label and the pin in one patch
 //     (the class pool's serviceSelectors no longer admit the Service),
 //     waits until the ingress is empty, then removes the marker.
