@@ -135,7 +135,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	stale.Spec.ClassName = cl
 
 	ph := renderPlaceholder(phNS, stale, cl, iadv1alpha1.FamilyIPv4)
-	// Without a recorded class (as an older driver wrote it), the suite's
+	// Without a recorded class (the annotation taken off), the suite's
 	// controller does not take the placeholder for a retargeted claim's
 	// and leaves it to this test's pass.
 	delete(ph.Annotations, names.AnnotationClass)

@@ -33,7 +33,7 @@ func TestRetargeted(t *testing.T) {
 		{"handed over to an address already", ph(func(s *corev1.Service) { s.Labels[names.LabelAddress] = "ip-192-0-2-1" }), "new", false},
 		{"a hold placeholder", ph(func(s *corev1.Service) { s.Labels[names.LabelPlaceholder] = names.PlaceholderHold }), "new", false},
 		{"being deleted", ph(func(s *corev1.Service) { s.DeletionTimestamp = &metav1.Time{} }), "new", false},
-		{"no class recorded yet (an older driver's): observe records it", ph(func(s *corev1.Service) { delete(s.Annotations, names.AnnotationClass) }), "new", false},
+		{"no class recorded (the annotation taken off): observe records it", ph(func(s *corev1.Service) { delete(s.Annotations, names.AnnotationClass) }), "new", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

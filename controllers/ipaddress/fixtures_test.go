@@ -83,7 +83,7 @@ func recording(claimUID, ip string) corev1.Service {
 
 // heldReleased gives a the Held condition of an address released for a
 // workload.
-func heldReleased(a *iadv1alpha1.IPAddress) *iadv1alpha1.IPAddress {
+func reportingReleased(a *iadv1alpha1.IPAddress) *iadv1alpha1.IPAddress {
 	a.Status.Conditions = []metav1.Condition{{Type: conditions.Held, Status: metav1.ConditionFalse, Reason: conditions.ReasonReleasedForWorkload}}
 	return a
 }

@@ -2,6 +2,7 @@ package ipaddress
 
 import (
 	"context"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,193 +20,162 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// holdView is what the hold is planned on, and the plan.
-type holdView struct {
-	// cached are the address's placeholders as the cache shows them;
-	// placeholders are the plan's: the API server's when it shows some the
-	// cache missed.
-	cached, placeholders []corev1.Service
-	holders              []corev1.Service
-	attached, attaching  *corev1.Service
-	park                 parkOpt
-	plan                 holdPlan
-}
-
-func (v *holdView) replan(s *scope, placeholderNamespace string) {
-	v.plan = planHold(s.addr, s.ip.String(), s.key, s.keyBefore, placeholderNamespace, v.park, v.placeholders, v.holders, v.attached, v.attaching)
-}
-
-// enforceHold makes the placeholders match the holding invariant and sets
-// the Held and Granted conditions in memory.
+// enforceHold keeps the holding invariant on the address: it observes the
+// Services around it in the cache, plans (planHold), confirms with the API
+// server what the plan asks, and applies the plan's repairs, deletions and
+// parkings, with Held and Granted set in memory. Two steps of the plan
+// have phases of their own: the new hold placeholder is created after the
+// status write (createHold), and a stale MetalLB allocation is cleared
+// once the hold has nothing left to write (clearStale).
 func (r *Reconciler) enforceHold(ctx context.Context, s *scope) (phase.Result, error) {
-	v, res, err := r.observeHold(ctx, s)
-	if v == nil || err != nil {
-		return res, err
+	v, err := r.observeHold(ctx, s)
+	if err != nil {
+		return phase.Next(), err
 	}
-	return r.applyHold(ctx, s, v)
+	p := planHold(v)
+	s.key = p.Pair
+	if p, err = r.confirmHold(ctx, v, p); err != nil || p.Confirm != 0 {
+		return phase.WaitFor(confirmWait(p.Confirm), lookAgain), err
+	}
+	s.key = p.Pair
+	gone, err := r.repairPlaceholders(ctx, v, p)
+	if err != nil || gone {
+		return phase.WaitFor("a placeholder to repair is gone", 0), err
+	}
+	deleted, err := r.dropPlaceholders(ctx, p.Delete)
+	if err != nil {
+		return phase.Next(), err
+	}
+	if err := r.parkPlaceholders(ctx, p.Park); err != nil {
+		return phase.Next(), err
+	}
+	r.noteHold(s, v, p, deleted)
+	s.hold = &heldPlan{view: v, plan: p}
+	if w := holdWait(p); w != "" {
+		return phase.WaitFor(w, 0), nil
+	}
+	return phase.Next(), nil
 }
 
-// observeHold reads from the cache, plans, and reads again from the API
-// server where the plan would act on what the cache may not show yet. No
-// view, with the step's result, means the pass must not act on the hold.
-func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, phase.Result, error) {
-	a := s.addr
-	v := &holdView{}
+// observeHold reads from the cache what the hold is planned on.
+func (r *Reconciler) observeHold(ctx context.Context, s *scope) (*holdView, error) {
+	v := &holdView{addr: s.addr, ip: s.ip.String(), key: s.key, before: s.keyBefore, placeholderNamespace: r.PlaceholderNamespace}
 	var err error
-	if v.cached, err = r.cachedPlaceholders(ctx, a); err != nil {
-		return nil, phase.Next(), err
+	if v.cached, err = r.cachedPlaceholders(ctx, s.addr); err != nil {
+		return nil, err
 	}
 	v.placeholders = v.cached
 	if v.holders, err = r.holders(ctx, s); err != nil {
-		return nil, phase.Next(), err
+		return nil, err
 	}
 	if v.attached, err = r.attachedService(ctx, s); err != nil {
-		return nil, phase.Next(), err
+		return nil, err
 	}
 	if v.attaching, err = r.attachingService(ctx, s); err != nil {
-		return nil, phase.Next(), err
+		return nil, err
 	}
 	pool, err := parking.Get(ctx, r, r.MetalLBNamespace, r.ParkingPool)
 	if err != nil {
-		return nil, phase.Next(), err
+		return nil, err
 	}
-	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip), GrantOnly: marks.RequiresGrant(s.pool, a.Spec.ClassName)}
-	current := s.key
-	s.key = pairKey(a, current, s.ip.String(), v.attached, v.holders, v.placeholders)
-	v.replan(s, r.PlaceholderNamespace)
-	if recheckAttached(a, s.key, v.plan, v.attached) {
-		fresh, res, err := r.freshAttached(ctx, a)
-		if fresh == nil {
-			return nil, res, err
+	v.park = parkOpt{Pool: r.ParkingPool, Open: parking.Serves(pool, s.ip), GrantOnly: marks.RequiresGrant(s.pool, s.addr.Spec.ClassName)}
+	return v, nil
+}
+
+// confirmHold makes the reads the plan asks for (holdPlan.Confirm), in
+// order, and plans again on what each shows. The plan it returns asks for
+// nothing more, unless one read ends the pass: then it keeps that one.
+func (r *Reconciler) confirmHold(ctx context.Context, v *holdView, p holdPlan) (holdPlan, error) {
+	if p.Confirm&confirmAttached != 0 {
+		fresh, err := r.freshAttached(ctx, v.addr)
+		if fresh == nil || err != nil {
+			return holdPlan{Confirm: confirmAttached}, err
 		}
 		v.attached = fresh
-		s.key = pairKey(a, current, s.ip.String(), v.attached, v.holders, v.placeholders)
-		v.replan(s, r.PlaceholderNamespace)
+		p = planHold(v)
 	}
-	if recheckPlaceholders(a, v.plan) {
-		live, err := r.livePlaceholders(ctx, a)
+	if p.Confirm&confirmPlaceholders != 0 {
+		live, err := r.livePlaceholders(ctx, v.addr)
 		if err != nil {
-			return nil, phase.Next(), err
+			return p, err
 		}
 		if len(live) > 0 {
 			v.placeholders = live
-			v.replan(s, r.PlaceholderNamespace)
+			p = planHold(v)
 		}
 	}
-	if v.plan.Create {
-		// Nor a claim's allocation placeholder about to be handed over.
-		ph, err := r.liveRecording(ctx, s)
+	if p.Confirm&confirmRecording != 0 && p.Create {
+		ph, err := r.liveRecording(ctx, v)
 		if err != nil {
-			return nil, phase.Next(), err
+			return p, err
 		}
 		if ph != nil {
 			v.holders = append(v.holders, *ph)
-			v.replan(s, r.PlaceholderNamespace)
+			p = planHold(v)
 		}
 	}
-	return v, phase.Next(), nil
+	p.Confirm = 0
+	return p, nil
+}
+
+// confirmWait is, for the log, why a confirmation ended the pass.
+func confirmWait(c confirmation) string {
+	if c&confirmAttached != 0 {
+		return "the cache to show the address and its attached Service as the API server does"
+	}
+	return "the hold's reads from the API server"
 }
 
 // freshAttached reads the address and then its attached Service from the
-// API server (recheckAttached); nil, with the step's result, when the cache
-// is behind the address or the Service is gone.
-func (r *Reconciler) freshAttached(ctx context.Context, a *iadv1alpha1.IPAddress) (*corev1.Service, phase.Result, error) {
+// API server (confirmAttached); nil when the address is gone, the cache is
+// behind it, or the Service is gone (the next pass clears the association
+// and keeps the hold).
+func (r *Reconciler) freshAttached(ctx context.Context, a *iadv1alpha1.IPAddress) (*corev1.Service, error) {
 	cur := &iadv1alpha1.IPAddress{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: a.Name}, cur); err != nil {
-		return nil, phase.WaitFor("the address is gone", 0), client.IgnoreNotFound(err)
-	}
-	if cur.ResourceVersion != a.ResourceVersion {
-		return nil, phase.WaitFor("the cache to show the address's last write", lookAgain), nil
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: a.Name}, cur); err != nil || cur.ResourceVersion != a.ResourceVersion {
+		return nil, client.IgnoreNotFound(err)
 	}
 	w := a.Status.AssociatedTo
 	fresh := &corev1.Service{}
-	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, fresh); {
-	case apierrors.IsNotFound(err):
-		// The next pass clears the association and keeps the hold.
-		return nil, phase.WaitFor("the cache to show the attached Service gone", lookAgain), nil
-	case err != nil:
-		return nil, phase.Next(), err
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, fresh); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	return fresh, phase.Next(), nil
+	return fresh, nil
 }
 
-// applyHold writes what the plan asks for: the new placeholder, repairs,
-// deletions, then the conditions and Events; with nothing to create or
-// delete, it clears a stale allocation that keeps the rightful holder out.
-func (r *Reconciler) applyHold(ctx context.Context, s *scope, v *holdView) (phase.Result, error) {
-	res := phase.Next()
-	if v.plan.Create {
-		var err error
-		if res, err = r.createHold(ctx, s, v.plan); err != nil {
-			return phase.Next(), err
-		}
+// liveRecording reads from the API server the allocation placeholder of
+// the address's claim, returned while it holds the address and is not
+// handed over yet (recordingPlaceholder).
+func (r *Reconciler) liveRecording(ctx context.Context, v *holdView) (*corev1.Service, error) {
+	ref := v.addr.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return nil, nil
 	}
-	if gone, err := r.repairPlaceholders(ctx, s, v.plan); err != nil || gone {
-		return phase.WaitFor("a placeholder to repair is gone", 0), err
+	family := iadv1alpha1.FamilyIPv4
+	if netip.MustParseAddr(v.ip).Is6() {
+		family = iadv1alpha1.FamilyIPv6
 	}
-	deleted, err := r.dropPlaceholders(ctx, v.plan.Delete)
-	if err != nil {
-		return phase.Next(), err
+	ph := &corev1.Service{}
+	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
+	if err := r.APIReader.Get(ctx, key, ph); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	if _, err := r.parkPlaceholders(ctx, v.plan.Park); err != nil {
-		return phase.Next(), err
-	}
-	r.noteHold(s, v, deleted)
-	if v.plan.Create || len(v.plan.Delete) > 0 || len(v.plan.Park) > 0 {
-		if res.State != phase.Done {
-			return res, nil
-		}
-		return phase.WaitFor(holdWait(v.plan), 0), nil
-	}
-	again, err := r.clearStaleAllocations(ctx, s, v.cached, rightfulHolder(s.addr, s.key, v.attached, v.attaching))
-	switch {
-	case err != nil:
-		return phase.Next(), err
-	case again > 0:
-		return phase.RetryAfter(again, "a stale allocation may keep the rightful holder out"), nil
-	case holdWait(v.plan) != "":
-		return phase.WaitFor(holdWait(v.plan), 0), nil
-	}
-	return phase.Next(), nil
-}
-
-// createHold creates the hold placeholder. A Held=False signal is withdrawn
-// first, since the Service controller pins a workload on it; the status
-// write's lock also stops the pass if the address was associated meanwhile.
-func (r *Reconciler) createHold(ctx context.Context, s *scope, plan holdPlan) (phase.Result, error) {
-	a, h := s.addr, plan.Held
-	if conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) {
-		if err := r.writeStatus(ctx, s); err != nil {
-			return phase.Next(), err
-		}
-		s.rebase()
-	}
-	ph := renderHold(r.PlaceholderNamespace, a, s.ip, plan.Key)
-	switch err := r.Create(ctx, ph); {
-	case apierrors.IsAlreadyExists(err):
-		// Not labelled for this address, or just created.
-		return phase.WaitFor("the cache to show the hold placeholder, whose name is taken", lookAgain), nil
-	case err != nil:
-		return phase.Next(), err
-	}
-	log.FromContext(ctx).Info("created a hold placeholder", "placeholder", client.ObjectKeyFromObject(ph))
-	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldCreated, msgHoldCreated(s.ip.String(), ph.Namespace, ph.Name))
-	return phase.Next(), nil
+	return recordingPlaceholder(v.addr, v.ip, r.PlaceholderNamespace, []corev1.Service{*ph}), nil
 }
 
 // repairPlaceholders re-pins, re-keys and grants the plan's placeholders;
 // gone stops at one that no longer exists.
-func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan holdPlan) (gone bool, err error) {
-	a, ip := s.addr, s.ip.String()
+func (r *Reconciler) repairPlaceholders(ctx context.Context, v *holdView, p holdPlan) (gone bool, err error) {
+	a, ip := v.addr, v.ip
 	logger := log.FromContext(ctx)
-	for _, ph := range plan.Repair {
+	for _, ph := range p.Repair {
 		repin, unpark, pool := !marks.Of(ph).PinnedExactly(ip), marks.Of(ph).Parked(r.ParkingPool), ""
 		if unpark {
 			pool = names.PoolName(a.Spec.ClassName)
 		}
 		if err := patch.Unlocked(ctx, r, ph, func() {
 			marks.Edit(ph, func(m *marks.Marks) {
-				m.Hold(ip, plan.Key, pool)
+				m.Hold(ip, p.Key, pool)
 				m.Grant = a.Spec.ClassName
 			})
 		}); err != nil {
@@ -221,7 +191,7 @@ func (r *Reconciler) repairPlaceholders(ctx context.Context, s *scope, plan hold
 			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonPinRepaired, msgPinRepaired(ph, ip))
 		default:
 			// A key given or taken away is not worth an Event.
-			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph), "keyed", plan.Key != "")
+			logger.Info("set the placeholder's sharing key", "placeholder", client.ObjectKeyFromObject(ph), "keyed", p.Key != "")
 		}
 	}
 	return false, nil
@@ -245,55 +215,57 @@ func (r *Reconciler) dropPlaceholders(ctx context.Context, phs []*corev1.Service
 }
 
 // parkPlaceholders moves the placeholders it is given to the parking
-// pool, each with an optimistic lock, and counts those it moved.
-func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) (int, error) {
-	parked := 0
+// pool, each with an optimistic lock.
+func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) error {
 	for _, ph := range phs {
 		err := patch.Meta(ctx, r, ph, func() { marks.Edit(ph, func(m *marks.Marks) { m.Park(r.ParkingPool) }) })
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return parked, err
+			return err
 		}
 		log.FromContext(ctx).Info("parked a placeholder", "placeholder", client.ObjectKeyFromObject(ph), "pool", r.ParkingPool)
-		parked++
 	}
-	return parked, nil
+	return nil
 }
 
 // noteHold records HoldReleased (a parked hold says so in Held alone: one
-// Event a handoff, the Service's) and sets Granted and Held in
-// memory, with the AddressTakenElsewhere Warning after the status patch.
-func (r *Reconciler) noteHold(s *scope, v *holdView, deleted int) {
+// Event a handoff, the Service's) and sets Granted and Held in memory,
+// with the AddressTakenElsewhere Warning after the status patch.
+func (r *Reconciler) noteHold(s *scope, v *holdView, p holdPlan, deleted int) {
 	a := s.addr
-	if w := releasedFor(a, s.key, v.attached, deleted); w != nil {
+	if w := releasedFor(a, p.Pair, v.attached, deleted); w != nil {
 		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
 	}
-	g := grantState(a, v.holders, r.PlaceholderNamespace)
+	g := grantedWords(a.Spec.ClassName, p.Ungranted)
 	conditions.Set(&a.Status.Conditions, conditions.Granted, g.Status, g.Reason, g.Message, a.Generation)
-	if h := v.plan.Held; h != nil &&
-		conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) && v.plan.TakenBy != nil {
+	if p.Held == nil {
+		return
+	}
+	h := heldWords(p.Held, v.ip, a.Spec.ClassName, r.ParkingPool)
+	if conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) && p.TakenBy != nil {
 		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
 	}
 }
 
-// liveRecording reads from the API server the allocation placeholder of
-// the address's claim, returned while it holds the address and is not
-// handed over yet (recordingPlaceholder).
-func (r *Reconciler) liveRecording(ctx context.Context, s *scope) (*corev1.Service, error) {
-	ref := s.addr.Spec.ClaimRef
-	if ref == nil || ref.UID == "" {
-		return nil, nil
+// createHold creates the hold placeholder the plan asks for. It runs after
+// the status write: Held no longer says False (the Service controller pins
+// a workload on it), and the write's lock has ended the pass if the
+// address was associated meanwhile.
+func (r *Reconciler) createHold(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.hold == nil || !s.hold.plan.Create {
+		return phase.Next(), nil
 	}
-	family := iadv1alpha1.FamilyIPv4
-	if s.ip.Is6() {
-		family = iadv1alpha1.FamilyIPv6
+	ph := renderHold(r.PlaceholderNamespace, s.addr, s.ip, s.hold.plan.Key)
+	switch err := r.Create(ctx, ph); {
+	case apierrors.IsAlreadyExists(err):
+		// Not labelled for this address, or just created.
+		return phase.WaitFor("the cache to show the hold placeholder, whose name is taken", lookAgain), nil
+	case err != nil:
+		return phase.Next(), err
 	}
-	ph := &corev1.Service{}
-	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
-	if err := r.APIReader.Get(ctx, key, ph); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return recordingPlaceholder(s.addr, s.ip.String(), r.PlaceholderNamespace, []corev1.Service{*ph}), nil
+	log.FromContext(ctx).Info("created a hold placeholder", "placeholder", client.ObjectKeyFromObject(ph))
+	r.Recorder.Event(s.addr, corev1.EventTypeNormal, ReasonHoldCreated, msgHoldCreated(s.ip.String(), ph.Namespace, ph.Name))
+	return phase.Next(), nil
 }

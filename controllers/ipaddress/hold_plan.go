@@ -1,14 +1,13 @@
 package ipaddress
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
@@ -17,19 +16,30 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// heldState is a value of the Held condition.
-type heldState struct {
-	Status  metav1.ConditionStatus
-	Reason  string
-	Message string
-}
+// The hold (docs/design.md §3): observe (hold.go), planHold here, confirm
+// with the API server what the plan asks (holdPlan.Confirm), apply. The
+// plan is pure and speaks in reason codes; events.go puts them in words.
 
-func waiting(msg string) *heldState {
-	return &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
-}
-
-func released(w *iadv1alpha1.WorkloadReference) *heldState {
-	return &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleased(w)}
+// holdView is what the hold is planned on: the address, its IP and
+// sharing keys, and the Services around it as the cache shows them (or,
+// where the plan asked, the API server).
+type holdView struct {
+	addr *iadv1alpha1.IPAddress
+	ip   string
+	// key is the address's sharing key (marks.Keys.Of); before its key
+	// under the secret held before a rotation, "" when none.
+	key, before          string
+	placeholderNamespace string
+	park                 parkOpt
+	// cached are the address's own placeholders as the cache shows them;
+	// placeholders the plan's: the API server's when it shows some the
+	// cache missed.
+	cached, placeholders []corev1.Service
+	// holders are the Services MetalLB assigned the IP.
+	holders []corev1.Service
+	// attached is the Service associatedTo names (nil when the cache does
+	// not show it), attaching the one the attach grant names.
+	attached, attaching *corev1.Service
 }
 
 // parkOpt is what the plan knows of the pools: the parking pool's name
@@ -44,6 +54,68 @@ type parkOpt struct {
 	GrantOnly bool
 }
 
+// heldCode is the plan's verdict on the Held condition; heldWords
+// (events.go) gives each its status, reason and message.
+type heldCode int
+
+const (
+	heldByPlaceholder       heldCode = iota + 1 // True: By, a placeholder, holds the address
+	heldBeside                                  // True: By holds it beside For, the attached workload
+	heldReleased                                // False: no placeholder holds it; it is For's
+	heldReleasedParked                          // False: the same, the hold waiting in the parking pool
+	heldTakenElsewhere                          // False: By holds it without the binding's authority
+	heldImporting                               // Unknown: By is being imported and keeps it
+	waitingForHold                              // Unknown: MetalLB to assign it to By, a placeholder
+	waitingPlaceholderGoing                     // Unknown: the placeholder is being deleted
+	waitingHandOver                             // Unknown: By, the claim's allocation placeholder, to be handed over
+	waitingForEviction                          // Unknown: MetalLB to take it from By, which lacks the grant
+	waitingToShare                              // Unknown: MetalLB to let By, a placeholder, share it with With
+	waitingForRelease                           // Unknown: By, which the binding authorizes, to release it
+	waitingOtherPlaceholder                     // Unknown: By, another claim's placeholder, to give it back
+	waitingToShareAttached                      // Unknown: MetalLB to let By, a placeholder, share it with For
+)
+
+// released reports whether the verdict releases the address to a workload.
+func (c heldCode) released() bool { return c == heldReleased || c == heldReleasedParked }
+
+// waits reports whether the verdict waits for another process (Held Unknown).
+func (c heldCode) waits() bool { return c >= heldImporting }
+
+// heldVerdict is what the plan says of Held: a code and what it names.
+type heldVerdict struct {
+	Code     heldCode
+	By, With types.NamespacedName
+	For      *iadv1alpha1.WorkloadReference
+}
+
+func verdict(code heldCode, by *corev1.Service) *heldVerdict {
+	v := &heldVerdict{Code: code}
+	if by != nil {
+		v.By = types.NamespacedName{Namespace: by.Namespace, Name: by.Name}
+	}
+	return v
+}
+
+// confirmation is a read the plan asks of the API server before it is
+// applied, where the cache may not show what the plan acts on.
+type confirmation uint8
+
+const (
+	// confirmAttached: the plan drops an attached address's placeholders
+	// for the gap handoff, but the cache may miss the key written before
+	// the association (a shared attachment keeps its hold), or a detach
+	// that cleared the association before the key.
+	confirmAttached confirmation = 1 << iota
+	// confirmPlaceholders: the plan creates a placeholder or newly reports
+	// the hold released (the Service controller pins on that), and the
+	// cache may miss a placeholder.
+	confirmPlaceholders
+	// confirmRecording: the plan creates a hold, and the claim's
+	// allocation placeholder may hold the address unseen, about to be
+	// handed over.
+	confirmRecording
+)
+
 // holdPlan is what the holding invariant asks for in one pass.
 type holdPlan struct {
 	Create bool              // create the hold placeholder
@@ -51,206 +123,330 @@ type holdPlan struct {
 	Key    string            // the placeholders' sharing key (holdKey), "" for none
 	Delete []*corev1.Service // for a workload that cannot share, or surplus
 	Park   []*corev1.Service // to step aside to the parking pool for the attached workload
-	// Held is the condition to report; nil leaves it as it is.
-	Held *heldState
+	// Held is the verdict to report; nil leaves the condition as it is.
+	Held *heldVerdict
 	// TakenBy holds the address without authority, so the hold cannot.
 	TakenBy *corev1.Service
 	// Parking: a parked placeholder still holds the address, until MetalLB
 	// moves it to the parking pool.
 	Parking bool
+	// Ungranted are the holders the Granted condition waits for
+	// (ungranted); none: Granted is True.
+	Ungranted []string
+	// Pair is the key the address is shared under (pairKey), which the
+	// phases after the hold go by.
+	Pair string
+	// Confirm are the reads to make before the plan is applied.
+	Confirm confirmation
 }
 
-// planHold decides what the holding invariant asks for. key is the
-// address's sharing key (marks.Keys.Of), before its key under the secret
-// this controller held before a rotation ("" when none), placeholders are
-// the address's own, holders every Service MetalLB assigned ip to, attached
-// the Service associatedTo names (nil when the cache does not show it),
-// attaching the one the attach grant names.
-func planHold(a *iadv1alpha1.IPAddress, ip, key, before, placeholderNamespace string, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) holdPlan {
-	live := liveOnly(placeholders)
-	if len(placeholders) == 0 {
-		if ph := recordingPlaceholder(a, ip, placeholderNamespace, holders); ph != nil {
-			return planRecording(a, ip, ph)
+// writes reports whether the plan creates, deletes or parks a placeholder.
+func (p holdPlan) writes() bool { return p.Create || len(p.Delete) > 0 || len(p.Park) > 0 }
+
+// seen is a Service as the hold plans on it, its marks and its standing
+// toward the address read once (look).
+type seen struct {
+	*corev1.Service
+	marks marks.Marks
+	// holds: MetalLB assigned it the address; pinned: its pin names exactly
+	// the address; granted: it carries the class's grant label; parked: it
+	// asks for the parking pool and no address; own: it is one of the
+	// address's placeholders.
+	holds, pinned, granted, parked, own bool
+}
+
+// planning is one planHold: the view, its Services as seen, and the key
+// the pair shares (pairKey).
+type planning struct {
+	*holdView
+	key string
+	// phs are the address's placeholders, live those not being deleted,
+	// hs the Services holding the address.
+	phs, live, hs []seen
+}
+
+// look reads the view's Services once for planHold.
+func look(v *holdView) *planning {
+	p := &planning{holdView: v, key: pairKey(v.addr, v.key, v.ip, v.attached, v.holders, v.placeholders)}
+	see := func(s *corev1.Service) seen {
+		m := marks.Of(s)
+		return seen{Service: s, marks: m, holds: marks.Holds(s, v.ip), pinned: m.PinnedExactly(v.ip),
+			granted: m.Granted(v.addr.Spec.ClassName), parked: m.Parked(v.park.Pool), own: isOneOf(s, v.placeholders)}
+	}
+	for i := range v.placeholders {
+		p.phs = append(p.phs, see(&v.placeholders[i]))
+		if v.placeholders[i].DeletionTimestamp == nil {
+			p.live = append(p.live, p.phs[i])
 		}
 	}
-	if w := a.Status.AssociatedTo; w != nil {
-		return planAttached(a, ip, key, placeholderNamespace, park, w, attached, placeholders)
+	for i := range v.holders {
+		p.hs = append(p.hs, see(&v.holders[i]))
+	}
+	return p
+}
+
+// planHold decides what the holding invariant asks for, and which of it
+// the API server must confirm first.
+func planHold(v *holdView) holdPlan {
+	p := look(v)
+	plan := p.decide()
+	plan.Pair = p.key
+	plan.Ungranted = ungranted(v.addr, v.holders, v.placeholderNamespace)
+	if v.addr.Status.AssociatedTo != nil && len(plan.Delete)+len(plan.Park) > 0 && !marks.SharesHold(v.attached, p.key) {
+		plan.Confirm |= confirmAttached
+	}
+	if plan.Create || (plan.Held != nil && plan.Held.Code.released() && !alreadyReleased(v.addr)) {
+		plan.Confirm |= confirmPlaceholders
+	}
+	if plan.Create {
+		plan.Confirm |= confirmRecording
+	}
+	return plan
+}
+
+// decide is planHold's decision.
+func (p *planning) decide() holdPlan {
+	if len(p.phs) == 0 {
+		if ph := recordingPlaceholder(p.addr, p.ip, p.placeholderNamespace, p.holders); ph != nil {
+			return p.planRecording(ph)
+		}
+	}
+	if w := p.addr.Status.AssociatedTo; w != nil {
+		return p.planAttached(w)
 	}
 	switch {
-	case len(placeholders) == 0:
-		return planMissing(a, ip, key, placeholderNamespace, park, holders, attaching)
-	case len(live) == 0:
-		return holdPlan{Held: waiting(msgPlaceholderGoing(ip))}
+	case len(p.phs) == 0:
+		return p.planMissing()
+	case len(p.live) == 0:
+		return holdPlan{Held: verdict(waitingPlaceholderGoing, nil)}
 	}
-	p := holdPlan{Key: holdKey(key, before, live, sharing(a, key, park.Open, attaching, holders, placeholders))}
-	if anyParked(live, park.Pool) && heldByOthers(ip, placeholders, holders) {
+	plan := holdPlan{Key: p.holdKey(p.sharing())}
+	if p.anyParked() && p.heldByOthers() {
 		// Pinned back now, the placeholder would find the address taken,
 		// lose its parking address too and cost MetalLB a full pass.
-		p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, park.GrantOnly, placeholders, live, holders)
-		return p
+		plan.Held, plan.TakenBy = p.unheld()
+		return plan
 	}
 	var holder *corev1.Service
-	if p.Repair, holder = repairsAndHolder(a, ip, p.Key, live); holder != nil {
-		p.Delete = surplus(ip, live, holder)
-		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, holder)}
-		return p
+	if plan.Repair, holder = p.repairsAndHolder(plan.Key); holder != nil {
+		plan.Delete = p.surplus(holder)
+		plan.Held = verdict(heldByPlaceholder, holder)
+		return plan
 	}
 	// A parked hold pinned back is reported Unknown at once, not left
 	// False: Held False for a workload is what lets the next attach pin,
 	// and the returning hold is about to take the address.
-	p.Held, p.TakenBy = unheld(a, ip, key, placeholderNamespace, park.GrantOnly, placeholders, live, holders)
-	return p
-}
-
-// liveOnly are the placeholders not being deleted.
-func liveOnly(placeholders []corev1.Service) []*corev1.Service {
-	var live []*corev1.Service
-	for i := range placeholders {
-		if placeholders[i].DeletionTimestamp == nil {
-			live = append(live, &placeholders[i])
-		}
-	}
-	return live
+	plan.Held, plan.TakenBy = p.unheld()
+	return plan
 }
 
 // planRecording plans an address whose claim's allocation placeholder holds
 // it and is not handed over yet: the claim controller records the address
 // first, so neither a hold nor a release is due.
-func planRecording(a *iadv1alpha1.IPAddress, ip string, ph *corev1.Service) holdPlan {
-	if a.Status.AssociatedTo != nil {
-		return holdPlan{Held: waiting(msgBeingHandedOver(ip, ph))}
+func (p *planning) planRecording(ph *corev1.Service) holdPlan {
+	if p.addr.Status.AssociatedTo != nil {
+		return holdPlan{Held: verdict(waitingHandOver, ph)}
 	}
-	return holdPlan{Held: &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, msgHeld(ip, ph)}}
+	return holdPlan{Held: verdict(heldByPlaceholder, ph)}
 }
 
 // planAttached plans an attached address: nothing moves while its Service
 // leaves, the hold stays in a shared attachment, and otherwise the
 // placeholders park when the parking pool can take them (the parked
 // handoff) or go (the gap handoff).
-func planAttached(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, placeholders []corev1.Service) holdPlan {
-	live, total := liveOnly(placeholders), len(placeholders)
+func (p *planning) planAttached(w *iadv1alpha1.WorkloadReference) holdPlan {
+	attached := p.attached
 	switch {
-	case attached != nil && (attached.DeletionTimestamp != nil || marks.LetGo(a, attached)):
-		return planLeaving(a, ip, w, live, total)
-	case marks.SharesHold(attached, key):
-		return planShared(a, ip, key, placeholderNamespace, w, attached, live, total)
-	case total == 0:
-		return holdPlan{Held: released(w)}
-	case park.Open:
-		return planParking(ip, park.Pool, w, placeholders, live)
+	case attached != nil && (attached.DeletionTimestamp != nil || marks.LetGo(p.addr, attached)):
+		return p.planLeaving(w)
+	case marks.SharesHold(attached, p.key):
+		return p.planShared(w)
+	case len(p.phs) == 0:
+		return holdPlan{Held: &heldVerdict{Code: heldReleased, For: w}}
+	case p.park.Open:
+		return p.planParking(w)
 	}
-	return holdPlan{Delete: live}
+	return holdPlan{Delete: services(p.live, func(seen) bool { return true })}
 }
 
 // planParking plans the gap handoff of an address whose placeholders step
 // aside to the parking pool instead of going: MetalLB moves each to a
-// parking address and frees ip without a pass over every Service. The
-// hold counts as released once no placeholder holds ip any more.
-func planParking(ip, pool string, w *iadv1alpha1.WorkloadReference, placeholders []corev1.Service, live []*corev1.Service) holdPlan {
-	var p holdPlan
-	for _, s := range live {
-		if !marks.Of(s).Parked(pool) {
-			p.Park = append(p.Park, s)
-		}
+// parking address and frees it without a pass over every Service. The
+// hold counts as released once no placeholder holds the address any more.
+func (p *planning) planParking(w *iadv1alpha1.WorkloadReference) holdPlan {
+	plan := holdPlan{Park: services(p.live, func(s seen) bool { return !s.parked })}
+	// Held is left as it is while a placeholder still holds the address:
+	// it does hold it until MetalLB moves it, so Held is written once,
+	// False, when the address is free for the workload.
+	switch {
+	case len(plan.Park) > 0:
+	case slices.ContainsFunc(p.phs, func(s seen) bool { return s.holds }):
+		plan.Parking = true
+	default:
+		plan.Held = &heldVerdict{Code: heldReleasedParked, For: w}
 	}
-	// Held is left as it is while a placeholder still holds ip: it does
-	// hold it until MetalLB moves it, so Held is written once, False, when
-	// the address is free for the workload.
-	if len(p.Park) > 0 {
-		return p
-	}
-	for i := range placeholders {
-		if marks.Holds(&placeholders[i], ip) {
-			p.Parking = true
-			return p
-		}
-	}
-	p.Held = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload, msgReleasedParked(w, pool)}
-	return p
+	return plan
 }
 
-// anyParked reports whether a live placeholder is parked in pool.
-func anyParked(live []*corev1.Service, pool string) bool {
-	return slices.ContainsFunc(live, func(s *corev1.Service) bool { return marks.Of(s).Parked(pool) })
-}
-
-// heldByOthers reports whether a Service other than the address's own
-// placeholders holds ip.
-func heldByOthers(ip string, placeholders, holders []corev1.Service) bool {
-	for i := range holders {
-		if marks.Holds(&holders[i], ip) && !slices.ContainsFunc(placeholders, func(p corev1.Service) bool {
-			return p.Namespace == holders[i].Namespace && p.Name == holders[i].Name
-		}) {
-			return true
-		}
-	}
-	return false
-}
-
-// planMissing plans an unattached address without placeholders: a hold is
-// created unless the address is being imported from the Service holding it.
-func planMissing(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, park parkOpt, holders []corev1.Service, attaching *corev1.Service) holdPlan {
-	if h := importingHolder(a, ip, placeholderNamespace, holders); h != nil {
-		return holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, msgImporting(ip, h)}}
-	}
-	return holdPlan{Create: true, Key: holdKey(key, "", nil, sharing(a, key, park.Open, attaching, holders, nil)),
-		Held: waiting(msgWaiting(ip, placeholderNamespace, placeholder.HoldName(a.Name)))}
-}
-
-// surplus are the live placeholders besides holder that do not hold ip.
-func surplus(ip string, live []*corev1.Service, holder *corev1.Service) []*corev1.Service {
+// services are the Services of list that keep says to.
+func services(list []seen, keep func(seen) bool) []*corev1.Service {
 	var out []*corev1.Service
-	for _, s := range live {
-		if s != holder && !marks.Holds(s, ip) {
-			out = append(out, s)
+	for _, s := range list {
+		if keep(s) {
+			out = append(out, s.Service)
 		}
 	}
 	return out
 }
 
-// unheld is the Held condition of an unattached address none of whose live
+// anyParked reports whether a live placeholder is parked.
+func (p *planning) anyParked() bool {
+	return slices.ContainsFunc(p.live, func(s seen) bool { return s.parked })
+}
+
+// heldByOthers reports whether a Service other than the address's own
+// placeholders holds it.
+func (p *planning) heldByOthers() bool {
+	return slices.ContainsFunc(p.hs, func(s seen) bool { return s.holds && !s.own })
+}
+
+// planMissing plans an unattached address without placeholders: a hold is
+// created unless the address is being imported from the Service holding it.
+func (p *planning) planMissing() holdPlan {
+	if h := p.importingHolder(); h != nil {
+		return holdPlan{Held: verdict(heldImporting, h)}
+	}
+	return holdPlan{Create: true, Key: p.holdKey(p.sharing()), Held: &heldVerdict{Code: waitingForHold, By: p.holdName()}}
+}
+
+// holdName is the name of the address's hold placeholder.
+func (p *planning) holdName() types.NamespacedName {
+	return types.NamespacedName{Namespace: p.placeholderNamespace, Name: placeholder.HoldName(p.addr.Name)}
+}
+
+// importingHolder returns the Service the unattached address is being
+// imported from: in the claim's namespace, it holds the address and names
+// the claim in both the claim annotation and the imported-into mark (the
+// Service controller writes both before it creates the address, and
+// associates it right after). Such an address gets no hold. nil otherwise.
+func (p *planning) importingHolder() *corev1.Service {
+	a := p.addr
+	ref := a.Spec.ClaimRef
+	if a.Status.AssociatedTo != nil || ref == nil || ref.Name == "" || a.Labels[names.LabelImported] != "true" {
+		return nil
+	}
+	for _, s := range p.hs {
+		if s.Namespace != ref.Namespace || s.Namespace == p.placeholderNamespace || s.DeletionTimestamp != nil {
+			continue
+		}
+		if marks.ImportedInto(s.Service) == ref.Name && s.marks.Claim == ref.Name && s.holds {
+			return s.Service
+		}
+	}
+	return nil
+}
+
+// surplus are the live placeholders besides holder that do not hold the
+// address.
+func (p *planning) surplus(holder *corev1.Service) []*corev1.Service {
+	return services(p.live, func(s seen) bool { return s.Service != holder && !s.holds })
+}
+
+// unheld is the Held verdict on an unattached address none of whose live
 // placeholders holds it, by who does: a Service without the binding's
 // authority (returned too), one with it, another claim's placeholder, or
 // nobody.
-func unheld(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, grantOnly bool, placeholders []corev1.Service, live []*corev1.Service, holders []corev1.Service) (*heldState, *corev1.Service) {
-	ours := map[string]bool{}
-	for i := range placeholders {
-		ours[placeholders[i].Namespace+"/"+placeholders[i].Name] = true
-	}
-	var waitingFor, leaving, otherPlaceholder *corev1.Service
-	for i := range holders {
-		s := &holders[i]
+func (p *planning) unheld() (*heldVerdict, *corev1.Service) {
+	var waitingFor, leaving, otherPlaceholder *seen
+	for i := range p.hs {
+		s := &p.hs[i]
+		authorized := marks.Authorizes(p.addr, s.Service)
 		switch {
-		case ours[s.Namespace+"/"+s.Name]:
-		case s.Namespace == placeholderNamespace:
+		case s.own:
+		case s.Namespace == p.placeholderNamespace:
 			// Another claim's allocation placeholder got the address while
 			// it was unheld; its claim controller gives it back.
 			if otherPlaceholder == nil {
 				otherPlaceholder = s
 			}
-		case grantOnly && !marks.Of(s).Granted(a.Spec.ClassName) && !marks.Authorizes(a, s):
+		case p.park.GrantOnly && !s.granted && !authorized:
 			// A Service the driver let go, whose association has moved on
 			// before MetalLB looked at it again: it is losing the address.
 			if leaving == nil {
 				leaving = s
 			}
-		case !marks.Authorizes(a, s):
-			return &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, msgTakenElsewhere(ip, s)}, s
+		case !authorized:
+			return verdict(heldTakenElsewhere, s.Service), s.Service
 		case waitingFor == nil:
 			waitingFor = s
 		}
 	}
 	switch {
 	case leaving != nil && waitingFor == nil:
-		return waiting(msgWaitingForEviction(ip, leaving, a.Spec.ClassName)), nil
-	case waitingFor != nil && marks.Of(waitingFor).KeyedExactly(key):
-		return waiting(msgWaitingToShare(ip, live[0], waitingFor)), nil
+		return verdict(waitingForEviction, leaving.Service), nil
+	case waitingFor != nil && waitingFor.marks.KeyedExactly(p.key):
+		w := verdict(waitingToShare, p.live[0].Service)
+		w.With = types.NamespacedName{Namespace: waitingFor.Namespace, Name: waitingFor.Name}
+		return w, nil
 	case waitingFor != nil:
-		return waiting(msgWaitingForRelease(ip, waitingFor)), nil
+		return verdict(waitingForRelease, waitingFor.Service), nil
 	case otherPlaceholder != nil:
-		return waiting(msgHeldByOtherPlaceholder(ip, otherPlaceholder)), nil
+		return verdict(waitingOtherPlaceholder, otherPlaceholder.Service), nil
 	}
-	return waiting(msgWaiting(ip, live[0].Namespace, live[0].Name)), nil
+	return verdict(waitingForHold, p.live[0].Service), nil
+}
+
+// isOneOf reports whether svc is one of svcs, by name.
+func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
+	for i := range svcs {
+		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// ownPlaceholder reports whether a placeholder labelled with the address's
+// name is its own, the only kind repaired, counted and deleted: a hold
+// owner-referenced to it, or an allocation placeholder of its claim. Another
+// claim's is left to that claim's controller, or both would rewrite it.
+func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
+	switch ph.Labels[names.LabelPlaceholder] {
+	case names.PlaceholderHold:
+		return ownedBy(ph, a)
+	case names.PlaceholderAllocation:
+		ref := a.Spec.ClaimRef
+		switch {
+		case ref == nil:
+			return false
+		case ref.UID != "":
+			return ph.Labels[names.LabelClaimUID] == ref.UID
+		default:
+			return ph.Annotations[names.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[names.AnnotationClaimName] == ref.Name
+		}
+	}
+	return false
+}
+
+// ownPlaceholders keeps the address's own placeholders of a list.
+func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Service {
+	out := phs[:0:0]
+	for i := range phs {
+		if ownPlaceholder(a, &phs[i]) {
+			out = append(out, phs[i])
+		}
+	}
+	return out
+}
+
+// ownedBy reports whether a Service carries an owner reference to the address.
+func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.UID == a.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // recordingPlaceholder returns the allocation placeholder of the claim a
@@ -277,57 +473,89 @@ func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace str
 // planShared plans a shared attachment: the placeholder keeps holding the
 // address beside the Service. A missing one is created once the Service
 // holds the address (it then shares it at once: same key, ports apart).
-func planShared(a *iadv1alpha1.IPAddress, ip, key, placeholderNamespace string, w *iadv1alpha1.WorkloadReference, attached *corev1.Service, live []*corev1.Service, total int) holdPlan {
-	p := holdPlan{Key: key}
+func (p *planning) planShared(w *iadv1alpha1.WorkloadReference) holdPlan {
+	plan := holdPlan{Key: p.key}
 	switch {
-	case total == 0 && !marks.Holds(attached, ip):
+	case len(p.phs) == 0 && !marks.Holds(p.attached, p.ip):
 		// The Service takes the address first (a gap handoff finished by
 		// a Service that became able to share on the way).
-		p.Held = released(w)
-	case total == 0:
-		p.Create = true
-		p.Held = waiting(msgWaitingToShareAttached(ip, placeholderNamespace, placeholder.HoldName(a.Name), w))
-	case len(live) == 0:
-		p.Held = waiting(msgPlaceholderGoing(ip))
+		plan.Held = &heldVerdict{Code: heldReleased, For: w}
+	case len(p.phs) == 0:
+		plan.Create = true
+		plan.Held = &heldVerdict{Code: waitingToShareAttached, By: p.holdName(), For: w}
+	case len(p.live) == 0:
+		plan.Held = verdict(waitingPlaceholderGoing, nil)
 	default:
 		var holder *corev1.Service
-		if p.Repair, holder = repairsAndHolder(a, ip, p.Key, live); holder == nil {
-			p.Held = waiting(msgWaitingToShareAttached(ip, live[0].Namespace, live[0].Name, w))
-			return p
+		if plan.Repair, holder = p.repairsAndHolder(plan.Key); holder == nil {
+			plan.Held = verdict(waitingToShareAttached, p.live[0].Service)
+		} else {
+			plan.Delete = p.surplus(holder)
+			plan.Held = verdict(heldBeside, holder)
 		}
-		p.Delete = surplus(ip, live, holder)
-		p.Held = &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, holder, w)}
+		plan.Held.For = w
 	}
-	return p
+	return plan
 }
 
 // planLeaving plans an address whose attached Service is being deleted or
 // was let go (marks.LetGo): nothing is created or deleted, since the
 // association is cleared next; only Held follows what holds the address.
-func planLeaving(a *iadv1alpha1.IPAddress, ip string, w *iadv1alpha1.WorkloadReference, live []*corev1.Service, total int) holdPlan {
-	for _, s := range live {
-		if marks.Holds(s, ip) {
-			return holdPlan{Held: &heldState{metav1.ConditionTrue, conditions.ReasonSharedWithWorkload, msgSharedWithWorkload(ip, s, w)}}
-		}
+func (p *planning) planLeaving(w *iadv1alpha1.WorkloadReference) holdPlan {
+	if i := slices.IndexFunc(p.live, func(s seen) bool { return s.holds }); i >= 0 {
+		h := verdict(heldBeside, p.live[i].Service)
+		h.For = w
+		return holdPlan{Held: h}
 	}
-	if total == 0 {
-		return holdPlan{Held: released(w)}
+	if len(p.phs) == 0 {
+		return holdPlan{Held: &heldVerdict{Code: heldReleased, For: w}}
 	}
 	return holdPlan{}
 }
 
 // repairsAndHolder returns, among live placeholders, those to repair (pin,
-// grant label or sharing key not the address's) and the first that holds ip.
-func repairsAndHolder(a *iadv1alpha1.IPAddress, ip, key string, live []*corev1.Service) (repair []*corev1.Service, holder *corev1.Service) {
-	for _, s := range live {
-		if m := marks.Of(s); !m.PinnedExactly(ip) || !m.KeyedExactly(key) || !m.Granted(a.Spec.ClassName) {
-			repair = append(repair, s)
+// grant label or sharing key, key, not the address's) and the first that
+// holds the address.
+func (p *planning) repairsAndHolder(key string) (repair []*corev1.Service, holder *corev1.Service) {
+	for _, s := range p.live {
+		if !s.pinned || !s.marks.KeyedExactly(key) || !s.granted {
+			repair = append(repair, s.Service)
 		}
-		if holder == nil && marks.Holds(s, ip) {
-			holder = s
+		if holder == nil && s.holds {
+			holder = s.Service
 		}
 	}
 	return repair, holder
+}
+
+// holdKey is the sharing key of the hold placeholders: the binding's when a
+// workload shares or is about to share the address with them (share), or
+// when one carries it already (taking a key back costs MetalLB a full pass
+// over every Service, as giving it does); none otherwise, so an unshared
+// claim costs MetalLB one single-Service allocation. The binding's key
+// under the secret before a rotation is replaced by the new one in one
+// write: stripped first, a workload attaching at once would have the hold
+// written twice, and MetalLB, still on the first write, would refuse the
+// workload its address. Any other key (another binding's, one written by
+// hand) is taken away.
+func (p *planning) holdKey(share bool) string {
+	if share || slices.ContainsFunc(p.live, func(s seen) bool {
+		return s.marks.KeyedExactly(p.key) || (p.before != "" && s.marks.KeyedExactly(p.before))
+	}) {
+		return p.key
+	}
+	return ""
+}
+
+// sharing reports whether a workload is about to share the unattached
+// address with its hold: the Service being attached takes the shared
+// handoff (sharesSoon; never while the hold can park), or a holder hands
+// the address back in it.
+func (p *planning) sharing() bool {
+	if !p.park.Open && sharesSoon(p.addr, p.attaching) {
+		return true
+	}
+	return slices.ContainsFunc(p.hs, func(s seen) bool { return handingBack(p.addr, p.key, s.Service, p.placeholders) })
 }
 
 // pairKey is the key the address is shared under (marks.PairKey): key, or
@@ -346,42 +574,14 @@ func pairKey(a *iadv1alpha1.IPAddress, key, ip string, attached *corev1.Service,
 	return key
 }
 
-// holdKey is the sharing key of the hold placeholders: the binding's when a
-// workload shares or is about to share the address with them (share), or
-// when one carries it already (taking a key back costs MetalLB a full pass
-// over every Service, as giving it does); none otherwise, so an unshared
-// claim costs MetalLB one single-Service allocation. The binding's key
-// under the secret before a rotation (before) is replaced by the new one in
-// one write: stripped first, a workload attaching at once would have the
-// hold written twice, and MetalLB, still on the first write, would refuse
-// the workload its address. Any other key (another binding's, one written
-// by hand) is taken away.
-func holdKey(key, before string, live []*corev1.Service, share bool) string {
-	if share {
-		return key
+// handingBack reports whether svc, holding the unattached address, hands
+// it back in the shared handoff: not a placeholder of it, carrying exactly
+// its sharing key, and authorized by its binding.
+func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
+	if a.Status.AssociatedTo != nil || isOneOf(svc, placeholders) {
+		return false
 	}
-	for _, s := range live {
-		if m := marks.Of(s); m.KeyedExactly(key) || (before != "" && m.KeyedExactly(before)) {
-			return key
-		}
-	}
-	return ""
-}
-
-// sharing reports whether a workload is about to share the unattached
-// address with its hold: the Service being attached takes the shared
-// handoff (sharesSoon; never while the hold can park, parked), or a holder
-// hands the address back in it.
-func sharing(a *iadv1alpha1.IPAddress, key string, parked bool, attaching *corev1.Service, holders, placeholders []corev1.Service) bool {
-	if !parked && sharesSoon(a, attaching) {
-		return true
-	}
-	for i := range holders {
-		if handingBack(a, key, &holders[i], placeholders) {
-			return true
-		}
-	}
-	return false
+	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
 }
 
 // sharesSoon reports whether svc, the Service the attach grant names, asks
@@ -417,27 +617,12 @@ func holdWait(p holdPlan) string {
 		return "the Service holding the address without authority to let it go"
 	case p.Held == nil:
 		return "the attached Service to leave"
-	case p.Held.Reason == conditions.ReasonImporting:
+	case p.Held.Code == heldImporting:
 		return "the Service controller to import the address"
-	case p.Held.Status == metav1.ConditionUnknown:
+	case p.Held.Code.waits():
 		return "the hold to settle (the Held condition says on what)"
 	}
 	return ""
-}
-
-// recheckAttached reports whether the plan drops an attached address's
-// placeholders for the gap handoff. The cache may miss the key written
-// before the association (a shared attachment keeps its hold), or a detach
-// that cleared the association before the key: the API server is asked.
-func recheckAttached(a *iadv1alpha1.IPAddress, key string, p holdPlan, attached *corev1.Service) bool {
-	return a.Status.AssociatedTo != nil && len(p.Delete)+len(p.Park) > 0 && !marks.SharesHold(attached, key)
-}
-
-// recheckPlaceholders reports whether the plan creates a placeholder or
-// newly reports the hold released (the Service controller pins on that):
-// the API server is asked first whether the cache missed a placeholder.
-func recheckPlaceholders(a *iadv1alpha1.IPAddress, p holdPlan) bool {
-	return p.Create || (p.Held != nil && p.Held.Reason == conditions.ReasonReleasedForWorkload && !alreadyReleased(a))
 }
 
 // releasedFor is the workload the HoldReleased Event names
@@ -448,17 +633,6 @@ func releasedFor(a *iadv1alpha1.IPAddress, key string, attached *corev1.Service,
 		return w
 	}
 	return nil
-}
-
-// rightfulHolder is the workload that should hold the address beside its
-// placeholders: the attached Service or, while a shared handoff attaches
-// the address, the Service being attached (MetalLB may refuse it for an
-// allocation kept from a former holder with the same key and port).
-func rightfulHolder(a *iadv1alpha1.IPAddress, key string, attached, attaching *corev1.Service) *corev1.Service {
-	if a.Status.AssociatedTo == nil && marks.SharesHold(attaching, key) {
-		return attaching
-	}
-	return attached
 }
 
 // renderHold is the hold placeholder of an address: pinned to exactly ip,
@@ -487,14 +661,14 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 	return corev1.IPv6Protocol
 }
 
-// grantState is the Granted condition: True when every holder the driver
-// answers for (its placeholders, the Services the binding authorizes)
-// carries the class's grant label, so a pool that admits only granted
-// Services keeps their assignments. Holders without authority are not
-// waited for (taking the address from them is the grant's point), nor a
-// Service being released or let go, whose label a detach withdraws while
-// MetalLB still shows it holding the address.
-func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) heldState {
+// ungranted are the holders the driver answers for (its placeholders, the
+// Services the binding authorizes) that do not carry the class's grant
+// label, which a pool that admits only granted Services needs to keep
+// their assignments: Granted is True when there is none. Holders without
+// authority are not waited for (taking the address from them is the
+// grant's point), nor a Service being released or let go, whose label a
+// detach withdraws while MetalLB still shows it holding the address.
+func ungranted(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []string {
 	var missing []string
 	for i := range holders {
 		s := &holders[i]
@@ -505,11 +679,17 @@ func grantState(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 			missing = append(missing, s.Namespace+"/"+s.Name)
 		}
 	}
-	if len(missing) == 0 {
-		return heldState{metav1.ConditionTrue, conditions.ReasonHoldersGranted,
-			fmt.Sprintf("every Service holding the address for the driver carries %s", marks.GrantText(a.Spec.ClassName))}
-	}
 	slices.Sort(missing)
-	return heldState{metav1.ConditionFalse, conditions.ReasonHolderNotGranted,
-		fmt.Sprintf("Service %s holds the address without %s yet; the driver labels it", strings.Join(missing, ", "), marks.GrantText(a.Spec.ClassName))}
+	return missing
+}
+
+// rightfulHolder is the workload that should hold the address beside its
+// placeholders: the attached Service or, while a shared handoff attaches
+// the address, the Service being attached (MetalLB may refuse it for an
+// allocation kept from a former holder with the same key and port).
+func rightfulHolder(v *holdView, key string) *corev1.Service {
+	if v.addr.Status.AssociatedTo == nil && marks.SharesHold(v.attaching, key) {
+		return v.attaching
+	}
+	return v.attached
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -34,6 +35,41 @@ func shared() *iadv1alpha1.IPAddress {
 	return associated(bound(address("ip-192-0-2-7", planIP), "t", "c"), "t", "web")
 }
 
+// view is the hold's view of address a, with the Services given.
+func view(a *iadv1alpha1.IPAddress, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) *holdView {
+	return &holdView{addr: a, ip: a.Spec.Address, key: marks.Keys{}.Of(a), placeholderNamespace: phNS, park: park,
+		cached: placeholders, placeholders: placeholders, holders: holders, attached: attached, attaching: attaching}
+}
+
+// said is a verdict on Held in words (heldWords), nil for none.
+func said(v *heldVerdict) *heldState {
+	if v == nil {
+		return nil
+	}
+	h := heldWords(v, planIP, "gold", "parking")
+	return &h
+}
+
+// saidPlan is a holdPlan with its verdict in words.
+type saidPlan struct {
+	Create       bool
+	Repair       []*corev1.Service
+	Key          string
+	Delete, Park []*corev1.Service
+	Held         *heldState
+	TakenBy      *corev1.Service
+	Parking      bool
+}
+
+func sayPlan(p holdPlan) saidPlan {
+	return saidPlan{p.Create, p.Repair, p.Key, p.Delete, p.Park, said(p.Held), p.TakenBy, p.Parking}
+}
+
+// waiting is Held Unknown, waiting for MetalLB with msg.
+func waiting(msg string) *heldState {
+	return &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB, msg}
+}
+
 func heldBy(ph string) *heldState {
 	return &heldState{metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder, "MetalLB assigned 192.0.2.7 to placeholder Service " + ph}
 }
@@ -51,19 +87,23 @@ var releasedParked = &heldState{metav1.ConditionFalse, conditions.ReasonReleased
 var releasedForWeb = &heldState{metav1.ConditionFalse, conditions.ReasonReleasedForWorkload,
 	"No placeholder holds the address: it is released for Service t/web"}
 
-func TestLiveOnly(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []corev1.Service
-		want []string
-	}{
-		{"none", nil, nil},
-		{"the deleting one is left out", []corev1.Service{svc(phNS, "a", "", ""), deleting(svc(phNS, "b", "", ""))}, []string{phNS + "/a"}},
-		{"all deleting", []corev1.Service{deleting(svc(phNS, "b", "", ""))}, nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, svcNames(liveOnly(tt.in)), tt.name)
-	}
+func TestLook(t *testing.T) {
+	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
+	hold := svc(phNS, "hold", planIP, planIP, marks.KeyPool, "parking")
+	marks.Edit(&hold, func(m *marks.Marks) { m.Grant = "gold" })
+	parked := svc(phNS, "parked", "", "240.0.0.1", marks.KeyPool, "parking")
+	other := svc("t", "web", "192.0.2.8", planIP)
+	p := look(view(a, parkOpt{Pool: "parking"}, []corev1.Service{hold, deleting(parked)}, []corev1.Service{hold, other}, nil, nil))
+	all := func(seen) bool { return true }
+	assert.Equal(t, []string{phNS + "/hold", phNS + "/parked"}, svcNames(services(p.phs, all)))
+	assert.Equal(t, []string{phNS + "/hold"}, svcNames(services(p.live, all)), "the deleting one is left out")
+	assert.Equal(t, []string{phNS + "/hold", "t/web"}, svcNames(services(p.hs, all)))
+	assert.Equal(t, seen{Service: p.phs[0].Service, marks: marks.Of(&hold), holds: true, pinned: true, granted: true, own: true}, p.phs[0])
+	assert.True(t, p.phs[1].parked, "asks for the parking pool and no address")
+	assert.False(t, p.phs[1].holds)
+	assert.True(t, p.hs[0].own, "a holder that is one of the placeholders")
+	assert.Equal(t, seen{Service: p.hs[1].Service, marks: marks.Of(&other), holds: true}, p.hs[1])
+	assert.Equal(t, marks.Keys{}.Of(a), p.key)
 }
 
 func TestPlanRecording(t *testing.T) {
@@ -78,7 +118,9 @@ func TestPlanRecording(t *testing.T) {
 			"MetalLB assigned 192.0.2.7 to the claim's allocation placeholder iad-system/alloc-ipv4-claim-uid, which is being handed over to this address")},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, holdPlan{Held: tt.want}, planRecording(tt.addr, planIP, &ph), tt.name)
+		p := look(view(tt.addr, parkOpt{}, nil, nil, nil, nil)).planRecording(&ph)
+		assert.Equal(t, tt.want, said(p.Held), tt.name)
+		assert.Equal(t, saidPlan{Held: tt.want}, sayPlan(p), tt.name)
 	}
 }
 
@@ -115,8 +157,8 @@ func TestPlanAttached(t *testing.T) {
 		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedParked, nil, nil, false},
 	}
 	for _, tt := range tests {
-		p := planAttached(shared(), planIP, marks.Keys{}.Of(shared()), phNS, tt.park, w, tt.attached, tt.placeholders)
-		assert.Equal(t, tt.held, p.Held, tt.name)
+		p := look(view(shared(), tt.park, tt.placeholders, nil, tt.attached, nil)).planAttached(w)
+		assert.Equal(t, tt.held, said(p.Held), tt.name)
 		assert.Equal(t, tt.delete, svcNames(p.Delete), tt.name)
 		assert.Equal(t, tt.parked, svcNames(p.Park), tt.name)
 		assert.Equal(t, tt.create, p.Create, tt.name)
@@ -134,16 +176,17 @@ func TestPlanMissing(t *testing.T) {
 		addr      *iadv1alpha1.IPAddress
 		holders   []corev1.Service
 		attaching *corev1.Service
-		want      holdPlan
+		want      saidPlan
 	}{
-		{"a hold without a key", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, nil, holdPlan{Create: true, Held: creating}},
+		{"a hold without a key", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, nil, saidPlan{Create: true, Held: creating}},
 		{"a hold with the key for a Service about to share", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, &asker,
-			holdPlan{Create: true, Key: marks.Keys{}.Claim("t", "c", "claim-uid"), Held: creating}},
-		{"imported from its holder: no hold", imported, []corev1.Service{importer}, nil, holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
+			saidPlan{Create: true, Key: marks.Keys{}.Claim("t", "c", "claim-uid"), Held: creating}},
+		{"imported from its holder: no hold", imported, []corev1.Service{importer}, nil, saidPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
 			"Service t/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planMissing(tt.addr, planIP, marks.Keys{}.Of(tt.addr), phNS, parkOpt{}, tt.holders, tt.attaching), tt.name)
+		got := look(view(tt.addr, parkOpt{}, nil, tt.holders, nil, tt.attaching)).planMissing()
+		assert.Equal(t, tt.want, sayPlan(got), tt.name)
 	}
 }
 
@@ -151,15 +194,16 @@ func TestSurplus(t *testing.T) {
 	holder, idle, alsoHolds := svc(phNS, "a", planIP, planIP), svc(phNS, "b", planIP, ""), svc(phNS, "c", planIP, planIP)
 	tests := []struct {
 		name string
-		live []*corev1.Service
+		live []corev1.Service
 		want []string
 	}{
-		{"only the holder", refs(holder), nil},
-		{"an idle one goes", refs(holder, idle), []string{phNS + "/b"}},
-		{"another holding one stays", refs(holder, alsoHolds, idle), []string{phNS + "/b"}},
+		{"only the holder", []corev1.Service{holder}, nil},
+		{"an idle one goes", []corev1.Service{holder, idle}, []string{phNS + "/b"}},
+		{"another holding one stays", []corev1.Service{holder, alsoHolds, idle}, []string{phNS + "/b"}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, svcNames(surplus(planIP, tt.live, tt.live[0])), tt.name)
+		p := look(view(address("ip-192-0-2-7", planIP), parkOpt{}, tt.live, nil, nil, nil))
+		assert.Equal(t, tt.want, svcNames(p.surplus(p.live[0].Service)), tt.name)
 	}
 }
 
@@ -202,8 +246,9 @@ func TestUnheld(t *testing.T) {
 				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/rogue"},
 	}
 	for _, tt := range tests {
-		held, taken := unheld(a, planIP, marks.Keys{}.Of(a), phNS, tt.grantOnly, []corev1.Service{ph}, refs(ph), tt.holders)
-		assert.Equal(t, tt.want, held, tt.name)
+		v := view(a, parkOpt{GrantOnly: tt.grantOnly}, []corev1.Service{ph}, tt.holders, nil, nil)
+		held, taken := look(v).unheld()
+		assert.Equal(t, tt.want, said(held), tt.name)
 		assert.Equal(t, tt.takenBy, name(taken), tt.name)
 	}
 }
@@ -226,45 +271,44 @@ func TestPlanShared(t *testing.T) {
 	}
 	hold, idle := keyed(svc(phNS, "hold", planIP, planIP)), keyed(svc(phNS, "idle", planIP, ""))
 	tests := []struct {
-		name     string
-		attached corev1.Service
-		live     []*corev1.Service
-		total    int
-		want     holdPlan
+		name         string
+		attached     corev1.Service
+		placeholders []corev1.Service
+		want         saidPlan
 	}{
-		{"no placeholder, the Service not holding yet: released", sharingWorkload(planIP, ""), nil, 0, holdPlan{Key: key, Held: releasedForWeb}},
-		{"no placeholder, the Service holding: create one", sharingWorkload(planIP, planIP), nil, 0, holdPlan{Key: key, Create: true, Held: waiting(
+		{"no placeholder, the Service not holding yet: released", sharingWorkload(planIP, ""), nil, saidPlan{Key: key, Held: releasedForWeb}},
+		{"no placeholder, the Service holding: create one", sharingWorkload(planIP, planIP), nil, saidPlan{Key: key, Create: true, Held: waiting(
 			"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)")}},
-		{"only a deleting one", sharingWorkload(planIP, planIP), nil, 1, holdPlan{Key: key, Held: waiting(
+		{"only a deleting one", sharingWorkload(planIP, planIP), []corev1.Service{deleting(idle)}, saidPlan{Key: key, Held: waiting(
 			"The placeholder of 192.0.2.7 is being deleted; a new one is created once it is gone")}},
-		{"one not holding yet", sharingWorkload(planIP, planIP), refs(idle), 1, holdPlan{Key: key, Held: waiting(
+		{"one not holding yet", sharingWorkload(planIP, planIP), []corev1.Service{idle}, saidPlan{Key: key, Held: waiting(
 			"Waiting for MetalLB to let placeholder Service iad-system/idle share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)")}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planShared(shared(), planIP, marks.Keys{}.Of(shared()), phNS, w, &tt.attached, tt.live, tt.total), tt.name)
+		got := look(view(shared(), parkOpt{}, tt.placeholders, nil, &tt.attached, nil)).planShared(w)
+		assert.Equal(t, tt.want, sayPlan(got), tt.name)
 	}
-	live := refs(idle, hold)
-	p := planShared(shared(), planIP, marks.Keys{}.Of(shared()), phNS, w, ptr.To(sharingWorkload(planIP, planIP)), live, 2)
-	assert.Equal(t, sharedWith(phNS+"/hold"), p.Held, "the holding one holds, the idle one goes")
+	p := look(view(shared(), parkOpt{}, []corev1.Service{idle, hold}, nil, ptr.To(sharingWorkload(planIP, planIP)), nil)).planShared(w)
+	assert.Equal(t, sharedWith(phNS+"/hold"), said(p.Held), "the holding one holds, the idle one goes")
 	assert.Equal(t, []string{phNS + "/idle"}, svcNames(p.Delete))
 	assert.Empty(t, p.Repair)
 }
 
 func TestPlanLeaving(t *testing.T) {
 	w := shared().Status.AssociatedTo
+	idle, hold := svc(phNS, "idle", planIP, ""), svc(phNS, "hold", planIP, planIP)
 	tests := []struct {
-		name  string
-		live  []*corev1.Service
-		total int
-		want  holdPlan
+		name         string
+		placeholders []corev1.Service
+		want         saidPlan
 	}{
-		{"a placeholder holds: shared", refs(svc(phNS, "idle", planIP, ""), svc(phNS, "hold", planIP, planIP)), 2, holdPlan{Held: sharedWith(phNS + "/hold")}},
-		{"none left: released", nil, 0, holdPlan{Held: releasedForWeb}},
-		{"one not holding: left as it is", refs(svc(phNS, "idle", planIP, "")), 1, holdPlan{}},
-		{"only a deleting one: left as it is", nil, 1, holdPlan{}},
+		{"a placeholder holds: shared", []corev1.Service{idle, hold}, saidPlan{Held: sharedWith(phNS + "/hold")}},
+		{"none left: released", nil, saidPlan{Held: releasedForWeb}},
+		{"one not holding: left as it is", []corev1.Service{idle}, saidPlan{}},
+		{"only a deleting one: left as it is", []corev1.Service{deleting(hold)}, saidPlan{}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, planLeaving(shared(), planIP, w, tt.live, tt.total), tt.name)
+		assert.Equal(t, tt.want, sayPlan(look(view(shared(), parkOpt{}, tt.placeholders, nil, nil, nil)).planLeaving(w)), tt.name)
 	}
 }
 
@@ -276,19 +320,19 @@ func TestRepairsAndHolder(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		live   []*corev1.Service
+		live   []corev1.Service
 		key    string
 		repair []string
 		holder string
 	}{
-		{"right and holding", refs(granted(svc(phNS, "a", planIP, planIP))), "", nil, phNS + "/a"},
-		{"wrong pin", refs(granted(svc(phNS, "a", "192.0.2.8", ""))), "", []string{phNS + "/a"}, ""},
-		{"no grant label", refs(svc(phNS, "a", planIP, planIP)), "", []string{phNS + "/a"}, phNS + "/a"},
-		{"the key missing", refs(granted(svc(phNS, "a", planIP, ""))), "k", []string{phNS + "/a"}, ""},
-		{"the first holder counts", refs(granted(svc(phNS, "a", planIP, "")), granted(svc(phNS, "b", planIP, planIP)), granted(svc(phNS, "c", planIP, planIP))), "", nil, phNS + "/b"},
+		{"right and holding", []corev1.Service{granted(svc(phNS, "a", planIP, planIP))}, "", nil, phNS + "/a"},
+		{"wrong pin", []corev1.Service{granted(svc(phNS, "a", "192.0.2.8", ""))}, "", []string{phNS + "/a"}, ""},
+		{"no grant label", []corev1.Service{svc(phNS, "a", planIP, planIP)}, "", []string{phNS + "/a"}, phNS + "/a"},
+		{"the key missing", []corev1.Service{granted(svc(phNS, "a", planIP, ""))}, "k", []string{phNS + "/a"}, ""},
+		{"the first holder counts", []corev1.Service{granted(svc(phNS, "a", planIP, "")), granted(svc(phNS, "b", planIP, planIP)), granted(svc(phNS, "c", planIP, planIP))}, "", nil, phNS + "/b"},
 	}
 	for _, tt := range tests {
-		repair, holder := repairsAndHolder(a, planIP, tt.key, tt.live)
+		repair, holder := look(view(a, parkOpt{}, tt.live, nil, nil, nil)).repairsAndHolder(tt.key)
 		assert.Equal(t, tt.repair, svcNames(repair), tt.name)
 		assert.Equal(t, tt.holder, name(holder), tt.name)
 	}
@@ -299,47 +343,56 @@ func TestHoldKey(t *testing.T) {
 	before := marks.NewKeys([]byte("the-secret-before-the-rotation")).Claim("t", "c", "claim-uid")
 	tests := []struct {
 		name  string
-		live  []*corev1.Service
+		live  []corev1.Service
 		share bool
 		want  string
 	}{
-		{"nobody shares: none", refs(svc(phNS, "a", planIP, "")), false, ""},
+		{"nobody shares: none", []corev1.Service{svc(phNS, "a", planIP, "")}, false, ""},
 		{"a workload shares: the key", nil, true, key},
-		{"a placeholder carries it already: kept", refs(svc(phNS, "a", planIP, "", marks.KeySharing, key)), false, key},
-		{"another binding's key: taken away", refs(svc(phNS, "a", planIP, "", marks.KeySharing, "old")), false, ""},
-		{"the binding's key before a rotation: replaced in one write", refs(svc(phNS, "a", planIP, "", marks.KeySharing, before)), false, key},
+		{"a placeholder carries it already: kept", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, key)}, false, key},
+		{"another binding's key: taken away", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, "old")}, false, ""},
+		{"the binding's key before a rotation: replaced in one write", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, before)}, false, key},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, holdKey(key, before, tt.live, tt.share), tt.name)
+		v := view(bound(address("ip-192-0-2-7", planIP), "t", "c"), parkOpt{}, tt.live, nil, nil, nil)
+		v.before = before
+		assert.Equal(t, tt.want, look(v).holdKey(tt.share), tt.name)
 	}
 }
 
-func TestRechecks(t *testing.T) {
+// TestPlanHoldConfirms: the reads the plan asks of the API server before
+// it is applied.
+func TestPlanHoldConfirms(t *testing.T) {
 	unattached := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	releasedAlready := shared()
-	releasedAlready.Status.Conditions = []metav1.Condition{{Type: conditions.Held, Status: metav1.ConditionFalse, Reason: conditions.ReasonReleasedForWorkload}}
-	drop := holdPlan{Delete: refs(svc(phNS, "hold", planIP, planIP))}
+	hold, idle := svc(phNS, "hold", planIP, planIP), svc(phNS, "idle", planIP, "")
 	gap := svc("t", "web", planIP, "", marks.KeyPinnedBy, "c")
 	tests := []struct {
-		name         string
-		addr         *iadv1alpha1.IPAddress
-		plan         holdPlan
-		attached     *corev1.Service
-		attachedToo  bool
-		placeholders bool
+		name string
+		view *holdView
+		want confirmation
 	}{
-		{"the gap handoff drops the hold: read the address and the Service again", shared(), drop, &gap, true, false},
-		{"a shared attachment's surplus: no re-read", shared(), drop, ptr.To(sharingWorkload(planIP, planIP)), false, false},
-		{"an unattached address's surplus: no re-read", unattached, drop, nil, false, false},
-		{"nothing to drop", shared(), holdPlan{}, &gap, false, false},
-		{"a hold to create: look for a placeholder the cache missed", unattached, holdPlan{Create: true, Held: waiting("x")}, nil, false, true},
-		{"reporting the hold released", shared(), holdPlan{Held: releasedForWeb}, &gap, false, true},
-		{"released already", releasedAlready, holdPlan{Held: releasedForWeb}, &gap, false, false},
-		{"held", unattached, holdPlan{Held: heldBy("x")}, nil, false, false},
+		{"the gap handoff drops the hold: read the address and the Service again",
+			view(shared(), parkOpt{}, []corev1.Service{hold}, []corev1.Service{hold}, &gap, nil), confirmAttached},
+		{"so does the parked one",
+			view(shared(), parkOpt{Pool: "parking", Open: true}, []corev1.Service{hold}, []corev1.Service{hold}, &gap, nil), confirmAttached},
+		{"a shared attachment's surplus: no re-read",
+			view(shared(), parkOpt{}, []corev1.Service{hold, idle}, []corev1.Service{hold}, ptr.To(sharingWorkload(planIP, planIP)), nil), 0},
+		{"an unattached address's surplus: no re-read",
+			view(unattached, parkOpt{}, []corev1.Service{hold, idle}, []corev1.Service{hold}, nil, nil), 0},
+		{"a hold to create: look for a placeholder, or an allocation placeholder, the cache missed",
+			view(unattached, parkOpt{}, nil, nil, nil, nil), confirmPlaceholders | confirmRecording},
+		{"reporting the hold released: look for a placeholder the cache missed",
+			view(shared(), parkOpt{}, nil, nil, &gap, nil), confirmPlaceholders},
+		{"released already: no re-read",
+			view(reportingReleased(shared()), parkOpt{}, nil, nil, &gap, nil), 0},
+		{"held: no re-read",
+			view(unattached, parkOpt{}, []corev1.Service{hold}, []corev1.Service{hold}, nil, nil), 0},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.attachedToo, recheckAttached(tt.addr, marks.Keys{}.Of(tt.addr), tt.plan, tt.attached), tt.name)
-		assert.Equal(t, tt.placeholders, recheckPlaceholders(tt.addr, tt.plan), tt.name)
+		for i := range tt.view.placeholders {
+			marks.Edit(&tt.view.placeholders[i], func(m *marks.Marks) { m.Grant = "gold" })
+		}
+		assert.Equal(t, tt.want, planHold(tt.view).Confirm, tt.name)
 	}
 }
 
@@ -400,7 +453,8 @@ func TestRightfulHolder(t *testing.T) {
 		{"nothing", unattached, nil, nil, nil},
 	}
 	for _, tt := range tests {
-		assert.Same(t, tt.want, rightfulHolder(tt.addr, marks.Keys{}.Of(tt.addr), tt.attached, tt.attaching), tt.name)
+		v := view(tt.addr, parkOpt{}, nil, nil, tt.attached, tt.attaching)
+		assert.Same(t, tt.want, rightfulHolder(v, marks.Keys{}.Of(tt.addr)), tt.name)
 	}
 }
 
@@ -580,7 +634,7 @@ func TestPlanHold(t *testing.T) {
 			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
 		},
 		{
-			name:         "holding placeholder without the grant label (an older driver's) gets it and is still held",
+			name:         "holding placeholder without the grant label (taken off by hand) gets it and is still held",
 			addr:         address("ip-192-0-2-7", ip),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders:      []corev1.Service{svc(phNS, hold, ip, ip)},
@@ -821,7 +875,7 @@ func TestPlanHold(t *testing.T) {
 		},
 		{
 			name:         "detached, parked, nobody holding, released for the workload until now: pinned back, Held Unknown at once (False would let the next attach pin)",
-			addr:         heldReleased(bound(address("ip-192-0-2-7", ip), "t", "c")),
+			addr:         reportingReleased(bound(address("ip-192-0-2-7", ip), "t", "c")),
 			park:         open,
 			keepKeys:     true,
 			placeholders: []corev1.Service{parked("240.0.0.1")},
@@ -862,7 +916,7 @@ func TestPlanHold(t *testing.T) {
 					}
 				}
 			}
-			p := planHold(tt.addr, ip, marks.Keys{}.Of(tt.addr), "", phNS, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching)
+			p := planHold(view(tt.addr, tt.park, tt.placeholders, tt.holders, tt.attached, tt.attaching))
 			switch tt.want.key {
 			case "":
 			case "none":
@@ -874,7 +928,7 @@ func TestPlanHold(t *testing.T) {
 			assert.Equal(t, tt.want.repair, svcNames(p.Repair), "repair")
 			assert.Equal(t, tt.want.delete, svcNames(p.Delete), "delete")
 			assert.Equal(t, tt.want.park, svcNames(p.Park), "park")
-			assert.Equal(t, tt.want.held, p.Held, "held")
+			assert.Equal(t, tt.want.held, said(p.Held), "held")
 			if tt.want.takenBy == "" {
 				assert.Nil(t, p.TakenBy)
 			} else if assert.NotNil(t, p.TakenBy) {
@@ -1002,7 +1056,7 @@ func TestGrantState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := grantState(a, tt.holders, "iad")
+			got := grantedWords(a.Spec.ClassName, ungranted(a, tt.holders, "iad"))
 			assert.Equal(t, tt.want, got.Status)
 			if tt.missing != "" {
 				assert.Contains(t, got.Message, tt.missing)
@@ -1020,17 +1074,17 @@ func TestHoldWait(t *testing.T) {
 		plan holdPlan
 		want string
 	}{
-		{"a hold to create", holdPlan{Create: true, Held: waiting("x")}, "MetalLB to assign the address to the new hold placeholder"},
-		{"placeholders to park", holdPlan{Park: hold, Held: waiting("x")}, "MetalLB to move the placeholders to the parking pool"},
+		{"a hold to create", holdPlan{Create: true, Held: verdict(waitingForHold, nil)}, "MetalLB to assign the address to the new hold placeholder"},
+		{"placeholders to park", holdPlan{Park: hold, Held: verdict(waitingForHold, nil)}, "MetalLB to move the placeholders to the parking pool"},
 		{"parked, MetalLB has not moved them yet", holdPlan{Parking: true}, "MetalLB to move the placeholders to the parking pool"},
-		{"placeholders to delete", holdPlan{Delete: hold, Held: heldBy("x")}, "the deleted placeholders to go"},
-		{"taken elsewhere", holdPlan{Held: &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere, "x"}, TakenBy: &taker},
+		{"placeholders to delete", holdPlan{Delete: hold, Held: verdict(heldByPlaceholder, nil)}, "the deleted placeholders to go"},
+		{"taken elsewhere", holdPlan{Held: verdict(heldTakenElsewhere, &taker), TakenBy: &taker},
 			"the Service holding the address without authority to let it go"},
 		{"the attached Service leaves", holdPlan{}, "the attached Service to leave"},
-		{"being imported", holdPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting, "x"}}, "the Service controller to import the address"},
-		{"waiting for MetalLB", holdPlan{Held: waiting("x")}, "the hold to settle (the Held condition says on what)"},
-		{"held", holdPlan{Held: heldBy("x")}, ""},
-		{"released for the workload", holdPlan{Held: releasedForWeb}, ""},
+		{"being imported", holdPlan{Held: verdict(heldImporting, nil)}, "the Service controller to import the address"},
+		{"waiting for MetalLB", holdPlan{Held: verdict(waitingForHold, nil)}, "the hold to settle (the Held condition says on what)"},
+		{"held", holdPlan{Held: verdict(heldByPlaceholder, nil)}, ""},
+		{"released for the workload", holdPlan{Held: &heldVerdict{Code: heldReleased}}, ""},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, holdWait(tt.plan), tt.name)
@@ -1063,4 +1117,98 @@ func TestPairKey(t *testing.T) {
 	} {
 		assert.Equal(t, tt.want, pairKey(tt.addr, current, planIP, tt.attached, tt.holders, []corev1.Service{hold}), tt.name)
 	}
+}
+
+// TestPlanHoldImporting: an address being imported from a Service that
+// holds it gets no hold placeholder; anything short of that is held as
+// usual.
+func TestPlanHoldImporting(t *testing.T) {
+	const ip = "192.0.2.7"
+	imported := func() *iadv1alpha1.IPAddress {
+		a := bound(address("ip-192-0-2-7", ip), "shop", "web-imported-1")
+		a.Labels = map[string]string{names.LabelImported: "true"}
+		return a
+	}
+	marked := svc("shop", "web", "", ip,
+		iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", marks.KeyImportedInto, "web-imported-1")
+	importing := &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
+		"Service shop/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}
+
+	tests := []struct {
+		name    string
+		addr    *iadv1alpha1.IPAddress
+		holders []corev1.Service
+		want    *heldState // nil: a hold placeholder is created
+	}{
+		{"the marked Service holds the address", imported(), []corev1.Service{marked}, importing},
+		{"not labelled as imported", bound(address("ip-192-0-2-7", ip), "shop", "web-imported-1"), []corev1.Service{marked}, nil},
+		{"already associated: the usual release", associated(imported(), "shop", "web"), []corev1.Service{marked}, nil},
+		{"the Service does not hold it (deleted, or MetalLB let go)", imported(), nil, nil},
+		{"Service in another namespace", imported(), []corev1.Service{svc("other", "web", "", ip,
+			iadv1alpha1.ServiceClaimAnnotation, "web-imported-1", marks.KeyImportedInto, "web-imported-1")}, nil},
+		{"claim annotation removed", imported(), []corev1.Service{svc("shop", "web", "", ip, marks.KeyImportedInto, "web-imported-1")}, nil},
+		{"marker missing", imported(), []corev1.Service{svc("shop", "web", "", ip, iadv1alpha1.ServiceClaimAnnotation, "web-imported-1")}, nil},
+		{"being deleted", imported(), []corev1.Service{deleting(marked)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := planHold(view(tt.addr, parkOpt{}, nil, tt.holders, nil, nil))
+			if tt.want != nil {
+				assert.False(t, p.Create, "no placeholder")
+				assert.Equal(t, tt.want, said(p.Held))
+				return
+			}
+			if tt.addr.Status.AssociatedTo != nil {
+				assert.False(t, p.Create)
+				assert.Equal(t, conditions.ReasonReleasedForWorkload, said(p.Held).Reason)
+				return
+			}
+			assert.True(t, p.Create, "a hold placeholder is created")
+		})
+	}
+}
+
+// TestHeldWords: every verdict has words of its own, and the condition's
+// status and reason follow its code.
+func TestHeldWords(t *testing.T) {
+	w := shared().Status.AssociatedTo
+	for c := heldByPlaceholder; c <= waitingToShareAttached; c++ {
+		h := heldWords(&heldVerdict{Code: c, By: types.NamespacedName{Namespace: phNS, Name: "hold"}, For: w}, planIP, "gold", "parking")
+		assert.NotContains(t, h.Message, "hold verdict", "code %d", c)
+		assert.Equal(t, c.waits(), h.Status == metav1.ConditionUnknown, "code %d", c)
+		assert.Equal(t, c.released(), h.Reason == conditions.ReasonReleasedForWorkload, "code %d", c)
+	}
+}
+
+func TestOwnPlaceholder(t *testing.T) {
+	a := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
+	ph := func(role string, mut func(s *corev1.Service)) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: phNS, Name: "p",
+			Labels:      map[string]string{names.LabelPlaceholder: role, names.LabelAddress: a.Name},
+			Annotations: map[string]string{}}}
+		mut(s)
+		return s
+	}
+	owned := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(a)} }
+	claimUID := func(uid string) func(s *corev1.Service) {
+		return func(s *corev1.Service) { s.Labels[names.LabelClaimUID] = uid }
+	}
+	other := address("ip-192-0-2-1", "192.0.2.1")
+	other.UID = "an-earlier-address"
+	ownedByOther := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(other)} }
+	noUID := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
+	noUID.Spec.ClaimRef.UID = ""
+	byName := func(s *corev1.Service) {
+		s.Annotations[names.AnnotationClaimNamespace] = "tenant"
+		s.Annotations[names.AnnotationClaimName] = "a"
+	}
+
+	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderHold, owned)), "a hold placeholder owned by the address")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, func(*corev1.Service) {})), "a hold placeholder owned by nothing")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, ownedByOther)), "a hold placeholder of an earlier address of that name")
+	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "an allocation placeholder of the bound claim")
+	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("another-claim"))), "an allocation placeholder of another claim")
+	assert.False(t, ownPlaceholder(address("ip-192-0-2-1", "192.0.2.1"), ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "unbound address")
+	assert.True(t, ownPlaceholder(noUID, ph(names.PlaceholderAllocation, byName)), "claimRef without uid: by claim name")
+	assert.False(t, ownPlaceholder(a, ph("something-else", owned)), "unknown role")
 }

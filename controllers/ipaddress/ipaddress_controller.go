@@ -118,8 +118,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.detectLost),            // lost.go
 		phase.Of(r.recoverConflict),       // conflict.go
 		phase.Of(r.enforceHold),           // hold.go
+		phase.Of(r.clearStale),            // stale.go
 		phase.Of(r.checkServing),          // serving.go
 		phase.Of(r.reportStatus),          // report.go
+		phase.Of(r.createHold),            // hold.go
 	)
 }
 

@@ -82,7 +82,7 @@ func (r *Reconciler) markLost(ctx context.Context, s *scope, reason, msg string)
 		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeWarning, ReasonAddressLost, msgAddressLostOn(a, msg)})
 	}
 	// Told only once the status write went through and the Warnings were
-	// handed to the recorder (writeStatus): a write that failed, or whose
+	// handed to the recorder (patchStatus): a write that failed, or whose
 	// answer was lost while it went through, must leave them to be said.
 	s.lostTold = true
 	return nil

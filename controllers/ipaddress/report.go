@@ -35,23 +35,18 @@ func (r *Reconciler) reportStatus(ctx context.Context, s *scope) (phase.Result, 
 
 // patchStatus writes the status the phases computed in one merge patch with
 // an optimistic lock, so it never clobbers another controller's write
-// since the read; the first report on a new address waits, and the wait is
-// returned (firstReportDeferral).
+// since the read, then records the Events about the change. The first
+// report on a new address waits, and the wait is returned
+// (firstReportDeferral), unless a hold placeholder is created after it
+// (createHold), which rides on its lock.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (time.Duration, error) {
 	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
-		if wait := firstReportDeferral(s.orig, s.addr, time.Now()); wait > 0 {
+		creating := s.hold != nil && s.hold.plan.Create
+		if wait := firstReportDeferral(s.orig, s.addr, time.Now()); wait > 0 && !creating {
 			return wait, nil
 		}
-	}
-	return 0, r.writeStatus(ctx, s)
-}
-
-// writeStatus is patchStatus without the wait, then the Events about the
-// change.
-func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
-	if !equality.Semantic.DeepEqual(s.orig.Status, s.addr.Status) {
 		if err := patch.StatusSince(ctx, r, s.addr, s.orig); err != nil {
-			return err
+			return 0, err
 		}
 		// A patch that changed nothing leaves the version: nothing to wait for.
 		if s.addr.ResourceVersion != s.orig.ResourceVersion {
@@ -64,5 +59,5 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if s.lostTold {
 		r.lostAnnounced.Store(s.addr.UID, true)
 	}
-	return nil
+	return 0, nil
 }

@@ -35,6 +35,9 @@ type scope struct {
 
 	holders       []corev1.Service
 	holdersLoaded bool
+	// hold is what enforceHold planned and applied on, nil when it did not
+	// get that far; createHold and clearStale act on the rest of its plan.
+	hold *heldPlan
 
 	// afterPatch are Events about status changes, recorded once the status
 	// is written.
@@ -43,6 +46,12 @@ type scope struct {
 	// Warnings: once they are handed to the recorder, the address counts
 	// as told (lostAnnounced).
 	lostTold bool
+}
+
+// heldPlan is a hold plan with the view it was planned on.
+type heldPlan struct {
+	view *holdView
+	plan holdPlan
 }
 
 type pendingEvent struct {
@@ -100,4 +109,20 @@ func (r *Reconciler) cachedService(ctx context.Context, namespace, name string) 
 		return nil, err
 	}
 	return svc, nil
+}
+
+// cachedPlaceholders lists the address's own placeholders from the cache.
+func (r *Reconciler) cachedPlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := r.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingFields{index.PlaceholderByAddress: a.Name})
+	return ownPlaceholders(a, list.Items), err
+}
+
+// livePlaceholders lists the same from the API server.
+func (r *Reconciler) livePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := r.APIReader.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
+		client.MatchingLabels{names.LabelAddress: a.Name})
+	return ownPlaceholders(a, list.Items), err
 }

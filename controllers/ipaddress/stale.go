@@ -14,6 +14,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
@@ -62,15 +63,26 @@ func (c *allocatedServices) handler() toolscache.ResourceEventHandler {
 	}
 }
 
+// clearStale is the stale-allocation pass: once the hold has nothing left
+// to create, delete or park, it clears a stale allocation that keeps the
+// address from its rightful holder (rightfulHolder), and looks again when
+// MetalLB has had time to answer.
+func (r *Reconciler) clearStale(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.hold == nil || s.hold.plan.writes() {
+		return phase.Next(), nil
+	}
+	again, err := r.clearStaleAllocations(ctx, s, s.hold.view)
+	if err != nil || again == 0 {
+		return phase.Next(), err
+	}
+	return phase.RetryAfter(again, "a stale allocation may keep the rightful holder out"), nil
+}
+
 // clearStaleAllocations clears a stale allocation that keeps the address
 // from its rightful holder, and returns when to look again.
-func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeholders []corev1.Service, attached *corev1.Service) (time.Duration, error) {
-	a, ip := s.addr, s.ip.String()
-	holders, err := r.holders(ctx, s)
-	if err != nil {
-		return 0, err
-	}
-	blocked := blockedService(a, ip, s.key, placeholders, holders, attached)
+func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, v *holdView) (time.Duration, error) {
+	a, ip, placeholders, attached := s.addr, v.ip, v.cached, rightfulHolder(v, s.key)
+	blocked := blockedService(a, ip, s.key, placeholders, v.holders, attached)
 	if blocked == nil {
 		return 0, r.dropRetryMarks(ctx, ip, placeholders, attached)
 	}
@@ -97,6 +109,7 @@ func (r *Reconciler) clearStaleAllocations(ctx context.Context, s *scope, placeh
 	}
 	var sameKey []types.NamespacedName
 	if !stale.NamesHolders(failure.Message) {
+		var err error
 		if sameKey, err = r.formerHolders(ctx, blocked, ip); err != nil {
 			return 0, err
 		}

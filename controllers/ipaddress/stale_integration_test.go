@@ -190,8 +190,8 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 // TestStaleAllocationClearedWhileHandingBack: the address is being handed
 // back in the shared handoff. Its attached Service shares it with the
 // address's key (the driver's pin for its claim) without the driver's
-// shared-by marker, so the hold was not kept through the attachment (as in
-// an attachment an older driver made), and it is detached
+// shared-by marker (taken off by hand), so the hold was not kept through
+// the attachment, and it is detached
 // (associatedTo cleared) while a former placeholder deleted in MetalLB's
 // start-up window is still booked. The Service keeps the address until the
 // re-armed hold shares it, so the address is not unheld; but MetalLB
@@ -204,11 +204,10 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
 	key := marks.Keys{}.Of(suite.GetAddress(t, a.Name))
 
-	// The shared handoff of an older driver: the hold carries the key (an
-	// older driver keyed every hold, and the key stays), web shares the
-	// address with it, then is attached and the hold goes (without the
-	// shared-by marker the attachment is not a shared one,
-	// marks.SharesHold).
+	// A shared handoff whose marker is gone: the hold carries the key (a
+	// key on a hold stays), web shares the address with it, then is
+	// attached and the hold goes (without the shared-by marker the
+	// attachment is not a shared one, marks.SharesHold).
 	hold := suite.PlaceholdersOf(t, a.Name)[0]
 	orig := hold.DeepCopy()
 	hold.Annotations[marks.KeySharing] = key

@@ -70,30 +70,6 @@ func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, hold
 	return nil
 }
 
-func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
-	for i := range svcs {
-		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// handingBack reports whether svc, holding the unattached address, hands
-// it back in the shared handoff: not a placeholder of it, carrying exactly
-// its sharing key, and authorized by its binding.
-func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
-	if a.Status.AssociatedTo != nil {
-		return false
-	}
-	for i := range placeholders {
-		if placeholders[i].Namespace == svc.Namespace && placeholders[i].Name == svc.Name {
-			return false
-		}
-	}
-	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
-}
-
 // settled reports whether the Service holds ip and every address its
 // MetalLB pin asks for.
 func settled(svc *corev1.Service, ip string) bool {
