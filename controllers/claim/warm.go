@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -116,11 +117,11 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 		return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
 	})
 	taken := unrecorded(claims, f, s.addrs) + inFlight(inBook, f, claims, now)
-	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target, refill: phase.Next()}
+	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target}
 	if fill.plan.create > 0 {
-		fill.refill = w.mayRefill(ctx, s, f, fill.plan.create)
+		fill.heldBack = w.mayRefill(ctx, s, f, fill.plan.create)
 	}
-	if fill.refill.State == phase.Done {
+	if fill.heldBack == nil {
 		for range fill.plan.create {
 			name := fmt.Sprintf("warm:%s:%d", f, w.drawSeq.Add(1)) // no placeholder's name
 			s.book.reserve(name, f, now)
@@ -153,8 +154,8 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		if p.create == 0 {
 			return waits, nil
 		}
-		if fill.refill.State != phase.Done {
-			return fill.refill, nil
+		if fill.heldBack != nil {
+			return *fill.heldBack, nil
 		}
 		// A record of this pass may have given an address back.
 		if left := w.pauses.left(warmKey(s.name, f), time.Now()); left > 0 {
@@ -168,7 +169,7 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			if err != nil {
 				return phase.Next(), err
 			}
-			waits = firstWait(waits, res)
+			waits = phase.First(waits, res)
 		}
 		return waits, nil
 	}}
@@ -185,20 +186,12 @@ func (w *warmer) settleDraws(ctx context.Context, s *warmScope, d draw, p warmPl
 		if err != nil {
 			return phase.Next(), err
 		}
-		waits = firstWait(waits, res)
+		waits = phase.First(waits, res)
 	}
 	if p.waiting > 0 {
-		waits = firstWait(waits, warmWaitForMetalLB)
+		waits = phase.First(waits, warmWaitForMetalLB)
 	}
 	return waits, w.dropSurplus(ctx, s, p)
-}
-
-// firstWait is waits, or res when waits is Done and res a wait.
-func firstWait(waits, res phase.Result) phase.Result {
-	if waits.State == phase.Done && res.State == phase.Waiting {
-		return res
-	}
-	return waits
 }
 
 // dropSurplus deletes the plan's surplus warm placeholders and addresses.
@@ -223,9 +216,9 @@ func (w *warmer) dropSurplus(ctx context.Context, s *warmScope, p warmPlan) erro
 	return nil
 }
 
-// mayRefill returns Next when missing warm addresses of family f may be
+// mayRefill returns nil when missing warm addresses of family f may be
 // drawn now, else what the refill waits for.
-func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFamily, missing int) phase.Result {
+func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFamily, missing int) *phase.Result {
 	logger := log.FromContext(ctx).V(1)
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
@@ -233,19 +226,19 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	if a := unsettledAddress(s.addrs, f, heldByPlaceholder(ctx, w.Client, w.PlaceholderNamespace)); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
-		return phase.WaitFor("every address of the ledger to be held in MetalLB", 0)
+		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))
 	}
 	if left := w.pauses.left(warmKey(s.name, f), time.Now()); left > 0 {
 		logger.Info("pausing after a give-back before warming again", "class", s.name, "family", f, "for", left)
-		return phase.RetryAfter(left, "gave an address back a moment ago")
+		return ptr.To(phase.RetryAfter(left, "gave an address back a moment ago"))
 	}
 	// Claims may still be taking warm addresses: let the burst be bound first.
 	if left := w.refills.wait(warmKey(s.name, f), missing, time.Now()); left > 0 {
 		logger.Info("warm addresses were taken a moment ago; refilling once the burst has passed",
 			"class", s.name, "family", f, "missing", missing, "in", left)
-		return phase.RetryAfter(left, "warm addresses were taken a moment ago")
+		return ptr.To(phase.RetryAfter(left, "warm addresses were taken a moment ago"))
 	}
-	return phase.Next()
+	return nil
 }
 
 // dropOrphans deletes what the warm controller made for a class it no

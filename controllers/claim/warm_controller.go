@@ -79,9 +79,9 @@ type warmScope struct {
 type warmFill struct {
 	plan   warmPlan
 	target int
-	// refill is Done when the plan's draws may be made now, else what
-	// the refill waits for.
-	refill phase.Result
+	// heldBack is what the refill waits for when the plan's draws may
+	// not be made now (mayRefill).
+	heldBack *phase.Result
 	// draws name the plan's draws in the class's book until they are made.
 	draws []string
 }

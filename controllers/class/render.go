@@ -34,12 +34,20 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error)
 			return phase.Next(), err
 		}
 		if msg != "" {
-			return r.nameTaken(ctx, s, msg), nil
+			r.nameTaken(ctx, s, msg)
+			return phase.Halt(ReasonPoolNameTaken, 0), nil
 		}
 	}
-	writes, res, err := r.write(ctx, s, objs)
-	if err != nil || res.State != phase.Done {
-		return res, err
+	writes, err := r.write(ctx, s, objs)
+	var elsewhere errControlledElsewhere
+	switch {
+	case errors.As(err, &elsewhere):
+		r.nameTaken(ctx, s, elsewhere.msg)
+		return phase.Halt(ReasonPoolNameTaken, 0), nil
+	case kerrors.IsAlreadyExists(err):
+		return phase.WaitFor("the cache to show the pool or advertisement the API server has", cacheLagRetry), nil
+	case err != nil:
+		return phase.Next(), err
 	}
 	recordRendered(s.class.Name, s.params)
 	r.reported.Forget(s.class.Name)
@@ -50,27 +58,21 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error)
 	return phase.Next(), nil
 }
 
-// nameTaken refuses the class with PoolNameTaken and ends the pass.
-func (r *Reconciler) nameTaken(ctx context.Context, s *scope, msg string) phase.Result {
+// nameTaken refuses the class with PoolNameTaken.
+func (r *Reconciler) nameTaken(ctx context.Context, s *scope, msg string) {
 	r.refuse(ctx, s.class, &refusal{reason: ReasonPoolNameTaken, message: msg, params: &s.params})
-	return phase.Halt(ReasonPoolNameTaken, 0)
 }
 
 // write applies objs in turn, then withdraws what else was rendered for
-// the class. It returns the writes made ("<op> <Kind> <name>"), or, when
-// one of objs cannot be written yet, why.
-func (r *Reconciler) write(ctx context.Context, s *scope, objs []client.Object) ([]string, phase.Result, error) {
+// the class. It returns the writes made ("<op> <Kind> <name>"); an
+// object it cannot write is an error: errControlledElsewhere, or
+// AlreadyExists where the cache has not shown it yet.
+func (r *Reconciler) write(ctx context.Context, s *scope, objs []client.Object) ([]string, error) {
 	var writes []string
 	for _, obj := range objs {
 		op, err := r.apply(ctx, obj)
-		var elsewhere errControlledElsewhere
-		switch {
-		case errors.As(err, &elsewhere):
-			return nil, r.nameTaken(ctx, s, elsewhere.msg), nil
-		case kerrors.IsAlreadyExists(err):
-			return nil, phase.WaitFor("the cache to show the "+kindOf(obj)+" the API server has", cacheLagRetry), nil
-		case err != nil:
-			return nil, phase.Next(), err
+		if err != nil {
+			return nil, err
 		}
 		if op != controllerutil.OperationResultNone {
 			writes = append(writes, fmt.Sprintf("%s %s %s", op, kindOf(obj), obj.GetName()))
@@ -78,12 +80,12 @@ func (r *Reconciler) write(ctx context.Context, s *scope, objs []client.Object) 
 	}
 	removed, err := r.withdraw(ctx, s.class.Name, objs)
 	if err != nil {
-		return nil, phase.Next(), err
+		return nil, err
 	}
 	for _, o := range removed {
 		writes = append(writes, "removed "+o)
 	}
-	return writes, phase.Next(), nil
+	return writes, nil
 }
 
 // controlledElsewhere returns why desired cannot be rendered when an object

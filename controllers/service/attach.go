@@ -75,7 +75,7 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 	if s.verdict.Action != Associate {
 		return phase.Next(), nil
 	}
-	var res phase.Result
+	var wait string
 	var err error
 	if s.handoff.mode == ModeShared {
 		// The shared handoff pins before it associates: the attach grant
@@ -84,14 +84,15 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 		if err := r.grantAttach(ctx, s); err != nil {
 			return phase.Next(), err
 		}
-		res, err = r.associateShared(ctx, s)
+		wait, err = r.associateShared(ctx, s)
 	} else {
-		res, err = r.associateGap(ctx, s)
+		wait, err = r.associateGap(ctx, s)
 	}
-	if err == nil && res.State == phase.Waiting {
-		s.waitingFor = res.Reason
+	if err != nil || wait == "" {
+		return phase.Next(), err
 	}
-	return res, err
+	s.waitingFor = wait
+	return phase.WaitFor(wait, 0), nil
 }
 
 // parkable reports whether the parking pool can take a placeholder of each
@@ -116,53 +117,55 @@ func (r *Reconciler) parkable(ctx context.Context, addrs []*iadv1alpha1.IPAddres
 // (UnkeyedHolder), pin the Service with the key; once it holds every
 // address, record the associations. The placeholders keep holding the
 // addresses throughout the attachment, under the key the pair shares
-// (marks.PairKey: the Service's own after a rotation of the secret).
-func (r *Reconciler) associateShared(ctx context.Context, s *scope) (phase.Result, error) {
+// (marks.PairKey: the Service's own after a rotation of the secret). It
+// returns what the handoff waits for, "" once it is done.
+func (r *Reconciler) associateShared(ctx context.Context, s *scope) (wait string, err error) {
 	h := s.handoff
 	if !h.holdsAll {
 		for _, ip := range h.ips {
 			var holders corev1.ServiceList
 			if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
-				return phase.Next(), err
+				return "", err
 			}
 			if ph := UnkeyedHolder(holders.Items, h.key, r.PlaceholderNamespace); ph != nil {
 				// The placeholder's watch brings the Service back (sharersOfPlaceholder).
-				return phase.WaitFor("the hold placeholder "+ph.Name+" to carry the claim's sharing key", 0), nil
+				return "the hold placeholder " + ph.Name + " to carry the claim's sharing key", nil
 			}
 		}
 	}
 	if _, err := r.pin(ctx, s); err != nil {
-		return phase.Next(), err
+		return "", err
 	}
 	if !h.holdsAll {
-		return phase.WaitFor("MetalLB to share the addresses with the Service", 0), nil
+		return "MetalLB to share the addresses with the Service", nil
 	}
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
-		return phase.Next(), err
+		return "", err
 	}
 	if newly {
 		r.recordAssociated(s)
 	}
 	r.handoffs.done(s.key, s.svc.UID, ModeShared)
-	return phase.Next(), nil
+	return "", nil
 }
 
 // associateGap is the gap handoff, or the parked one: record the
 // associations (this disarms the holds), wait until each address is
 // Released (or, parked, moved away) and this controller's cache shows
-// nothing about to take it (FreeFor), then pin the Service.
-func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, error) {
+// nothing about to take it (FreeFor), then pin the Service. It returns
+// what the handoff waits for, "" once it is done.
+func (r *Reconciler) associateGap(ctx context.Context, s *scope) (wait string, err error) {
 	h := s.handoff
 	newly, err := r.recordAssociation(ctx, s)
 	if err != nil {
-		return phase.Next(), err
+		return "", err
 	}
 	released := true
 	for _, a := range s.addrs {
 		free, moved, err := r.freeFor(ctx, s, a)
 		if err != nil {
-			return phase.Next(), err
+			return "", err
 		}
 		if Released(a) && free || moved {
 			r.handoffs.released(s.key, s.svc.UID)
@@ -171,20 +174,20 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope) (phase.Result, 
 		}
 	}
 	if !released {
-		return phase.WaitFor("the holds to let go of the addresses", 0), nil
+		return "the holds to let go of the addresses", nil
 	}
 	pinned, err := r.pin(ctx, s)
 	if err != nil {
-		return phase.Next(), err
+		return "", err
 	}
 	if pinned || (newly && h.hand) {
 		r.recordAssociated(s)
 	}
 	if !h.holdsAll {
-		return phase.WaitFor("MetalLB to assign the addresses to the Service", 0), nil
+		return "MetalLB to assign the addresses to the Service", nil
 	}
 	r.handoffs.done(s.key, s.svc.UID, h.mode)
-	return phase.Next(), nil
+	return "", nil
 }
 
 // freeFor reports whether this controller's own cache shows the address

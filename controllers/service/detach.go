@@ -28,8 +28,8 @@ func (r *Reconciler) detach(ctx context.Context, s *scope) (phase.Result, error)
 	r.handoffs.forget(s.key)
 	addrs := s.held()
 	givingUp := s.givingUp(addrs) // as the addresses were before the release
-	if res, err := r.release(ctx, s, addrs, true); err != nil || res.State != phase.Done {
-		return res, err
+	if wait, err := r.release(ctx, s, addrs, true); err != nil || wait != "" {
+		return phase.HaltFor(wait, 0), err
 	}
 	return phase.Next(), r.withdraw(ctx, s, addrs, givingUp)
 }
@@ -45,19 +45,23 @@ func (r *Reconciler) detachStale(ctx context.Context, s *scope) (phase.Result, e
 	if len(stale) == 0 {
 		return phase.Next(), nil
 	}
-	return r.release(ctx, s, stale, false)
+	if wait, err := r.release(ctx, s, stale, false); err != nil || wait != "" {
+		return phase.HaltFor(wait, 0), err
+	}
+	return phase.Next(), nil
 }
 
 // release detaches addrs (all: everything the Service holds or is pinned
-// for): observeRelease, planRelease, then the step. It is done once the
-// associations are cleared; until then it waits for MetalLB or a
-// placeholder, whose writes bring the Service back, and ends the pass.
-func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (phase.Result, error) {
+// for): observeRelease, planRelease, then the step. It is done ("") once
+// the associations are cleared; until then it returns what it waits for,
+// MetalLB or a placeholder, whose writes bring the Service back: the pass
+// ends there.
+func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1.IPAddress, all bool) (wait string, err error) {
 	f, err := r.observeRelease(ctx, s, addrs, all)
 	if err != nil {
-		return phase.Next(), err
+		return "", err
 	}
-	takeBack := phase.HaltFor("MetalLB to take the addresses back", 0)
+	const takeBack = "MetalLB to take the addresses back"
 	switch planRelease(f) {
 	case releaseWait:
 		return takeBack, nil
@@ -65,20 +69,15 @@ func (r *Reconciler) release(ctx context.Context, s *scope, addrs []*iadv1alpha1
 		return takeBack, r.letGo(ctx, s, f.IPs, f.Mode)
 	case releaseHandBack:
 		back, err := r.handBack(ctx, s, addrs, f.IPs)
-		if err != nil {
-			return phase.Next(), err
-		}
-		if !back {
-			return phase.HaltFor("a placeholder to hold the addresses again", 0), nil
+		if err != nil || !back {
+			return "a placeholder to hold the addresses again", err
 		}
 		return takeBack, r.writeRelease(ctx, s, f)
 	case releaseWrite:
 		return takeBack, r.writeRelease(ctx, s, f)
 	}
-	if _, err := r.clearAssociations(ctx, s, addrs, f.GivingUp); err != nil {
-		return phase.Next(), err
-	}
-	return phase.Next(), nil
+	_, err = r.clearAssociations(ctx, s, addrs, f.GivingUp)
+	return "", err
 }
 
 // observeRelease reads, from the cache, what release decides on.

@@ -59,7 +59,7 @@ type Options struct {
 	// ParkingPool is Deps.ParkingPool.
 	ParkingPool string
 	// SharingKeySecret names the Secret holding the secret of the sharing
-	// keys (LoadSharingSecret).
+	// keys (loadSharingSecret).
 	SharingKeySecret string
 	// SharingKeyCreate creates SharingKeySecret when it is missing.
 	SharingKeyCreate bool
@@ -75,7 +75,7 @@ type Options struct {
 
 	Zap zap.Options
 
-	// keys hold the sharing keys LoadSharingSecret loaded; secret and
+	// keys hold the sharing keys loadSharingSecret loaded; secret and
 	// secretRef are the secret and the Secret it was read from, which
 	// keyWatch follows.
 	keys      *Keyring
@@ -88,8 +88,8 @@ type Options struct {
 	kubeconfigFlag *flag.Flag
 }
 
-// BindFlags registers the shared flags on fs.
-func (o *Options) BindFlags(fs *flag.FlagSet) {
+// bindFlags registers the shared flags on fs.
+func (o *Options) bindFlags(fs *flag.FlagSet) {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "metallb-iad-system"
@@ -121,10 +121,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Zap.BindFlags(fs)
 }
 
-// ParseFlags binds and parses the shared flags from the command line.
-func ParseFlags(controller string) *Options {
+// parseFlags binds and parses the shared flags from the command line.
+func parseFlags(controller string) *Options {
 	o := &Options{Controller: controller}
-	o.BindFlags(flag.CommandLine)
+	o.bindFlags(flag.CommandLine)
 	flag.Parse()
 	return o
 }
@@ -317,7 +317,7 @@ func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, erro
 // Main runs the controller as its binary and returns the exit code.
 func Main(c Controller) int {
 	controller := c.Name
-	o := ParseFlags(controller)
+	o := parseFlags(controller)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	log := ctrl.Log.WithName(controller)
 	ctx := ctrl.SetupSignalHandler()
@@ -331,7 +331,7 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if err := o.LoadSharingSecret(ctx, cfg); err != nil {
+	if err := o.loadSharingSecret(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}

@@ -26,7 +26,7 @@ type Deps struct {
 	// address is attached (internal/parking); empty turns parking off.
 	ParkingPool string
 	// Keys hold the Keys that derive the sharing keys, under the secret
-	// LoadSharingSecret loaded and keyWatch keeps current; nil: no secret.
+	// loadSharingSecret loaded and keyWatch keeps current; nil: no secret.
 	Keys *Keyring
 }
 

@@ -25,8 +25,8 @@ type Keyring struct {
 	subs []chan event.GenericEvent
 }
 
-// NewKeyring returns a Keyring holding keys.
-func NewKeyring(keys marks.Keys) *Keyring {
+// newKeyring returns a Keyring holding keys.
+func newKeyring(keys marks.Keys) *Keyring {
 	r := &Keyring{}
 	r.cur.Store(&keys)
 	return r

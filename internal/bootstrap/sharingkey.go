@@ -118,10 +118,10 @@ func EnsureSharingSecret(ctx context.Context, c client.Client, key client.Object
 	}
 }
 
-// LoadSharingSecret loads the secret of the sharing keys (Deps.Keys) from
+// loadSharingSecret loads the secret of the sharing keys (Deps.Keys) from
 // --sharing-key-secret or --sharing-key-file; with neither the keys have
 // no secret.
-func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error {
+func (o *Options) loadSharingSecret(ctx context.Context, cfg *rest.Config) error {
 	switch {
 	case o.SharingKeySecret != "" && o.SharingKeyFile != "":
 		return fmt.Errorf("--sharing-key-secret and --sharing-key-file are exclusive")
@@ -139,7 +139,7 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 			return err
 		}
 		o.secret, o.secretRef = b, key
-		o.keys = NewKeyring(marks.NewKeys(b))
+		o.keys = newKeyring(marks.NewKeys(b))
 	case o.SharingKeyFile != "":
 		raw, err := os.ReadFile(o.SharingKeyFile)
 		if err != nil {
@@ -149,7 +149,7 @@ func (o *Options) LoadSharingSecret(ctx context.Context, cfg *rest.Config) error
 		if err != nil {
 			return err
 		}
-		o.keys = NewKeyring(marks.NewKeys(b))
+		o.keys = newKeyring(marks.NewKeys(b))
 	}
 	return nil
 }

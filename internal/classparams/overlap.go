@@ -34,10 +34,10 @@ func CheckName(class string) error {
 	return nil
 }
 
-// Older reports whether class a was created before class b: by
+// createdBefore reports whether class a was created before class b: by
 // creationTimestamp, then by name when both were created in the same second.
 // Of two of our classes whose addresses overlap, the older one keeps them.
-func Older(a, b *iadv1alpha1.IPAddressClass) bool {
+func createdBefore(a, b *iadv1alpha1.IPAddressClass) bool {
 	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
@@ -91,7 +91,7 @@ func FindOverlap(ours []AddressRange, occupants []Occupant) *Overlap {
 	for _, occ := range occupants {
 		for _, r := range ours {
 			for _, t := range occ.Ranges {
-				if r.Overlaps(t) {
+				if r.overlaps(t) {
 					return &Overlap{Ours: r, Theirs: t, With: occ}
 				}
 			}
@@ -131,13 +131,13 @@ func OlderClasses(class *iadv1alpha1.IPAddressClass, classes []iadv1alpha1.IPAdd
 	older := make([]*iadv1alpha1.IPAddressClass, 0, len(classes))
 	for i := range classes {
 		c := &classes[i]
-		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !Older(c, class) {
+		if c.Name == class.Name || c.Spec.Provisioner != names.Provisioner || !c.DeletionTimestamp.IsZero() || !createdBefore(c, class) {
 			continue
 		}
 		older = append(older, c)
 	}
 	slices.SortFunc(older, func(a, b *iadv1alpha1.IPAddressClass) int {
-		if Older(a, b) {
+		if createdBefore(a, b) {
 			return -1
 		}
 		return 1

@@ -43,12 +43,12 @@ func classAt(name string, sec int64) *iadv1alpha1.IPAddressClass {
 	return &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(sec, 0))}}
 }
 
-func TestOlder(t *testing.T) {
-	assert.True(t, Older(classAt("z", 100), classAt("a", 101)), "earlier creation wins over name")
-	assert.False(t, Older(classAt("a", 101), classAt("z", 100)))
-	assert.True(t, Older(classAt("a", 100), classAt("b", 100)), "same second: name decides")
-	assert.False(t, Older(classAt("b", 100), classAt("a", 100)))
-	assert.False(t, Older(classAt("a", 100), classAt("a", 100)), "a class is not older than itself")
+func TestCreatedBefore(t *testing.T) {
+	assert.True(t, createdBefore(classAt("z", 100), classAt("a", 101)), "earlier creation wins over name")
+	assert.False(t, createdBefore(classAt("a", 101), classAt("z", 100)))
+	assert.True(t, createdBefore(classAt("a", 100), classAt("b", 100)), "same second: name decides")
+	assert.False(t, createdBefore(classAt("b", 100), classAt("a", 100)))
+	assert.False(t, createdBefore(classAt("a", 100), classAt("a", 100)), "a class is not older than itself")
 }
 
 func ranges(t *testing.T, in ...string) []AddressRange {

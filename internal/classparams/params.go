@@ -158,7 +158,7 @@ func (p *Parameters) parseAddresses(in []string) []string {
 			continue
 		}
 		for k, prev := range p.Addresses {
-			if r.Overlaps(prev) {
+			if r.overlaps(prev) {
 				problems = append(problems, fmt.Sprintf("%s.addresses[%d] (%s) overlaps addresses[%d] (%s)", paramsPath, i, r, pos[k], prev))
 				break
 			}

@@ -42,8 +42,8 @@ func (r AddressRange) String() string { return r.Text }
 // Is4 reports whether the range holds IPv4 addresses.
 func (r AddressRange) Is4() bool { return r.Start.Is4() }
 
-// Overlaps reports whether two ranges share at least one address.
-func (r AddressRange) Overlaps(o AddressRange) bool {
+// overlaps reports whether two ranges share at least one address.
+func (r AddressRange) overlaps(o AddressRange) bool {
 	if r.Is4() != o.Is4() {
 		return false
 	}

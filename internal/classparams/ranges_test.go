@@ -87,8 +87,8 @@ func TestAddressRangeSizeAndOverlap(t *testing.T) {
 		require.NoError(t, err)
 		b, err := ParseAddressRange(o.b)
 		require.NoError(t, err)
-		assert.Equal(t, o.want, a.Overlaps(b), "%s overlaps %s", o.a, o.b)
-		assert.Equal(t, o.want, b.Overlaps(a), "%s overlaps %s", o.b, o.a)
+		assert.Equal(t, o.want, a.overlaps(b), "%s overlaps %s", o.a, o.b)
+		assert.Equal(t, o.want, b.overlaps(a), "%s overlaps %s", o.b, o.a)
 	}
 }
 

@@ -12,29 +12,29 @@ import (
 // The edits the driver makes to a Service's marks. Each changes only the
 // Marks; Apply writes them.
 
-// PinFor pins the Service to pin for claim, marked as the driver's: the
-// owner's pool request moves aside (TakeOverPool) and, with a key, the
+// pinFor pins the Service to pin for claim, marked as the driver's: the
+// owner's pool request moves aside (takeOverPool) and, with a key, the
 // sharing key goes on, marked; without one the driver's key is withdrawn.
-func (m *Marks) PinFor(claim, pin, key string) {
-	m.TakeOverPool()
+func (m *Marks) pinFor(claim, pin, key string) {
+	m.takeOverPool()
 	m.Pin, m.PinnedBy = pin, claim
 	if key != "" {
 		m.Sharing, m.SharedBy = key, claim
 	} else {
-		m.WithdrawKey()
+		m.withdrawKey()
 	}
 }
 
 // AttachTo marks the Service attached to claim's addresses: pinned for
-// claim (PinFor) unless it carries a pin of its own (HandPin), which stays
+// claim (pinFor) unless it carries a pin of its own (HandPin), which stays
 // the owner's; either way the owner's pool request moves aside (took says
 // what moved) and, with class, the grant label goes on: the class pool
 // admits only granted Services, hand-pinned ones too.
 func (m *Marks) AttachTo(claim, pin, key, class string) (took string) {
 	hand := m.HandPin()
-	took = m.TakeOverPool()
+	took = m.takeOverPool()
 	if hand == "" {
-		m.PinFor(claim, pin, key)
+		m.pinFor(claim, pin, key)
 	}
 	if class != "" {
 		m.Grant = class
@@ -47,7 +47,7 @@ type Attachment struct {
 	// Changed: anything is to be written; Pinned: an annotation (the pin,
 	// key or markers), not the grant label alone.
 	Changed, Pinned bool
-	// Took says which pool request moved aside (TakeOverPool).
+	// Took says which pool request moved aside (takeOverPool).
 	Took string
 	// Hand: the Service keeps a pin of its own.
 	Hand bool
@@ -58,25 +58,25 @@ type Attachment struct {
 func (m Marks) Attach(svc *corev1.Service, claim, pin, key, class string) Attachment {
 	a := Attachment{Hand: m.HandPin() != ""}
 	a.Took = m.AttachTo(claim, pin, key, class)
-	a.Changed, a.Pinned = m.Changed(), m.AnnotationsChanged()
+	a.Changed, a.Pinned = m.Changed(), m.annotationsChanged()
 	m.Apply(svc)
 	return a
 }
 
 // KeepOwnerPin records pin, the owner's own (an imported Service), as the
 // owner's: the driver never withdraws it. The pool request moves aside;
-// took says what moved (TakeOverPool).
+// took says what moved (takeOverPool).
 func (m *Marks) KeepOwnerPin(pin string) (took string) {
-	took = m.TakeOverPool()
+	took = m.takeOverPool()
 	m.OwnerPin = pin
 	return took
 }
 
-// TakeOverPool moves the owner's pool requests aside (the first kept in
+// takeOverPool moves the owner's pool requests aside (the first kept in
 // OwnerPool) and says what it moved, as "key: value" and where the value
 // is kept: beside the pin, a pool that may not hold the address makes
 // MetalLB refuse it.
-func (m *Marks) TakeOverPool() string {
+func (m *Marks) takeOverPool() string {
 	var moved []string
 	for _, p := range []struct {
 		key string
@@ -97,8 +97,8 @@ func (m *Marks) TakeOverPool() string {
 	return strings.Join(moved, ", ") + " (the value is kept in annotation " + KeyOwnerPool + ")"
 }
 
-// WithdrawKey removes the sharing key and its marker, if the driver wrote the key.
-func (m *Marks) WithdrawKey() {
+// withdrawKey removes the sharing key and its marker, if the driver wrote the key.
+func (m *Marks) withdrawKey() {
 	if m.SharedBy != "" {
 		m.Sharing, m.SharedBy = "", ""
 	}
@@ -110,14 +110,14 @@ func (m *Marks) WithdrawKey() {
 // instead: the selector, not an impossible pin, makes MetalLB let go.
 func (m *Marks) Release(release string) {
 	m.Pin = release
-	m.WithdrawKey()
+	m.withdrawKey()
 }
 
 // Withdraw is step 2: the pin, its marker and the driver's key go. Only
 // for a pin the driver wrote.
 func (m *Marks) Withdraw() {
 	m.Pin, m.PinnedBy = "", ""
-	m.WithdrawKey()
+	m.withdrawKey()
 }
 
 // DropIP removes ip from the driver's pin; with the last IP the pin and

@@ -28,7 +28,7 @@ const (
 	KeySharedBy = names.Domain + "shared-by"
 	// KeyOwnerPin records an imported Service's own pin, never withdrawn.
 	KeyOwnerPin = names.Domain + "owner-pin"
-	// KeyOwnerPool records the owner's pool request TakeOverPool removed;
+	// KeyOwnerPool records the owner's pool request takeOverPool removed;
 	// never written back.
 	KeyOwnerPool = names.Domain + "owner-address-pool"
 

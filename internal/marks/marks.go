@@ -39,7 +39,7 @@ type Requests struct {
 	PinnedBy, SharedBy string
 
 	// OwnerPin and OwnerPool keep the owner's own pin (an imported Service)
-	// and pool request (moved aside by TakeOverPool); never written back.
+	// and pool request (moved aside by takeOverPool); never written back.
 	OwnerPin, OwnerPool string
 
 	// Grant is the grant label: the class whose pool may serve the Service.
@@ -200,9 +200,9 @@ func Mark(svc *corev1.Service, r Requests) *corev1.Service {
 	return svc
 }
 
-// AnnotationsChanged reports whether Apply would write an annotation (a
+// annotationsChanged reports whether Apply would write an annotation (a
 // change of the grant label alone does not count).
-func (m Marks) AnnotationsChanged() bool {
+func (m Marks) annotationsChanged() bool {
 	now, read := m.Requests, m.read
 	now.Grant, read.Grant = "", ""
 	return now != read

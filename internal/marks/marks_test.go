@@ -86,17 +86,17 @@ func TestEdits(t *testing.T) {
 		edit func(m *Marks)
 		want map[string]string
 	}{
-		{"PinFor with a key",
-			service(nil, KeyPool, "other-pool"), func(m *Marks) { m.PinFor("c", "192.0.2.7", "k") },
+		{"pinFor with a key",
+			service(nil, KeyPool, "other-pool"), func(m *Marks) { m.pinFor("c", "192.0.2.7", "k") },
 			map[string]string{KeyPin: "192.0.2.7", KeyPinnedBy: "c", KeySharing: "k", KeySharedBy: "c", KeyOwnerPool: "other-pool"}},
-		{"PinFor without a key withdraws the driver's key",
-			service(nil, KeySharing, "k", KeySharedBy, "c"), func(m *Marks) { m.PinFor("c", "192.0.2.7", "") },
+		{"pinFor without a key withdraws the driver's key",
+			service(nil, KeySharing, "k", KeySharedBy, "c"), func(m *Marks) { m.pinFor("c", "192.0.2.7", "") },
 			map[string]string{KeyPin: "192.0.2.7", KeyPinnedBy: "c"}},
-		{"PinFor without a key keeps the owner's key",
-			service(nil, KeySharing, "team"), func(m *Marks) { m.PinFor("c", "192.0.2.7", "") },
+		{"pinFor without a key keeps the owner's key",
+			service(nil, KeySharing, "team"), func(m *Marks) { m.pinFor("c", "192.0.2.7", "") },
 			map[string]string{KeyPin: "192.0.2.7", KeyPinnedBy: "c", KeySharing: "team"}},
-		{"TakeOverPool keeps the first pool recorded",
-			service(nil, KeyPool, "a", KeyLegacyPool, "b", KeyOwnerPool, "first"), func(m *Marks) { m.TakeOverPool() },
+		{"takeOverPool keeps the first pool recorded",
+			service(nil, KeyPool, "a", KeyLegacyPool, "b", KeyOwnerPool, "first"), func(m *Marks) { m.takeOverPool() },
 			map[string]string{KeyOwnerPool: "first"}},
 		{"Park: no pin, no key, the parking pool",
 			service(nil, KeyPool, "iad-c", KeyLegacyPool, "iad-c", KeyPin, "192.0.2.7", KeyLegacyPin, "192.0.2.7",
@@ -131,8 +131,8 @@ func TestEdits(t *testing.T) {
 		})
 	}
 	m := Of(service(nil, KeyPool, "a", KeyLegacyPool, "b"))
-	assert.Equal(t, KeyPool+": a, "+KeyLegacyPool+": b (the value is kept in annotation "+KeyOwnerPool+")", m.TakeOverPool())
-	assert.Empty(t, m.TakeOverPool(), "nothing left to move")
+	assert.Equal(t, KeyPool+": a, "+KeyLegacyPool+": b (the value is kept in annotation "+KeyOwnerPool+")", m.takeOverPool())
+	assert.Empty(t, m.takeOverPool(), "nothing left to move")
 }
 
 func TestReads(t *testing.T) {

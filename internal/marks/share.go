@@ -8,10 +8,10 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// ShapeProblem explains why, by its shape alone, a Service cannot share an
+// shapeProblem explains why, by its shape alone, a Service cannot share an
 // address with a placeholder under MetalLB's (v0.15) rules (same backend
 // key, no overlapping port); "" when it can.
-func ShapeProblem(svc *corev1.Service) string {
+func shapeProblem(svc *corev1.Service) string {
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		return "the Service's externalTrafficPolicy is Local, and MetalLB shares an address only between Services with the same backends (the placeholder has none)"
 	}
@@ -27,7 +27,7 @@ func ShapeProblem(svc *corev1.Service) string {
 	return ""
 }
 
-// ServiceShareProblem adds to ShapeProblem the driver's own rule: it keys
+// ServiceShareProblem adds to shapeProblem the driver's own rule: it keys
 // and pins only a Service with no key or pin of its own. Both the Service
 // and IPAddress controllers ask it before the shared handoff, so they agree.
 func ServiceShareProblem(svc *corev1.Service) string {
@@ -41,7 +41,7 @@ func ServiceShareProblem(svc *corev1.Service) string {
 	if m.ownSharing && !m.SharesOurKey() {
 		return fmt.Sprintf("the Service carries its own %s (%q)", KeySharing, m.Sharing)
 	}
-	return ShapeProblem(svc)
+	return shapeProblem(svc)
 }
 
 // SharesHold reports whether svc, the attached Service, shares the address
@@ -53,7 +53,7 @@ func SharesHold(svc *corev1.Service, key string) bool {
 		return false
 	}
 	m := Of(svc)
-	return m.PinnedBy != "" && m.SharesOurKey() && key != "" && m.KeyedExactly(key) && ShapeProblem(svc) == ""
+	return m.PinnedBy != "" && m.SharesOurKey() && key != "" && m.KeyedExactly(key) && shapeProblem(svc) == ""
 }
 
 // PairKey is the sharing key a shared attachment is held under: key, or,
@@ -69,7 +69,7 @@ func PairKey(svc *corev1.Service, key string, ips ...string) string {
 		return key
 	}
 	m := Of(svc)
-	if m.PinnedBy != "" && m.SharesOurKey() && m.Sharing != "" && m.Sharing != key && HoldsAll(svc, ips...) && ShapeProblem(svc) == "" {
+	if m.PinnedBy != "" && m.SharesOurKey() && m.Sharing != "" && m.Sharing != key && HoldsAll(svc, ips...) && shapeProblem(svc) == "" {
 		return m.Sharing
 	}
 	return key

@@ -23,21 +23,18 @@ import (
 // first; the requeue is the safety net, short because handoffs wait on it.
 const ConflictRetry = 100 * time.Millisecond
 
-// State names what a phase left for later.
+// State is what Run does after a phase.
 type State int
 
 const (
 	// Done: nothing is left for this phase; the next one runs.
 	Done State = iota
-	// Waiting: the phase waits for a change another process makes (MetalLB,
-	// another controller, the cache catching up), which a watch brings
-	// back; the next one runs. After, when set, is a fallback look. Run logs
-	// every wait, by phase and reason: a pass that waits says so.
+	// Waiting: something is left for later, and the next phase runs. After,
+	// when set, is the next look: a fallback where another process's write
+	// (MetalLB, another controller, the cache catching up) brings the
+	// object back through a watch, the look itself where time decides (a
+	// settle period, a retry of a refused write).
 	Waiting
-	// Requeue: the phase wants another look after After, because time
-	// itself decides (a settle period, a retry of a refused write) and no
-	// watch event will come; the next one runs. Logged at debug level.
-	Requeue
 	// Stop: the pass ends here; later phases must not act on what this one
 	// saw (for example it wrote and the cache has not shown the write).
 	Stop
@@ -49,50 +46,62 @@ func (s State) String() string {
 		return "Done"
 	case Waiting:
 		return "Waiting"
-	case Requeue:
-		return "Requeue"
 	case Stop:
 		return "Stop"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// Result is what one phase reports: its state, the delay of its next look
-// (0: none) and, for anything but Done, why, in a few words for the log.
+// Result is what one phase reports: what Run does next (State), the delay
+// of its next look (0: none) and, for anything but Done, why, in a few
+// words for the log.
 type Result struct {
 	State  State
 	After  time.Duration
 	Reason string
-	// waits: a Stop that waits for another process's write (HaltFor),
-	// logged as a wait.
+	// waits: the phase waits for another process's write (WaitFor,
+	// HaltFor), logged at info level as a wait; otherwise at debug level.
 	waits bool
 }
 
 // Next is the result of a phase with nothing left to do.
 func Next() Result { return Result{} }
 
-// WaitFor is the result of a phase that waits for a watch event; fallback,
-// when not 0, is a look after that long in case no event comes.
-func WaitFor(reason string, fallback time.Duration) Result {
-	return Result{State: Waiting, After: fallback, Reason: reason}
+// WaitFor is the result of a phase that waits for another process's write,
+// which a watch brings back; fallback, when not 0, is a look after that
+// long in case no event comes.
+func WaitFor(what string, fallback time.Duration) Result {
+	return Result{State: Waiting, After: fallback, Reason: what, waits: true}
 }
 
-// RetryAfter is the result of a phase that wants another look after d.
-func RetryAfter(d time.Duration, reason string) Result {
-	return Result{State: Requeue, After: d, Reason: reason}
+// RetryAfter is the result of a phase that wants another look after d,
+// because time itself decides and no watch event will come.
+func RetryAfter(d time.Duration, why string) Result {
+	return Result{State: Waiting, After: d, Reason: why}
 }
 
 // Halt is the result of a phase that ends the pass; after, when not 0, is
 // when to look again.
-func Halt(reason string, after time.Duration) Result {
-	return Result{State: Stop, After: after, Reason: reason}
+func Halt(why string, after time.Duration) Result {
+	return Result{State: Stop, After: after, Reason: why}
 }
 
 // HaltFor is the result of a phase that ends the pass because it waits for
-// a change another process makes (as WaitFor, but later phases must not
-// run); fallback, when not 0, is a look after that long.
-func HaltFor(reason string, fallback time.Duration) Result {
-	return Result{State: Stop, After: fallback, Reason: reason, waits: true}
+// another process's write (as WaitFor, but later phases must not run);
+// fallback, when not 0, is a look after that long.
+func HaltFor(what string, fallback time.Duration) Result {
+	return Result{State: Stop, After: fallback, Reason: what, waits: true}
+}
+
+// First is the first of results that leaves something for later; Next
+// when none does. A phase that takes several steps reports the first wait.
+func First(results ...Result) Result {
+	for _, r := range results {
+		if r.State != Done {
+			return r
+		}
+	}
+	return Next()
 }
 
 // Phase is one named step of a controller's pass over its scope S.
@@ -138,12 +147,12 @@ func Run[S any](ctx context.Context, s S, phases ...Phase[S]) (ctrl.Result, erro
 	return res, nil
 }
 
-// logResult logs what a phase left for later: a wait always, by name and
-// reason; a requeue or a stop at debug level.
+// logResult logs what a phase left for later: a wait for another process
+// always, by name and what it waits for; anything else at debug level.
 func logResult(ctx context.Context, name string, r Result) {
 	switch {
 	case r.State == Done:
-	case r.State == Waiting || r.waits:
+	case r.waits:
 		log.FromContext(ctx).Info("waiting", "phase", name, "for", r.Reason, "fallback", r.After)
 	default:
 		log.FromContext(ctx).V(1).Info("phase", "phase", name, "state", r.State.String(), "reason", r.Reason, "after", r.After)

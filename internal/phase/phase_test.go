@@ -72,3 +72,27 @@ func TestHaltFor(t *testing.T) {
 		t.Error("Halt is not a wait")
 	}
 }
+
+func TestFirst(t *testing.T) {
+	wait, retry := WaitFor("MetalLB", 0), RetryAfter(time.Second, "a pause")
+	for _, tc := range []struct {
+		name    string
+		results []Result
+		want    Result
+	}{
+		{"none", nil, Next()},
+		{"all done", []Result{Next(), Next()}, Next()},
+		{"the first wait", []Result{Next(), wait, retry}, wait},
+		{"a timed look counts", []Result{retry, wait}, retry},
+	} {
+		if got := First(tc.results...); got != tc.want {
+			t.Errorf("%s: First = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if !wait.waits || retry.waits {
+		t.Error("WaitFor is logged as a wait, RetryAfter is not")
+	}
+	if retry.State != Waiting {
+		t.Error("a timed look lets the next phase run, as a wait does")
+	}
+}
