@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,39 +100,6 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 			Field:      fields.OneTermEqualSelector("reason", stale.AllocationFailed),
 		},
 	}
-}
-
-// scope is what one pass over a claim works from.
-type scope struct {
-	key   types.NamespacedName
-	claim *iadv1alpha1.IPAddressClaim
-	// class is the claim's class (loadClass).
-	class *iadv1alpha1.IPAddressClass
-	// bound holds the addresses bound to the claim, by family (loadBound).
-	bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress
-	// unbound holds, per family of the claim, whether it still misses an
-	// address at the end of the pass.
-	unbound map[iadv1alpha1.IPFamily]bool
-	// blocked is set when a family waits on the state of its class's
-	// ledger, which only an address's change ends: the address watch wakes
-	// such claims (addressToClaims).
-	blocked bool
-}
-
-// waitOnClass is the result of a family that waits on its class's ledger.
-func (s *scope) waitOnClass(reason string, fallback time.Duration) phase.Result {
-	s.blocked = true
-	return phase.WaitFor(reason, fallback)
-}
-
-// pending reports whether a family of the claim still misses an address.
-func (s *scope) pending() bool {
-	for _, u := range s.unbound {
-		if u {
-			return true
-		}
-	}
-	return false
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get;list;watch

@@ -21,7 +21,6 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
-	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -55,15 +54,6 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 		&metallbv1beta1.L2Advertisement{}:  only,
 		&metallbv1beta1.BGPAdvertisement{}: only,
 	}
-}
-
-// scope is one pass over a class.
-type scope struct {
-	// name is the class's; class is nil when it is gone.
-	name  string
-	class *iadv1alpha1.IPAddressClass
-	// params are the admitted parameters (admit).
-	params classparams.Parameters
 }
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch

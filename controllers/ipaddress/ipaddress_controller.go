@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.parseAddress),          // admit.go
 		phase.Of(r.clearStaleAssociation), // association.go
 		phase.Of(r.detectLost),            // lost.go
-		phase.Of(r.recoverConflict),       // conflict.go
+		phase.Of(r.recoverConflict),       // conflicts.go
 		phase.Of(r.enforceHold),           // hold.go
 		phase.Of(r.clearStale),            // stale.go
 		phase.Of(r.checkServing),          // serving.go
