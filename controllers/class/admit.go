@@ -30,6 +30,9 @@ type refusal struct {
 // admit is the phase that admits the class's parameters (judge): a refused
 // class is reported and the pass ends, its previous rendering kept.
 func (r *Reconciler) admit(ctx context.Context, s *scope) (phase.Result, error) {
+	// Until it is rendered, a change of its ledger brings the class back:
+	// one made while this pass reads it too.
+	r.unsettled.Store(s.class.Name, true)
 	params, ref, err := r.judge(ctx, s.class)
 	if err != nil {
 		return phase.Next(), err

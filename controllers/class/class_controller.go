@@ -7,6 +7,7 @@ package class
 
 import (
 	"context"
+	"sync"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +44,11 @@ type Reconciler struct {
 	// and pool change re-queues a class, and each is reported once per
 	// change. Decisions never read them.
 	reported, adoptReported changes.Memo
+	// unsettled holds the classes whose pass has not ended rendered: set
+	// before admit reads the ledger, cleared once rendered. Only they (and
+	// classes gone, not the driver's or being deleted) wait on their
+	// ledger (classOfLedgerEntry).
+	unsettled sync.Map
 }
 
 // CacheOptions restricts the manager's cache for MetalLB's kinds to the
@@ -83,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // forgetClass drops the metrics and the report memos of a class.
 func (r *Reconciler) forgetClass(class string) {
 	forget(class)
+	r.unsettled.Delete(class)
 	r.reported.Forget(class)
 	r.adoptReported.Forget(class)
 }
@@ -109,6 +116,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClasses), rendered).
 		Watches(&metallbv1beta1.L2Advertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
 		Watches(&metallbv1beta1.BGPAdvertisement{}, handler.EnqueueRequestsFromMapFunc(r.renderedToClass), rendered).
-		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(classOfLedgerEntry), builder.WithPredicates(ledgerChanged)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.classOfLedgerEntry), builder.WithPredicates(ledgerChanged)).
 		Complete(r)
 }

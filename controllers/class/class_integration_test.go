@@ -330,6 +330,31 @@ func ledgerAddress(t *testing.T, class, ip string) *iadv1alpha1.IPAddress {
 	return a
 }
 
+// TestDroppingAnAddressWaitsForIt: an edit whose range leaves out an
+// address of the ledger is refused (AddressesInUse), the previous range
+// kept, while addresses of a class rendered as it is come and go unheeded;
+// the address's deletion alone brings the refused class back, rendered as
+// edited.
+func TestDroppingAnAddressWaitsForIt(t *testing.T) {
+	ctx := context.Background()
+	cl := ourClass(t, "dropwait", `{"addresses": ["192.0.2.176/29"]}`)
+	waitPool(t, cl.Name, "192.0.2.176/29")
+	a := ledgerAddress(t, cl.Name, "192.0.2.177")
+	other := ledgerAddress(t, cl.Name, "192.0.2.178")
+	require.NoError(t, c.Client.Delete(ctx, other))
+
+	setParams(t, cl.Name, `{"addresses": ["192.0.2.180/30"]}`)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
+		events := suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: cl.Name}, ReasonAddressesInUse)
+		require.NotEmpty(t, events)
+		assert.Contains(t, events[len(events)-1].Message, a.Name, "the Warning names the address")
+	}, fixture.Timeout, fixture.Tick, "the edit is refused")
+	waitPool(t, cl.Name, "192.0.2.176/29")
+
+	require.NoError(t, c.Client.Delete(ctx, a))
+	waitPool(t, cl.Name, "192.0.2.180/30")
+}
+
 // TestClassDeletionKeepsItsAddresses deletes a class with addresses
 // recorded under its name: the pool stays, narrowed to those addresses and
 // saying why, the advertisement stays, a class created again with the name

@@ -50,6 +50,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (phase.Result, error)
 		return phase.Next(), err
 	}
 	recordRendered(s.class.Name, s.params)
+	r.unsettled.Delete(s.class.Name)
 	r.reported.Forget(s.class.Name)
 	if len(writes) > 0 {
 		log.FromContext(ctx).Info("class rendered", "namespace", r.MetalLBNamespace, "pool", pool.Name, "advertisement", kindOf(adv), "changes", writes)

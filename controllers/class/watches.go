@@ -16,11 +16,22 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// classOfLedgerEntry maps an IPAddress to its class: a class refused
-// because it would drop addresses in use is rendered once they are gone.
-func classOfLedgerEntry(_ context.Context, o client.Object) []reconcile.Request {
+// classOfLedgerEntry maps an IPAddress to its class while the class may
+// wait on its ledger: not rendered yet by this process (refused: one that
+// would drop addresses in use is rendered once they are gone), gone, not
+// the driver's or being deleted (its pool is kept while addresses recorded
+// under its name exist). A class rendered as it is reads nothing of its
+// ledger: a claim's address changes nothing for it, and a burst of claims
+// costs it no pass.
+func (r *Reconciler) classOfLedgerEntry(ctx context.Context, o client.Object) []reconcile.Request {
 	a, ok := o.(*iadv1alpha1.IPAddress)
 	if !ok || a.Spec.ClassName == "" {
+		return nil
+	}
+	class := &iadv1alpha1.IPAddressClass{}
+	err := r.Get(ctx, types.NamespacedName{Name: a.Spec.ClassName}, class)
+	if _, unsettled := r.unsettled.Load(a.Spec.ClassName); err == nil && !unsettled &&
+		class.Spec.Provisioner == names.Provisioner && class.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.ClassName}}}

@@ -108,8 +108,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		index.ServiceByClaim, index.ServiceByIngressIP); err != nil {
 		return err
 	}
+	// The driver's placeholders are the other controllers' (marks.Exempt):
+	// their changes reach the Services they concern through the mappers.
+	notPlaceholder := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		svc, ok := o.(*corev1.Service)
+		return !ok || !marks.Exempt(svc, r.PlaceholderNamespace)
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("service").
-		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}, notPlaceholder)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
