@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
 // The verdict of one target.
@@ -138,6 +140,23 @@ func verdicts(f runFigures) []verdict {
 			}
 			judge(t+" (MetalLB "+targetMetalLB+")", oks[i], "%s", measured[i])
 		}
+	}
+
+	// The driver's CPU per claim against MetalLB's, N=1,000, and its growth
+	// to N=5,000.
+	const cpuTarget = "claim -> Bound, N=1000: the driver's CPU per claim <= MetalLB's"
+	if o := f.opNamed("claim -> Bound, N=1000"); o == nil {
+		skipped(cpuTarget, "no N=1000 claims in this run")
+	} else {
+		d, m := driverCPUPerOp(o), procCPUPerOp(o, "metallb")
+		judge(cpuTarget, d <= m, "%.2fx (%s per claim, MetalLB %s; %s)", Ratio(Ms(d), Ms(m)), fmtD(d), fmtD(m), cpuPerController(o))
+	}
+	const cpuFlat = "the driver's CPU per claim at N=5000 within 20% of N=1000"
+	if a, z := f.opNamed("claim -> Bound, N=1000"), f.opNamed("claim -> Bound, N=5000"); a == nil || z == nil {
+		skipped(cpuFlat, "large scale only (BENCH_SCALE=large)")
+	} else {
+		r := Ratio(Ms(driverCPUPerOp(z)), Ms(driverCPUPerOp(a)))
+		judge(cpuFlat, r <= 1.2, "%.2fx (%s, %s per claim)", r, fmtD(driverCPUPerOp(z)), fmtD(driverCPUPerOp(a)))
 	}
 
 	// Writes per handoff: four, and one Event.
@@ -304,4 +323,28 @@ func renderVerdicts(vs []verdict) string {
 	}
 	return table(fmt.Sprintf("Targets (this run's figures): %d PASS, %d MISS, %d SKIP (not measured by this run)",
 		count[pass], count[miss], count[skip]), rows)
+}
+
+// procCPUPerOp is the CPU one process spent per item of o.
+func procCPUPerOp(o *op, proc string) time.Duration {
+	return o.cost.cpu[proc] / time.Duration(max(o.n, 1))
+}
+
+// driverCPUPerOp is the CPU the driver's controllers spent together per
+// item of o.
+func driverCPUPerOp(o *op) time.Duration {
+	var d time.Duration
+	for _, c := range cluster.Controllers {
+		d += procCPUPerOp(o, c)
+	}
+	return d
+}
+
+// cpuPerController names each controller's CPU per item of o.
+func cpuPerController(o *op) string {
+	var out []string
+	for _, c := range cluster.Controllers {
+		out = append(out, fmt.Sprintf("%s %s", c, fmtD(procCPUPerOp(o, c))))
+	}
+	return strings.Join(out, ", ")
 }
