@@ -76,9 +76,10 @@ type Reconciler struct {
 	// written lets a pass whose cache misses this controller's last patch
 	// of a placeholder wait instead of patching into a conflict.
 	written patch.Written
-	// draws and cleared are shared with the warm controller.
+	// draws, cleared and holds are shared with the warm controller.
 	draws   drawLocks
 	cleared staleMemo
+	holds   placeholderHolds
 }
 
 // CacheOptions narrows the cache to what the claim controller reads:
@@ -154,7 +155,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	err := ctrl.NewControllerManagedBy(mgr).
+	phInformer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
+	if err != nil {
+		return err
+	}
+	if _, err := phInformer.AddEventHandler(r.holds.handler()); err != nil {
+		return err
+	}
+
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&iadv1alpha1.IPAddressClaim{}, builder.WithPredicates(stampedForUs())).
 		Watches(&corev1.Service{}, r.placeholderEvents()).
@@ -171,7 +180,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := gc.setupWithManager(mgr, r.Options); err != nil {
 		return err
 	}
-	w := &warmer{Deps: r.Deps, draws: &r.draws, cleared: &r.cleared}
+	w := &warmer{Deps: r.Deps, draws: &r.draws, cleared: &r.cleared, holds: &r.holds}
 	return w.setupWithManager(mgr, r.Options)
 }
 

@@ -77,7 +77,7 @@ func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	if err != nil {
 		return drawDecision{}, false, err
 	}
-	d = decideDraw(s.class, f, addrs, drawn, inflight, heldByPlaceholder(ctx, r.Client, r.PlaceholderNamespace))
+	d = decideDraw(s.class, f, addrs, drawn, inflight, r.holds.heldBy)
 	if d.verdict == drawNow {
 		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserve(name, f, now)))
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -215,89 +216,92 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 	return phs.Items, nil
 }
 
-// heldByPlaceholder reports, from the cache, whether a placeholder
-// labelled with an address holds its IP, or, before the hand-over, the
-// allocation placeholder of the claim it is bound to. A decision asks
-// about every address of the ledger not reported Held: a few on a quiet
-// class, thousands in a burst. The first questions look up the
-// placeholders of that address or claim by index; past mapAfter of them
-// it maps what every placeholder holds once and answers from the map.
-func heldByPlaceholder(ctx context.Context, c client.Reader, namespace string) func(a *iadv1alpha1.IPAddress, ip string) bool {
-	asked := 0
-	var held map[string]bool
-	return func(a *iadv1alpha1.IPAddress, ip string) bool {
-		ref := a.Spec.ClaimRef
-		byClaim := ref != nil && ref.UID != ""
-		if asked++; asked <= mapAfter {
-			return holdsIP(ctx, c, namespace, index.PlaceholderByAddress, a.Name, ip) ||
-				byClaim && holdsIP(ctx, c, namespace, index.PlaceholderByClaimUID, string(ref.UID), ip)
+// placeholderHolds counts, from the placeholder informer, the IPs the
+// cached placeholders not being deleted hold, under the address they are
+// labelled with and the claim uid they carry (heldKey). A draw decision
+// asks it about every address of the ledger not reported Held, a few on a
+// quiet class and thousands in a burst: each answer is a map lookup, with
+// no list of the placeholders. It follows the cache a moment behind, as
+// the cache follows the API server: a placeholder seen late holds nothing
+// yet, and the draw waits.
+type placeholderHolds struct {
+	mu sync.RWMutex
+	n  map[string]int
+}
+
+// heldBy reports whether a placeholder labelled with the address, or,
+// before the hand-over, the allocation placeholder of the claim it is
+// bound to, holds ip.
+func (h *placeholderHolds) heldBy(a *iadv1alpha1.IPAddress, ip string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.n[heldKey("address", a.Name, ip)] > 0 {
+		return true
+	}
+	ref := a.Spec.ClaimRef
+	return ref != nil && ref.UID != "" && h.n[heldKey("claim", string(ref.UID), ip)] > 0
+}
+
+// change counts what cur holds in place of what old held (either nil).
+func (h *placeholderHolds) change(old, cur *corev1.Service) {
+	gone, come := holdKeys(old), holdKeys(cur)
+	if len(gone) == 0 && len(come) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[string]int{}
+	}
+	for _, k := range gone {
+		if h.n[k]--; h.n[k] <= 0 {
+			delete(h.n, k)
 		}
-		if held == nil {
-			held = holdsInCache(ctx, c, namespace)
-		}
-		return held[heldKey("address", a.Name, ip)] || byClaim && held[heldKey("claim", string(ref.UID), ip)]
+	}
+	for _, k := range come {
+		h.n[k]++
 	}
 }
 
-// mapAfter is how many questions heldByPlaceholder answers by index before
-// it maps every placeholder: it bounds the index reads of a decision that
-// asks about many addresses, while a quiet class never maps.
-const mapAfter = 32
-
-// holdsInCache maps what the cached placeholders not being deleted hold:
-// the IPs MetalLB assigned them, under the address they are labelled with
-// and the claim uid they carry.
-func holdsInCache(ctx context.Context, c client.Reader, namespace string) map[string]bool {
-	held := map[string]bool{}
-	var phs corev1.ServiceList
-	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return held // none held: the draw waits, and is looked at again
+// handler keeps the counts from the Service informer's events.
+func (h *placeholderHolds) handler() toolscache.ResourceEventHandler {
+	svc := func(o any) *corev1.Service {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		s, _ := o.(*corev1.Service)
+		return s
 	}
-	for i := range phs.Items {
-		ph := &phs.Items[i]
-		if ph.DeletionTimestamp != nil {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { h.change(nil, svc(o)) },
+		UpdateFunc: func(old, cur any) { h.change(svc(old), svc(cur)) },
+		DeleteFunc: func(o any) { h.change(svc(o), nil) },
+	}
+}
+
+// holdKeys are the keys under which ph, a placeholder not being deleted,
+// holds the IPs MetalLB assigned it; none for nil.
+func holdKeys(ph *corev1.Service) []string {
+	if ph == nil || ph.DeletionTimestamp != nil {
+		return nil
+	}
+	var keys []string
+	for _, f := range iadv1alpha1.FamilyDual.Families() {
+		ip := assignedIP(ph, f)
+		if ip == "" {
 			continue
 		}
-		for _, f := range iadv1alpha1.FamilyDual.Families() {
-			ip := assignedIP(ph, f)
-			if ip == "" {
-				continue
-			}
-			if v := ph.Labels[names.LabelAddress]; v != "" {
-				held[heldKey("address", v, ip)] = true
-			}
-			if v := ph.Labels[names.LabelClaimUID]; v != "" {
-				held[heldKey("claim", v, ip)] = true
-			}
+		if v := ph.Labels[names.LabelAddress]; v != "" {
+			keys = append(keys, heldKey("address", v, ip))
+		}
+		if v := ph.Labels[names.LabelClaimUID]; v != "" {
+			keys = append(keys, heldKey("claim", v, ip))
 		}
 	}
-	return held
+	return keys
 }
 
 func heldKey(by, name, ip string) string { return by + "\x00" + name + "\x00" + ip }
-
-// holdsIP reports whether a cached placeholder indexed under field = value
-// and not being deleted has been assigned ip by MetalLB. A failed read
-// holds nothing: the draw waits, and is looked at again.
-func holdsIP(ctx context.Context, c client.Reader, namespace, field, value, ip string) bool {
-	var phs corev1.ServiceList
-	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{field: value},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return false
-	}
-	for i := range phs.Items {
-		ph := &phs.Items[i]
-		if ph.DeletionTimestamp != nil {
-			continue
-		}
-		for _, f := range iadv1alpha1.FamilyDual.Families() {
-			if assignedIP(ph, f) == ip {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // drawLocks keeps, per class, what deciding a draw needs (inflight.go):
 // a lock held only while a pass decides from memory (its cache and the

@@ -2,15 +2,16 @@ package claim
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -167,8 +168,7 @@ func TestDrawStart(t *testing.T) {
 	assert.Equal(t, phase.Waiting, res.State)
 }
 
-func TestHeldByPlaceholder(t *testing.T) {
-	ctx := context.Background()
+func TestPlaceholderHolds(t *testing.T) {
 	ph := func(name, address, ip string, deleting bool) *corev1.Service {
 		s := renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 		s.Name = name
@@ -178,31 +178,31 @@ func TestHeldByPlaceholder(t *testing.T) {
 		}
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
 		if deleting {
-			s.Finalizers = []string{"test/keep"}
+			s.DeletionTimestamp = &metav1.Time{}
 		}
 		return s
 	}
-	gone := ph("gone", "ip-192-0-2-4", "192.0.2.4", true)
-	c := pipelineClient(t, ph("hold", "ip-192-0-2-1", "192.0.2.1", false), ph("alloc", "", "192.0.2.2", false),
-		ph("moved", "ip-192-0-2-3", "192.0.2.9", false), gone)
-	require.NoError(t, c.Delete(ctx, gone))
 	addr := func(name, ip, uid string) *iadv1alpha1.IPAddress {
 		a := testAddress(name, ip, &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: uid})
 		return &a
 	}
-	// The first mapAfter questions are answered by index, the rest from a
-	// map of every placeholder: both must say the same.
-	for _, asked := range []int{0, mapAfter} {
-		t.Run(fmt.Sprintf("after %d questions", asked), func(t *testing.T) {
-			held := heldByPlaceholder(ctx, c, "ph")
-			for range asked {
-				held(addr("ip-198-51-100-1", "198.51.100.1", "nobody"), "198.51.100.1")
-			}
-			assert.True(t, held(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
-			assert.True(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
-			assert.False(t, held(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
-			assert.False(t, held(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP")
-			assert.False(t, held(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
-		})
+	var h placeholderHolds
+	events := h.handler()
+	hold, alloc, moved := ph("hold", "ip-192-0-2-1", "192.0.2.1", false), ph("alloc", "", "192.0.2.2", false), ph("moved", "ip-192-0-2-3", "192.0.2.3", false)
+	for _, s := range []*corev1.Service{hold, alloc, moved, ph("gone", "ip-192-0-2-4", "192.0.2.4", true)} {
+		events.OnAdd(s, true)
 	}
+	events.OnUpdate(moved, ph("moved", "ip-192-0-2-3", "192.0.2.9", false))
+	assert.True(t, h.heldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
+	assert.True(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
+	assert.False(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
+	assert.False(t, h.heldBy(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP now")
+	assert.False(t, h.heldBy(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
+
+	events.OnUpdate(hold, ph("hold", "ip-192-0-2-1", "192.0.2.1", true))
+	assert.False(t, h.heldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "its hold is being deleted")
+	events.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ph/alloc", Obj: alloc})
+	assert.False(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "gone, seen late")
+	events.OnDelete(ph("moved", "ip-192-0-2-3", "192.0.2.9", false))
+	assert.Empty(t, h.n, "nothing counted once every placeholder is gone or going")
 }

@@ -223,7 +223,7 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
 	// IPAddress or placeholder change brings the class back.
-	if a := unsettledAddress(s.addrs, f, heldByPlaceholder(ctx, w.Client, w.PlaceholderNamespace)); a != nil {
+	if a := unsettledAddress(s.addrs, f, w.holds.heldBy); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
 		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))

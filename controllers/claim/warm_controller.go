@@ -39,9 +39,10 @@ type warmer struct {
 	// refills holds back a refill while a burst of claims is still taking
 	// the class's warm addresses (refillQuiet).
 	refills refillDelays
-	// draws and cleared are the claim controller's.
+	// draws, cleared and holds are the claim controller's.
 	draws   *drawLocks
 	cleared *staleMemo
+	holds   *placeholderHolds
 	// drawSeq names the warm draws in the class's book.
 	drawSeq atomic.Uint64
 }
