@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,8 +71,8 @@ func setupParking(b *testing.B, parking bool) *env {
 	require.NoError(b, err, "start the local control plane and the driver")
 	b.Cleanup(e.stop)
 	beginBench(strings.TrimPrefix(b.Name(), "Benchmark"), e.c.MetalLB().LogPath)
-	fmt.Printf("bench: control plane, MetalLB, reference core and the four driver binaries up in %s\n",
-		time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("bench: control plane, MetalLB, %s and the four driver binaries up in %s\n",
+		e.coreName(), time.Since(t0).Round(time.Millisecond))
 	step("start")
 	if os.Getenv("KEEP_CLUSTER_LOGS") != "" {
 		fmt.Printf("bench: process logs in %s\n", e.c.Dir)
@@ -81,9 +82,10 @@ func setupParking(b *testing.B, parking bool) *env {
 
 // start brings up the whole stack (cluster.StartStack: the control plane
 // with MetalLB, the parking pool when parking is set, the reference core
-// in-process and the four driver binaries, one process each, as their own
-// ServiceAccounts with leader election on), then the benchmark's own
-// clients, its plain pool and its watcher.
+// in-process, or the real one built from E2E_CORE_SRC, and the four driver
+// binaries, one process each, as their own ServiceAccounts with leader
+// election on), then the benchmark's own clients, its plain pool and its
+// watcher.
 func start(parking bool) (e *env, err error) {
 	e = &env{drivers: map[string]*cluster.Driver{}}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -97,6 +99,7 @@ func start(parking bool) (e *env, err error) {
 	if e.s, err = cluster.StartStack(ctx, cluster.StackOptions{
 		Cluster:       cluster.Options{MetalLBLogLevel: "info", AuditPolicy: auditPolicy()},
 		NoParkingPool: !parking,
+		CoreSrc:       coreSource(),
 	}); err != nil {
 		return e, err
 	}
@@ -262,8 +265,31 @@ func (e *env) scrapeAll(b *testing.B) map[string]Metrics {
 	return out
 }
 
+// coreSource is E2E_CORE_SRC as an absolute path, the real core's source
+// tree (address-controller), as for the e2e suite; "" for the reference
+// core.
+func coreSource() string {
+	src := os.Getenv("E2E_CORE_SRC")
+	if src == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(src); err == nil {
+		return abs
+	}
+	return src
+}
+
+// coreName says which core the run uses.
+func (e *env) coreName() string {
+	if e.s.RealCore() != nil {
+		return "the real core (E2E_CORE_SRC)"
+	}
+	return "the reference core"
+}
+
 // cpuUse is the CPU time each process has used so far (the four drivers,
-// MetalLB, and this process, which runs the reference core).
+// MetalLB, and this process, which runs the reference core; with the real
+// core its process's CPU is counted with this one's).
 type cpuUse struct {
 	procs map[string]time.Duration
 }
@@ -282,6 +308,11 @@ func (e *env) cpu(b *testing.B) cpuUse {
 		d, err := ReadProcCPU(pid)
 		require.NoError(b, err, "CPU time of %s", name)
 		u.procs[name] = d
+	}
+	if core := e.s.RealCore(); core != nil {
+		d, err := ReadProcCPU(core.Pid())
+		require.NoError(b, err, "CPU time of the real core")
+		u.procs["core+bench"] += d
 	}
 	return u
 }

@@ -161,6 +161,10 @@ func (s *Stack) startRealCore(src string) error {
 	return err
 }
 
+// RealCore is the real core's process, nil when the reference core runs
+// in this process.
+func (s *Stack) RealCore() *Process { return s.realCore }
+
 // StartReplica starts one more process of a controller and waits until it
 // is ready (a standby is ready too: readiness does not wait for the lease).
 func (s *Stack) StartReplica(ctx context.Context, controller string) (*Driver, error) {
