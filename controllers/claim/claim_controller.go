@@ -80,6 +80,8 @@ type Reconciler struct {
 	draws   drawLocks
 	cleared staleMemo
 	holds   placeholderHolds
+	// ledger reads the class ledgers through indexes of its own.
+	ledger *ledger
 }
 
 // CacheOptions narrows the cache to what the claim controller reads:
@@ -148,13 +150,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = claimWorkers
 	}
-	if err := index.Register(context.Background(), mgr,
+	err := index.Register(context.Background(), mgr,
 		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderByClaimUID, index.PlaceholderDrawnByClass,
 		index.ClaimByClass, index.EventByInvolvedUID, index.WarmPlaceholderByClass, index.WarmAddressByClass,
-	); err != nil {
+	)
+	if err != nil {
 		return err
 	}
 
+	r.ledger, err = newLedger(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	phInformer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
 	if err != nil {
 		return err

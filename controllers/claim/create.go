@@ -6,11 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -73,11 +71,11 @@ func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	if book.inBook(name, now) {
 		return drawDecision{}, true, nil
 	}
-	addrs, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, now)
+	v, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, now)
 	if err != nil {
 		return drawDecision{}, false, err
 	}
-	d = decideDraw(s.class, f, addrs, drawn, inflight, r.holds.heldBy)
+	d = decideDraw(s.class, f, v, drawn, inflight, r.holds.heldBy)
 	if d.verdict == drawNow {
 		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserve(name, f, now)))
 	}
@@ -106,19 +104,19 @@ func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 // classDraws reads, in memory and without copies, what takes a class's
 // room in family f: the draws in flight the cache does not show (inflight),
 // the cached placeholders whose address the ledger does not record yet
-// (drawn) and the ledger (addrs). They are read in that order, each
-// before what a draw moves on to: one leaving the book is listed by then,
-// one leaving the list recorded. The caller holds the class's lock.
+// (drawn) and the ledger (its view, through the ledger's indexes). They
+// are read in that order, each before what a draw moves on to: one
+// leaving the book is listed by then, one leaving the list recorded. The
+// caller holds the class's lock.
 func (r *Reconciler) classDraws(ctx context.Context, book *classBook, class string, f iadv1alpha1.IPFamily, now time.Time) (
-	addrs []iadv1alpha1.IPAddress, drawn, inflight int, err error) {
+	v ledgerView, drawn, inflight int, err error) {
 	inBook := book.book(now)
 	phs, err := drawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
 	if err != nil {
-		return nil, 0, 0, err
+		return ledgerView{}, 0, 0, err
 	}
-	var list iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: class}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, 0, 0, err
+	if v, err = r.ledger.view(class, f); err != nil {
+		return ledgerView{}, 0, 0, err
 	}
-	return list.Items, unrecorded(phs, f, list.Items), inFlight(inBook, f, phs, now), nil
+	return v, unrecorded(phs, f, v.records), inFlight(inBook, f, phs, now), nil
 }

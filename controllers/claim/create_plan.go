@@ -5,7 +5,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
-	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -39,43 +38,43 @@ type drawDecision struct {
 }
 
 // decideDraw decides whether family f of a claim of class may ask MetalLB
-// for an address, from the class's ledger (addrs), the cached draws it
-// does not record yet (drawn, unrecorded), the draws in flight the cache
-// does not show yet (inflight, inFlight) and held (heldByPlaceholder). It
-// is the whole decision a pass makes under the class's lock: the room left
-// is the class's size less the ledger, drawn and inflight.
-func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn, inflight int,
+// for an address, from the class's ledger in f (v, read through the
+// ledger's indexes), the cached draws it does not record yet (drawn,
+// unrecorded), the draws in flight the cache does not show yet (inflight,
+// inFlight) and held (placeholderHolds). It is the whole decision a pass
+// makes under the class's lock: the room left is the class's size less the
+// ledger, drawn and inflight.
+func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, v ledgerView, drawn, inflight int,
 	held func(a *iadv1alpha1.IPAddress, ip string) bool) drawDecision {
-	if name := availableFor(addrs, f); name != "" {
+	if name := availableFor(v.available); name != "" {
 		return drawDecision{verdict: drawLeftToCore, available: name}
 	}
-	if full, used, size := classFull(class, f, addrs, drawn+inflight); full {
+	if full, used, size := classFull(class, f, v.entries, drawn+inflight); full {
 		return drawDecision{verdict: drawClassFull, used: used, size: size}
 	}
-	if a := unsettledAddress(addrs, f, held); a != nil {
+	if a := unsettledAddress(v.unheld, held); a != nil {
 		return drawDecision{verdict: drawLedgerUnsettled, unsettled: a}
 	}
 	return drawDecision{verdict: drawNow}
 }
 
-// availableFor names an Available, unbound address of family f among a
-// class's addresses, "" when there is none.
-func availableFor(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily) string {
-	for i := range addrs {
-		a := &addrs[i]
-		if a.Status.Phase == iadv1alpha1.AddressAvailable && a.Spec.ClaimRef == nil &&
-			a.DeletionTimestamp == nil && addressFamily(a.Spec.Address) == f {
-			return a.Name
+// availableFor names one of the entries the core may bind (the first by
+// name, so that passes agree), "" when there is none.
+func availableFor(available []*iadv1alpha1.IPAddress) string {
+	name := ""
+	for _, a := range available {
+		if name == "" || a.Name < name {
+			name = a.Name
 		}
 	}
-	return ""
+	return name
 }
 
-// classFull reports whether the ledger's addresses of family f (being
+// classFull reports whether the ledger's entries of family f (being
 // deleted included: MetalLB holds them until their teardown) and drawn
 // fill the class's ranges, with that count and the ranges' size. A class
 // whose parameters do not parse is never full: MetalLB decides then.
-func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress, drawn int) (bool, int, float64) {
+func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, entries, drawn int) (bool, int, float64) {
 	p, err := classparams.ParseParameters(c.Spec.Parameters)
 	if err != nil {
 		return false, 0, 0
@@ -85,34 +84,17 @@ func classFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, addrs []ia
 	if f == iadv1alpha1.FamilyIPv6 {
 		size = v6
 	}
-	used := drawn
-	for i := range addrs {
-		if addrs[i].Spec.ClassName == c.Name && addressFamily(addrs[i].Spec.Address) == f {
-			used++
-		}
-	}
+	used := entries + drawn
 	return float64(used) >= size, used, size
 }
 
-// unsettledAddress names an address of family f of the ledger that MetalLB
-// might hand out right now: not being deleted, Lost (outside the pool) or
-// in Conflict, not attached, not reported Held, and not held by one of its
-// placeholders (heldByPlaceholder, asked last). Nil when all are settled.
-func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
-	for i := range addrs {
-		a := &addrs[i]
+// unsettledAddress names an entry MetalLB might hand out right now: one
+// of those that may be unheld (mayBeUnheld) that none of its placeholders
+// holds (heldByPlaceholder). Nil when all are settled.
+func unsettledAddress(unheld []*iadv1alpha1.IPAddress, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
+	for _, a := range unheld {
 		ip, err := names.ParseAddress(a.Spec.Address)
-		if err != nil || addressFamily(ip.String()) != f || a.DeletionTimestamp != nil {
-			continue
-		}
-		switch a.Status.Phase {
-		case iadv1alpha1.AddressLost, iadv1alpha1.AddressConflict:
-			continue
-		}
-		if a.Status.AssociatedTo != nil || conditions.IsTrue(a.Status.Conditions, conditions.Held) {
-			continue
-		}
-		if heldByPlaceholder(a, ip.String()) {
+		if err != nil || heldByPlaceholder(a, ip.String()) {
 			continue
 		}
 		return a
@@ -121,22 +103,20 @@ func unsettledAddress(addrs []iadv1alpha1.IPAddress, f iadv1alpha1.IPFamily, hel
 }
 
 // unrecorded counts the placeholders of family f of a class whose address
-// the ledger does not record (yet): each takes room the ledger misses.
-func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, addrs []iadv1alpha1.IPAddress) int {
+// the ledger does not record (yet, records): each takes room the ledger
+// misses.
+func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, records func(ip string) bool) int {
 	n := 0
 	answered := map[string]bool{}
 	for i := range phs {
 		if phs[i].Annotations[names.AnnotationFamily] != string(f) {
 			continue
 		}
-		if ip := assignedIP(&phs[i], f); ip != "" {
-			answered[ip] = true
-		} else {
+		if ip := assignedIP(&phs[i], f); ip == "" {
 			n++
+		} else if !records(ip) {
+			answered[ip] = true
 		}
-	}
-	for i := 0; i < len(addrs) && len(answered) > 0; i++ {
-		delete(answered, addrs[i].Spec.Address)
 	}
 	return n + len(answered)
 }

@@ -56,7 +56,7 @@ func TestUnsettledAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := unsettledAddress(tt.addrs, iadv1alpha1.FamilyIPv4, tt.held)
+			got := unsettledAddress(viewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4).unheld, tt.held)
 			if tt.want == "" {
 				assert.Nil(t, got)
 			} else if assert.NotNil(t, got) {
@@ -101,7 +101,7 @@ func TestDecideDraw(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decideDraw(class, iadv1alpha1.FamilyIPv4, tt.addrs, tt.drawn, tt.inflight, tt.held)
+			got := decideDraw(class, iadv1alpha1.FamilyIPv4, viewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4), tt.drawn, tt.inflight, tt.held)
 			if tt.want.unsettled != nil {
 				require.NotNil(t, got.unsettled)
 				assert.Equal(t, tt.want.unsettled.Name, got.unsettled.Name)
@@ -115,7 +115,7 @@ func TestDecideDraw(t *testing.T) {
 func TestAvailableFor(t *testing.T) {
 	addr := func(name, ip string, phase iadv1alpha1.IPAddressPhase, bound bool) iadv1alpha1.IPAddress {
 		a := iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: iadv1alpha1.IPAddressSpec{Address: ip}, Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
+			Spec: iadv1alpha1.IPAddressSpec{Address: ip, ClassName: "public"}, Status: iadv1alpha1.IPAddressStatus{Phase: phase}}
 		if bound {
 			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: "t", Name: "other"}
 		}
@@ -138,7 +138,7 @@ func TestAvailableFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, availableFor(tt.addrs, tt.family))
+			assert.Equal(t, tt.want, availableFor(viewOf(tt.addrs, "public", tt.family).available))
 		})
 	}
 }
@@ -164,7 +164,7 @@ func TestUnrecorded(t *testing.T) {
 		{"all of it", []corev1.Service{alloc(""), alloc("192.0.2.2"), alloc("192.0.2.8"), v6}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, ledger))
+			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, viewOf(ledger, "public", iadv1alpha1.FamilyIPv4).records))
 		})
 	}
 }

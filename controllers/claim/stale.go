@@ -13,6 +13,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -129,7 +130,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	}
 	// The refused placeholder is one of the draws: room for it means the
 	// ledger and the other draws leave at least one address free.
-	if full, _, _ := classFull(class, f, addrs, drawn-1); full {
+	if full, _, _ := classFull(class, f, viewOf(addrs, class.Name, f).entries, drawn-1); full {
 		return 0, nil // MetalLB is right: the class is full
 	}
 	p, err := classparams.ParseParameters(class.Spec.Parameters)
@@ -206,12 +207,17 @@ func (c *staleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {
 	book := r.draws.of(s.class.Name)
 	book.decide.Lock()
-	addrs, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
+	_, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
 	book.decide.Unlock()
 	if err != nil {
 		return phase.Next(), err
 	}
-	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs, drawn+inflight, refusedSince, []*corev1.Service{ph})
+	// A refusal is rare: the clear reads the class's whole ledger.
+	var addrs iadv1alpha1.IPAddressList
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return phase.Next(), err
+	}
+	wait, err := (&staleClearer{Deps: r.Deps, cleared: &r.cleared}).clearFree(ctx, s.class, f, addrs.Items, drawn+inflight, refusedSince, []*corev1.Service{ph})
 	if wait > 0 {
 		return phase.RetryAfter(wait, "MetalLB refuses the placeholder while the ledger shows room"), err
 	}
@@ -251,7 +257,7 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		if err != nil {
 			return phase.Next(), err
 		}
-		taken := unrecorded(drawn, f, s.addrs) + inFlight(inBook, f, drawn, now)
+		taken := unrecorded(drawn, f, viewOf(s.addrs, s.name, f).records) + inFlight(inBook, f, drawn, now)
 		wait, err := (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, s.class, f, s.addrs, taken, since, refused)
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err

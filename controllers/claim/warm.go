@@ -116,7 +116,7 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 	claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 		return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
 	})
-	taken := unrecorded(claims, f, s.addrs) + inFlight(inBook, f, claims, now)
+	taken := unrecorded(claims, f, viewOf(s.addrs, s.name, f).records) + inFlight(inBook, f, claims, now)
 	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target}
 	if fill.plan.create > 0 {
 		fill.heldBack = w.mayRefill(ctx, s, f, fill.plan.create)
@@ -223,7 +223,7 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
 	// IPAddress or placeholder change brings the class back.
-	if a := unsettledAddress(s.addrs, f, w.holds.heldBy); a != nil {
+	if a := unsettledAddress(viewOf(s.addrs, s.name, f).unheld, w.holds.heldBy); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
 		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))

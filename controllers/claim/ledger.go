@@ -1,0 +1,91 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+)
+
+// ledger reads the class ledgers from the IPAddress informer's store
+// through indexes of its own (ledger_plan.go). A draw asks for a count and
+// the few entries that may decide it, where a list of the class's entries
+// would copy every one of them, thousands in a large class, on every draw.
+// The store is read as the cache's List reads it: in step with the
+// informer, without copies; nothing read from it may be changed.
+type ledger struct {
+	store toolscache.Indexer
+}
+
+// newLedger registers the ledger's indexes on the IPAddress informer of
+// c, which must not have started yet, and returns the reader of its store.
+func newLedger(ctx context.Context, c cache.Cache) (*ledger, error) {
+	inf, err := c.GetInformer(ctx, &iadv1alpha1.IPAddress{})
+	if err != nil {
+		return nil, err
+	}
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the IPAddress informer (%T) has no indexed store", inf)
+	}
+	// Another controller of the same manager (tests) may have added them.
+	if err := shared.AddIndexers(ledgerIndexers()); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return nil, err
+	}
+	return &ledger{store: shared.GetIndexer()}, nil
+}
+
+// ledgerIndexers are the ledger's indexes as a store takes them.
+func ledgerIndexers() toolscache.Indexers {
+	indexers := toolscache.Indexers{}
+	for name, keys := range ledgerIndexes() {
+		indexers[name] = func(o any) ([]string, error) {
+			a, ok := o.(*iadv1alpha1.IPAddress)
+			if !ok {
+				return nil, nil
+			}
+			return keys(a), nil
+		}
+	}
+	return indexers
+}
+
+// view reads class's ledger in family f.
+func (l *ledger) view(class string, f iadv1alpha1.IPFamily) (ledgerView, error) {
+	key := ledgerKey(class, f)
+	all, err := l.store.ByIndex(ledgerEntries, key)
+	if err != nil {
+		return ledgerView{}, err
+	}
+	v := ledgerView{entries: len(all)}
+	if v.available, err = l.entries(ledgerAvailable, key); err != nil {
+		return ledgerView{}, err
+	}
+	if v.unheld, err = l.entries(ledgerUnheld, key); err != nil {
+		return ledgerView{}, err
+	}
+	v.records = func(ip string) bool {
+		got, err := l.store.ByIndex(ledgerIPs, ledgerIPKey(class, ip))
+		return err == nil && len(got) > 0
+	}
+	return v, nil
+}
+
+// entries are the cached IPAddresses under key in the index named.
+func (l *ledger) entries(index, key string) ([]*iadv1alpha1.IPAddress, error) {
+	objs, err := l.store.ByIndex(index, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*iadv1alpha1.IPAddress, 0, len(objs))
+	for _, o := range objs {
+		if a, ok := o.(*iadv1alpha1.IPAddress); ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}

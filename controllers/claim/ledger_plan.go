@@ -1,0 +1,112 @@
+package claim
+
+import (
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/conditions"
+)
+
+// The ledger's own indexes on the IPAddress informer's store (ledger.go):
+// a draw decision reads a class's entries in one family through them, a
+// count and the few entries it decides on, never the whole ledger.
+const (
+	// ledgerEntries: every entry, under ledgerKey.
+	ledgerEntries = "metallb-iad.claim/ledger"
+	// ledgerAvailable: the entries the core may bind (isAvailable).
+	ledgerAvailable = "metallb-iad.claim/ledger.available"
+	// ledgerUnheld: the entries that may be unsettled (mayBeUnheld).
+	ledgerUnheld = "metallb-iad.claim/ledger.unheld"
+	// ledgerIPs: every entry, under its class and spec.address.
+	ledgerIPs = "metallb-iad.claim/ledger.ip"
+)
+
+// ledgerKey is the key of a class's entries of one family.
+func ledgerKey(class string, f iadv1alpha1.IPFamily) string { return class + "\x00" + string(f) }
+
+// ledgerIPKey is the key of a class's entry of an address.
+func ledgerIPKey(class, ip string) string { return class + "\x00" + ip }
+
+// isAvailable reports whether the core may bind the entry to a claim:
+// Available, bound to none, not being deleted.
+func isAvailable(a *iadv1alpha1.IPAddress) bool {
+	return a.Status.Phase == iadv1alpha1.AddressAvailable && a.Spec.ClaimRef == nil && a.DeletionTimestamp == nil
+}
+
+// mayBeUnheld reports whether MetalLB might hand the entry's address out
+// right now unless one of its placeholders holds it: not being deleted,
+// neither Lost (outside the pool) nor in Conflict, not attached and not
+// reported Held.
+func mayBeUnheld(a *iadv1alpha1.IPAddress) bool {
+	if a.DeletionTimestamp != nil || addressFamily(a.Spec.Address) == "" {
+		return false
+	}
+	switch a.Status.Phase {
+	case iadv1alpha1.AddressLost, iadv1alpha1.AddressConflict:
+		return false
+	}
+	return a.Status.AssociatedTo == nil && !conditions.IsTrue(a.Status.Conditions, conditions.Held)
+}
+
+// ledgerIndexes are the index functions of the ledger's indexes: each
+// names the keys an entry is found under.
+func ledgerIndexes() map[string]func(a *iadv1alpha1.IPAddress) []string {
+	family := func(a *iadv1alpha1.IPAddress) []string {
+		return []string{ledgerKey(a.Spec.ClassName, addressFamily(a.Spec.Address))}
+	}
+	when := func(keep func(*iadv1alpha1.IPAddress) bool) func(a *iadv1alpha1.IPAddress) []string {
+		return func(a *iadv1alpha1.IPAddress) []string {
+			if !keep(a) {
+				return nil
+			}
+			return family(a)
+		}
+	}
+	return map[string]func(a *iadv1alpha1.IPAddress) []string{
+		ledgerEntries:   family,
+		ledgerAvailable: when(isAvailable),
+		ledgerUnheld:    when(mayBeUnheld),
+		ledgerIPs: func(a *iadv1alpha1.IPAddress) []string {
+			return []string{ledgerIPKey(a.Spec.ClassName, a.Spec.Address)}
+		},
+	}
+}
+
+// ledgerView is what a draw decision reads of one class's ledger in one
+// family: how many entries it has, the few that may decide the draw, and
+// whether it records an address.
+type ledgerView struct {
+	// entries counts the entries, being deleted included: MetalLB holds
+	// them until their teardown.
+	entries int
+	// available are the entries the core may bind (isAvailable).
+	available []*iadv1alpha1.IPAddress
+	// unheld are the entries that may be unsettled (mayBeUnheld).
+	unheld []*iadv1alpha1.IPAddress
+	// records reports whether the class's ledger records ip.
+	records func(ip string) bool
+}
+
+// viewOf builds the view of class's ledger in family f from its entries,
+// as the indexes do: for the tests, and for a caller holding a list.
+func viewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily) ledgerView {
+	v := ledgerView{}
+	ips := map[string]bool{}
+	for i := range addrs {
+		a := &addrs[i]
+		if a.Spec.ClassName != class {
+			continue
+		}
+		ips[a.Spec.Address] = true
+		if addressFamily(a.Spec.Address) != f {
+			continue
+		}
+		v.entries++
+		if isAvailable(a) {
+			v.available = append(v.available, a)
+		}
+		if mayBeUnheld(a) {
+			v.unheld = append(v.unheld, a)
+		}
+	}
+	v.records = func(ip string) bool { return ips[ip] }
+	return v
+}
