@@ -97,10 +97,14 @@ func writesCol(by map[string]map[string]float64, n int) string {
 
 // scale is how big a run is. The default takes under 15 minutes on two
 // cores; BENCH_SCALE=large adds N=5,000 claims and 5,000 background
-// Services, BENCH_SCALE=small is a quick look.
+// Services; BENCH_SCALE=xl puts 20,000 plain Services in the cluster, for
+// the handoffs and under a burst of 1,000 claims; BENCH_SCALE=small is a
+// quick look.
 type scale struct {
 	claims     []int
 	background []int
+	// claimBackground is how many plain Services the claim rows run among.
+	claimBackground int
 	// single is how many times each single handoff is repeated.
 	single int
 	// warm is the burst of claims a class with warm reservations serves.
@@ -111,6 +115,8 @@ func benchScale() scale {
 	switch os.Getenv("BENCH_SCALE") {
 	case "large":
 		return scale{claims: []int{200, 1000, 5000}, background: []int{100, 1000, 5000}, single: 5, warm: 50}
+	case "xl":
+		return scale{claims: []int{1000}, background: []int{1000, 20000}, claimBackground: 20000, single: 5, warm: 50}
 	case "small":
 		return scale{claims: []int{50, 100}, background: []int{50}, single: 3, warm: 20}
 	}
@@ -418,7 +424,15 @@ func BenchmarkHandoff(b *testing.B) {
 			}
 			e.settle(b)
 			step(fmt.Sprintf("handoff: %d background Services", bg))
-			label := fmt.Sprintf("%d at once, %d background (%d Services)", m, bg, e.countServices(b))
+			svcs := e.countServices(b)
+			label := fmt.Sprintf("%d at once, %d background (%d Services)", m, bg, svcs)
+			// Memory with these Services cached, so the growth per
+			// Service shows between the background sizes.
+			mem := e.memory(b)
+			resultsMu.Lock()
+			memAtServices[svcs] = mem
+			resultsMu.Unlock()
+			step("memory")
 			ips := make([]string, m)
 			for i := range m {
 				ips[i] = plainFreeIP(10+bi, i)
@@ -437,6 +451,13 @@ func BenchmarkHandoff(b *testing.B) {
 				e.settle(b)
 				record(newOp("handoff", k.name+" detach, "+label, m, r, e.since(b, s), base))
 			}
+		}
+		e.measureServices(b, bgNS)
+		resultsMu.Lock()
+		slopes := serviceSlopes(memAtServices, objectBytes)
+		resultsMu.Unlock()
+		if slopes != "" {
+			note(slopes)
 		}
 	}
 }
@@ -508,6 +529,11 @@ func (e *env) warmCount(class string) int {
 func BenchmarkClaimToBound(b *testing.B) {
 	e := setup(b)
 	sc := benchScale()
+	if sc.claimBackground > 0 {
+		e.createPlain(b, "bench-bg", "bg", 0, sc.claimBackground)
+		e.settle(b)
+		step(fmt.Sprintf("claim: %d background Services", sc.claimBackground))
+	}
 	for range b.N {
 		for idx, n := range sc.claims {
 			e.settle(b)
@@ -526,12 +552,16 @@ func BenchmarkClaimToBound(b *testing.B) {
 			c := e.since(b, s)
 			record(newOp("claim", fmt.Sprintf("claim -> Bound, N=%d", n), n, bound, c, base).traced(ClaimStates, bound.traces))
 			record(newOp("claim", fmt.Sprintf("claim -> Bound and Held, N=%d", n), n, ready, c, base))
-			// The memory target is set at N=1,000, which the large run
-			// passes through on its way to 5,000.
-			if n == 1000 || idx == len(sc.claims)-1 {
-				e.memoryReport(b, n)
-			}
+			// Memory at every N, so the growth per claim shows between them.
+			e.memoryReport(b, n)
 			if idx == len(sc.claims)-1 {
+				e.measureObjects(b)
+				resultsMu.Lock()
+				slopes := memorySlopes(memAt, objectBytes)
+				resultsMu.Unlock()
+				if slopes != "" {
+					note(slopes)
+				}
 				e.restartReport(b, n)
 				continue
 			}
@@ -559,6 +589,7 @@ func (e *env) memoryReport(b *testing.B, n int) {
 	}
 	resultsMu.Lock()
 	rssAt[n] = at
+	memAt[n] = mem
 	resultsMu.Unlock()
 	note(table(fmt.Sprintf("Memory per controller after the N=%d claims (%d IPAddresses, %d Services in the cluster); "+
 		"RSS = VmRSS (ANON = RssAnon: heap and stacks; FILE = RssFile: mostly the binary's own pages), PEAK = VmHWM; "+

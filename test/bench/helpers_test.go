@@ -317,6 +317,7 @@ func TestVerdicts(t *testing.T) {
 				"the driver's CPU per claim at N=5000":                     skip,
 				"warm burst":                                               skip,
 				"claim controller RSS <= 64 MiB at N=1000":                 pass,
+				"each controller's RSS <= 80 MiB at N=5000":               skip,
 				"attaches cause no MetalLB full pass":                      pass,
 				"detaches at once: at most one MetalLB full pass each":     pass,
 				"driver writes <= 6 per claim":                             pass,
@@ -350,8 +351,10 @@ func TestVerdicts(t *testing.T) {
 				plain, claims(18, 1000, 16*time.Second), claims(19, 5000, 90*time.Second),
 				r100, handoff("gap attach, 30 at once, 100 background (221 Services)", 30, lat(time.Second, time.Second), r100, 4, 1, 0),
 				r5000, handoff("gap attach, 30 at once, 5000 background (5121 Services)", 30, lat(850*time.Millisecond, time.Second), r5000, 4, 1, 0),
-			}, metallb: "v0.16.1", total: 40 * time.Minute},
+			}, metallb: "v0.16.1", total: 40 * time.Minute,
+				rssAt: map[int]map[string]ProcMem{5000: {"class": {RSS: 40 << 20}, "claim": {RSS: 85 << 20}, "service": {RSS: 70 << 20}, "ipaddress": {RSS: 60 << 20}}}},
 			want: map[string]string{
+				"each controller's RSS <= 80 MiB at N=5000":                    miss,
 				"API requests per claim at N=5000 within 20% of N=1000":        pass, // 1.06x
 				"the driver's CPU per claim at N=5000 within 20% of N=1000":    pass, // 1.00x
 				"handoff p50 within 20% from 221 to 5121 Services (gap attach": pass, // 0.85x
@@ -361,6 +364,7 @@ func TestVerdicts(t *testing.T) {
 			},
 			measured: map[string]string{
 				"from 221 to 5121 Services (gap attach)": "0.850x (850ms, 1s)",
+				"each controller's RSS <= 80 MiB":        "class 40.0 MiB, claim 85.0 MiB, service 70.0 MiB, ipaddress 60.0 MiB",
 			},
 		},
 		{

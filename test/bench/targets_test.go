@@ -264,6 +264,17 @@ func verdicts(f runFigures) []verdict {
 	} else {
 		judge(rssTarget, m.RSS <= 64<<20, "%s (%s anonymous, %s file-backed)", MiB(m.RSS), MiB(m.Anon), MiB(m.File))
 	}
+	const rssLarge = "each controller's RSS <= 80 MiB at N=5000"
+	if at, ok := f.rssAt[5000]; !ok {
+		skipped(rssLarge, "large scale only (BENCH_SCALE=large)")
+	} else {
+		worst, parts := 0.0, []string{}
+		for _, ctl := range cluster.Controllers {
+			worst = max(worst, at[ctl].RSS)
+			parts = append(parts, fmt.Sprintf("%s %s", ctl, MiB(at[ctl].RSS)))
+		}
+		judge(rssLarge, worst <= 80<<20, "%s", strings.Join(parts, ", "))
+	}
 
 	// Standing targets.
 	passes, attaches := 0, 0

@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/servicecache"
+	"github.com/cozystack/metallb-iad/test/cluster"
+)
+
+// The kinds a claim or a Service puts in the controllers' caches, by the
+// names the memory tables use.
+const (
+	kindClaim       = "IPAddressClaim"
+	kindAddress     = "IPAddress"
+	kindPlaceholder = "placeholder Service"
+	kindService     = "Service"
+)
+
+// cachedPerClaim is what each controller caches for one claim: its
+// IPAddress everywhere, the claim where it is watched, and its
+// placeholder where Services are (the claim controller's cache holds only
+// placeholders). The controllers' watches in controllers/*/ say so.
+var cachedPerClaim = map[string][]string{
+	"class":     {kindAddress},
+	"claim":     {kindClaim, kindAddress, kindPlaceholder},
+	"service":   {kindClaim, kindAddress, kindPlaceholder},
+	"ipaddress": {kindAddress, kindPlaceholder},
+}
+
+// cachesServices are the controllers that cache every Service of the
+// cluster; the others cache none but placeholders.
+var cachesServices = map[string]bool{"service": true, "ipaddress": true}
+
+// memAt is each controller's memory with the claims of each N in place;
+// memAtServices the same with each number of Services in the cluster
+// (the handoff's background sizes); objectBytes what one cached object of
+// each kind takes (measureObjects). All under resultsMu.
+var (
+	memAt         = map[int]map[string]memSample{}
+	memAtServices = map[int]map[string]memSample{}
+	objectBytes   = map[string]float64{}
+)
+
+// heapOfObjects lists the objects of a kind from the API server, turns
+// them into what a controller's cache keeps (typed, managedFields
+// stripped, a Service trimmed), and returns the live heap they take per
+// object in this process, the median of three readings, with how many
+// there were.
+func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList, opts ...client.ListOption) (float64, int, error) {
+	strip := cache.TransformStripManagedFields()
+	var readings []float64
+	n := 0
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, opts...); err != nil {
+			return 0, 0, err
+		}
+		var kept []any
+		var err error
+		switch v := l.(type) {
+		case *iadv1alpha1.IPAddressClaimList:
+			for i := range v.Items {
+				kept = append(kept, v.Items[i].DeepCopy())
+			}
+		case *iadv1alpha1.IPAddressList:
+			for i := range v.Items {
+				kept = append(kept, v.Items[i].DeepCopy())
+			}
+		case *corev1.ServiceList:
+			for i := range v.Items {
+				kept = append(kept, v.Items[i].DeepCopy())
+			}
+		default:
+			return 0, 0, fmt.Errorf("no cache form for %T", l)
+		}
+		l = nil
+		for i := range kept {
+			if kept[i], err = strip(kept[i]); err != nil {
+				return 0, 0, err
+			}
+			if kept[i], err = servicecache.Trim(kept[i]); err != nil {
+				return 0, 0, err
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n = len(kept)
+		if n == 0 {
+			return 0, 0, nil
+		}
+		readings = append(readings, (float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(n))
+		runtime.KeepAlive(kept)
+	}
+	slices.Sort(readings)
+	return readings[1], n, nil
+}
+
+// measureObjects measures what one cached object of each kind a claim
+// puts in the caches takes (heapOfObjects), on the objects in the cluster.
+func (e *env) measureObjects(b *testing.B) {
+	b.Helper()
+	measure := func(kind string, list client.ObjectList, opts ...client.ListOption) {
+		per, n, err := heapOfObjects(e.ctx, e.k, list, opts...)
+		require.NoError(b, err, "measure cached %s", kind)
+		if n > 0 {
+			resultsMu.Lock()
+			objectBytes[kind] = per
+			resultsMu.Unlock()
+		}
+	}
+	measure(kindClaim, &iadv1alpha1.IPAddressClaimList{})
+	measure(kindAddress, &iadv1alpha1.IPAddressList{})
+	measure(kindPlaceholder, &corev1.ServiceList{}, client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder})
+}
+
+// measureServices measures what one cached plain Service takes, on the
+// background Services of namespace ns.
+func (e *env) measureServices(b *testing.B, ns string) {
+	b.Helper()
+	per, n, err := heapOfObjects(e.ctx, e.k, &corev1.ServiceList{}, client.InNamespace(ns))
+	require.NoError(b, err, "measure cached Services")
+	if n > 0 {
+		resultsMu.Lock()
+		objectBytes[kindService] = per
+		resultsMu.Unlock()
+	}
+}
+
+// slope is the growth of y per unit of x between two points.
+func slope(x0, y0, x1, y1 float64) float64 { return Ratio(y1-y0, x1-x0) }
+
+// memorySlopes is the note on memory per claim between the two smallest
+// N of memAt and the largest: each controller's live heap and RSS at
+// both, their growth per claim, and what the objects it caches for a
+// claim take (objectBytes), the rest being its indexes, queues and
+// bookkeeping. "" until two N are measured.
+func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) string {
+	var ns []int
+	for n := range at {
+		ns = append(ns, n)
+	}
+	if len(ns) < 2 {
+		return ""
+	}
+	slices.Sort(ns)
+	lo, hi := ns[0], ns[len(ns)-1]
+	rows := [][]string{{"CONTROLLER", fmt.Sprintf("LIVE HEAP N=%d", lo), fmt.Sprintf("N=%d", hi), "PER CLAIM", "RSS PER CLAIM", "CACHED OBJECTS PER CLAIM"}}
+	for _, ctl := range cluster.Controllers {
+		a, z := at[lo][ctl], at[hi][ctl]
+		var parts []string
+		sum := 0.0
+		for _, k := range cachedPerClaim[ctl] {
+			if v, ok := objs[k]; ok {
+				sum += v
+				parts = append(parts, fmt.Sprintf("%s %s", k, kib(v)))
+			}
+		}
+		cached := "-"
+		if len(parts) > 0 {
+			cached = fmt.Sprintf("%s (%s)", kib(sum), strings.Join(parts, " + "))
+		}
+		rows = append(rows, []string{ctl, MiB(a.live), MiB(z.live),
+			KiB(slope(float64(lo), a.live, float64(hi), z.live)), KiB(slope(float64(lo), a.proc.RSS, float64(hi), z.proc.RSS)), cached})
+	}
+	return table(fmt.Sprintf("Memory per claim, from N=%d to N=%d claims in place: the live heap's and RSS's growth per claim against "+
+		"what the objects a controller caches for a claim take (typed, managedFields stripped, Services trimmed; measured in the benchmark's "+
+		"process on the cluster's objects); the rest is indexes, queues and bookkeeping", lo, hi), rows)
+}
+
+// kib is a size in KiB, unsigned.
+func kib(bytes float64) string { return strings.TrimPrefix(KiB(bytes), "+") }
+
+
+// projectedServices is the Service count the memory projection is made for.
+const projectedServices = 50000
+
+// serviceSlopes is the note on memory per Service between the smallest and
+// the largest Service count of memAtServices, and each controller's live
+// heap and RSS projected to projectedServices from that slope. "" until
+// two counts are measured.
+func serviceSlopes(at map[int]map[string]memSample, objs map[string]float64) string {
+	var ns []int
+	for n := range at {
+		ns = append(ns, n)
+	}
+	if len(ns) < 2 {
+		return ""
+	}
+	slices.Sort(ns)
+	lo, hi := ns[0], ns[len(ns)-1]
+	rows := [][]string{{"CONTROLLER", fmt.Sprintf("LIVE HEAP %d SERVICES", lo), fmt.Sprintf("%d", hi), "PER SERVICE", "RSS PER SERVICE",
+		fmt.Sprintf("LIVE HEAP AT %d", projectedServices), fmt.Sprintf("RSS AT %d", projectedServices)}}
+	for _, ctl := range cluster.Controllers {
+		a, z := at[lo][ctl], at[hi][ctl]
+		live := slope(float64(lo), a.live, float64(hi), z.live)
+		rss := slope(float64(lo), a.proc.RSS, float64(hi), z.proc.RSS)
+		more := float64(projectedServices - hi)
+		rows = append(rows, []string{ctl, MiB(a.live), MiB(z.live), KiB(live), KiB(rss), MiB(z.live + live*more), MiB(z.proc.RSS + rss*more)})
+	}
+	title := fmt.Sprintf("Memory per Service, from %d to %d Services in the cluster: the growth per Service, and each controller "+
+		"projected to %d Services on that slope", lo, hi, projectedServices)
+	if v, ok := objs[kindService]; ok {
+		title += fmt.Sprintf("; one cached plain Service (typed, trimmed) takes %s; only %s cache every Service", kib(v), strings.Join(servicesCachers(), " + "))
+	}
+	return table(title, rows)
+}
+
+func servicesCachers() []string {
+	var out []string
+	for _, ctl := range cluster.Controllers {
+		if cachesServices[ctl] {
+			out = append(out, ctl)
+		}
+	}
+	return out
+}
+
+func TestMemorySlopes(t *testing.T) {
+	mem := func(liveMiB, rssMiB float64) memSample {
+		return memSample{live: liveMiB * (1 << 20), proc: ProcMem{RSS: rssMiB * (1 << 20)}}
+	}
+	at := map[int]map[string]memSample{}
+	require.Empty(t, memorySlopes(at, nil), "nothing measured")
+	at[200] = map[string]memSample{"class": mem(4, 40), "claim": mem(8, 50), "service": mem(8, 50), "ipaddress": mem(8, 50)}
+	require.Empty(t, memorySlopes(at, nil), "one N: no slope")
+	at[1000] = map[string]memSample{"class": mem(5, 41), "claim": mem(16, 66), "service": mem(12, 58), "ipaddress": mem(10, 54)}
+	out := memorySlopes(at, map[string]float64{kindClaim: 1024, kindAddress: 2048, kindPlaceholder: 512})
+	// claim: 8 MiB over 800 claims is 10.24 KiB per claim; RSS 16 MiB is 20.48.
+	require.Contains(t, out, "claim       8.0 MiB")
+	require.Contains(t, out, "+10.2 KiB")
+	require.Contains(t, out, "+20.5 KiB")
+	require.Contains(t, out, "3.5 KiB (IPAddressClaim 1.0 KiB + IPAddress 2.0 KiB + placeholder Service 0.5 KiB)")
+	require.Contains(t, out, "2.0 KiB (IPAddress 2.0 KiB)", "the class controller caches only addresses")
+
+	svcs := map[int]map[string]memSample{
+		221:  {"class": mem(4, 40), "claim": mem(8, 50), "service": mem(8, 50), "ipaddress": mem(8, 50)},
+		1121: {"class": mem(4, 40), "claim": mem(8, 50), "service": mem(12.5, 59), "ipaddress": mem(10, 54)},
+	}
+	out = serviceSlopes(svcs, map[string]float64{kindService: 1500})
+	// service: 4.5 MiB over 900 Services is 5.12 KiB each; at 50,000
+	// Services 12.5 MiB + 48,879 x 5.12 KiB = 256.9 MiB.
+	require.Contains(t, out, "+5.1 KiB")
+	require.Contains(t, out, "256.9 MiB")
+	require.Contains(t, out, "only service + ipaddress cache every Service")
+}
