@@ -115,7 +115,7 @@ func (r *Reconciler) classDraws(ctx context.Context, book *classBook, class stri
 	if err != nil {
 		return ledgerView{}, 0, 0, err
 	}
-	if v, err = r.ledger.view(class, f); err != nil {
+	if v, err = r.ledger.view(ctx, class, f); err != nil {
 		return ledgerView{}, 0, 0, err
 	}
 	return v, unrecorded(phs, f, v.records), inFlight(inBook, f, phs, now), nil

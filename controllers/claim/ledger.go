@@ -3,12 +3,15 @@ package claim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/index"
 )
 
 // ledger reads the class ledgers from the IPAddress informer's store
@@ -19,6 +22,9 @@ import (
 // informer, without copies; nothing read from it may be changed.
 type ledger struct {
 	store toolscache.Indexer
+	// byIP lists the entries recording an address (index.AddressByIP),
+	// without copies.
+	byIP func(ctx context.Context, ip string) ([]iadv1alpha1.IPAddress, error)
 }
 
 // newLedger registers the ledger's indexes on the IPAddress informer of
@@ -36,7 +42,12 @@ func newLedger(ctx context.Context, c cache.Cache) (*ledger, error) {
 	if err := shared.AddIndexers(ledgerIndexers()); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
 		return nil, err
 	}
-	return &ledger{store: shared.GetIndexer()}, nil
+	byIP := func(ctx context.Context, ip string) ([]iadv1alpha1.IPAddress, error) {
+		var l iadv1alpha1.IPAddressList
+		err := c.List(ctx, &l, client.MatchingFields{index.AddressByIP: ip}, client.UnsafeDisableDeepCopy)
+		return l.Items, err
+	}
+	return &ledger{store: shared.GetIndexer(), byIP: byIP}, nil
 }
 
 // ledgerIndexers are the ledger's indexes as a store takes them.
@@ -55,7 +66,7 @@ func ledgerIndexers() toolscache.Indexers {
 }
 
 // view reads class's ledger in family f.
-func (l *ledger) view(class string, f iadv1alpha1.IPFamily) (ledgerView, error) {
+func (l *ledger) view(ctx context.Context, class string, f iadv1alpha1.IPFamily) (ledgerView, error) {
 	key := ledgerKey(class, f)
 	all, err := l.store.ByIndex(ledgerEntries, key)
 	if err != nil {
@@ -69,8 +80,10 @@ func (l *ledger) view(class string, f iadv1alpha1.IPFamily) (ledgerView, error) 
 		return ledgerView{}, err
 	}
 	v.records = func(ip string) bool {
-		got, err := l.store.ByIndex(ledgerIPs, ledgerIPKey(class, ip))
-		return err == nil && len(got) > 0
+		// An error (never seen: the index is registered) counts the
+		// address unrecorded, which leaves less room, not more.
+		got, err := l.byIP(ctx, ip)
+		return err == nil && slices.ContainsFunc(got, func(a iadv1alpha1.IPAddress) bool { return a.Spec.ClassName == class })
 	}
 	return v, nil
 }

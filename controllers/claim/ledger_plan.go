@@ -3,6 +3,7 @@ package claim
 import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // The ledger's own indexes on the IPAddress informer's store (ledger.go):
@@ -15,15 +16,10 @@ const (
 	ledgerAvailable = "metallb-iad.claim/ledger.available"
 	// ledgerUnheld: the entries that may be unsettled (mayBeUnheld).
 	ledgerUnheld = "metallb-iad.claim/ledger.unheld"
-	// ledgerIPs: every entry, under its class and spec.address.
-	ledgerIPs = "metallb-iad.claim/ledger.ip"
 )
 
 // ledgerKey is the key of a class's entries of one family.
 func ledgerKey(class string, f iadv1alpha1.IPFamily) string { return class + "\x00" + string(f) }
-
-// ledgerIPKey is the key of a class's entry of an address.
-func ledgerIPKey(class, ip string) string { return class + "\x00" + ip }
 
 // isAvailable reports whether the core may bind the entry to a claim:
 // Available, bound to none, not being deleted.
@@ -64,9 +60,6 @@ func ledgerIndexes() map[string]func(a *iadv1alpha1.IPAddress) []string {
 		ledgerEntries:   family,
 		ledgerAvailable: when(isAvailable),
 		ledgerUnheld:    when(mayBeUnheld),
-		ledgerIPs: func(a *iadv1alpha1.IPAddress) []string {
-			return []string{ledgerIPKey(a.Spec.ClassName, a.Spec.Address)}
-		},
 	}
 }
 
@@ -81,7 +74,7 @@ type ledgerView struct {
 	available []*iadv1alpha1.IPAddress
 	// unheld are the entries that may be unsettled (mayBeUnheld).
 	unheld []*iadv1alpha1.IPAddress
-	// records reports whether the class's ledger records ip.
+	// records reports whether the class's ledger records ip (canonical).
 	records func(ip string) bool
 }
 
@@ -95,7 +88,9 @@ func viewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily)
 		if a.Spec.ClassName != class {
 			continue
 		}
-		ips[a.Spec.Address] = true
+		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
+			ips[ip.String()] = true
+		}
 		if addressFamily(a.Spec.Address) != f {
 			continue
 		}

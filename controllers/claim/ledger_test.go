@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // TestLedgerIndexes checks that the view a draw reads through the store's
@@ -53,7 +55,17 @@ func TestLedgerIndexes(t *testing.T) {
 	for _, a := range entries {
 		require.NoError(t, store.Add(a))
 	}
-	l := &ledger{store: store}
+	l := &ledger{store: store, byIP: func(_ context.Context, ip string) ([]iadv1alpha1.IPAddress, error) {
+		var out []iadv1alpha1.IPAddress
+		for _, o := range store.List() {
+			// As index.AddressByIP: the canonical form of what parses.
+			a := o.(*iadv1alpha1.IPAddress)
+			if got, err := names.ParseAddress(a.Spec.Address); err == nil && got.String() == ip {
+				out = append(out, *a)
+			}
+		}
+		return out, nil
+	}}
 	check := func(t *testing.T) {
 		t.Helper()
 		var all []iadv1alpha1.IPAddress
@@ -62,7 +74,7 @@ func TestLedgerIndexes(t *testing.T) {
 		}
 		for _, class := range []string{"public", "private", "none"} {
 			for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
-				got, err := l.view(class, f)
+				got, err := l.view(context.Background(), class, f)
 				require.NoError(t, err)
 				want := viewOf(all, class, f)
 				assert.Equal(t, want.entries, got.entries, "%s %s: entries", class, f)
@@ -76,7 +88,7 @@ func TestLedgerIndexes(t *testing.T) {
 	}
 	t.Run("as added", func(t *testing.T) {
 		check(t)
-		v, err := l.view("public", iadv1alpha1.FamilyIPv4)
+		v, err := l.view(context.Background(), "public", iadv1alpha1.FamilyIPv4)
 		require.NoError(t, err)
 		assert.Equal(t, 6, v.entries, "the parsed IPv4 entries of public, the one being deleted included")
 		assert.Equal(t, []string{"a3"}, namesOf(v.available))
@@ -91,7 +103,7 @@ func TestLedgerIndexes(t *testing.T) {
 		require.NoError(t, store.Update(a3))
 		require.NoError(t, store.Delete(entries[3]))
 		check(t)
-		v, err := l.view("public", iadv1alpha1.FamilyIPv4)
+		v, err := l.view(context.Background(), "public", iadv1alpha1.FamilyIPv4)
 		require.NoError(t, err)
 		assert.Equal(t, 5, v.entries)
 		assert.Empty(t, v.available)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/cozystack/metallb-iad/internal/compact"
+
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,10 +220,11 @@ func Preflight(cfg *rest.Config, reqs ...Requirement) error {
 }
 
 // NewManager builds a manager for one controller: own lease, probes,
-// metrics, a cache without managedFields, narrowed per kind by byObject.
+// metrics, a cache of compacted objects (compact.Object), narrowed per
+// kind by byObject.
 func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.ByObject) (ctrl.Manager, error) {
 	cacheOpts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: compact.Object,
 	}
 	if len(byObject) > 0 {
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{}

@@ -3,6 +3,7 @@
 package servicecache
 
 import (
+	"github.com/cozystack/metallb-iad/internal/compact"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,8 @@ func Options(o *bootstrap.Options) map[client.Object]cache.ByObject {
 }
 
 // Trim keeps only what the controllers read of a Service, kubectl's
-// last-applied copy dropped; the ports and traffic policy decide sharing,
+// last-applied copy dropped and the keys of its labels and annotations
+// shared (compact.Keys); the ports and traffic policy decide sharing,
 // the families the release pin. Safe only because the controllers never
 // write a whole Service back, only patches: code reading this cache must
 // keep it so. Anything but a Service is returned as it is.
@@ -36,15 +38,8 @@ func Trim(o any) (any, error) {
 	if !ok {
 		return o, nil
 	}
-	ann := svc.Annotations
-	if _, ok := ann[lastApplied]; ok {
-		ann = make(map[string]string, len(svc.Annotations))
-		for k, v := range svc.Annotations {
-			if k != lastApplied {
-				ann[k] = v
-			}
-		}
-	}
+	ann := compact.Keys(svc.Annotations) // a new map: safe to drop from
+	delete(ann, lastApplied)
 	var ports []corev1.ServicePort
 	if len(svc.Spec.Ports) > 0 {
 		ports = make([]corev1.ServicePort, len(svc.Spec.Ports))
@@ -62,7 +57,7 @@ func Trim(o any) (any, error) {
 			Generation:        svc.Generation,
 			CreationTimestamp: svc.CreationTimestamp,
 			DeletionTimestamp: svc.DeletionTimestamp,
-			Labels:            svc.Labels,
+			Labels:            compact.Keys(svc.Labels),
 			Annotations:       ann,
 			OwnerReferences:   svc.OwnerReferences,
 			Finalizers:        svc.Finalizers,

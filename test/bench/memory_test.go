@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -54,12 +54,11 @@ var (
 )
 
 // heapOfObjects lists the objects of a kind from the API server, turns
-// them into what a controller's cache keeps (typed, managedFields
-// stripped, a Service trimmed), and returns the live heap they take per
+// them into what a controller's cache keeps (typed, through the caches'
+// transforms: compact.Object, servicecache.Trim for a Service), and returns the live heap they take per
 // object in this process, the median of three readings, with how many
 // there were.
 func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList, opts ...client.ListOption) (float64, int, error) {
-	strip := cache.TransformStripManagedFields()
 	var readings []float64
 	n := 0
 	for range 3 {
@@ -90,10 +89,11 @@ func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList,
 		}
 		l = nil
 		for i := range kept {
-			if kept[i], err = strip(kept[i]); err != nil {
-				return 0, 0, err
+			transform := compact.Object
+			if _, ok := kept[i].(*corev1.Service); ok {
+				transform = servicecache.Trim
 			}
-			if kept[i], err = servicecache.Trim(kept[i]); err != nil {
+			if kept[i], err = transform(kept[i]); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -178,13 +178,12 @@ func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) stri
 			KiB(slope(float64(lo), a.live, float64(hi), z.live)), KiB(slope(float64(lo), a.proc.RSS, float64(hi), z.proc.RSS)), cached})
 	}
 	return table(fmt.Sprintf("Memory per claim, from N=%d to N=%d claims in place: the live heap's and RSS's growth per claim against "+
-		"what the objects a controller caches for a claim take (typed, managedFields stripped, Services trimmed; measured in the benchmark's "+
+		"what the objects a controller caches for a claim take (typed, through the caches' transforms; measured in the benchmark's "+
 		"process on the cluster's objects); the rest is indexes, queues and bookkeeping", lo, hi), rows)
 }
 
 // kib is a size in KiB, unsigned.
 func kib(bytes float64) string { return strings.TrimPrefix(KiB(bytes), "+") }
-
 
 // projectedServices is the Service count the memory projection is made for.
 const projectedServices = 50000

@@ -237,6 +237,25 @@ func verdicts(f runFigures) []verdict {
 		}
 	}
 
+	// The service and ipaddress controllers' CPU per attach, flat from the
+	// fewest to the most Services.
+	if bgs := f.backgrounds(); len(bgs) < 2 || bgs[len(bgs)-1] < 5000 {
+		skipped("the service and ipaddress controllers' CPU per attach within 20% from 1121 Services up", "large scale only (BENCH_SCALE=large or xl)")
+	} else {
+		lo, hi := 1000, bgs[len(bgs)-1]
+		perAttach := func(o *op) time.Duration { return procCPUPerOp(o, "service") + procCPUPerOp(o, "ipaddress") }
+		for _, k := range []string{"shared", "gap"} {
+			a := f.opsWith(fmt.Sprintf("%s attach, 30 at once, %d background ", k, lo))
+			z := f.opsWith(fmt.Sprintf("%s attach, 30 at once, %d background ", k, hi))
+			if len(a) == 0 || len(z) == 0 {
+				continue
+			}
+			r := Ratio(Ms(perAttach(z[0])), Ms(perAttach(a[0])))
+			judge(fmt.Sprintf("the service and ipaddress controllers' CPU per attach within 20%% from %d to %d Services (%s attach)",
+				servicesIn(a[0].name), servicesIn(z[0].name), k), r <= 1.2, "%.2fx (%s, %s)", r, fmtD(perAttach(z[0])), fmtD(perAttach(a[0])))
+		}
+	}
+
 	// Per-claim cost at N=5,000 against N=1,000.
 	const costTarget = "API requests per claim at N=5000 within 20% of N=1000"
 	a, z := f.opNamed("claim -> Bound, N=1000"), f.opNamed("claim -> Bound, N=5000")

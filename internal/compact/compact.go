@@ -1,0 +1,67 @@
+// Package compact makes what the controllers' caches keep of an object
+// smaller without changing what they read: managedFields dropped, and the
+// keys of labels and annotations shared by every object that carries them
+// instead of decoded once per object.
+package compact
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// maxKeys bounds the keys shared: a cluster names a few hundred label and
+// annotation keys; past this many, a new key is kept as decoded.
+const maxKeys = 4096
+
+var keys = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// key is the one shared copy of k.
+func key(k string) string {
+	keys.RLock()
+	s, ok := keys.m[k]
+	keys.RUnlock()
+	if ok {
+		return s
+	}
+	keys.Lock()
+	defer keys.Unlock()
+	if s, ok := keys.m[k]; ok {
+		return s
+	}
+	if len(keys.m) >= maxKeys {
+		return k
+	}
+	keys.m[k] = k
+	return k
+}
+
+// Keys returns m with its keys shared (nil stays nil). It builds a new
+// map: the one decoded may be read elsewhere.
+func Keys(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[key(k)] = v
+	}
+	return out
+}
+
+// Object is the transform every cache applies unless a kind has its own:
+// managedFields dropped, the keys of labels and annotations shared.
+// Anything without object metadata is returned as it is.
+func Object(o any) (any, error) {
+	obj, err := meta.Accessor(o)
+	if err != nil {
+		return o, nil
+	}
+	obj.SetManagedFields(nil)
+	obj.SetLabels(Keys(obj.GetLabels()))
+	obj.SetAnnotations(Keys(obj.GetAnnotations()))
+	return o, nil
+}
