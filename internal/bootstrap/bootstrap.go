@@ -346,8 +346,10 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
+	memoryLimit := followMemoryLimit()
 	log.Info("starting", "lease", names.LeaseID(controller), "leaderElect", o.LeaderElect,
-		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace, "parkingPool", o.ParkingPool)
+		"placeholderNamespace", o.PlaceholderNamespace, "metallbNamespace", o.MetalLBNamespace, "parkingPool", o.ParkingPool,
+		"goMemoryLimit", memoryLimit)
 	if err := mgr.Start(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
