@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -141,6 +142,16 @@ func (e *env) measureServices(b *testing.B, ns string) {
 	}
 }
 
+// span is the smallest and the largest scale memory was measured at, and
+// whether they are two.
+func span(at map[int]map[string]memSample) (lo, hi int, ok bool) {
+	ns := slices.Sorted(maps.Keys(at))
+	if len(ns) < 2 {
+		return 0, 0, false
+	}
+	return ns[0], ns[len(ns)-1], true
+}
+
 // slope is the growth of y per unit of x between two points.
 func slope(x0, y0, x1, y1 float64) float64 { return Ratio(y1-y0, x1-x0) }
 
@@ -150,15 +161,10 @@ func slope(x0, y0, x1, y1 float64) float64 { return Ratio(y1-y0, x1-x0) }
 // claim take (objectBytes), the rest being its indexes, queues and
 // bookkeeping. "" until two N are measured.
 func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) string {
-	var ns []int
-	for n := range at {
-		ns = append(ns, n)
-	}
-	if len(ns) < 2 {
+	lo, hi, ok := span(at)
+	if !ok {
 		return ""
 	}
-	slices.Sort(ns)
-	lo, hi := ns[0], ns[len(ns)-1]
 	rows := [][]string{{"CONTROLLER", fmt.Sprintf("LIVE HEAP N=%d", lo), fmt.Sprintf("N=%d", hi), "PER CLAIM", "RSS PER CLAIM", "CACHED OBJECTS PER CLAIM"}}
 	for _, ctl := range cluster.Controllers {
 		a, z := at[lo][ctl], at[hi][ctl]
@@ -193,15 +199,10 @@ const projectedServices = 50000
 // heap and RSS projected to projectedServices from that slope. "" until
 // two counts are measured.
 func serviceSlopes(at map[int]map[string]memSample, objs map[string]float64) string {
-	var ns []int
-	for n := range at {
-		ns = append(ns, n)
-	}
-	if len(ns) < 2 {
+	lo, hi, ok := span(at)
+	if !ok {
 		return ""
 	}
-	slices.Sort(ns)
-	lo, hi := ns[0], ns[len(ns)-1]
 	rows := [][]string{{"CONTROLLER", fmt.Sprintf("LIVE HEAP %d SERVICES", lo), fmt.Sprintf("%d", hi), "PER SERVICE", "RSS PER SERVICE",
 		fmt.Sprintf("LIVE HEAP AT %d", projectedServices), fmt.Sprintf("RSS AT %d", projectedServices)}}
 	for _, ctl := range cluster.Controllers {
