@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,7 +38,7 @@ func newLedger(ctx context.Context, c cache.Cache) (*ledger, error) {
 		return nil, fmt.Errorf("the IPAddress informer (%T) has no indexed store", inf)
 	}
 	// Another controller of the same manager (tests) may have added them.
-	if err := shared.AddIndexers(ledgerIndexers()); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+	if err := shared.AddIndexers(ledgerIndexers()); err != nil && !index.Registered(err) {
 		return nil, err
 	}
 	byIP := func(ctx context.Context, ip string) ([]iadv1alpha1.IPAddress, error) {

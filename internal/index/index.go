@@ -173,15 +173,15 @@ func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
 		if !want[ix.Field] {
 			continue
 		}
-		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil && !registered(err) {
+		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil && !Registered(err) {
 			return err
 		}
 	}
 	return nil
 }
 
-// registered reports whether err is the cache refusing an index it already
+// Registered reports whether err is the cache refusing an index it already
 // has: client-go's store says "indexer conflict" (it has no typed error).
-func registered(err error) bool {
+func Registered(err error) bool {
 	return strings.Contains(err.Error(), "indexer conflict")
 }

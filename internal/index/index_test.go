@@ -81,7 +81,7 @@ func TestRegisterOnTheInformerCache(t *testing.T) {
 	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP, AddressByClass), "a second controller of the same manager")
 	err = c.IndexField(ctx, &iadv1alpha1.IPAddress{}, AddressByClass, indexFunc(t, AddressByClass))
 	require.Error(t, err, "the cache refuses a field indexed twice")
-	assert.True(t, registered(err), "with the error Register expects: %v", err)
+	assert.True(t, Registered(err), "with the error Register expects: %v", err)
 }
 
 // indexFunc returns the function of the named index.
