@@ -65,7 +65,7 @@ func pipelineClient(t *testing.T, objs ...client.Object) client.Client {
 	require.NoError(t, iadv1alpha1.AddToScheme(s))
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...)
 	for _, ix := range index.All {
-		if ix.Field == index.PlaceholderByAddress || ix.Field == index.PlaceholderByClaimUID {
+		if ix.Field == index.PlaceholderByAddress {
 			b = b.WithIndex(ix.Object, ix.Field, ix.Func)
 		}
 	}

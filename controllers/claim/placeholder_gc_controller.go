@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // placeholderGC deletes orphaned allocation placeholders: those whose claim
@@ -126,10 +127,26 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Optio
 		Complete(g)
 }
 
-// claimToPlaceholders maps a claim (typically its deletion) to the
-// placeholders labelled with its uid.
+// claimToPlaceholders maps a claim (typically its deletion) to its
+// allocation placeholders, named from its uid (renderPlaceholder): one
+// cached read per family, where an index by uid would keep a set per
+// placeholder.
 func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
-	return g.placeholdersBy(ctx, index.PlaceholderByClaimUID, string(o.GetUID()))
+	var out []reconcile.Request
+	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
+		key := client.ObjectKey{Namespace: g.PlaceholderNamespace, Name: placeholder.AllocationName(o.GetUID(), string(f))}
+		var ph corev1.Service
+		if err := g.Get(ctx, key, &ph); err != nil {
+			if !apierrors.IsNotFound(err) {
+				log.FromContext(ctx).Error(err, "cannot look up the claim's placeholder", "placeholder", key)
+			}
+			continue
+		}
+		if ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation {
+			out = append(out, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return out
 }
 
 // addressToPlaceholders maps an IPAddress to the placeholders labelled with

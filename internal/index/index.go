@@ -4,10 +4,13 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -38,8 +41,6 @@ const (
 	ServiceByPinnedIP = "iad.service.pinnedIP"
 	// PlaceholderByAddress indexes placeholders by names.LabelAddress.
 	PlaceholderByAddress = "iad.placeholder.address"
-	// PlaceholderByClaimUID indexes allocation placeholders by claim uid.
-	PlaceholderByClaimUID = "iad.placeholder.claimUID"
 	// PlaceholderDrawnByClass indexes allocation and warm placeholders by class:
 	// addresses asked for and not in the ledger yet, answered or not.
 	PlaceholderDrawnByClass = "iad.placeholder.drawnByClass"
@@ -58,11 +59,63 @@ const (
 // Key joins a namespace and a name the way the indexes above store them.
 func Key(namespace, name string) string { return namespace + "/" + name }
 
-// Indexer is one field index: the object kind, its name and its function.
+// Indexer is one field index: the object kind, its name, its function,
+// and how its lookups name the namespace.
 type Indexer struct {
 	Object client.Object
 	Field  string
 	Func   client.IndexerFunc
+	// Lookup is how its lookups name the namespace (EitherWay for a
+	// cluster-scoped kind, whose objects have one key per value anyway).
+	Lookup Lookup
+}
+
+// Lookup says how every lookup of an index of a namespaced kind names the
+// namespace. controller-runtime's IndexField keeps two keys per value,
+// one under the object's namespace and one for every namespace, and a
+// store keeps a set for each key: about 300 bytes for each value only one
+// object has (a placeholder's address, a Service's ingress IP). An index
+// whose lookups go one way only keeps the one key they read.
+type Lookup int
+
+const (
+	// EitherWay keeps both keys: lookups in one namespace and across all.
+	EitherWay Lookup = iota
+	// InNamespace keeps the key of the object's namespace: every lookup
+	// names it (client.InNamespace).
+	InNamespace
+	// AcrossNamespaces keeps the key for every namespace: no lookup names one.
+	AcrossNamespaces
+)
+
+// How controller-runtime's cache reader asks a store for a field index (its
+// internal FieldIndexName and KeyToNamespacedKey): List with MatchingFields
+// reads ByIndex(indexPrefix+field, namespace+"/"+value), namespace being
+// allNamespaces in a List across namespaces. TestOneKeyIndexes holds them
+// to what IndexField registers.
+const (
+	indexPrefix   = "field:"
+	allNamespaces = "__all_namespaces"
+)
+
+// oneKey is ix's function as a store takes it, with the one key its lookups read.
+func (ix Indexer) oneKey() toolscache.IndexFunc {
+	return func(o any) ([]string, error) {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("index %s: %T is not an object", ix.Field, o)
+		}
+		ns := obj.GetNamespace()
+		if ns == "" || ix.Lookup == AcrossNamespaces {
+			ns = allNamespaces
+		}
+		vals := ix.Func(obj)
+		keys := make([]string, len(vals))
+		for i, v := range vals {
+			keys[i] = ns + "/" + v
+		}
+		return keys, nil
+	}
 }
 
 // All lists every index the project defines.
@@ -73,7 +126,7 @@ var All = []Indexer{
 			return nil
 		}
 		return []string{Key(a.Spec.ClaimRef.Namespace, a.Spec.ClaimRef.Name)}
-	}},
+	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressByIP, func(o client.Object) []string {
 		a := o.(*iadv1alpha1.IPAddress)
 		ip, err := names.ParseAddress(a.Spec.Address)
@@ -81,47 +134,41 @@ var All = []Indexer{
 			return nil
 		}
 		return []string{ip.String()}
-	}},
+	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressByAssociation, func(o client.Object) []string {
 		a := o.(*iadv1alpha1.IPAddress)
 		if a.Status.AssociatedTo == nil || a.Status.AssociatedTo.Kind != "Service" {
 			return nil
 		}
 		return []string{Key(a.Status.AssociatedTo.Namespace, a.Status.AssociatedTo.Name)}
-	}},
+	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressByClass, func(o client.Object) []string {
 		return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
-	}},
+	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressAttaching, func(o client.Object) []string {
 		if _, ok := names.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
 			return []string{Attaching}
 		}
 		return nil
-	}},
+	}, EitherWay},
 	{&corev1.Service{}, ServiceByClaim, func(o client.Object) []string {
 		if c := marks.ClaimOf(o); c != "" {
 			return []string{Key(o.GetNamespace(), c)}
 		}
 		return nil
-	}},
+	}, AcrossNamespaces},
 	{&corev1.Service{}, ServiceByIngressIP, func(o client.Object) []string {
 		return marks.IngressIPs(o.(*corev1.Service))
-	}},
+	}, AcrossNamespaces},
 	{&corev1.Service{}, ServiceByPinnedIP, func(o client.Object) []string {
 		return marks.Of(o.(*corev1.Service)).PinIPs()
-	}},
+	}, AcrossNamespaces},
 	{&corev1.Service{}, PlaceholderByAddress, func(o client.Object) []string {
 		if v := o.GetLabels()[names.LabelAddress]; v != "" {
 			return []string{v}
 		}
 		return nil
-	}},
-	{&corev1.Service{}, PlaceholderByClaimUID, func(o client.Object) []string {
-		if v := o.GetLabels()[names.LabelClaimUID]; v != "" {
-			return []string{v}
-		}
-		return nil
-	}},
+	}, InNamespace},
 	{&corev1.Service{}, PlaceholderDrawnByClass, func(o client.Object) []string {
 		role := o.GetLabels()[names.LabelPlaceholder]
 		class := o.GetAnnotations()[names.AnnotationClass]
@@ -129,31 +176,31 @@ var All = []Indexer{
 			return nil
 		}
 		return []string{class}
-	}},
+	}, InNamespace},
 	{&corev1.Service{}, WarmPlaceholderByClass, func(o client.Object) []string {
 		if class := o.GetAnnotations()[names.AnnotationClass]; class != "" && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderWarm {
 			return []string{class}
 		}
 		return nil
-	}},
+	}, InNamespace},
 	{&iadv1alpha1.IPAddress{}, WarmAddressByClass, func(o client.Object) []string {
 		if o.GetLabels()[names.LabelWarm] == "true" {
 			return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
 		}
 		return nil
-	}},
+	}, EitherWay},
 	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
 		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {
 			return []string{c}
 		}
 		return nil
-	}},
+	}, AcrossNamespaces},
 	{&corev1.Event{}, EventByInvolvedUID, func(o client.Object) []string {
 		if uid := o.(*corev1.Event).InvolvedObject.UID; uid != "" {
 			return []string{string(uid)}
 		}
 		return nil
-	}},
+	}, InNamespace},
 }
 
 // Register adds the named indexes to a manager's cache, so a controller's
@@ -162,9 +209,10 @@ var All = []Indexer{
 // share. The cache itself knows what it indexes: a second IndexField of a
 // field fails with client-go's indexer conflict (AddIndexers), and as
 // every index of a field comes from All, the index already there is the
-// one asked for.
+// one asked for. An index with a Lookup is added to the kind's informer
+// with the one key its lookups read, under the name the cache's List asks
+// for: lookups are MatchingFields as for any other.
 func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
-	indexer := mgr.GetFieldIndexer()
 	want := map[string]bool{}
 	for _, f := range fields {
 		want[f] = true
@@ -173,11 +221,26 @@ func Register(ctx context.Context, mgr ctrl.Manager, fields ...string) error {
 		if !want[ix.Field] {
 			continue
 		}
-		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Func); err != nil && !Registered(err) {
+		var err error
+		if ix.Lookup == EitherWay {
+			err = mgr.GetFieldIndexer().IndexField(ctx, ix.Object, ix.Field, ix.Func)
+		} else {
+			err = addOneKey(ctx, mgr.GetCache(), ix)
+		}
+		if err != nil && !Registered(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// addOneKey adds ix to the informer of its kind with one key per value.
+func addOneKey(ctx context.Context, c cache.Cache, ix Indexer) error {
+	inf, err := c.GetInformer(ctx, ix.Object)
+	if err != nil {
+		return err
+	}
+	return inf.AddIndexers(toolscache.Indexers{indexPrefix + ix.Field: ix.oneKey()})
 }
 
 // Registered reports whether err is the cache refusing an index it already

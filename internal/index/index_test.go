@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,9 +38,11 @@ func (c *countingIndexer) IndexField(_ context.Context, _ client.Object, field s
 type fakeManager struct {
 	ctrl.Manager
 	indexer client.FieldIndexer
+	cache   cache.Cache
 }
 
 func (m fakeManager) GetFieldIndexer() client.FieldIndexer { return m.indexer }
+func (m fakeManager) GetCache() cache.Cache                { return m.cache }
 
 func TestRegisterIsIdempotentPerManager(t *testing.T) {
 	ctx := context.Background()
@@ -67,21 +70,87 @@ func (f failingIndexer) IndexField(context.Context, client.Object, string, clien
 // of one manager registers the indexes it shares with the first.
 func TestRegisterOnTheInformerCache(t *testing.T) {
 	ctx := context.Background()
+	c := unstartedCache(t)
+	mgr := fakeManager{indexer: c, cache: c}
+
+	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP))
+	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP, AddressByClass), "a second controller of the same manager")
+	err := c.IndexField(ctx, &iadv1alpha1.IPAddress{}, AddressByClass, indexFunc(t, AddressByClass))
+	require.Error(t, err, "the cache refuses a field indexed twice")
+	assert.True(t, Registered(err), "with the error Register expects: %v", err)
+}
+
+// unstartedCache is an informer cache that never reaches an API server:
+// indexes can be registered on it and its informers' stores read.
+func unstartedCache(t *testing.T) cache.Cache {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, iadv1alpha1.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(iadv1alpha1.GroupVersion.WithKind("IPAddress"), meta.RESTScopeRoot)
+	mapper.Add(iadv1alpha1.GroupVersion.WithKind("IPAddressClaim"), meta.RESTScopeNamespace)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
 	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{Scheme: scheme, Mapper: mapper})
 	require.NoError(t, err)
-	mgr := fakeManager{indexer: c}
+	return c
+}
 
-	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP))
-	require.NoError(t, Register(ctx, mgr, AddressByClaim, ServiceByIngressIP, AddressByClass), "a second controller of the same manager")
-	err = c.IndexField(ctx, &iadv1alpha1.IPAddress{}, AddressByClass, indexFunc(t, AddressByClass))
-	require.Error(t, err, "the cache refuses a field indexed twice")
-	assert.True(t, Registered(err), "with the error Register expects: %v", err)
+// storeIndexes are the index functions the store of obj's informer holds.
+func storeIndexes(t *testing.T, c cache.Cache, obj client.Object) toolscache.Indexers {
+	t.Helper()
+	inf, err := c.GetInformer(context.Background(), obj)
+	require.NoError(t, err)
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	require.True(t, ok, "%T", inf)
+	return shared.GetIndexer().GetIndexers()
+}
+
+// TestOneKeyIndexes: an index with a Lookup keeps, of the two keys
+// controller-runtime's IndexField keeps for a namespaced object, the one
+// its lookups read, under the name the cache's List asks for. Each index
+// is registered both ways on two caches and the keys compared, so an
+// upgrade of controller-runtime that renames either fails here.
+func TestOneKeyIndexes(t *testing.T) {
+	ctx := context.Background()
+	objects := map[string]client.Object{
+		ServiceByIngressIP: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}}},
+		PlaceholderByAddress: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-iad-system", Name: "hold-ip-192-0-2-1",
+			Labels: map[string]string{names.LabelAddress: "ip-192-0-2-1"}}},
+	}
+	ours, theirs := unstartedCache(t), unstartedCache(t)
+	for _, ix := range All {
+		if ix.Lookup == EitherWay {
+			continue
+		}
+		t.Run(ix.Field, func(t *testing.T) {
+			require.NoError(t, Register(ctx, fakeManager{indexer: ours, cache: ours}, ix.Field))
+			require.NoError(t, theirs.IndexField(ctx, ix.Object, ix.Field, ix.Func))
+			one, ok := storeIndexes(t, ours, ix.Object)[indexPrefix+ix.Field]
+			require.True(t, ok, "registered under the name the cache's List reads")
+			both := storeIndexes(t, theirs, ix.Object)[indexPrefix+ix.Field]
+			require.NotNil(t, both, "IndexField registers under the same name")
+
+			obj, ok := objects[ix.Field]
+			if !ok {
+				return
+			}
+			got, err := one(obj)
+			require.NoError(t, err)
+			want, err := both(obj)
+			require.NoError(t, err)
+			require.Len(t, want, 2, "IndexField's two keys for a namespaced object")
+			switch ix.Lookup {
+			case InNamespace:
+				assert.Equal(t, want[:1], got, "the key of the object's namespace")
+				assert.Equal(t, []string{obj.GetNamespace() + "/" + ix.Func(obj)[0]}, got)
+			case AcrossNamespaces:
+				assert.Equal(t, want[1:], got, "the key for every namespace")
+			}
+		})
+	}
 }
 
 // indexFunc returns the function of the named index.
