@@ -26,6 +26,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
+	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -86,7 +87,9 @@ type Reconciler struct {
 
 // CacheOptions narrows the cache to what the claim controller reads:
 // placeholders in the placeholder namespace, trimmed (it only patches
-// them), and MetalLB's AllocationFailed Events there.
+// them), MetalLB's AllocationFailed Events there, claims without their
+// conditions and addresses with only their conditions' states (it writes
+// neither, and asks only whether an address is Held).
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
 	if err != nil {
@@ -102,6 +105,8 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 			Namespaces: map[string]cache.Config{o.PlaceholderNamespace: {}},
 			Field:      fields.OneTermEqualSelector("reason", stale.AllocationFailed),
 		},
+		&iadv1alpha1.IPAddressClaim{}: {Transform: compact.WithoutConditions},
+		&iadv1alpha1.IPAddress{}:      {Transform: compact.ConditionStates},
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
+	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -52,10 +53,13 @@ type Reconciler struct {
 }
 
 // CacheOptions restricts the manager's cache for MetalLB's kinds to the
-// MetalLB namespace: the controller neither reads nor watches them elsewhere.
+// MetalLB namespace: the controller neither reads nor watches them
+// elsewhere. It keeps addresses without their conditions, which it
+// neither reads nor writes.
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	only := cache.ByObject{Namespaces: map[string]cache.Config{o.MetalLBNamespace: {}}}
 	return map[client.Object]cache.ByObject{
+		&iadv1alpha1.IPAddress{}:           {Transform: compact.WithoutConditions},
 		&metallbv1beta1.IPAddressPool{}:    only,
 		&metallbv1beta1.L2Advertisement{}:  only,
 		&metallbv1beta1.BGPAdvertisement{}: only,

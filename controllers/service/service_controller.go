@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -30,6 +31,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -42,8 +44,17 @@ const RecorderName = "metallb-iad-service"
 
 // Controller runs the service controller: its binary (bootstrap.Main) and
 // the tests (Controller.NewManager) start it the same way.
-var Controller = bootstrap.NewController("service", servicecache.Options,
+var Controller = bootstrap.NewController("service", CacheOptions,
 	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
+
+// CacheOptions are servicecache.Options, with claims kept without their
+// conditions: the controller reads a claim's phase, never its conditions,
+// and writes none.
+func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
+	opts := servicecache.Options(o)
+	opts[&iadv1alpha1.IPAddressClaim{}] = cache.ByObject{Transform: compact.WithoutConditions}
+	return opts
+}
 
 // Reconciler is the service controller. It reads past the cache
 // (APIReader) to confirm a Service is really gone before clearing the

@@ -8,6 +8,9 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 // maxKeys bounds the keys shared: a cluster names a few hundred label and
@@ -64,4 +67,44 @@ func Object(o any) (any, error) {
 	obj.SetLabels(Keys(obj.GetLabels()))
 	obj.SetAnnotations(Keys(obj.GetAnnotations()))
 	return o, nil
+}
+
+// WithoutConditions is Object, with the status conditions of a claim or an
+// IPAddress dropped: for the cache of a controller that neither reads nor
+// writes them. A claim's or an address's conditions are often half of what
+// it takes cached; their messages alone a third.
+func WithoutConditions(o any) (any, error) {
+	switch v := o.(type) {
+	case *iadv1alpha1.IPAddressClaim:
+		v.Status.Conditions = nil
+	case *iadv1alpha1.IPAddress:
+		v.Status.Conditions = nil
+	}
+	return Object(o)
+}
+
+// ConditionStates is Object, with each status condition of a claim or an
+// IPAddress kept as its type, status and reason: for the cache of a
+// controller that asks whether a condition holds and never writes one.
+func ConditionStates(o any) (any, error) {
+	switch v := o.(type) {
+	case *iadv1alpha1.IPAddressClaim:
+		v.Status.Conditions = states(v.Status.Conditions)
+	case *iadv1alpha1.IPAddress:
+		v.Status.Conditions = states(v.Status.Conditions)
+	}
+	return Object(o)
+}
+
+// states are conds without their messages, times and generations, in a
+// new slice (the decoded one may be read elsewhere).
+func states(conds []metav1.Condition) []metav1.Condition {
+	if conds == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(conds))
+	for i, c := range conds {
+		out[i] = metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 // decoded is a key as a decoder makes it: its own bytes.
@@ -72,4 +74,44 @@ func TestKeysBounded(t *testing.T) {
 	keys.RLock()
 	assert.Len(t, keys.m, maxKeys, "a full table takes no new key")
 	keys.RUnlock()
+}
+
+func TestConditions(t *testing.T) {
+	held := func() []metav1.Condition {
+		return []metav1.Condition{{Type: "Held", Status: metav1.ConditionTrue, Reason: "HeldByPlaceholder",
+			Message: "MetalLB assigned 192.0.2.1 to placeholder Service x/y", ObservedGeneration: 3, LastTransitionTime: metav1.Now()}}
+	}
+	state := []metav1.Condition{{Type: "Held", Status: metav1.ConditionTrue, Reason: "HeldByPlaceholder"}}
+	tests := []struct {
+		name      string
+		transform func(any) (any, error)
+		want      []metav1.Condition
+	}{
+		{name: "WithoutConditions", transform: WithoutConditions, want: nil},
+		{name: "ConditionStates", transform: ConditionStates, want: state},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "core"}}}}
+			a.Status.Conditions = held()
+			decodedConds := a.Status.Conditions
+			got, err := tt.transform(a)
+			require.NoError(t, err)
+			assert.Same(t, a, got)
+			assert.Equal(t, tt.want, a.Status.Conditions)
+			assert.Nil(t, a.ManagedFields, "and what Object does")
+			assert.NotEmpty(t, decodedConds[0].Message, "the decoded slice is not changed")
+
+			c := &iadv1alpha1.IPAddressClaim{}
+			c.Status.Conditions = held()
+			_, err = tt.transform(c)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, c.Status.Conditions, "a claim the same")
+
+			svc := &corev1.Service{Status: corev1.ServiceStatus{Conditions: held()}}
+			_, err = tt.transform(svc)
+			require.NoError(t, err)
+			assert.Equal(t, held()[0].Message, svc.Status.Conditions[0].Message, "any other kind keeps them")
+		})
+	}
 }
