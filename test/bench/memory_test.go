@@ -4,16 +4,25 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim"
+	"github.com/cozystack/metallb-iad/controllers/class"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress"
+	"github.com/cozystack/metallb-iad/controllers/service"
+	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
@@ -44,22 +53,42 @@ var cachedPerClaim = map[string][]string{
 // cluster; the others cache none but placeholders.
 var cachesServices = map[string]bool{"service": true, "ipaddress": true}
 
+// cacheOf is each controller's cache options, as its binary builds them.
+var cacheOf = map[string]func(*bootstrap.Options) map[client.Object]cache.ByObject{
+	"class": class.Controller.Cache, "claim": claim.Controller.Cache,
+	"service": service.Controller.Cache, "ipaddress": ipaddress.Controller.Cache,
+}
+
+// transformOf is what controller ctl's cache does to an object of obj's
+// kind: the transform its cache options give the kind, or the default
+// every cache applies (bootstrap.NewManager).
+func transformOf(ctl string, obj client.Object) toolscache.TransformFunc {
+	if opts := cacheOf[ctl]; opts != nil {
+		for o, by := range opts(&bootstrap.Options{}) {
+			if reflect.TypeOf(o) == reflect.TypeOf(obj) && by.Transform != nil {
+				return by.Transform
+			}
+		}
+	}
+	return compact.Object
+}
+
 // memAt is each controller's memory with the claims of each N in place;
 // memAtServices the same with each number of Services in the cluster
 // (the handoff's background sizes); objectBytes what one cached object of
-// each kind takes (measureObjects). All under resultsMu.
+// each kind takes in each controller's cache (measureObjects), by
+// controller and kind. All under resultsMu.
 var (
 	memAt         = map[int]map[string]memSample{}
 	memAtServices = map[int]map[string]memSample{}
-	objectBytes   = map[string]float64{}
+	objectBytes   = map[string]map[string]float64{}
 )
 
 // heapOfObjects lists the objects of a kind from the API server, turns
-// them into what a controller's cache keeps (typed, through the caches'
-// transforms: compact.Object, servicecache.Trim for a Service), and returns the live heap they take per
-// object in this process, the median of three readings, with how many
-// there were.
-func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList, opts ...client.ListOption) (float64, int, error) {
+// them into what a controller's cache keeps (typed, through its cache's
+// transform for the kind), and returns the live heap they take per object
+// in this process, the median of three readings, with how many there were.
+func heapOfObjects(ctx context.Context, c client.Client, transform toolscache.TransformFunc, list client.ObjectList, opts ...client.ListOption) (float64, int, error) {
 	var readings []float64
 	n := 0
 	for range 3 {
@@ -90,10 +119,6 @@ func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList,
 		}
 		l = nil
 		for i := range kept {
-			transform := compact.Object
-			if _, ok := kept[i].(*corev1.Service); ok {
-				transform = servicecache.Trim
-			}
 			if kept[i], err = transform(kept[i]); err != nil {
 				return 0, 0, err
 			}
@@ -111,34 +136,75 @@ func heapOfObjects(ctx context.Context, c client.Client, list client.ObjectList,
 	return readings[1], n, nil
 }
 
-// measureObjects measures what one cached object of each kind a claim
-// puts in the caches takes (heapOfObjects), on the objects in the cluster.
+// measureObjects measures what one object of each kind a claim puts in
+// each controller's cache takes there (heapOfObjects), on the objects in
+// the cluster; a transform two controllers share is measured once.
 func (e *env) measureObjects(b *testing.B) {
 	b.Helper()
-	measure := func(kind string, list client.ObjectList, opts ...client.ListOption) {
-		per, n, err := heapOfObjects(e.ctx, e.k, list, opts...)
-		require.NoError(b, err, "measure cached %s", kind)
-		if n > 0 {
-			resultsMu.Lock()
-			objectBytes[kind] = per
-			resultsMu.Unlock()
+	seen := map[string]float64{}
+	for _, ctl := range cluster.Controllers {
+		for _, kind := range cachedPerClaim[ctl] {
+			e.measure(b, seen, ctl, kind, kinds[kind].list, kinds[kind].opts...)
 		}
 	}
-	measure(kindClaim, &iadv1alpha1.IPAddressClaimList{})
-	measure(kindAddress, &iadv1alpha1.IPAddressList{})
-	measure(kindPlaceholder, &corev1.ServiceList{}, client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder})
 }
 
-// measureServices measures what one cached plain Service takes, on the
-// background Services of namespace ns.
+// kinds are how the benchmark lists each kind a claim puts in the caches.
+var kinds = map[string]struct {
+	list client.ObjectList
+	opts []client.ListOption
+}{
+	kindClaim:       {list: &iadv1alpha1.IPAddressClaimList{}},
+	kindAddress:     {list: &iadv1alpha1.IPAddressList{}},
+	kindPlaceholder: {list: &corev1.ServiceList{}, opts: []client.ListOption{client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder}}},
+}
+
+// measure records in objectBytes what one object of kind, listed with
+// opts, takes in controller ctl's cache, reusing the reading in seen of
+// the same kind through the same transform.
+func (e *env) measure(b *testing.B, seen map[string]float64, ctl, kind string, list client.ObjectList, opts ...client.ListOption) {
+	b.Helper()
+	transform := transformOf(ctl, itemOf(list))
+	key := fmt.Sprintf("%s %x", kind, reflect.ValueOf(transform).Pointer())
+	per, ok := seen[key]
+	if !ok {
+		var n int
+		var err error
+		per, n, err = heapOfObjects(e.ctx, e.k, transform, list, opts...)
+		require.NoError(b, err, "measure cached %s", kind)
+		if n == 0 {
+			return
+		}
+		seen[key] = per
+	}
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	if objectBytes[ctl] == nil {
+		objectBytes[ctl] = map[string]float64{}
+	}
+	objectBytes[ctl][kind] = per
+}
+
+// itemOf is an object of the kind list holds.
+func itemOf(list client.ObjectList) client.Object {
+	switch list.(type) {
+	case *iadv1alpha1.IPAddressClaimList:
+		return &iadv1alpha1.IPAddressClaim{}
+	case *iadv1alpha1.IPAddressList:
+		return &iadv1alpha1.IPAddress{}
+	default:
+		return &corev1.Service{}
+	}
+}
+
+// measureServices measures what one cached plain Service takes in the
+// controllers that cache every Service, on the background Services of
+// namespace ns.
 func (e *env) measureServices(b *testing.B, ns string) {
 	b.Helper()
-	per, n, err := heapOfObjects(e.ctx, e.k, &corev1.ServiceList{}, client.InNamespace(ns))
-	require.NoError(b, err, "measure cached Services")
-	if n > 0 {
-		resultsMu.Lock()
-		objectBytes[kindService] = per
-		resultsMu.Unlock()
+	seen := map[string]float64{}
+	for _, ctl := range servicesCachers() {
+		e.measure(b, seen, ctl, kindService, &corev1.ServiceList{}, client.InNamespace(ns))
 	}
 }
 
@@ -160,7 +226,7 @@ func slope(x0, y0, x1, y1 float64) float64 { return Ratio(y1-y0, x1-x0) }
 // both, their growth per claim, and what the objects it caches for a
 // claim take (objectBytes), the rest being its indexes, queues and
 // bookkeeping. "" until two N are measured.
-func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) string {
+func memorySlopes(at map[int]map[string]memSample, objs map[string]map[string]float64) string {
 	lo, hi, ok := span(at)
 	if !ok {
 		return ""
@@ -171,7 +237,7 @@ func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) stri
 		var parts []string
 		sum := 0.0
 		for _, k := range cachedPerClaim[ctl] {
-			if v, ok := objs[k]; ok {
+			if v, ok := objs[ctl][k]; ok {
 				sum += v
 				parts = append(parts, fmt.Sprintf("%s %s", k, kib(v)))
 			}
@@ -184,7 +250,7 @@ func memorySlopes(at map[int]map[string]memSample, objs map[string]float64) stri
 			KiB(slope(float64(lo), a.live, float64(hi), z.live)), KiB(slope(float64(lo), a.proc.RSS, float64(hi), z.proc.RSS)), cached})
 	}
 	return table(fmt.Sprintf("Memory per claim, from N=%d to N=%d claims in place: the live heap's and RSS's growth per claim against "+
-		"what the objects a controller caches for a claim take (typed, through the caches' transforms; measured in the benchmark's "+
+		"what the objects a controller caches for a claim take (typed, through its cache's transforms; measured in the benchmark's "+
 		"process on the cluster's objects); the rest is indexes, queues and bookkeeping", lo, hi), rows)
 }
 
@@ -198,7 +264,7 @@ const projectedServices = 50000
 // the largest Service count of memAtServices, and each controller's live
 // heap and RSS projected to projectedServices from that slope. "" until
 // two counts are measured.
-func serviceSlopes(at map[int]map[string]memSample, objs map[string]float64) string {
+func serviceSlopes(at map[int]map[string]memSample, objs map[string]map[string]float64) string {
 	lo, hi, ok := span(at)
 	if !ok {
 		return ""
@@ -214,8 +280,12 @@ func serviceSlopes(at map[int]map[string]memSample, objs map[string]float64) str
 	}
 	title := fmt.Sprintf("Memory per Service, from %d to %d Services in the cluster: the growth per Service, and each controller "+
 		"projected to %d Services on that slope", lo, hi, projectedServices)
-	if v, ok := objs[kindService]; ok {
-		title += fmt.Sprintf("; one cached plain Service (typed, trimmed) takes %s; only %s cache every Service", kib(v), strings.Join(servicesCachers(), " + "))
+	for _, ctl := range servicesCachers() {
+		if v, ok := objs[ctl][kindService]; ok {
+			title += fmt.Sprintf("; one plain Service cached by %s (typed, trimmed) takes %s; only %s cache every Service",
+				ctl, kib(v), strings.Join(servicesCachers(), " + "))
+			break
+		}
 	}
 	return table(title, rows)
 }
@@ -239,7 +309,8 @@ func TestMemorySlopes(t *testing.T) {
 	at[200] = map[string]memSample{"class": mem(4, 40), "claim": mem(8, 50), "service": mem(8, 50), "ipaddress": mem(8, 50)}
 	require.Empty(t, memorySlopes(at, nil), "one N: no slope")
 	at[1000] = map[string]memSample{"class": mem(5, 41), "claim": mem(16, 66), "service": mem(12, 58), "ipaddress": mem(10, 54)}
-	out := memorySlopes(at, map[string]float64{kindClaim: 1024, kindAddress: 2048, kindPlaceholder: 512})
+	objs := map[string]map[string]float64{"class": {kindAddress: 2048}, "claim": {kindClaim: 1024, kindAddress: 2048, kindPlaceholder: 512}}
+	out := memorySlopes(at, objs)
 	// claim: 8 MiB over 800 claims is 10.24 KiB per claim; RSS 16 MiB is 20.48.
 	require.Contains(t, out, "claim       8.0 MiB")
 	require.Contains(t, out, "+10.2 KiB")
@@ -251,10 +322,33 @@ func TestMemorySlopes(t *testing.T) {
 		221:  {"class": mem(4, 40), "claim": mem(8, 50), "service": mem(8, 50), "ipaddress": mem(8, 50)},
 		1121: {"class": mem(4, 40), "claim": mem(8, 50), "service": mem(12.5, 59), "ipaddress": mem(10, 54)},
 	}
-	out = serviceSlopes(svcs, map[string]float64{kindService: 1500})
+	out = serviceSlopes(svcs, map[string]map[string]float64{"service": {kindService: 1500}})
 	// service: 4.5 MiB over 900 Services is 5.12 KiB each; at 50,000
 	// Services 12.5 MiB + 48,879 x 5.12 KiB = 256.9 MiB.
 	require.Contains(t, out, "+5.1 KiB")
 	require.Contains(t, out, "256.9 MiB")
 	require.Contains(t, out, "only service + ipaddress cache every Service")
+}
+
+// TestTransformOf: the objects are measured through each controller's own
+// cache transform for the kind, the default where it has none.
+func TestTransformOf(t *testing.T) {
+	ptr := func(f toolscache.TransformFunc) uintptr { return reflect.ValueOf(f).Pointer() }
+	tests := []struct {
+		ctl  string
+		obj  client.Object
+		want toolscache.TransformFunc
+	}{
+		{"claim", &iadv1alpha1.IPAddressClaim{}, compact.WithoutConditions},
+		{"claim", &iadv1alpha1.IPAddress{}, compact.ConditionStates},
+		{"claim", &corev1.Service{}, servicecache.Trim},
+		{"class", &iadv1alpha1.IPAddress{}, compact.WithoutConditions},
+		{"service", &iadv1alpha1.IPAddressClaim{}, compact.WithoutConditions},
+		{"service", &iadv1alpha1.IPAddress{}, compact.Object},
+		{"ipaddress", &corev1.Service{}, servicecache.Trim},
+		{"ipaddress", &iadv1alpha1.IPAddress{}, compact.Object},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, ptr(tt.want), ptr(transformOf(tt.ctl, tt.obj)), "%s %T", tt.ctl, tt.obj)
+	}
 }
