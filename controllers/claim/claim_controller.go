@@ -297,7 +297,7 @@ func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []rec
 	}
 	var phs corev1.ServiceList
 	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
+		client.MatchingFields{index.PlaceholderByAddress: a.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot look up placeholders by address", "ipaddress", a.Name)
 	}
 	for i := range phs.Items {
@@ -338,7 +338,7 @@ func eventPlaceholder(ctx context.Context, c client.Reader, placeholderNS string
 // classToClaims maps a class to the claims the core resolved to it.
 func (r *Reconciler) classToClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	var claims iadv1alpha1.IPAddressClaimList
-	if err := r.List(ctx, &claims, client.MatchingFields{index.ClaimByClass: o.GetName()}); err != nil {
+	if err := r.List(ctx, &claims, client.MatchingFields{index.ClaimByClass: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot look up claims by class", "class", o.GetName())
 		return nil
 	}

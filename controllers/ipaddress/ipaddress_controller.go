@@ -190,7 +190,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 	}
 	for _, m := range lookups {
 		var list iadv1alpha1.IPAddressList
-		if err := r.List(ctx, &list, m); err != nil {
+		if err := r.List(ctx, &list, m, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "cannot look up addresses for a Service", "service", client.ObjectKeyFromObject(svc))
 			continue
 		}
@@ -205,7 +205,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 // pass derives its hold's key anew and re-stamps the holds that carry one.
 func (r *Reconciler) everyAddress(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list the addresses to re-stamp with the rotated sharing key")
 		return nil
 	}
@@ -220,7 +220,7 @@ func (r *Reconciler) everyAddress(ctx context.Context, _ client.Object) []reconc
 // its addresses serves them.
 func (r *Reconciler) addressesForClass(ctx context.Context, o client.Object) []reconcile.Request {
 	var list iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: o.GetName()}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{index.AddressByClass: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot look up the addresses of a class", "class", o.GetName())
 		return nil
 	}

@@ -153,7 +153,7 @@ func (r *Reconciler) keyedServices(ctx context.Context, _ client.Object) []recon
 // for the rare events that concern Services no index names.
 func (r *Reconciler) servicesWhere(ctx context.Context, keep func(*corev1.Service) bool) []reconcile.Request {
 	var list corev1.ServiceList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list Services")
 		return nil
 	}
@@ -173,7 +173,7 @@ func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) [
 		return nil
 	}
 	var addrs iadv1alpha1.IPAddressList
-	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressAttaching: index.Attaching}); err != nil {
+	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressAttaching: index.Attaching}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list IPAddresses")
 		return nil
 	}
@@ -266,7 +266,7 @@ func (r *Reconciler) servicesForAddress(ctx context.Context, o client.Object) []
 
 func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []reconcile.Request {
 	var list corev1.ServiceList
-	if err := r.List(ctx, &list, client.MatchingFields{field: key}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{field: key}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list Services by index", "index", field, "key", key)
 		return nil
 	}
