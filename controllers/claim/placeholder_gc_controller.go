@@ -121,13 +121,13 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Optio
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(GCControllerName).
 		For(&corev1.Service{}, builder.WithPredicates(isAllocation)).
-		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders)).
-		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders)).
+		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders), builder.WithPredicates(claimGone)).
+		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders), builder.WithPredicates(addressUnbound)).
 		WithOptions(opts).
 		Complete(g)
 }
 
-// claimToPlaceholders maps a claim (typically its deletion) to its
+// claimToPlaceholders maps a claim that went (claimGone) to its
 // allocation placeholders, named from its uid (renderPlaceholder): one
 // cached read per family, where an index by uid would keep a set per
 // placeholder.
@@ -157,7 +157,7 @@ func (g *placeholderGC) addressToPlaceholders(ctx context.Context, o client.Obje
 
 func (g *placeholderGC) placeholdersBy(ctx context.Context, field, value string) []reconcile.Request {
 	var phs corev1.ServiceList
-	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace), client.MatchingFields{field: value}); err != nil {
+	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "cannot look up placeholders", "index", field, "value", value)
 		return nil
 	}

@@ -2,6 +2,9 @@ package claim
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -32,4 +35,33 @@ func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1
 		}
 	}
 	return true
+}
+
+// The GC's events: only what can make a placeholder an orphan (isOrphan).
+// A claim's changes never do, its going does (a replaced claim went
+// first); an address's status never does, its going or its claim
+// reference changing does. The placeholder's own events cover the rest,
+// the start included.
+var (
+	claimGone = predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	addressUnbound = predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*iadv1alpha1.IPAddress)
+			n, okNew := e.ObjectNew.(*iadv1alpha1.IPAddress)
+			return !okOld || !okNew || claimRefChanged(o, n)
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+)
+
+// claimRefChanged tells whether an address's claim reference changed.
+func claimRefChanged(o, n *iadv1alpha1.IPAddress) bool {
+	return !equality.Semantic.DeepEqual(o.Spec.ClaimRef, n.Spec.ClaimRef)
 }

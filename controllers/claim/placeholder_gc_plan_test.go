@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -46,4 +48,35 @@ func TestIsOrphan(t *testing.T) {
 			assert.Equal(t, tt.want, isOrphan(tt.ph, tt.claim, tt.addr))
 		})
 	}
+}
+
+// TestGCEvents: the GC hears of a claim only when it goes, and of an
+// address when it goes or its claim reference changes; status changes,
+// which cannot make a placeholder an orphan, cost it no pass.
+func TestGCEvents(t *testing.T) {
+	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "ip"}}
+	bound := func() *iadv1alpha1.IPAddress {
+		return &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
+			Spec: iadv1alpha1.IPAddressSpec{ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "t", Name: "ip", UID: "u1"}}}
+	}
+	assert.False(t, claimGone.Create(event.CreateEvent{Object: claim}), "a claim created")
+	assert.False(t, claimGone.Update(event.UpdateEvent{ObjectOld: claim, ObjectNew: claim}), "a claim changed")
+	assert.True(t, claimGone.Delete(event.DeleteEvent{Object: claim}), "a claim gone")
+
+	for name, tc := range map[string]struct {
+		mut  func(*iadv1alpha1.IPAddress)
+		want bool
+	}{
+		"status":       {func(a *iadv1alpha1.IPAddress) { a.Status.Phase = iadv1alpha1.AddressBound }, false},
+		"unbound":      {func(a *iadv1alpha1.IPAddress) { a.Spec.ClaimRef = nil }, true},
+		"rebound":      {func(a *iadv1alpha1.IPAddress) { a.Spec.ClaimRef.UID = "u2" }, true},
+		"unchanged":    {func(*iadv1alpha1.IPAddress) {}, false},
+		"other labels": {func(a *iadv1alpha1.IPAddress) { a.Labels = map[string]string{"x": "y"} }, false},
+	} {
+		n := bound()
+		tc.mut(n)
+		assert.Equal(t, tc.want, addressUnbound.Update(event.UpdateEvent{ObjectOld: bound(), ObjectNew: n}), name)
+	}
+	assert.True(t, addressUnbound.Delete(event.DeleteEvent{Object: bound()}), "an address gone")
+	assert.False(t, addressUnbound.Create(event.CreateEvent{Object: bound()}), "an address created")
 }
