@@ -38,14 +38,16 @@ func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1
 }
 
 // The GC's events: only what can make a placeholder an orphan (isOrphan).
-// A claim's changes never do, its going does (a replaced claim went
-// first); an address's status never does, its going or its claim
-// reference changing does. The placeholder's own events cover the rest,
-// the start included.
+// A claim's changes never do, its going does, and so does its being
+// replaced: a claim deleted and created again while the watch was down
+// comes back from the relist as an update from the old uid to the new
+// one, without a delete. An address's status never does, its going or its
+// claim reference changing does. The placeholder's own events cover the
+// rest, the start included.
 var (
 	claimGone = predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.GetUID() != e.ObjectNew.GetUID() },
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}

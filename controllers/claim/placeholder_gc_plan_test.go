@@ -54,13 +54,17 @@ func TestIsOrphan(t *testing.T) {
 // address when it goes or its claim reference changes; status changes,
 // which cannot make a placeholder an orphan, cost it no pass.
 func TestGCEvents(t *testing.T) {
-	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "ip"}}
+	claim := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "ip", UID: "u1"}}
 	bound := func() *iadv1alpha1.IPAddress {
 		return &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
 			Spec: iadv1alpha1.IPAddressSpec{ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "t", Name: "ip", UID: "u1"}}}
 	}
 	assert.False(t, claimGone.Create(event.CreateEvent{Object: claim}), "a claim created")
 	assert.False(t, claimGone.Update(event.UpdateEvent{ObjectOld: claim, ObjectNew: claim}), "a claim changed")
+	replaced := claim.DeepCopy()
+	replaced.UID = "u2"
+	assert.True(t, claimGone.Update(event.UpdateEvent{ObjectOld: claim, ObjectNew: replaced}),
+		"a claim replaced while the watch was down: the relist's update from the old uid")
 	assert.True(t, claimGone.Delete(event.DeleteEvent{Object: claim}), "a claim gone")
 
 	for name, tc := range map[string]struct {
