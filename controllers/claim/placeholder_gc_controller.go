@@ -152,13 +152,10 @@ func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object
 // addressToPlaceholders maps an IPAddress to the placeholders labelled with
 // its name.
 func (g *placeholderGC) addressToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
-	return g.placeholdersBy(ctx, index.PlaceholderByAddress, o.GetName())
-}
-
-func (g *placeholderGC) placeholdersBy(ctx context.Context, field, value string) []reconcile.Request {
 	var phs corev1.ServiceList
-	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "cannot look up placeholders", "index", field, "value", value)
+	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace),
+		client.MatchingFields{index.PlaceholderByAddress: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "cannot look up placeholders by address", "ipaddress", o.GetName())
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(phs.Items))

@@ -144,33 +144,37 @@ func (e *env) measureObjects(b *testing.B) {
 	seen := map[string]float64{}
 	for _, ctl := range cluster.Controllers {
 		for _, kind := range cachedPerClaim[ctl] {
-			e.measure(b, seen, ctl, kind, kinds[kind].list, kinds[kind].opts...)
+			e.measure(b, seen, ctl, kind)
 		}
 	}
 }
 
-// kinds are how the benchmark lists each kind a claim puts in the caches.
+// kinds are the kinds the memory tables name: an object and a list of
+// each, and how the benchmark lists them.
 var kinds = map[string]struct {
+	item client.Object
 	list client.ObjectList
 	opts []client.ListOption
 }{
-	kindClaim:       {list: &iadv1alpha1.IPAddressClaimList{}},
-	kindAddress:     {list: &iadv1alpha1.IPAddressList{}},
-	kindPlaceholder: {list: &corev1.ServiceList{}, opts: []client.ListOption{client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder}}},
+	kindClaim:       {item: &iadv1alpha1.IPAddressClaim{}, list: &iadv1alpha1.IPAddressClaimList{}},
+	kindAddress:     {item: &iadv1alpha1.IPAddress{}, list: &iadv1alpha1.IPAddressList{}},
+	kindPlaceholder: {item: &corev1.Service{}, list: &corev1.ServiceList{}, opts: []client.ListOption{client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder}}},
+	kindService:     {item: &corev1.Service{}, list: &corev1.ServiceList{}},
 }
 
-// measure records in objectBytes what one object of kind, listed with
-// opts, takes in controller ctl's cache, reusing the reading in seen of
-// the same kind through the same transform.
-func (e *env) measure(b *testing.B, seen map[string]float64, ctl, kind string, list client.ObjectList, opts ...client.ListOption) {
+// measure records in objectBytes what one object of kind, listed as kinds
+// says and with opts, takes in controller ctl's cache, reusing the reading
+// in seen of the same kind through the same transform.
+func (e *env) measure(b *testing.B, seen map[string]float64, ctl, kind string, opts ...client.ListOption) {
 	b.Helper()
-	transform := transformOf(ctl, itemOf(list))
+	k := kinds[kind]
+	transform := transformOf(ctl, k.item)
 	key := fmt.Sprintf("%s %x", kind, reflect.ValueOf(transform).Pointer())
 	per, ok := seen[key]
 	if !ok {
 		var n int
 		var err error
-		per, n, err = heapOfObjects(e.ctx, e.k, transform, list, opts...)
+		per, n, err = heapOfObjects(e.ctx, e.k, transform, k.list, append(slices.Clone(k.opts), opts...)...)
 		require.NoError(b, err, "measure cached %s", kind)
 		if n == 0 {
 			return
@@ -185,18 +189,6 @@ func (e *env) measure(b *testing.B, seen map[string]float64, ctl, kind string, l
 	objectBytes[ctl][kind] = per
 }
 
-// itemOf is an object of the kind list holds.
-func itemOf(list client.ObjectList) client.Object {
-	switch list.(type) {
-	case *iadv1alpha1.IPAddressClaimList:
-		return &iadv1alpha1.IPAddressClaim{}
-	case *iadv1alpha1.IPAddressList:
-		return &iadv1alpha1.IPAddress{}
-	default:
-		return &corev1.Service{}
-	}
-}
-
 // measureServices measures what one cached plain Service takes in the
 // controllers that cache every Service, on the background Services of
 // namespace ns.
@@ -204,7 +196,7 @@ func (e *env) measureServices(b *testing.B, ns string) {
 	b.Helper()
 	seen := map[string]float64{}
 	for _, ctl := range servicesCachers() {
-		e.measure(b, seen, ctl, kindService, &corev1.ServiceList{}, client.InNamespace(ns))
+		e.measure(b, seen, ctl, kindService, client.InNamespace(ns))
 	}
 }
 
