@@ -242,6 +242,7 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		EventBroadcaster:              events, //nolint:staticcheck // core/v1 Events, as the project uses
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
+		MapperProvider:                newRememberingMapper,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress, FilterProvider: uncompressedMetrics},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
@@ -321,7 +322,7 @@ func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, erro
 func Main(c Controller) int {
 	controller := c.Name
 	o := parseFlags(controller)
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	ctrl.SetLogger(deferValues(zap.New(zap.UseFlagOptions(&o.Zap))))
 	log := ctrl.Log.WithName(controller)
 	ctx := ctrl.SetupSignalHandler()
 

@@ -74,6 +74,16 @@ func cpuCol(cpu map[string]time.Duration) string {
 	return strings.Join(out, "/") + " s"
 }
 
+// passesCol formats each driver process's reconciles per operation, in
+// cluster.Controllers order.
+func passesCol(passes map[string]float64, n float64) string {
+	var out []string
+	for _, c := range cluster.Controllers {
+		out = append(out, fmt.Sprintf("%.1f", passes[c]/n))
+	}
+	return strings.Join(out, "/")
+}
+
 // writesCol formats each controller's writes per operation by verb, in
 // cluster.Controllers order; a controller that wrote nothing is left out.
 func writesCol(by map[string]map[string]float64, n int) string {

@@ -56,16 +56,17 @@ func report() string {
 	sb.WriteString(hopTable("Claim hops", ClaimStates, results))
 	sb.WriteString(hopTable("Attach hops", AttachStates, results))
 
-	rows = [][]string{{"OPERATION", "API REQ/OP (all clients)", "DRIVER REQ/OP", "DRIVER WRITES/OP", "METALLB RECONCILES/OP", "FULL PASSES/OP", "FORCED RELOADS", "FAILED PASSES", "STATUS 409s (DRIVER/METALLB/USER)", "UPDATE FAILURES", "CPU s " + strings.Join(cpuProcs, "/") + " (settling included)", "MACHINE BUSY (OP WINDOW)"}}
+	rows = [][]string{{"OPERATION", "API REQ/OP (all clients)", "DRIVER REQ/OP", "DRIVER WRITES/OP", "DRIVER PASSES/OP " + strings.Join(cluster.Controllers, "/"), "METALLB RECONCILES/OP", "FULL PASSES/OP", "FORCED RELOADS", "FAILED PASSES", "STATUS 409s (DRIVER/METALLB/USER)", "UPDATE FAILURES", "CPU s " + strings.Join(cpuProcs, "/") + " (settling included)", "MACHINE BUSY (OP WINDOW)"}}
 	for _, o := range results {
 		c, n := o.cost, float64(o.n)
-		rows = append(rows, []string{o.name, f1(Total(c.reqs, "leases") / n), f1(c.driverReqs / n), f1(c.driverWrites / n),
+		rows = append(rows, []string{o.name, f1(Total(c.reqs, "leases") / n), f1(c.driverReqs / n), f1(c.driverWrites / n), passesCol(c.passes, n),
 			f1(float64(c.metallb.Reconciles) / n), f2(float64(c.metallb.FullPasses) / n), fmt.Sprint(c.metallb.ForcedReloads),
 			fmt.Sprint(c.metallb.FailedPasses), conflictsCol(c), fmt.Sprint(c.metallb.UpdateFailures),
 			cpuCol(c.cpu), share(o.window)})
 	}
 	sb.WriteString(table("Cost per operation: API requests (apiserver_request_total, leases left out), the driver's own requests and writes "+
-		"(rest_client_requests_total of its four controllers, lease renewals left out), MetalLB's reconciles, full passes over every Service, "+
+		"(rest_client_requests_total of its four controllers, lease renewals left out), each driver process's reconciles "+
+		"(controller_runtime_reconcile_total of every controller it runs), MetalLB's reconciles, full passes over every Service, "+
 		"forced reloads and failed passes (its log), and its status updates refused with 409 (apiserver_request_total), each attributed to "+
 		"the last writer of that Service before it (the API server's audit log): the driver, MetalLB itself (a pass read the Service from a cache "+
 		"that did not show its own write yet) or the user (the benchmark's actions); CPU seconds per process from snapshot to snapshot, the "+
