@@ -120,7 +120,7 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Optio
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(GCControllerName).
-		For(&corev1.Service{}, builder.WithPredicates(isAllocation)).
+		For(&corev1.Service{}, builder.WithPredicates(isAllocation, placeholderMarked)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders), builder.WithPredicates(claimGone)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders), builder.WithPredicates(addressUnbound)).
 		WithOptions(opts).

@@ -1,6 +1,8 @@
 package claim
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -62,6 +64,22 @@ var (
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 )
+
+// placeholderMarked lets through a placeholder's own events that can change
+// what isOrphan reads of it: its creation (the start and the relist
+// included), and an update of its labels, annotations or owner references.
+// MetalLB's status writes, a third of a claim's Service events, do not;
+// its deletion leaves nothing to collect.
+var placeholderMarked = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return true },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+			!equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences())
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return true },
+}
 
 // claimRefChanged tells whether an address's claim reference changed.
 func claimRefChanged(o, n *iadv1alpha1.IPAddress) bool {

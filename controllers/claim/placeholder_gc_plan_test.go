@@ -83,4 +83,29 @@ func TestGCEvents(t *testing.T) {
 	}
 	assert.True(t, addressUnbound.Delete(event.DeleteEvent{Object: bound()}), "an address gone")
 	assert.False(t, addressUnbound.Create(event.CreateEvent{Object: bound()}), "an address created")
+
+	placeholder := func() *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-iad-system", Name: "p",
+			Labels:      map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation, names.LabelClaimUID: "u1"},
+			Annotations: map[string]string{names.AnnotationClaimNamespace: "t", names.AnnotationClaimName: "ip"}}}
+	}
+	for name, tc := range map[string]struct {
+		mut  func(*corev1.Service)
+		want bool
+	}{
+		"MetalLB's status": {func(s *corev1.Service) {
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+			s.ResourceVersion = "2"
+		}, false},
+		"address recorded":   {func(s *corev1.Service) { s.Labels[names.LabelAddress] = "ip-192-0-2-1" }, true},
+		"claim named":        {func(s *corev1.Service) { s.Annotations[names.AnnotationClaimName] = "other" }, true},
+		"handed over":        {func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{{Kind: "IPAddress", Name: "a"}} }, true},
+		"deletion requested": {func(s *corev1.Service) { s.DeletionTimestamp = &metav1.Time{} }, false},
+	} {
+		n := placeholder()
+		tc.mut(n)
+		assert.Equal(t, tc.want, placeholderMarked.Update(event.UpdateEvent{ObjectOld: placeholder(), ObjectNew: n}), name)
+	}
+	assert.True(t, placeholderMarked.Create(event.CreateEvent{Object: placeholder()}), "a placeholder created, or seen at the start")
+	assert.False(t, placeholderMarked.Delete(event.DeleteEvent{Object: placeholder()}), "a placeholder gone")
 }

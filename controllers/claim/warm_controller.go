@@ -87,6 +87,17 @@ func (w *warmer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	return phase.Run(ctx, s, phases...)
 }
 
+// keepsWarm tells whether the cached class of that name asks for warm
+// addresses.
+func (w *warmer) keepsWarm(ctx context.Context, className string) bool {
+	c := &iadv1alpha1.IPAddressClass{}
+	if err := w.Get(ctx, types.NamespacedName{Name: className}, c); err != nil {
+		return false // gone: its warm leftovers still map to it
+	}
+	target, _, _ := warmTarget(c)
+	return target > 0
+}
+
 // warmPlaceholders lists the warm placeholders of a class that are not
 // handed over yet.
 func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*corev1.Service, error) {
@@ -103,18 +114,14 @@ func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*cor
 }
 
 func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	toClass := func(_ context.Context, o client.Object) []reconcile.Request {
-		var name string
-		switch v := o.(type) {
-		case *iadv1alpha1.IPAddress:
-			name = v.Spec.ClassName
-		case *corev1.Service:
-			if v.Namespace != w.PlaceholderNamespace {
-				return nil
-			}
-			name = v.Annotations[names.AnnotationClass]
-		}
-		if name == "" {
+	// An address or placeholder concerns the warm controller when it is
+	// warm itself (a leftover to drop or one to count), or when its class
+	// keeps warm addresses (its draws change what is free to fill from).
+	// Other classes' claims, every claim of a class without warm
+	// addresses, never wake it: 6.7 idle passes per claim before.
+	toClass := func(ctx context.Context, o client.Object) []reconcile.Request {
+		name, warm := warmClassOf(o, w.PlaceholderNamespace)
+		if name == "" || !warm && !w.keepsWarm(ctx, name) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}

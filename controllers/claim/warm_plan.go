@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
@@ -23,6 +24,23 @@ func warmTarget(c *iadv1alpha1.IPAddressClass) (int, []classparams.AddressRange,
 		return -1, nil, true
 	}
 	return int(p.WarmAddresses), p.Addresses, true
+}
+
+// warmClassOf is the class an address or a placeholder (a Service in the
+// placeholder namespace) draws from, and whether it is warm: a warm
+// address (names.LabelWarm) or a warm placeholder. Anything else has no
+// class.
+func warmClassOf(o client.Object, placeholderNamespace string) (string, bool) {
+	switch v := o.(type) {
+	case *iadv1alpha1.IPAddress:
+		return v.Spec.ClassName, v.Labels[names.LabelWarm] == "true"
+	case *corev1.Service:
+		if v.Namespace != placeholderNamespace {
+			return "", false
+		}
+		return v.Annotations[names.AnnotationClass], v.Labels[names.LabelPlaceholder] == names.PlaceholderWarm
+	}
+	return "", false
 }
 
 // warmPlan is what one family of a class needs.

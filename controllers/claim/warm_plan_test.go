@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
@@ -196,4 +197,30 @@ func TestIsOurWarm(t *testing.T) {
 	attached := warmAddr("ip-a", "10.0.0.1", nil, avail, true)
 	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
 	assert.False(t, isOurWarm(&attached, "c"))
+}
+
+func TestWarmClassOf(t *testing.T) {
+	const ns = "metallb-iad-system"
+	warm := warmAddr("a", "192.0.2.1", nil, iadv1alpha1.AddressAvailable, true)
+	taken := warmAddr("b", "192.0.2.2", &iadv1alpha1.ClaimReference{Namespace: "t", Name: "ip"}, iadv1alpha1.AddressBound, false)
+	svc := func(namespace, kind string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p",
+			Labels: map[string]string{names.LabelPlaceholder: kind}, Annotations: map[string]string{names.AnnotationClass: "c"}}}
+	}
+	for name, tc := range map[string]struct {
+		o     client.Object
+		class string
+		warm  bool
+	}{
+		"a warm address":            {&warm, "c", true},
+		"a claim's address":         {&taken, "c", false},
+		"a warm placeholder":        {svc(ns, names.PlaceholderWarm), "c", true},
+		"an allocation placeholder": {svc(ns, names.PlaceholderAllocation), "c", false},
+		"a Service elsewhere":       {svc("t", names.PlaceholderWarm), "", false},
+		"a class":                   {&iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, "", false},
+	} {
+		class, isWarm := warmClassOf(tc.o, ns)
+		assert.Equal(t, tc.class, class, name)
+		assert.Equal(t, tc.warm, isWarm, name)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -77,11 +78,39 @@ func cpuCol(cpu map[string]time.Duration) string {
 // passesCol formats each driver process's reconciles per operation, in
 // cluster.Controllers order.
 func passesCol(passes map[string]float64, n float64) string {
+	perProcess := map[string]float64{}
+	for key, v := range passes {
+		p, _, _ := strings.Cut(key, "/")
+		perProcess[p] += v
+	}
 	var out []string
 	for _, c := range cluster.Controllers {
-		out = append(out, fmt.Sprintf("%.1f", passes[c]/n))
+		out = append(out, fmt.Sprintf("%.1f", perProcess[c]/n))
 	}
 	return strings.Join(out, "/")
+}
+
+// passesByCol formats each driver controller's reconciles per operation,
+// process by process in cluster.Controllers order; a controller that made
+// no pass is left out.
+func passesByCol(passes map[string]float64, n float64) string {
+	var out []string
+	for _, p := range cluster.Controllers {
+		var ctls []string
+		for key := range passes {
+			if proc, ctl, _ := strings.Cut(key, "/"); proc == p {
+				ctls = append(ctls, ctl)
+			}
+		}
+		sort.Strings(ctls)
+		for _, ctl := range ctls {
+			out = append(out, fmt.Sprintf("%s %.1f", ctl, passes[p+"/"+ctl]/n))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
 }
 
 // writesCol formats each controller's writes per operation by verb, in

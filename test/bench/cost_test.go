@@ -51,8 +51,8 @@ type cost struct {
 	// driverReqs is the four driver controllers' requests, lease requests
 	// left out.
 	driverReqs float64
-	// passes is each driver process's reconciles (controller_runtime_reconcile_total
-	// of every controller it runs): where it spent a pass on the operation.
+	// passes is each driver controller's reconciles (PassesByController):
+	// where the driver spent a pass on the operation.
 	passes map[string]float64
 	// writesBy is each controller's writes by verb (WritesByController).
 	writesBy map[string]map[string]float64
@@ -84,7 +84,7 @@ func (e *env) since(b *testing.B, s snap) cost {
 	b.Helper()
 	now := e.snap(b)
 	c := cost{dur: now.at.Sub(s.at), reqs: APIRequests(s.api, now.api), conflicts: APIRequestsWithCode(s.api, now.api, "409"),
-		conflictsBy: map[string]float64{}, passes: map[string]float64{}}
+		conflictsBy: map[string]float64{}, passes: PassesByController(s.drivers, now.drivers)}
 	for k, v := range now.audit.Conflicts {
 		c.conflictsBy[k] = v - s.audit.Conflicts[k]
 	}
@@ -94,7 +94,6 @@ func (e *env) since(b *testing.B, s snap) cost {
 	c.writesBy = WritesByController(s.drivers, now.drivers)
 	for _, ctl := range cluster.Controllers {
 		c.driverReqs += now.drivers[ctl].Sum("rest_client_requests_total") - s.drivers[ctl].Sum("rest_client_requests_total")
-		c.passes[ctl] = now.drivers[ctl].Sum("controller_runtime_reconcile_total") - s.drivers[ctl].Sum("controller_runtime_reconcile_total")
 	}
 	c.driverReqs = max(c.driverReqs-leases-c.reqs["GET leases"], 0)
 	c.metallb = CountMetalLBLog(ReadFrom(e.c.MetalLB().LogPath, s.logOff))

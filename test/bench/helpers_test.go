@@ -176,6 +176,20 @@ func TestWritesByController(t *testing.T) {
 	assert.Equal(t, "-", writesCol(nil, 1))
 }
 
+func TestPassesByController(t *testing.T) {
+	before := map[string]Metrics{"claim": {`controller_runtime_reconcile_total{controller="claim",result="success"}`: 10}}
+	after := map[string]Metrics{
+		"claim": {`controller_runtime_reconcile_total{controller="claim",result="success"}`: 30, `controller_runtime_reconcile_total{controller="claim",result="requeue_after"}`: 4,
+			`controller_runtime_reconcile_total{controller="claim-placeholder-gc",result="success"}`: 6, `controller_runtime_reconcile_errors_total{controller="claim"}`: 9},
+		"service": {`controller_runtime_reconcile_total{controller="service",result="success"}`: 0},
+	}
+	passes := PassesByController(before, after)
+	assert.Equal(t, map[string]float64{"claim/claim": 24, "claim/claim-placeholder-gc": 6}, passes, "every result, by controller; errors are another metric")
+	assert.Equal(t, "0.0/15.0/0.0/0.0", passesCol(passes, 2), "per process, in cluster.Controllers order")
+	assert.Equal(t, "claim 12.0, claim-placeholder-gc 3.0", passesByCol(passes, 2))
+	assert.Equal(t, "-", passesByCol(nil, 1))
+}
+
 func TestCountMetalLBLog(t *testing.T) {
 	log := `{"caller":"service_controller.go:64","controller":"ServiceReconciler","level":"info","start reconcile":"ns/a","ts":"x"}
 {"caller":"pool_status_controller.go:53","controller":"PoolStatusReconciler","level":"info","start reconcile":"metallb-system/p","ts":"x"}

@@ -229,6 +229,26 @@ func WritesByController(before, after map[string]Metrics) map[string]map[string]
 	return out
 }
 
+// PassesByController is each driver controller's reconciles between two
+// scrapes of its process's metrics (controller_runtime_reconcile_total, by
+// its controller label: a process runs more than one), keyed
+// "process/controller".
+func PassesByController(before, after map[string]Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for p, m := range after {
+		for series, v := range m {
+			name, l := ParseSeries(series)
+			if name != "controller_runtime_reconcile_total" {
+				continue
+			}
+			if d := v - before[p][series]; d > 0 {
+				out[p+"/"+l["controller"]] += d
+			}
+		}
+	}
+	return out
+}
+
 // MetalLBLog counts what the MetalLB controller logged (at info level).
 type MetalLBLog struct {
 	// Reconciles is how many single-Service reconciles started (MetalLB's

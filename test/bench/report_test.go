@@ -84,6 +84,12 @@ func report() string {
 		rows = append(rows, []string{o.name, writesCol(o.cost.writesBy, o.n)})
 	}
 	sb.WriteString(table("Where the driver's writes go", rows))
+
+	rows = [][]string{{"OPERATION", "DRIVER PASSES PER OP BY CONTROLLER (controller_runtime_reconcile_total; a process runs more than one)"}}
+	for _, o := range results {
+		rows = append(rows, []string{o.name, passesByCol(o.cost.passes, float64(o.n))})
+	}
+	sb.WriteString(table("Where the driver's passes go", rows))
 	for _, x := range extras {
 		sb.WriteString(x)
 	}
