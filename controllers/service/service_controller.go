@@ -270,9 +270,14 @@ func (r *Reconciler) servicesByIndex(ctx context.Context, field, key string) []r
 		log.FromContext(ctx).Error(err, "cannot list Services by index", "index", field, "key", key)
 		return nil
 	}
-	reqs := make([]reconcile.Request, len(list.Items))
+	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		// A placeholder holds the IP its address names: the controller
+		// leaves placeholders alone (notPlaceholder), so they are not
+		// queued either (four idle passes per claim before).
+		if !marks.Exempt(&list.Items[i], r.PlaceholderNamespace) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }

@@ -84,6 +84,10 @@ type Options struct {
 	secret    []byte
 	secretRef client.ObjectKey
 
+	// WarmStandby makes a replica that does not hold the lease start its
+	// watches all the same (controller-runtime's warmup).
+	WarmStandby bool
+
 	// SkipNameValidation lets tests run same-named controllers in one process.
 	SkipNameValidation bool
 
@@ -108,6 +112,7 @@ func (o *Options) bindFlags(fs *flag.FlagSet) {
 	// claims (BENCHMARKS.md); API priority and fairness protects the server.
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "Sustained requests per second the controller may send to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "Requests the controller may send to the API server in a burst.")
+	fs.BoolVar(&o.WarmStandby, "warm-standby", false, "A replica that does not hold the lease watches all the same, so it takes over with its cache synced and its queue filled; each standby then spends the CPU and memory of watching.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
@@ -235,6 +240,9 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	var controllers config.Controller
 	if o.SkipNameValidation {
 		controllers.SkipNameValidation = &o.SkipNameValidation
+	}
+	if o.WarmStandby {
+		controllers.EnableWarmup = &o.WarmStandby
 	}
 	events := newPatientBroadcaster()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

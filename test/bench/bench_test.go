@@ -584,11 +584,16 @@ func BenchmarkClaimToBound(b *testing.B) {
 			e.sweep(b, plainNS)
 
 			ns, class := e.newClass(b, fmt.Sprintf("claims-%d", n), n+16, "")
+			var sb *standbys
+			if idx == len(sc.claims)-1 {
+				sb = e.startStandbys(b)
+			}
 			e.settle(b)
 			s = e.snap(b)
 			bound, ready := e.claimMany(b, ns, class, seq("ip", 0, n))
 			e.settle(b)
 			c := e.since(b, s)
+			sb.stop(b, &c)
 			record(newOp("claim", fmt.Sprintf("claim -> Bound, N=%d", n), n, bound, c, base).traced(ClaimStates, bound.traces))
 			record(newOp("claim", fmt.Sprintf("claim -> Bound and Held, N=%d", n), n, ready, c, base))
 			// Memory at every N, so the growth per claim shows between them.

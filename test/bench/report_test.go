@@ -73,6 +73,8 @@ func report() string {
 		"settling after the operation included; the machine's busy share over the operation's own window, first action -> last item done "+
 		"(summed over repetitions), settling not included", rows))
 
+	sb.WriteString(watchingTable(results))
+
 	rows = [][]string{{"OPERATION", "API REQUESTS PER OP BY VERB AND RESOURCE (every client; leases left out)"}}
 	for _, o := range results {
 		rows = append(rows, []string{o.name, PerOp(o.cost.reqs, o.n, "leases")})

@@ -163,7 +163,11 @@ func verdicts(f runFigures) []verdict {
 		skipped(cpuTarget, "no N=1000 claims in this run")
 	} else {
 		d, m := driverCPUPerOp(o), procCPUPerOp(o, "metallb")
-		judge(cpuTarget, d <= m, "%.2fx (%s per claim, MetalLB %s; %s)", Ratio(Ms(d), Ms(m)), fmtD(d), fmtD(m), cpuPerController(o))
+		watching := ""
+		if w := watchingPerOp(o); w > 0 {
+			watching = fmt.Sprintf("; watching alone %s, %.2fx MetalLB", fmtD(w), Ratio(Ms(w), Ms(m)))
+		}
+		judge(cpuTarget, d <= m, "%.2fx (%s per claim, MetalLB %s; %s%s)", Ratio(Ms(d), Ms(m)), fmtD(d), fmtD(m), cpuPerController(o), watching)
 	}
 	const cpuFlat = "the driver's CPU per claim at N=5000 within 20% of N=1000"
 	if a, z := f.opNamed("claim -> Bound, N=1000"), f.opNamed("claim -> Bound, N=5000"); a == nil || z == nil {

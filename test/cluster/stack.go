@@ -165,10 +165,11 @@ func (s *Stack) startRealCore(src string) error {
 // in this process.
 func (s *Stack) RealCore() *Process { return s.realCore }
 
-// StartReplica starts one more process of a controller and waits until it
-// is ready (a standby is ready too: readiness does not wait for the lease).
-func (s *Stack) StartReplica(ctx context.Context, controller string) (*Driver, error) {
-	d, err := s.StartDriverReady(ctx, s.BinDir, controller, s.replicaArgs...)
+// StartReplica starts one more process of a controller, with extraArgs
+// after the stack's own, and waits until it is ready (a standby is ready
+// too: readiness does not wait for the lease).
+func (s *Stack) StartReplica(ctx context.Context, controller string, extraArgs ...string) (*Driver, error) {
+	d, err := s.StartDriverReady(ctx, s.BinDir, controller, append(append([]string{}, s.replicaArgs...), extraArgs...)...)
 	if err != nil {
 		return nil, err
 	}
