@@ -114,9 +114,9 @@ func watchingTable(ops []*op) string {
 		m := procCPUPerOp(o, "metallb")
 		for _, ctl := range cluster.Controllers {
 			s, own := procCPUPerOp(o, standbyKey(ctl)), procCPUPerOp(o, ctl)
-			rows = append(rows, []string{o.name, ctl, fmtD(s), fmtD(own), pct(s, own), x(Ms(s), Ms(m))})
+			rows = append(rows, []string{o.name, ctl, fmtCPU(s), fmtCPU(own), pct(s, own), x(Ms(s), Ms(m))})
 		}
-		rows = append(rows, []string{o.name, "all four", fmtD(w), fmtD(driverCPUPerOp(o)), pct(w, driverCPUPerOp(o)), x(Ms(w), Ms(m))})
+		rows = append(rows, []string{o.name, "all four", fmtCPU(w), fmtCPU(driverCPUPerOp(o)), pct(w, driverCPUPerOp(o)), x(Ms(w), Ms(m))})
 	}
 	if len(rows) == 1 {
 		return ""

@@ -165,16 +165,16 @@ func verdicts(f runFigures) []verdict {
 		d, m := driverCPUPerOp(o), procCPUPerOp(o, "metallb")
 		watching := ""
 		if w := watchingPerOp(o); w > 0 {
-			watching = fmt.Sprintf("; watching alone %s, %.2fx MetalLB", fmtD(w), Ratio(Ms(w), Ms(m)))
+			watching = fmt.Sprintf("; watching alone %s, %.2fx MetalLB", fmtCPU(w), Ratio(Ms(w), Ms(m)))
 		}
-		judge(cpuTarget, d <= m, "%.2fx (%s per claim, MetalLB %s; %s%s)", Ratio(Ms(d), Ms(m)), fmtD(d), fmtD(m), cpuPerController(o), watching)
+		judge(cpuTarget, d <= m, "%.2fx (%s per claim, MetalLB %s; %s%s)", Ratio(Ms(d), Ms(m)), fmtCPU(d), fmtCPU(m), cpuPerController(o), watching)
 	}
 	const cpuFlat = "the driver's CPU per claim at N=5000 within 20% of N=1000"
 	if a, z := f.opNamed("claim -> Bound, N=1000"), f.opNamed("claim -> Bound, N=5000"); a == nil || z == nil {
 		skipped(cpuFlat, "large scale only (BENCH_SCALE=large)")
 	} else {
 		r := Ratio(Ms(driverCPUPerOp(z)), Ms(driverCPUPerOp(a)))
-		judge(cpuFlat, r <= 1.2, "%.2fx (%s, %s per claim)", r, fmtD(driverCPUPerOp(z)), fmtD(driverCPUPerOp(a)))
+		judge(cpuFlat, r <= 1.2, "%.2fx (%s, %s per claim)", r, fmtCPU(driverCPUPerOp(z)), fmtCPU(driverCPUPerOp(a)))
 	}
 
 	// Writes per handoff: four, and one Event.
@@ -375,11 +375,16 @@ func driverCPUPerOp(o *op) time.Duration {
 	return d
 }
 
+// fmtCPU formats CPU time per item to a tenth of a millisecond: a
+// controller spends a few milliseconds per claim, which whole milliseconds
+// blur.
+func fmtCPU(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+
 // cpuPerController names each controller's CPU per item of o.
 func cpuPerController(o *op) string {
 	var out []string
 	for _, c := range cluster.Controllers {
-		out = append(out, fmt.Sprintf("%s %s", c, fmtD(procCPUPerOp(o, c))))
+		out = append(out, fmt.Sprintf("%s %s", c, fmtCPU(procCPUPerOp(o, c))))
 	}
 	return strings.Join(out, ", ")
 }
