@@ -87,6 +87,10 @@ func (sb *standbys) stop(b *testing.B, c *cost) {
 		t, err := ReadProcCPU(d.Pid())
 		require.NoError(b, err)
 		require.False(b, d.IsLeader(), "the %s standby took the lease during the operation", ctl)
+		m, err := Scrape(d.MetricsAddr)
+		require.NoError(b, err)
+		require.Zero(b, m.Sum("controller_runtime_reconcile_total"), "the %s standby made a pass", ctl)
+		require.Empty(b, WritesByController(map[string]Metrics{}, map[string]Metrics{ctl: m}), "the %s standby wrote", ctl)
 		c.cpu[standbyKey(ctl)] = t - sb.cpu0[ctl]
 		d.Kill()
 	}

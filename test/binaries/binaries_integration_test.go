@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -143,6 +146,68 @@ func TestSecondReplicaWaits(t *testing.T) {
 		assert.NotEqual(t, holder, *lease.Spec.HolderIdentity)
 		assert.NotEmpty(t, *lease.Spec.HolderIdentity)
 	}, time.Minute, 200*time.Millisecond, "the second replica takes the lease over")
+}
+
+// TestWarmStandby checks that a replica started with --warm-standby while
+// another holds the lease watches all the same (its queue hears of a
+// class) and makes no pass and no write, then takes over when the leader
+// goes. Without the flag its queue would hear of nothing until then.
+func TestWarmStandby(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	class := cluster.Class("warm-standby", iadv1alpha1.ReclaimDelete, "")
+	require.NoError(t, c.Client.Create(ctx, class))
+	defer func() { _ = c.Client.Delete(context.Background(), class) }()
+
+	first, err := c.StartDriverReady(ctx, binDir, "class")
+	require.NoError(t, err)
+	defer first.Stop(10 * time.Second)
+	require.Eventually(t, func() bool {
+		_, body := get(t, "http://"+first.MetricsAddr+"/metrics")
+		return metricSum(body, `leader_election_master_status{name="metallb-iad-class"}`) == 1
+	}, time.Minute, 100*time.Millisecond, "the first replica leads")
+
+	second, err := c.StartDriverReady(ctx, binDir, "class", "--warm-standby")
+	require.NoError(t, err)
+	defer second.Stop(10 * time.Second)
+	metrics := func() string {
+		_, body := get(t, "http://"+second.MetricsAddr+"/metrics")
+		return body
+	}
+	require.Eventually(t, func() bool {
+		return metricSum(metrics(), `workqueue_adds_total{controller="class"`) > 0
+	}, time.Minute, 100*time.Millisecond, "the standby's watches start: its queue hears of the class")
+	body := metrics()
+	assert.Zero(t, metricSum(body, `leader_election_master_status{name="metallb-iad-class"}`), "the standby does not lead")
+	assert.Zero(t, metricSum(body, "controller_runtime_reconcile_total{"), "the standby makes no pass")
+	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		assert.Zero(t, metricSum(body, `rest_client_requests_total{`, `method="`+verb+`"`), "the standby writes nothing (%s)", verb)
+	}
+
+	first.Stop(10 * time.Second) // releases the lease on a clean stop
+	assert.Eventually(t, func() bool {
+		return metricSum(metrics(), "controller_runtime_reconcile_total{") > 0
+	}, time.Minute, 200*time.Millisecond, "the standby takes over and reconciles")
+}
+
+// metricSum adds up the samples of a Prometheus text body whose series
+// starts with prefix and holds every one of parts.
+func metricSum(body, prefix string, parts ...string) float64 {
+	var total float64
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); all && err == nil {
+			total += v
+		}
+	}
+	return total
 }
 
 // TestUnreachableAPIServer checks that a binary exits at once with a clear
