@@ -2,6 +2,8 @@ package marks
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,14 +58,21 @@ func (m Marks) ReleaseStarted(release string) bool {
 
 // LetGo reports whether svc was detached from the address in one write (a
 // grant-only pool): still the associated Service, not being deleted, no
-// longer asking for the claim, with neither pinned-by marker nor grant.
+// longer asking for the claim, with neither pinned-by marker nor grant, and
+// no pin written by hand that names the address: MetalLB keeps an address
+// a Service pins itself, so such a Service is never let go, and waiting
+// for it would wait for ever.
 func LetGo(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
 	at := a.Status.AssociatedTo
 	if svc == nil || at == nil || at.Kind != "Service" || at.Namespace != svc.Namespace || at.Name != svc.Name || svc.DeletionTimestamp != nil {
 		return false
 	}
 	m := Of(svc)
-	return m.PinnedBy == "" && m.Grant == "" && !m.Asks(a)
+	if m.PinnedBy != "" || m.Grant != "" || m.Asks(a) {
+		return false
+	}
+	ip := PinValue([]string{a.Spec.Address})
+	return ip == "" || !slices.Contains(strings.Split(m.HandPin(), ","), ip)
 }
 
 // Asks reports whether the Service asks for the address's claim (the

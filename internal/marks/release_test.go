@@ -74,6 +74,13 @@ func releasedAnn(in map[string]string, release string) map[string]string {
 	return svc.Annotations
 }
 
+// withIP is a copy of a with its address set to ip.
+func withIP(a *iadv1alpha1.IPAddress, ip string) *iadv1alpha1.IPAddress {
+	out := a.DeepCopy()
+	out.Spec.Address = ip
+	return out
+}
+
 func withdrawnAnn(in map[string]string) map[string]string {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: in}}
 	Edit(svc, (*Marks).Withdraw)
@@ -137,6 +144,12 @@ func TestLetGo(t *testing.T) {
 			map[string]string{iadv1alpha1.ServiceClaimAnnotation: "ip"}, nil, false, false},
 		{"asks for another claim now", associated,
 			map[string]string{iadv1alpha1.ServiceClaimAnnotation: "other"}, nil, false, true},
+		{"pinned by hand to the address: MetalLB keeps it", withIP(associated, "203.0.113.7"),
+			map[string]string{KeyPin: "203.0.113.7"}, nil, false, false},
+		{"pinned by hand to it, the older annotation", withIP(associated, "203.0.113.7"),
+			map[string]string{KeyLegacyPin: "203.0.113.9,203.0.113.7"}, nil, false, false},
+		{"pinned by hand elsewhere: MetalLB lets the address go", withIP(associated, "203.0.113.7"),
+			map[string]string{KeyPin: "203.0.113.9"}, nil, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := svcWith(nil, corev1.IPv4Protocol)
