@@ -31,6 +31,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/queue"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
@@ -182,7 +183,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
-		WithOptions(opts).
+		WithOptions(queue.WithQueue(opts)).
 		Complete(r)
 	if err != nil {
 		return err

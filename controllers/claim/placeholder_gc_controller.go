@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/queue"
 )
 
 // placeholderGC deletes orphaned allocation placeholders: those whose claim
@@ -123,7 +124,7 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Optio
 		For(&corev1.Service{}, builder.WithPredicates(isAllocation, placeholderMarked)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders), builder.WithPredicates(claimGone)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders), builder.WithPredicates(addressUnbound)).
-		WithOptions(opts).
+		WithOptions(queue.WithQueue(opts)).
 		Complete(g)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/queue"
 )
 
 // WarmControllerName is the name of the controller that keeps a class's
@@ -144,6 +145,6 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(toClass)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(toClass)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(refusal)).
-		WithOptions(opts).
+		WithOptions(queue.WithQueue(opts)).
 		Complete(w)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/queue"
 )
 
 // Controller runs the class controller: its binary (bootstrap.Main) and
@@ -113,7 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		ownerRefsChanged,
 	))
 	return ctrl.NewControllerManagedBy(mgr).Named("class").
-		WithOptions(r.Options).
+		WithOptions(queue.WithQueue(r.Options)).
 		For(&iadv1alpha1.IPAddressClass{}).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.otherClasses),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -34,6 +34,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/queue"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
@@ -161,7 +162,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.addressesForPool),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(r.Keys.Rotations(handler.EnqueueRequestsFromMapFunc(r.everyAddress))).
-		WithOptions(opts).
+		WithOptions(queue.WithQueue(opts)).
 		Complete(r)
 }
 

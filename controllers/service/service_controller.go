@@ -36,6 +36,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/queue"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 )
 
@@ -136,7 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&metallbv1beta1.IPAddressPool{}, handler.EnqueueRequestsFromMapFunc(r.attachingForParking),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(r.Keys.Rotations(handler.EnqueueRequestsFromMapFunc(r.keyedServices))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(queue.WithQueue(controller.Options{MaxConcurrentReconciles: workers})).
 		Complete(r)
 }
 

@@ -3,8 +3,10 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,4 +67,37 @@ func TestOwner(t *testing.T) {
 	// A package a controller may grow below its folder belongs to it.
 	assert.Equal(t, "claim", owner(module+"/controllers/claim/sub"))
 	assert.Equal(t, "", owner(module+"/internal/classparams"))
+}
+
+// TestEveryControllerHasTheGuardedQueue: every controller a package under
+// controllers/ builds takes its options through queue.WithQueue, so no
+// controller stops on controller-runtime's unguarded queue (internal/queue
+// says why). A builder's WithOptions call is where a controller gets its
+// queue.
+var (
+	anyOptions     = regexp.MustCompile(`\bWithOptions\(`)
+	guardedOptions = regexp.MustCompile(`\bWithOptions\(queue\.WithQueue\(`)
+)
+
+func TestEveryControllerHasTheGuardedQueue(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	files, err := filepath.Glob(filepath.Join(root, "controllers", "*", "*.go"))
+	require.NoError(t, err)
+	builds := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src := string(b)
+		n := strings.Count(src, "NewControllerManagedBy(")
+		builds += n
+		guarded := len(guardedOptions.FindAllString(src, -1))
+		assert.Equal(t, n, guarded, "%s: each controller it builds takes queue.WithQueue's options", filepath.Base(f))
+		assert.Equal(t, len(anyOptions.FindAllString(src, -1)), guarded,
+			"%s: every WithOptions goes through queue.WithQueue", filepath.Base(f))
+	}
+	assert.GreaterOrEqual(t, builds, len(controllers), "the check finds the controllers' builders")
 }

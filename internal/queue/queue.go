@@ -1,0 +1,101 @@
+// Package queue gives the driver's controllers their work queue:
+// controller-runtime's priority queue, stopped so that a stop cannot hang.
+//
+// The priority queue of controller-runtime v0.23 can deadlock when it is
+// shut down while it hands an item to a worker: the worker returns on the
+// shutdown, the queue's hand-out goroutine stays blocked on its send with
+// the queue's locks held, and the next worker to finish a pass blocks in
+// Done. The controller then never stops, and the manager gives up after
+// its 30 s grace period: a binary that takes 30 s to stop, and hands its
+// lease over that much later. controller-runtime v0.25.0 fixes the queue;
+// the guard can go with the move to it.
+//
+// New wraps the queue so that no worker waits inside it when it is shut
+// down: ShutDown first turns workers away at the door, then wakes each
+// worker still waiting with an item of its own that no pass ever sees,
+// and shuts the queue down only when none waits.
+package queue
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// wakeLimit bounds how long ShutDown wakes waiting workers before it shuts
+// the queue down regardless.
+const wakeLimit = 10 * time.Second
+
+// WithQueue returns opts with New as its queue, unless it names one.
+func WithQueue(opts controller.Options) controller.Options {
+	if opts.NewQueue == nil {
+		opts.NewQueue = New
+	}
+	return opts
+}
+
+// New returns controller-runtime's priority queue for the controller name,
+// with rateLimiter, guarded as the package says.
+func New(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return &guarded{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+		o.RateLimiter = rateLimiter
+	})}
+}
+
+type guarded struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	// stopping turns workers away before they wait in the queue.
+	stopping atomic.Bool
+	// inside counts the workers in GetWithPriority.
+	inside atomic.Int64
+}
+
+func (q *guarded) Get() (reconcile.Request, bool) {
+	r, _, shutdown := q.GetWithPriority()
+	return r, shutdown
+}
+
+// GetWithPriority hands out the next item, or says the queue is shut down
+// once ShutDown has begun; an item taken after that is given back undone.
+func (q *guarded) GetWithPriority() (reconcile.Request, int, bool) {
+	q.inside.Add(1)
+	defer q.inside.Add(-1)
+	if q.stopping.Load() {
+		return reconcile.Request{}, 0, true
+	}
+	r, priority, shutdown := q.PriorityQueue.GetWithPriority()
+	if shutdown || q.stopping.Load() {
+		if !shutdown {
+			q.PriorityQueue.Done(r)
+		}
+		return reconcile.Request{}, 0, true
+	}
+	return r, priority, false
+}
+
+// ShutDown wakes every worker waiting in the queue, then shuts it down.
+func (q *guarded) ShutDown() {
+	if q.stopping.Swap(true) {
+		return
+	}
+	deadline := time.Now().Add(wakeLimit)
+	for i := 0; q.inside.Load() > 0 && time.Now().Before(deadline); i++ {
+		q.PriorityQueue.Add(wakeItem(i))
+		time.Sleep(time.Millisecond)
+	}
+	q.PriorityQueue.ShutDown()
+}
+
+func (q *guarded) ShutDownWithDrain() { q.ShutDown() }
+
+// wakeItem is the i-th item ShutDown wakes a worker with: no object has
+// its namespace, and a worker gives it back without a pass.
+func wakeItem(i int) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "\x00wake", Name: strconv.Itoa(i)}}
+}

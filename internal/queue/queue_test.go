@@ -1,0 +1,128 @@
+package queue
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func newQueue(name string) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return New(name, workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+}
+
+func request(i int) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}
+}
+
+// TestShutDownWhileHandingOut shuts the queue down while workers take
+// items as fast as they are added, as a controller's queue is when its
+// manager stops in a burst: every worker stops, and none is handed an item
+// the queue made up. Unguarded, controller-runtime v0.23's queue kept a
+// worker in Done for ever within a few dozen rounds.
+func TestShutDownWhileHandingOut(t *testing.T) {
+	for round := range 300 {
+		q := newQueue(fmt.Sprintf("round-%d", round))
+		var wg sync.WaitGroup
+		var bad sync.Map
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					r, shutdown := q.Get()
+					if shutdown {
+						return
+					}
+					if r.Namespace != "ns" {
+						bad.Store(r, true)
+					}
+					q.Done(r)
+				}
+			}()
+		}
+		stop := make(chan struct{})
+		adding := make(chan struct{})
+		go func() {
+			defer close(adding)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				q.Add(request(i % 50))
+			}
+		}()
+		time.Sleep(time.Millisecond)
+		q.ShutDown()
+		close(stop)
+		<-adding
+		stopped := make(chan struct{})
+		go func() { wg.Wait(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(wakeLimit + 10*time.Second):
+			t.Fatalf("round %d: a worker is still in the queue after ShutDown", round)
+		}
+		bad.Range(func(k, _ any) bool {
+			t.Errorf("round %d: a worker was handed %v", round, k)
+			return true
+		})
+	}
+}
+
+// TestShutDownIdle: a queue no worker waits in, or only idle workers, stops
+// at once, and a second ShutDown is harmless.
+func TestShutDownIdle(t *testing.T) {
+	q := newQueue("idle")
+	q.ShutDown()
+	q.ShutDown()
+	_, shutdown := q.Get()
+	assert.True(t, shutdown)
+
+	q = newQueue("idle-workers")
+	done := make(chan bool, 2)
+	for range 2 {
+		go func() { _, shutdown := q.Get(); done <- shutdown }()
+	}
+	require.Eventually(t, func() bool { return q.(*guarded).inside.Load() == 2 }, 5*time.Second, time.Millisecond)
+	q.ShutDown()
+	assert.True(t, <-done)
+	assert.True(t, <-done)
+}
+
+// TestStillAPriorityQueue: the guarded queue is still the priority queue
+// controllers and handlers add to with a priority (the claim controller
+// serves answered claims first), and hands out the higher one first.
+func TestStillAPriorityQueue(t *testing.T) {
+	q := newQueue("priority")
+	defer q.ShutDown()
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	require.True(t, ok)
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, request(1))
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(10)}, request(2))
+	require.Eventually(t, func() bool { return pq.Len() == 2 }, 5*time.Second, time.Millisecond)
+	r, priority, shutdown := pq.GetWithPriority()
+	assert.False(t, shutdown)
+	assert.Equal(t, request(2), r)
+	assert.Equal(t, 10, priority)
+	pq.Done(r)
+}
+
+func TestWithQueue(t *testing.T) {
+	assert.NotNil(t, WithQueue(controller.Options{}).NewQueue)
+	own := func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return nil
+	}
+	assert.Nil(t, WithQueue(controller.Options{NewQueue: own}).NewQueue("x", nil), "a queue the options name is kept")
+}
