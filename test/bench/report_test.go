@@ -27,7 +27,7 @@ func report() string {
 	var sb strings.Builder
 	if len(results) == 0 {
 		// Only tables of their own (BenchmarkDetachRelease alone).
-		fmt.Fprintf(&sb, "\n==================== metallb-iad benchmark ====================\nMetalLB %s\n", cluster.MetalLBVersion())
+		fmt.Fprintf(&sb, "\n==================== metallb-iad benchmark ====================\nMetalLB %s%s\n", cluster.MetalLBVersion(), driverEnvNote())
 		for _, x := range extras {
 			sb.WriteString(x)
 		}
@@ -39,7 +39,7 @@ func report() string {
 	if os.Getenv("BENCH_PARKING") == "off" {
 		parking = "off (shared and gap handoffs)"
 	}
-	fmt.Fprintf(&sb, "MetalLB %s; parking pool %s\n", cluster.MetalLBVersion(), parking)
+	fmt.Fprintf(&sb, "MetalLB %s; parking pool %s%s\n", cluster.MetalLBVersion(), parking, driverEnvNote())
 	rows := [][]string{{"OPERATION", "N", "P50", "P95", "MAX", "PER S", "BASELINE", "BASE P50", "BASE P95", "x P50", "x P95", "x PER S"}}
 	for _, o := range results {
 		r := []string{o.name, fmt.Sprint(o.n), fmtD(o.lat.P50), fmtD(o.lat.P95), fmtD(o.lat.Max), rate(o)}
@@ -211,4 +211,15 @@ func ranAll() bool {
 		}
 	}
 	return true
+}
+
+// driverEnvNote names what METALLB_IAD_DRIVER_ENV adds to the driver's
+// environment (cluster.DriverEnv), so a run under it is never read as a
+// default one.
+func driverEnvNote() string {
+	env := cluster.DriverEnv()
+	if len(env) == 0 {
+		return ""
+	}
+	return "; the driver binaries run with " + strings.Join(env, " ") + " (METALLB_IAD_DRIVER_ENV)"
 }

@@ -196,10 +196,18 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 			return nil, err
 		}
 	}
-	if d.Process, err = StartProcess(c.Dir, name, filepath.Join(binDir, controller), args...); err != nil {
+	if d.Process, err = startProcess(c.Dir, name, filepath.Join(binDir, controller), DriverEnv(), args...); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// DriverEnv is what $METALLB_IAD_DRIVER_ENV adds to every controller
+// binary's environment and no other process's: space-separated NAME=value
+// pairs, such as the Go runtime's GOGC or GOMEMLIMIT, to measure the driver
+// under them beside an unchanged MetalLB and control plane.
+func DriverEnv() []string {
+	return strings.Fields(os.Getenv("METALLB_IAD_DRIVER_ENV"))
 }
 
 // StartDriverReady starts a controller binary (StartDriver) and waits up to

@@ -29,12 +29,21 @@ type Process struct {
 
 // StartProcess starts path with args, logging to dir/<name>.log.
 func StartProcess(dir, name, path string, args ...string) (*Process, error) {
+	return startProcess(dir, name, path, nil, args...)
+}
+
+// startProcess is StartProcess with env added to the harness's own
+// environment.
+func startProcess(dir, name, path string, env []string, args ...string) (*Process, error) {
 	logPath := fmt.Sprintf("%s/%s.log", dir, name)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
