@@ -23,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -43,13 +44,15 @@ func WithQueue(opts controller.Options) controller.Options {
 // New returns controller-runtime's priority queue for the controller name,
 // with rateLimiter, guarded as the package says.
 func New(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return &guarded{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+	return &guarded{name: name, PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter = rateLimiter
+		o.Log = ctrl.Log.WithName("queue").WithValues("controller", name)
 	})}
 }
 
 type guarded struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
+	name string
 	// stopping turns workers away before they wait in the queue.
 	stopping atomic.Bool
 	// inside counts the workers in GetWithPriority.
@@ -85,7 +88,12 @@ func (q *guarded) ShutDown() {
 		return
 	}
 	deadline := time.Now().Add(wakeLimit)
-	for i := 0; q.inside.Load() > 0 && time.Now().Before(deadline); i++ {
+	for i := 0; q.inside.Load() > 0; i++ {
+		if time.Now().After(deadline) {
+			ctrl.Log.WithName("queue").Info("workers still wait in the queue after waking them; shutting it down regardless (the controller may not stop)",
+				"controller", q.name, "waiting", q.inside.Load())
+			break
+		}
 		q.PriorityQueue.Add(wakeItem(i))
 		time.Sleep(time.Millisecond)
 	}
@@ -93,6 +101,9 @@ func (q *guarded) ShutDown() {
 }
 
 func (q *guarded) ShutDownWithDrain() { q.ShutDown() }
+
+// ShuttingDown is true from the start of ShutDown.
+func (q *guarded) ShuttingDown() bool { return q.stopping.Load() }
 
 // wakeItem is the i-th item ShutDown wakes a worker with: no object has
 // its namespace, and a worker gives it back without a pass.

@@ -64,7 +64,11 @@ func TestShutDownWhileHandingOut(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Millisecond)
+		begun := time.Now()
 		q.ShutDown()
+		// Waking takes a few milliseconds; the fallback after wakeLimit
+		// would shut down the unguarded way.
+		require.Less(t, time.Since(begun), wakeLimit/2, "round %d: ShutDown woke every worker", round)
 		close(stop)
 		<-adding
 		stopped := make(chan struct{})
@@ -87,6 +91,7 @@ func TestShutDownIdle(t *testing.T) {
 	q := newQueue("idle")
 	q.ShutDown()
 	q.ShutDown()
+	assert.True(t, q.ShuttingDown())
 	_, shutdown := q.Get()
 	assert.True(t, shutdown)
 
@@ -97,8 +102,39 @@ func TestShutDownIdle(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return q.(*guarded).inside.Load() == 2 }, 5*time.Second, time.Millisecond)
 	q.ShutDown()
-	assert.True(t, <-done)
-	assert.True(t, <-done)
+	for range 2 {
+		select {
+		case shutdown := <-done:
+			assert.True(t, shutdown)
+		case <-time.After(wakeLimit / 2):
+			t.Fatal("an idle worker still waits after ShutDown")
+		}
+	}
+}
+
+// TestDoneAfterShutDown: a worker that was in a pass when the queue shut
+// down hands its item back afterwards without blocking, and learns the
+// queue is shut down.
+func TestDoneAfterShutDown(t *testing.T) {
+	q := newQueue("in-a-pass")
+	q.Add(request(1))
+	q.Add(request(2))
+	r, shutdown := q.Get()
+	require.False(t, shutdown)
+	waiting := make(chan bool, 2)
+	go func() { _, shutdown := q.Get(); waiting <- shutdown }() // takes the other item, then waits
+	go func() { _, shutdown := q.Get(); waiting <- shutdown }()
+	require.Eventually(t, func() bool { return q.(*guarded).inside.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	q.ShutDown()
+	finished := make(chan struct{})
+	go func() { q.Done(r); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(wakeLimit / 2):
+		t.Fatal("Done blocks after ShutDown")
+	}
+	_, shutdown = q.Get()
+	assert.True(t, shutdown)
 }
 
 // TestStillAPriorityQueue: the guarded queue is still the priority queue
