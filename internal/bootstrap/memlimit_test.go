@@ -14,13 +14,13 @@ func TestSoftMemoryLimit(t *testing.T) {
 		want    int64
 		ok      bool
 	}{
-		{"268435456\n", 0, 241591910, true},                  // 256 MiB, nothing resident: 90 %
-		{"268435456\n", 26 * mib, 217055232, true},           // 256 MiB, the binary's 26 MiB: 90 % of 230 MiB
-		{"83886080\n", 26 * mib, 50960793, true},             // 80 MiB: 90 % of 54 MiB
-		{"67108864\n", 40 * mib, 32 * mib, true},             // 64 MiB, 40 resident: never under half the limit
-		{"67108864\n", -1, 60397977, true},                   // a nonsense reading counts as none
-		{"max\n", 26 * mib, 0, false},                        // cgroup v2, no limit
-		{"9223372036854771712\n", 26 * mib, 0, false},        // cgroup v1, no limit
+		{"268435456\n", 0, 241591910, true},           // 256 MiB, nothing resident: 90 %
+		{"268435456\n", 26 * mib, 217055232, true},    // 256 MiB, the binary's 26 MiB: 90 % of 230 MiB
+		{"83886080\n", 26 * mib, 50960793, true},      // 80 MiB: 90 % of 54 MiB
+		{"67108864\n", 40 * mib, 32 * mib, true},      // 64 MiB, 40 resident: never under half the limit
+		{"67108864\n", -1, 60397977, true},            // a nonsense reading counts as none
+		{"max\n", 26 * mib, 0, false},                 // cgroup v2, no limit
+		{"9223372036854771712\n", 26 * mib, 0, false}, // cgroup v1, no limit
 		{"", 0, 0, false},
 		{"junk", 0, 0, false},
 		{"0", 0, 0, false},
