@@ -296,11 +296,7 @@ func verdicts(f runFigures) []verdict {
 			worst = max(worst, at[ctl].RSS)
 			parts = append(parts, fmt.Sprintf("%s %s", ctl, MiB(at[ctl].RSS)))
 		}
-		under := ""
-		if env := cluster.DriverEnv(); len(env) > 0 {
-			under = "; the driver under " + strings.Join(env, " ")
-		}
-		judge(rssLarge, worst <= 80<<20, "%s%s", strings.Join(parts, ", "), under)
+		judge(rssLarge, worst <= 80<<20, "%s%s", strings.Join(parts, ", "), driverEnvNote())
 	}
 
 	// Standing targets.
