@@ -1,0 +1,95 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// adders are the ways a queue is fed while it is shut down.
+var adders = []struct {
+	name string
+	add  func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{})
+}{
+	// burst: a controller's queue in a burst, kept full at the pace the
+	// queue takes items in (each Len flushes what was added since the
+	// last one), as event handlers feed it from a watch.
+	{"burst", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			q.Add(request(i % 50))
+			if i%50 == 0 {
+				q.Len()
+			}
+		}
+	}},
+	// flood: an adder that never waits for the queue, faster than the
+	// queue can take items in, so what it added piles up ahead of
+	// everything added after it. No event handler adds this way.
+	{"flood", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			q.Add(request(i % 50))
+		}
+	}},
+}
+
+// BenchmarkShutDown measures how long ShutDown takes while four workers
+// take items as fast as they come, under each adder: the median and the
+// longest of its rounds.
+func BenchmarkShutDown(b *testing.B) {
+	const rounds = 40
+	for _, a := range adders {
+		b.Run(a.name, func(b *testing.B) {
+			for range b.N {
+				took := make([]time.Duration, 0, rounds)
+				for round := range rounds {
+					took = append(took, shutDownOnce(fmt.Sprintf("bench-%s-%d", a.name, round), a.add))
+				}
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+			}
+		})
+	}
+}
+
+func shutDownOnce(name string, add func(workqueue.TypedRateLimitingInterface[reconcile.Request], <-chan struct{})) time.Duration {
+	q := newQueue(name)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				r, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				q.Done(r)
+			}
+		})
+	}
+	stop := make(chan struct{})
+	adding := make(chan struct{})
+	go func() { defer close(adding); add(q, stop) }()
+	time.Sleep(time.Millisecond)
+	begun := time.Now()
+	q.ShutDown()
+	took := time.Since(begun)
+	close(stop)
+	<-adding
+	wg.Wait()
+	return took
+}
