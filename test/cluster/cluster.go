@@ -308,7 +308,7 @@ func (c *Cluster) StartMetalLB(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err = waitListening(wctx, c.metallb, fmt.Sprintf("127.0.0.1:%d", port))
 		cancel()
 		if err == nil {

@@ -70,7 +70,7 @@ func TestMetalLBAssignsFromManualPool(t *testing.T) {
 			require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(svc), got))
 			require.Len(t, got.Status.LoadBalancer.Ingress, 1)
 			assert.Equal(t, want, got.Status.LoadBalancer.Ingress[0].IP)
-		}, 30*time.Second, 50*time.Millisecond, "MetalLB assigns %s", want)
+		}, 2*time.Minute, 50*time.Millisecond, "MetalLB assigns %s", want)
 	}
 
 	// A Service that selects no pool gets nothing: the pool is manual-only.

@@ -28,7 +28,7 @@ import (
 // which its backoff may put minutes away.
 func (c *Cluster) StartingWindow(t *testing.T, blocker *corev1.Service, pool string, booked int64) (end func()) {
 	t.Helper()
-	const timeout, tick = 30 * time.Second, 100 * time.Millisecond
+	const timeout, tick = 2 * time.Minute, 100 * time.Millisecond
 	ctx := context.Background()
 	c.StopMetalLB()
 	name := "starting-window-" + blocker.Namespace + "-" + blocker.Name

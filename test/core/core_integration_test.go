@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	timeout = 30 * time.Second
+	timeout = time.Minute
 	tick    = 100 * time.Millisecond
 )
 

@@ -48,7 +48,7 @@ type Config struct {
 // Short is the form `make soak-short` runs: a few hundred operations.
 func Short() Config {
 	return Config{Seed: time.Now().UnixNano() % 1_000_000, Ops: 250, Kills: 6, APIRestarts: 1,
-		Duration: 75 * time.Second, Converge: 90 * time.Second, Grace: 10 * time.Second, Quiet: 10 * time.Second}
+		Duration: 75 * time.Second, Converge: 5 * time.Minute, Grace: 30 * time.Second, Quiet: 10 * time.Second}
 }
 
 // Long is the form `make soak` runs: thousands of operations and dozens

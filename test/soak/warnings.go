@@ -20,13 +20,15 @@ const CheckWarnings = "warning-explained"
 
 // causeWindow is how long after an operation or a MetalLB restart ends the
 // Warnings it explains may come: the driver's passes, MetalLB's full
-// passes (and its backoff) and a leader's failover, with room for a busy
-// machine.
-const causeWindow = 30 * time.Second
+// passes (and its backoff) and a leader's failover, with room for a
+// machine busy with other work: the bound means "not caused by it", not
+// "slow".
+const causeWindow = time.Minute
 
 // restartWindow is how long after a controller or the API server is back
-// its fault explains Warnings: a standby's lease and its caches' sync.
-const restartWindow = 15 * time.Second
+// its fault explains Warnings: a standby's lease and its caches' sync, on
+// a busy machine.
+const restartWindow = 30 * time.Second
 
 // window is how long after e ends it explains Warnings.
 func (e stormEvent) window() time.Duration {

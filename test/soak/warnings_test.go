@@ -52,8 +52,8 @@ func TestStretches(t *testing.T) {
 	}, t0, at(300))
 	require.Len(t, parts, 5)
 	assert.Equal(t, at(10), parts[1].Start)
-	assert.Equal(t, at(63), parts[1].End)
+	assert.Equal(t, at(33).Add(causeWindow), parts[1].End)
 	assert.Equal(t, []string{"claim", "metallb"}, parts[1].Faults)
 	assert.Empty(t, parts[2].Faults)
-	assert.Equal(t, at(220), parts[3].End, "a restart explains for restartWindow")
+	assert.Equal(t, at(205).Add(restartWindow), parts[3].End, "a restart explains for restartWindow")
 }
