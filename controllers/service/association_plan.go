@@ -35,7 +35,10 @@ func (a Action) String() string {
 // Situation is what the association decision depends on.
 type Situation struct {
 	// Claim is the claim the Service's annotation names ("" if none).
-	Claim                  string
+	Claim string
+	// ClaimNameProblem is marks.ClaimNameProblem's answer: the annotation
+	// names no claim, and nothing was looked up.
+	ClaimNameProblem       string
 	Deleting, LoadBalancer bool
 	// ForeignGateway is GatewayOf's Gateway.ForeignTo: why a Service the
 	// Gateway API implementation created must not take a claim of its
@@ -76,6 +79,9 @@ func Decide(s Situation) Verdict {
 	switch {
 	case s.Deleting || s.Claim == "":
 		return Verdict{Action: Detach}
+	case s.ClaimNameProblem != "":
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNameInvalid,
+			Message: msgClaimNameInvalid(s.Claim, s.ClaimNameProblem)}
 	case !s.LoadBalancer:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
 			Message: fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", s.Claim)}
@@ -159,14 +165,15 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 // situation reduces the scope to the decision's inputs.
 func (s *scope) situation() Situation {
 	sit := Situation{
-		Claim:          s.claimName,
-		Deleting:       s.svc.DeletionTimestamp != nil,
-		LoadBalancer:   s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
-		OtherHolder:    s.otherHolder,
-		OtherDetaching: s.otherDetaching,
-		HandPin:        s.marks.HandPin(),
-		ForeignGateway: foreignGateway(s.svc),
-		Desired:        marks.PinValue(addressIPs(s.addrs)),
+		Claim:            s.claimName,
+		ClaimNameProblem: s.claimNameProblem,
+		Deleting:         s.svc.DeletionTimestamp != nil,
+		LoadBalancer:     s.svc.Spec.Type == corev1.ServiceTypeLoadBalancer,
+		OtherHolder:      s.otherHolder,
+		OtherDetaching:   s.otherDetaching,
+		HandPin:          s.marks.HandPin(),
+		ForeignGateway:   foreignGateway(s.svc),
+		Desired:          marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {
 		sit.ClaimFound = true

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,6 +71,12 @@ func TestDecide(t *testing.T) {
 	}{
 		{"bound claim associates", bound, Associate, "", "", ""},
 		{"already associated stays associated", with(func(s *Situation) { s.AssociatedHere = 1 }), Associate, "", "", ""},
+		{"a malformed claim name: refused, quoted in part", with(func(s *Situation) {
+			s.Claim, s.ClaimNameProblem = strings.Repeat("X", 300_000), "a lowercase RFC 1123 subdomain must consist of ..."
+		}), Detach, corev1.EventTypeWarning, ReasonClaimNameInvalid, "(300000 bytes)"},
+		{"a malformed claim name wins over not a LoadBalancer", with(func(s *Situation) {
+			s.Claim, s.ClaimNameProblem, s.LoadBalancer = "Web_IP", "invalid", false
+		}), Detach, corev1.EventTypeWarning, ReasonClaimNameInvalid, `names "Web_IP"`},
 		{"no annotation detaches quietly", Situation{LoadBalancer: true}, Detach, "", "", ""},
 		{"deletion detaches quietly", with(func(s *Situation) { s.Deleting = true }), Detach, "", "", ""},
 		{"not a LoadBalancer", with(func(s *Situation) { s.LoadBalancer = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, "not of type LoadBalancer"},

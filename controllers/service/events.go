@@ -27,6 +27,9 @@ const (
 	// Gateway API implementation runs in its own namespace for a Gateway of
 	// another; it attaches no claim.
 	ReasonGatewayInOtherNamespace = "GatewayInOtherNamespace"
+	// ReasonClaimNameInvalid (Warning): the annotation's value cannot be
+	// the name of a claim.
+	ReasonClaimNameInvalid = "ClaimNameInvalid"
 	// ReasonClaimNotFound (Warning): the annotation names no claim of the namespace.
 	ReasonClaimNotFound = "ClaimNotFound"
 	// ReasonClaimDeleted (Normal): the claim is being deleted; the Service is detached.
@@ -200,4 +203,9 @@ func msgClaimNameTaken(p ImportPlan, namespace, service string) string {
 // msgAttachStalled says what an attach has waited for, and how long.
 func msgAttachStalled(claim string, waited time.Duration, waitingFor string) string {
 	return fmt.Sprintf("The attach of claim %q has not completed in %s: waiting for %s", claim, waited.Round(time.Second), waitingFor)
+}
+
+func msgClaimNameInvalid(claim, problem string) string {
+	return fmt.Sprintf("the annotation %s names %s, which cannot be the name of an IPAddressClaim (%s); nothing is attached: write the name of a claim of this namespace",
+		marks.KeyClaim, marks.Shown(claim), problem)
 }

@@ -31,6 +31,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (phase.Result, error
 	if err := r.observePinnedFor(ctx, s); err != nil || s.claimName == "" {
 		return phase.Next(), err
 	}
+	if s.claimNameProblem = marks.ClaimNameProblem(s.claimName); s.claimNameProblem != "" {
+		return phase.Next(), nil
+	}
 	if err := r.observeClaim(ctx, s); err != nil || s.claim == nil {
 		return phase.Next(), err
 	}

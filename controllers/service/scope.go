@@ -17,6 +17,8 @@ type scope struct {
 	// claimName is the claim they ask for.
 	marks     marks.Marks
 	claimName string
+	// claimNameProblem says why claimName names no claim (never looked up).
+	claimNameProblem string
 	// claim is nil when it does not exist.
 	claim *iadv1alpha1.IPAddressClaim
 	// addrs are the claim's addresses of served classes, bound to its uid,

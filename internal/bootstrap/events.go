@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,15 +55,26 @@ func spamKey(e *corev1.Event) string {
 // StartRecordingToSink records to the first sink only.
 func (b *patientBroadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
 	b.once.Do(func() {
-		b.sink = b.EventBroadcaster.StartRecordingToSink(patientSink{EventSink: sink, wait: forbiddenWait})
+		b.sink = b.EventBroadcaster.StartRecordingToSink(newPatientSink(sink, forbiddenWait))
 	})
 	return b.sink
 }
 
-// patientSink retries Forbidden writes, wait apart, forbiddenTries in all.
+// patientSink retries Forbidden writes, wait apart, forbiddenTries in all,
+// until the API server first accepts one: a fresh API server refuses
+// everything until RBAC is loaded. From then on a refusal is what it says
+// (a namespace being deleted, a policy), and each Event costs the one
+// writer of all Events one try; a namespace being terminated is never
+// waited for.
 type patientSink struct {
 	record.EventSink
 	wait time.Duration
+	// accepted is set once the API server has accepted a write.
+	accepted *atomic.Bool
+}
+
+func newPatientSink(sink record.EventSink, wait time.Duration) patientSink {
+	return patientSink{EventSink: sink, wait: wait, accepted: &atomic.Bool{}}
 }
 
 func (s patientSink) Create(e *corev1.Event) (*corev1.Event, error) {
@@ -80,9 +92,18 @@ func (s patientSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) 
 func (s patientSink) patiently(write func() (*corev1.Event, error)) (*corev1.Event, error) {
 	for try := 1; ; try++ {
 		ev, err := write()
-		if !apierrors.IsForbidden(err) || try == forbiddenTries {
+		if err == nil {
+			s.accepted.Store(true)
+		}
+		if !s.retry(err) || try == forbiddenTries {
 			return ev, err
 		}
 		time.Sleep(s.wait)
 	}
+}
+
+// retry says whether a write refused with err is tried again.
+func (s patientSink) retry(err error) bool {
+	return apierrors.IsForbidden(err) && !s.accepted.Load() &&
+		!apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }

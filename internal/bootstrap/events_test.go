@@ -50,12 +50,36 @@ func TestPatientSink(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := &refusingSink{err: tc.err, refusals: tc.refusals}
-			s := patientSink{EventSink: inner, wait: time.Millisecond}
+			s := newPatientSink(inner, time.Millisecond)
 			_, err := s.Create(&corev1.Event{})
 			assert.Equal(t, tc.wantErr, err != nil, "error: %v", err)
 			assert.Equal(t, tc.wantWrites, inner.writes)
 		})
 	}
+}
+
+// TestPatientSinkTriesOnceWhenRBACIsLoaded: once the API server has
+// accepted an Event, a refused one costs one try, and a namespace being
+// deleted is never waited for: a tenant pointing Events at such a
+// namespace cannot hold up the one writer of all Events.
+func TestPatientSinkTriesOnceWhenRBACIsLoaded(t *testing.T) {
+	terminating := apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("namespace kube-x is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+
+	inner := &refusingSink{err: terminating, refusals: 100}
+	_, err := newPatientSink(inner, time.Millisecond).Create(&corev1.Event{})
+	assert.Error(t, err)
+	assert.Equal(t, 1, inner.writes, "a namespace being deleted: one try, even before any write was accepted")
+
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("no"))
+	inner = &refusingSink{err: forbidden}
+	s := newPatientSink(inner, time.Millisecond)
+	_, err = s.Create(&corev1.Event{})
+	require.NoError(t, err)
+	inner.refusals, inner.writes = 100, 0
+	_, err = s.Create(&corev1.Event{})
+	assert.Error(t, err)
+	assert.Equal(t, 1, inner.writes, "refused after one was accepted: one try")
 }
 
 // countingSink counts the Events created through it.

@@ -1,9 +1,12 @@
 package bootstrap
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,4 +49,30 @@ func TestGatewayEcho(t *testing.T) {
 	}, rec.said)
 	assert.Equal(t, &corev1.ObjectReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Namespace: "team-a", Name: "web", UID: "gw"},
 		rec.objects[1], "the copy names the Gateway with its uid, so kubectl describe gateway shows it")
+}
+
+// TestGatewayEchoStaysInTheNamespace: a tenant's Service labelled as
+// serving a Gateway of another namespace gets its Event, and no Event goes
+// to that namespace.
+func TestGatewayEchoStaysInTheNamespace(t *testing.T) {
+	forged := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web", Labels: map[string]string{
+		"gateway.envoyproxy.io/owning-gateway-name": "prod-gw", "gateway.envoyproxy.io/owning-gateway-namespace": "kube-system"}}}
+	rec := &recorded{}
+	gatewayEcho{rec}.Event(forged, corev1.EventTypeWarning, "GatewayInOtherNamespace", "refused")
+	assert.Equal(t, []runtime.Object{forged}, rec.objects, "said on the Service alone")
+}
+
+func TestBounded(t *testing.T) {
+	assert.Equal(t, "short", Bounded("short"))
+	exact := strings.Repeat("a", MaxEventMessage)
+	assert.Equal(t, exact, Bounded(exact))
+	long := Bounded(strings.Repeat("é", MaxEventMessage))
+	assert.LessOrEqual(t, len(long), MaxEventMessage)
+	assert.True(t, utf8.ValidString(long), "cut at a character boundary")
+	assert.True(t, strings.HasSuffix(long, "..."))
+
+	rec := &recorded{}
+	gatewayEcho{rec}.Eventf(&corev1.Namespace{}, corev1.EventTypeWarning, "ClaimNotFound", "claim %q", strings.Repeat("x", 300_000))
+	require.Len(t, rec.said, 1)
+	assert.LessOrEqual(t, len(rec.said[0]), len("Warning ClaimNotFound ")+MaxEventMessage, "every message is bounded")
 }

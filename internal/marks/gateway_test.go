@@ -33,8 +33,19 @@ func TestGatewayOf(t *testing.T) {
 			true, Gateway{Namespace: "team-a", Name: "web"}, "", true},
 		{"labelled for a Gateway of another namespace (the implementation's own)",
 			svc(map[string]string{LabelOwningGatewayName: "web", LabelOwningGatewayNamespace: "team-b"}, owner("gateway.networking.k8s.io/v1", "GatewayClass", "eg")),
-			true, Gateway{Namespace: "team-b", Name: "web"}, "serves Gateway team-b/web", true},
+			true, Gateway{Namespace: "team-b", Name: "web"}, "serves Gateway team-b/web", false},
 		{"merged Gateways of a class", svc(map[string]string{LabelOwningGatewayClass: "eg"}), true, Gateway{Class: "eg"}, "serves every Gateway of GatewayClass eg", false},
+		{"merged Gateways with a tenant's labels naming one Gateway of the Service's namespace: the class label wins",
+			svc(map[string]string{LabelOwningGatewayClass: "eg", LabelOwningGatewayName: "admin-gw", LabelOwningGatewayNamespace: "team-a"}),
+			true, Gateway{Class: "eg"}, "serves every Gateway of GatewayClass eg", false},
+		{"a tenant's labels naming a Gateway of another namespace: refused, and no Event goes there",
+			svc(map[string]string{LabelOwningGatewayName: "prod-gw", LabelOwningGatewayNamespace: "kube-system"}),
+			true, Gateway{Namespace: "kube-system", Name: "prod-gw"}, "serves Gateway kube-system/prod-gw", false},
+		{"owned by two Gateways", svc(nil, owner("gateway.networking.k8s.io/v1", "Gateway", "a"), owner("gateway.networking.k8s.io/v1", "Gateway", "b")),
+			true, Gateway{Namespace: "team-a", Several: true}, "serves several Gateways", false},
+		{"an owner reference wins over labels naming another namespace",
+			svc(map[string]string{LabelOwningGatewayName: "x", LabelOwningGatewayNamespace: "kube-system"}, owner("gateway.networking.k8s.io/v1", "Gateway", "web")),
+			true, Gateway{Namespace: "team-a", Name: "web", UID: "u-web"}, "", true},
 		{"owned by a GatewayClass alone", svc(nil, owner("gateway.networking.k8s.io/v1", "GatewayClass", "eg")), true, Gateway{Class: "eg"}, "serves every Gateway of GatewayClass eg", false},
 	}
 	for _, tt := range tests {
@@ -43,7 +54,7 @@ func TestGatewayOf(t *testing.T) {
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, gw)
 			assert.Equal(t, tt.foreign, gw.ForeignTo(tt.svc.Namespace))
-			ref, ok := gw.Reference()
+			ref, ok := gw.ReferenceIn(tt.svc.Namespace)
 			assert.Equal(t, tt.ref, ok)
 			if ok {
 				assert.Equal(t, corev1.ObjectReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Namespace: tt.want.Namespace, Name: tt.want.Name, UID: tt.want.UID}, *ref)

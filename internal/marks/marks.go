@@ -14,11 +14,15 @@ package marks
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -138,6 +142,32 @@ func put(m map[string]string, key, value string) {
 // tenant's request, as Of reads it, for readers holding an object.
 func ClaimOf(obj metav1.Object) string {
 	return strings.TrimSpace(obj.GetAnnotations()[KeyClaim])
+}
+
+// ClaimNameProblem says why name, read from a tenant's annotation, is
+// not the name of a claim ("" when it may be one): claims are named as
+// DNS subdomains. A name with a problem is never looked up, and never
+// quoted whole (Shown).
+func ClaimNameProblem(name string) string {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return strings.Join(errs, "; ")
+	}
+	return ""
+}
+
+// shownMax bounds how much of a value a tenant wrote a message quotes.
+const shownMax = 63
+
+// Shown is value quoted for a message, cut to its first shownMax bytes.
+func Shown(value string) string {
+	if len(value) <= shownMax {
+		return strconv.Quote(value)
+	}
+	cut := shownMax
+	for cut > 0 && !utf8.RuneStart(value[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(value[:cut]), len(value))
 }
 
 // ImportedInto is the claim an import generated for obj ("" for none).

@@ -1,6 +1,7 @@
 package marks
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -215,4 +216,17 @@ func TestAttach(t *testing.T) {
 	pooled := attached(map[string]string{KeyPool: "legacy", KeyLegacyPool: "older"}, "ip", "203.0.113.7", "")
 	assert.Equal(t, map[string]string{KeyPin: "203.0.113.7", KeyPinnedBy: "ip", KeyOwnerPool: "legacy"},
 		pooled, "the pool requests, both spellings, go in the same write as the pin; the first is recorded")
+}
+
+func TestClaimNameProblem(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"web-ip": true, "web.ip": true, "a": true, strings.Repeat("a", 253): true,
+		"Web": false, "web_ip": false, "-web": false, strings.Repeat("a", 254): false, "web ip": false,
+	} {
+		assert.Equal(t, ok, ClaimNameProblem(name) == "", "%q", name)
+	}
+	assert.Equal(t, `"web"`, Shown("web"))
+	long := Shown(strings.Repeat("é", 1000))
+	assert.Less(t, len(long), 100, "a long value is quoted in part")
+	assert.Contains(t, long, "(2000 bytes)")
 }

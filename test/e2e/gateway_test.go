@@ -330,8 +330,8 @@ func TestGateway(t *testing.T) {
 // TestGatewayInImplementationNamespace: where the implementation runs a
 // Gateway's Service in its own namespace (Envoy Gateway's default), the
 // Service attaches no claim, neither one of the implementation's
-// namespace that a tenant names, nor the tenant's own; the Service and the
-// Gateway are told why, and the addresses stay held.
+// namespace that a tenant names, nor the tenant's own; the Service is told
+// why (not the Gateway in another namespace), and the addresses stay held.
 func TestGatewayInImplementationNamespace(t *testing.T) {
 	story(t, "gateway-controller-namespace", "a Gateway whose Service runs in the implementation's namespace attaches no claim", "gateway-shared", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		startGateways(ctx, t, cluster.ControllerNamespaceMode)
@@ -349,9 +349,10 @@ func TestGatewayInImplementationNamespace(t *testing.T) {
 				assert.NotContains(c, svc.Annotations, marks.KeyPin)
 				k.assertEvent(c, "Service", svc.Namespace, svc.Name, corev1.EventTypeWarning, service.ReasonGatewayInOtherNamespace,
 					"serves Gateway "+k.ns+"/"+gw, "a Gateway attaches only a claim of its own namespace")
-				k.assertEvent(c, "Gateway", k.ns, gw, corev1.EventTypeWarning, service.ReasonGatewayInOtherNamespace,
-					"Service "+svc.Namespace+"/"+svc.Name+": ")
-			}, wait, tick, "Gateway %s's Service is refused, and both are told why", gw)
+			}, wait, tick, "Gateway %s's Service is refused, and told why", gw)
+			// Labels naming a Gateway of another namespace are read only
+			// to refuse: the Event stays with the Service.
+			assert.Empty(t, k.events(t, "Gateway", gw, service.ReasonGatewayInOtherNamespace), "no Event crosses to Gateway %s/%s", k.ns, gw)
 		}
 		// A moment later nothing moved: both addresses are held, the
 		// Services have none.
@@ -457,6 +458,11 @@ func (p *gatewayPolicy) assertRefused(t *testing.T, ns string) {
 	err := p.tenant.Create(p.k.ctx, gw("sneaky", nil, map[string]string{marks.LabelGrant: "e2e-gateway"}))
 	require.Error(t, err, "a Gateway carrying the grant label in spec.infrastructure.labels is refused")
 	assert.Contains(t, err.Error(), "spec.infrastructure.labels["+marks.LabelGrant+"] is reserved")
+	for _, key := range []string{marks.LabelOwningGatewayName, marks.LabelOwningGatewayNamespace, "gateway.networking.k8s.io/gateway-name"} {
+		err := p.tenant.Create(p.k.ctx, gw("sneaky", nil, map[string]string{key: "prod"}))
+		require.Error(t, err, "a Gateway carrying the implementation's label %s in spec.infrastructure.labels is refused", key)
+		assert.Contains(t, err.Error(), "are reserved to the Gateway's implementation")
+	}
 	require.NoError(t, p.tenant.Delete(p.k.ctx, claimOnly))
 }
 
