@@ -99,7 +99,6 @@ soak-short: tools ## The short chaos soak alone (250 operations, 6 kills, 1 API 
 
 .PHONY: bench
 bench: tools ## Benchmarks on the local control plane, and the work queue's shut-down; they print figures and ratios.
-	go test -run '^$$' -bench ShutDown -benchtime 1x ./internal/queue/
 	go test -v -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 
 ##@ Run

@@ -107,7 +107,9 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 			Field:      fields.OneTermEqualSelector("reason", stale.AllocationFailed),
 		},
 		&iadv1alpha1.IPAddressClaim{}: {Transform: compact.WithoutConditions},
-		&iadv1alpha1.IPAddress{}:      {Transform: compact.ConditionStates},
+		// Namespaces by their labels alone: a class may admit them by label.
+		&corev1.Namespace{}:      {Transform: compact.NameAndLabels},
+		&iadv1alpha1.IPAddress{}: {Transform: compact.ConditionStates},
 	}
 }
 
@@ -115,6 +117,7 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 //
 // Clearing a stale allocation of a free address (stale.go) reads MetalLB's
 // IPAllocated Events in every namespace from the API server, and creates
@@ -142,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{key: req.NamespacedName, claim: claim, unbound: map[iadv1alpha1.IPFamily]bool{}}
-	phases := []phase.Phase[*scope]{phase.Of(r.dropRetargeted), phase.Of(r.checkServed), phase.Of(r.loadClass), phase.Of(r.loadBound)}
+	phases := []phase.Phase[*scope]{phase.Of(r.dropRetargeted), phase.Of(r.checkServed), phase.Of(r.loadClass), phase.Of(r.loadBound), phase.Of(r.checkAdmitted)}
 	for _, f := range claim.Spec.Family.Families() {
 		phases = append(phases, r.provision(f))
 	}
@@ -157,7 +160,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		opts.MaxConcurrentReconciles = claimWorkers
 	}
 	err := index.Register(context.Background(), mgr,
-		index.AddressByClaim, index.AddressByClass, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderDrawnByClass,
+		index.AddressByClaim, index.AddressByClass, index.AddressByClassNamespace, index.AddressByIP, index.PlaceholderByAddress, index.PlaceholderDrawnByClass,
 		index.ClaimByClass, index.EventByInvolvedUID, index.WarmPlaceholderByClass, index.WarmAddressByClass,
 	)
 	if err != nil {
@@ -183,6 +186,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.addressToClaims)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.classToClaims)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToClaims), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(queue.WithQueue(opts)).
 		Complete(r)
 	if err != nil {

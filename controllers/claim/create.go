@@ -77,7 +77,10 @@ func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	}
 	d = decideDraw(s.class, f, v, drawn, inflight, r.holds.heldBy)
 	if d.verdict == drawNow {
-		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserve(name, f, now)))
+		if d, err = r.namespaceBound(ctx, s, book, now); err != nil || d.verdict != drawNow {
+			return d, false, err
+		}
+		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserveFor(name, s.key, f, now)))
 	}
 	return d, false, nil
 }
@@ -89,6 +92,10 @@ func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	case drawLeftToCore:
 		logger.Info("an Available address can serve the family; leaving it to the core", "family", f, "ipaddress", d.available)
 		return s.waitOnClass("the core to bind an Available address", coreWait)
+	case drawNamespaceFull:
+		logger.Info("the namespace holds what the class allows it; not asking MetalLB", "family", f, "holds", d.used, "bound", d.size)
+		r.tell(s.claim, f, corev1.EventTypeWarning, ReasonNamespaceLimit, msgNamespaceLimit(s.class.Name, s.claim.Namespace, d.used, int(d.size)))
+		return s.waitOnClass("an address of the namespace to be released", roomWait)
 	case drawClassFull:
 		logger.Info("the class is full; not asking MetalLB", "family", f, "used", d.used, "size", d.size)
 		if r.tell(s.claim, f, corev1.EventTypeWarning, ReasonPoolExhausted, msgClassFull(f, s.class.Name, d.used, d.size)) {

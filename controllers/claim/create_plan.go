@@ -18,6 +18,9 @@ const (
 	// family. The core binds those before it waits for the driver;
 	// drawing now could bind the claim twice in one family.
 	drawLeftToCore
+	// drawNamespaceFull: the claim's namespace holds, or draws, as many
+	// of the class's addresses as the class allows one namespace.
+	drawNamespaceFull
 	// drawClassFull: the ledger and the draws fill the class's ranges.
 	// MetalLB does not retry an allocation it could not make, so it is not
 	// asked for what it cannot give.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
 )
@@ -20,6 +21,12 @@ const (
 	ReasonPoolExhausted  = "PoolExhausted"
 	ReasonPoolNotReady   = "PoolNotReady"   // Warning: MetalLB does not know the pool
 	ReasonClassNotServed = "ClassNotServed" // Warning: the class is missing or not ours
+	// ReasonNamespaceNotAdmitted (Warning): the class does not admit the
+	// claim's namespace; nothing is drawn for it.
+	ReasonNamespaceNotAdmitted = "NamespaceNotAdmitted"
+	// ReasonNamespaceLimit (Warning): the namespace holds as many of the
+	// class's addresses as the class allows one namespace.
+	ReasonNamespaceLimit = "NamespaceLimit"
 	ReasonRetargeted     = "Retargeted"
 	// ReasonLedgerMismatch (Warning): the assigned address's IPAddress
 	// name is taken by an entry for another address.
@@ -152,4 +159,15 @@ func msgStaleFreeCleared(ip string, key types.NamespacedName) string {
 	return fmt.Sprintf("MetalLB still booked %s, which no IPAddress records, for Service %s, which no longer exists "+
 		"(MetalLB missed its deletion while it was starting), and refused new placeholders for lack of room; "+
 		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
+}
+
+func msgNamespaceNotAdmitted(class, ns string, t classparams.Tenancy) string {
+	return fmt.Sprintf("IPAddressClass %q does not admit namespace %q (it admits the namespaces named in its parameters' namespaces, %d, "+
+		"and those its %d namespaceSelectors select): the claim stays Pending and no address is drawn for it. "+
+		"Ask an administrator to admit the namespace, or claim from another class", class, ns, len(t.Namespaces), len(t.NamespaceSelectors))
+}
+
+func msgNamespaceLimit(class, ns string, held, bound int) string {
+	return fmt.Sprintf("Namespace %q holds %d of the %d addresses IPAddressClass %q allows one namespace (maxAddressesPerNamespace): "+
+		"the claim stays Pending and binds when an address of the namespace is released", ns, held, bound, class)
 }

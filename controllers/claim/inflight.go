@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
@@ -42,17 +43,24 @@ type classBook struct {
 type inflightDraw struct {
 	f     iadv1alpha1.IPFamily
 	since time.Time
+	// claim is the claim drawing ("" for a warm draw).
+	claim types.NamespacedName
 }
 
 // reserve enters the draw of placeholder name in the book, and returns how
 // many of the class's draws are in flight with it.
 func (c *classBook) reserve(name string, f iadv1alpha1.IPFamily, now time.Time) int {
+	return c.reserveFor(name, types.NamespacedName{}, f, now)
+}
+
+// reserveFor is reserve for a claim's draw.
+func (c *classBook) reserveFor(name string, claim types.NamespacedName, f iadv1alpha1.IPFamily, now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inflight == nil {
 		c.inflight = map[string]inflightDraw{}
 	}
-	c.inflight[name] = inflightDraw{f: f, since: now}
+	c.inflight[name] = inflightDraw{f: f, since: now, claim: claim}
 	return len(c.inflight)
 }
 

@@ -33,11 +33,11 @@ func TestInFlight(t *testing.T) {
 		want  int
 	}{
 		{"nothing in flight", nil, listed("a"), 0},
-		{"a draw the cache does not show", map[string]inflightDraw{"a": {v4, fresh}}, nil, 1},
-		{"two draws of the family", map[string]inflightDraw{"a": {v4, fresh}, "b": {v4, fresh}}, listed("c"), 2},
-		{"the cache lists it: counted there, not twice", map[string]inflightDraw{"a": {v4, fresh}, "b": {v4, fresh}}, listed("a"), 1},
-		{"another family takes other room", map[string]inflightDraw{"a": {v4, fresh}, "b": {v6, fresh}}, nil, 1},
-		{"a draw whose watch event never came leaves after inflightMax", map[string]inflightDraw{"a": {v4, old}, "b": {v4, fresh}}, nil, 1},
+		{"a draw the cache does not show", map[string]inflightDraw{"a": {f: v4, since: fresh}}, nil, 1},
+		{"two draws of the family", map[string]inflightDraw{"a": {f: v4, since: fresh}, "b": {f: v4, since: fresh}}, listed("c"), 2},
+		{"the cache lists it: counted there, not twice", map[string]inflightDraw{"a": {f: v4, since: fresh}, "b": {f: v4, since: fresh}}, listed("a"), 1},
+		{"another family takes other room", map[string]inflightDraw{"a": {f: v4, since: fresh}, "b": {f: v6, since: fresh}}, nil, 1},
+		{"a draw whose watch event never came leaves after inflightMax", map[string]inflightDraw{"a": {f: v4, since: old}, "b": {f: v4, since: fresh}}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +60,7 @@ func TestClassBook(t *testing.T) {
 	l.settle("private", "b") // another class's: nothing, and no book made for it
 	assert.Len(t, l.m, 1)
 	assert.False(t, c.inBook("a", now))
-	assert.Equal(t, map[string]inflightDraw{"b": {iadv1alpha1.FamilyIPv6, now}}, c.book(now))
+	assert.Equal(t, map[string]inflightDraw{"b": {f: iadv1alpha1.FamilyIPv6, since: now}}, c.book(now))
 	assert.Empty(t, c.book(now.Add(inflightMax)), "forgotten once too old")
 	assert.False(t, c.inBook("b", now))
 }

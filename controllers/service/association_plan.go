@@ -51,6 +51,9 @@ type Situation struct {
 	FamilyProblem string
 	// Wanted is how many addresses the claim's family needs (2 for Dual).
 	Wanted int
+	// NotAdmittedBy names the class of the claim's addresses when it does
+	// not admit the Service's namespace.
+	NotAdmittedBy string
 	// Ours and Foreign count the claim's bound addresses of served and
 	// of other drivers' classes; AssociatedHere those associated here.
 	Ours, Foreign  int
@@ -109,6 +112,10 @@ func Decide(s Situation) Verdict {
 	case s.Ours == 0 && s.Foreign > 0:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotServed,
 			Message: fmt.Sprintf("IPAddressClaim %q is bound to addresses of a class another driver serves; this driver only attaches MetalLB addresses", s.Claim)}
+	case s.NotAdmittedBy != "" && s.AssociatedHere == 0:
+		// An attachment made while the namespace was admitted is kept.
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNamespaceNotAdmitted,
+			Message: msgNamespaceNotAdmitted(s.Claim, s.NotAdmittedBy)}
 	case s.Ours < s.Wanted:
 		// The cache does not show every address yet; their watch brings
 		// the Service back.
@@ -183,6 +190,7 @@ func (s *scope) situation() Situation {
 		sit.Wanted = len(c.Spec.Family.Families())
 		sit.Ours = len(s.addrs)
 		sit.Foreign = s.foreign
+		sit.NotAdmittedBy = s.notAdmittedBy
 		for _, a := range s.addrs {
 			if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 				sit.AssociatedHere++

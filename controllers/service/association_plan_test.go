@@ -77,6 +77,9 @@ func TestDecide(t *testing.T) {
 		{"a malformed claim name wins over not a LoadBalancer", with(func(s *Situation) {
 			s.Claim, s.ClaimNameProblem, s.LoadBalancer = "Web_IP", "invalid", false
 		}), Detach, corev1.EventTypeWarning, ReasonClaimNameInvalid, `names "Web_IP"`},
+		{"a class that does not admit the namespace: not attached", with(func(s *Situation) { s.NotAdmittedBy = "public" }),
+			Detach, corev1.EventTypeWarning, ReasonNamespaceNotAdmitted, `IPAddressClass "public", which does not admit this namespace`},
+		{"an attachment made while admitted is kept", with(func(s *Situation) { s.NotAdmittedBy = "public"; s.AssociatedHere = 1 }), Associate, "", "", ""},
 		{"no annotation detaches quietly", Situation{LoadBalancer: true}, Detach, "", "", ""},
 		{"deletion detaches quietly", with(func(s *Situation) { s.Deleting = true }), Detach, "", "", ""},
 		{"not a LoadBalancer", with(func(s *Situation) { s.LoadBalancer = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, "not of type LoadBalancer"},

@@ -27,6 +27,9 @@ const (
 	// Gateway API implementation runs in its own namespace for a Gateway of
 	// another; it attaches no claim.
 	ReasonGatewayInOtherNamespace = "GatewayInOtherNamespace"
+	// ReasonNamespaceNotAdmitted (Warning): the class of the claim's
+	// addresses does not admit the namespace; nothing is attached anew.
+	ReasonNamespaceNotAdmitted = "NamespaceNotAdmitted"
 	// ReasonClaimNameInvalid (Warning): the annotation's value cannot be
 	// the name of a claim.
 	ReasonClaimNameInvalid = "ClaimNameInvalid"
@@ -206,6 +209,11 @@ func msgAttachStalled(claim string, waited time.Duration, waitingFor string) str
 }
 
 func msgClaimNameInvalid(claim, problem string) string {
-	return fmt.Sprintf("the annotation %s names %s, which cannot be the name of an IPAddressClaim (%s); nothing is attached: write the name of a claim of this namespace",
-		marks.KeyClaim, marks.Shown(claim), problem)
+	return fmt.Sprintf("the claim annotation names %s, which cannot be the name of an IPAddressClaim (%s); nothing is attached: write the name of a claim of this namespace",
+		marks.Shown(claim), problem)
+}
+
+func msgNamespaceNotAdmitted(claim, class string) string {
+	return fmt.Sprintf("IPAddressClaim %q holds an address of IPAddressClass %q, which does not admit this namespace: the address stays held by the claim and is not attached. "+
+		"Ask an administrator to admit the namespace", claim, class)
 }

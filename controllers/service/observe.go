@@ -37,6 +37,9 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) (phase.Result, error
 	if err := r.observeClaim(ctx, s); err != nil || s.claim == nil {
 		return phase.Next(), err
 	}
+	if err := r.observeAdmission(ctx, s); err != nil {
+		return phase.Next(), err
+	}
 	if err := r.observeAssociated(ctx, s); err != nil || s.otherHolder != "" {
 		return phase.Next(), err
 	}
@@ -210,4 +213,31 @@ func (r *Reconciler) servedClasses(ctx context.Context) ([]servedClassParams, er
 		out = append(out, servedClassParams{class: c, params: p})
 	}
 	return out, nil
+}
+
+// observeAdmission fills notAdmittedBy: the class of the claim's addresses
+// does not admit the Service's namespace (classparams.Tenancy). The core
+// may bind such a claim an address the driver did not draw for it (an
+// Available one, a warm one); it is held, never attached anew.
+func (r *Reconciler) observeAdmission(ctx context.Context, s *scope) error {
+	name := ClassOf(s.addrs)
+	if name == "" {
+		return nil
+	}
+	class := &iadv1alpha1.IPAddressClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, class); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	p, err := classparams.ParseParameters(class.Spec.Parameters)
+	if err != nil || !p.Scoped() {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: s.svc.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if !p.Admits(s.svc.Namespace, ns.Labels) {
+		s.notAdmittedBy = name
+	}
+	return nil
 }

@@ -25,6 +25,9 @@ type scope struct {
 	// not being deleted, one per family (OnePerFamily), by name.
 	addrs   []*iadv1alpha1.IPAddress
 	foreign int
+	// notAdmittedBy names the class of addrs when it does not admit the
+	// Service's namespace ("" when it does).
+	notAdmittedBy string
 	// mine are the addresses associated with the Service, by name.
 	mine []*iadv1alpha1.IPAddress
 	// pinnedFor are the served addresses, deleted ones included, of the

@@ -54,6 +54,7 @@ var Controller = bootstrap.NewController("service", CacheOptions,
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 	opts := servicecache.Options(o)
 	opts[&iadv1alpha1.IPAddressClaim{}] = cache.ByObject{Transform: compact.WithoutConditions}
+	opts[&corev1.Namespace{}] = cache.ByObject{Transform: compact.NameAndLabels}
 	return opts
 }
 
@@ -82,6 +83,7 @@ const workers = 4
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses/status,verbs=patch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile runs one pass for one Service: a Service gone from the cache
@@ -130,6 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Service{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}, notPlaceholder)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClaim)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(r.servicesForAddress)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.claimingServices), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sharersOfPlaceholder)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.waitersForPinnedClaim)).
 		Watches(&iadv1alpha1.IPAddressClass{}, handler.EnqueueRequestsFromMapFunc(r.servicesForClass),
@@ -299,4 +302,21 @@ func (r *Reconciler) servicesForClass(ctx context.Context, o client.Object) []re
 	return r.servicesWhere(ctx, func(s *corev1.Service) bool {
 		return slices.ContainsFunc(marks.IngressIPs(s), func(ip string) bool { return classOfIP(classes, ip) != "" })
 	})
+}
+
+// claimingServices maps a namespace to its Services naming a claim: a
+// change of its labels may admit them to their claim's class.
+func (r *Reconciler) claimingServices(ctx context.Context, o client.Object) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list the namespace's Services", "namespace", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if marks.ClaimOf(&list.Items[i]) != "" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }

@@ -46,6 +46,9 @@ type Parameters struct {
 	// AdoptExisting imports the addresses MetalLB already assigned, from
 	// the class's ranges, to plain Services (see the service controller).
 	AdoptExisting bool
+	// Tenancy says which namespaces may claim from the class, and how many
+	// of its addresses each may hold.
+	Tenancy
 }
 
 // MaxWarmAddresses bounds warmAddresses: every warm address is a held
@@ -86,6 +89,10 @@ type wireParameters struct {
 	L2            *L2Parameters  `json:"l2"`
 	WarmAddresses *int32         `json:"warmAddresses"`
 	AdoptExisting bool           `json:"adoptExisting"`
+
+	Namespaces               []string               `json:"namespaces"`
+	NamespaceSelectors       []metav1.LabelSelector `json:"namespaceSelectors"`
+	MaxAddressesPerNamespace *int32                 `json:"maxAddressesPerNamespace"`
 }
 
 const paramsPath = "spec.parameters"
@@ -139,6 +146,7 @@ func ParseParameters(raw *apiextensionsv1.JSON) (Parameters, error) {
 		p.WarmAddresses = *w.WarmAddresses
 		problems = append(problems, validateWarm(p.WarmAddresses, p.Addresses)...)
 	}
+	problems = append(problems, p.parseTenancy(w)...)
 	if len(problems) > 0 {
 		return Parameters{}, errors.New(strings.Join(problems, "; "))
 	}
@@ -335,6 +343,7 @@ func decodeError(err error) error {
 // listOfStrings are the fields whose elements are strings.
 var listOfStrings = map[string]bool{
 	"addresses":       true,
+	"namespaces":      true,
 	"bgp.peers":       true,
 	"bgp.communities": true,
 	"l2.interfaces":   true,

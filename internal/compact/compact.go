@@ -7,6 +7,7 @@ package compact
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -107,4 +108,23 @@ func states(conds []metav1.Condition) []metav1.Condition {
 		out[i] = metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason}
 	}
 	return out
+}
+
+// NameAndLabels keeps of an object its name, namespace, uid,
+// resourceVersion and labels (the keys shared): what a cache of
+// namespaces read only for their labels needs.
+func NameAndLabels(obj any) (any, error) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	o.SetAnnotations(nil)
+	o.SetOwnerReferences(nil)
+	o.SetFinalizers(nil)
+	o.SetLabels(Keys(o.GetLabels()))
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+	}
+	return obj, nil
 }

@@ -27,6 +27,9 @@ const (
 	AddressByAssociation = "iad.status.associatedTo"
 	// AddressByClass indexes IPAddresses by spec.className.
 	AddressByClass = "iad.spec.className"
+	// AddressByClassNamespace indexes IPAddresses bound to a claim by
+	// "<class>/<namespace of spec.claimRef>".
+	AddressByClassNamespace = "iad.spec.className.claimNamespace"
 	// AddressAttaching indexes, under Attaching, the IPAddresses carrying an
 	// attach grant (names.Attaching).
 	AddressAttaching = "iad.attaching"
@@ -144,6 +147,13 @@ var All = []Indexer{
 	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressByClass, func(o client.Object) []string {
 		return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
+	}, EitherWay},
+	{&iadv1alpha1.IPAddress{}, AddressByClassNamespace, func(o client.Object) []string {
+		a := o.(*iadv1alpha1.IPAddress)
+		if a.Spec.ClaimRef == nil {
+			return nil
+		}
+		return []string{Key(a.Spec.ClassName, a.Spec.ClaimRef.Namespace)}
 	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressAttaching, func(o client.Object) []string {
 		if _, ok := names.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -131,15 +132,10 @@ func TestAdmissionPolicy(t *testing.T) {
 	// default values.
 	r, err := Render(Release{Name: "metallb-iad", Namespace: releaseNS}, "")
 	require.NoError(t, err)
-	// The Gateway policy beside it (the Gateway API is not served here)
-	// is installed too: it must not get in the Services' way.
-	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		objs := r.Find(kind)
-		require.Len(t, objs, 2, kind)
-		for _, o := range objs {
-			require.NoError(t, c.Client.Create(ctx, o), kind)
-		}
-	}
+	// The Gateway and claim policies beside it (the Gateway API is not
+	// served here) are installed too: they must not get in the Services'
+	// way.
+	installPolicies(t, ctx, c, r)
 
 	require.NoError(t, c.EnsureNamespace(ctx, tenantNS))
 	require.NoError(t, c.Client.Create(ctx, &rbacv1.Role{
@@ -336,5 +332,108 @@ func TestAdmissionPolicy(t *testing.T) {
 			require.NoError(ct, warned.Create(ctx, svc), "not switched to Warn yet")
 		}, timeout, tick)
 		assert.Contains(t, w.String(), "annotation "+marks.KeyPin+" is reserved")
+	})
+}
+
+// installPolicies creates the chart's three admission policies and their
+// bindings, once for the package's cluster.
+func installPolicies(t *testing.T, ctx context.Context, c *cluster.Cluster, r *Rendered) {
+	t.Helper()
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		objs := r.Find(kind)
+		require.Len(t, objs, 3, kind)
+		for _, o := range objs {
+			if err := c.Client.Create(ctx, o.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err, kind)
+			}
+		}
+	}
+}
+
+// TestClaimAdmissionPolicy: a class that names the namespaces it admits
+// refuses, at admission, a claim from any other, as the chart renders the
+// policy; an impersonated tenant with edit rights on claims writes them.
+func TestClaimAdmissionPolicy(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := Render(Release{Name: "metallb-iad", Namespace: releaseNS}, "")
+	require.NoError(t, err)
+	installPolicies(t, ctx, c, r)
+
+	namespaces := map[string]map[string]string{"claims-a": nil, "claims-b": {"tier": "silver"}, "claims-c": {"tier": "gold"}}
+	tenantCfg, err := c.AddUser("claim-tenant")
+	require.NoError(t, err)
+	tenant := newClient(t, tenantCfg)
+	for ns, labels := range namespaces {
+		require.NoError(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}))
+		require.NoError(t, c.Client.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "claim-writer", Namespace: ns},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{iadv1alpha1.GroupVersion.Group}, Resources: []string{"ipaddressclaims"}, Verbs: []string{"*"}}},
+		}))
+		require.NoError(t, c.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "claim-tenant", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "claim-writer"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "claim-tenant"}},
+		}))
+	}
+	scarce := cluster.Class("scarce", iadv1alpha1.ReclaimDelete,
+		`{"addresses": ["203.0.113.0/28"], "namespaces": ["claims-a"], "namespaceSelectors": [{"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}]}`)
+	scarce.Annotations = map[string]string{"ipaddressclass.local.sdn.cozystack.io/is-default-class": "true"}
+	require.NoError(t, c.Client.Create(ctx, scarce))
+	require.NoError(t, c.Client.Create(ctx, cluster.Class("plenty", iadv1alpha1.ReclaimDelete, `{"addresses": ["198.51.100.0/24"]}`)))
+	other := cluster.Class("elsewhere", iadv1alpha1.ReclaimDelete, `{"namespaces": ["claims-a"]}`)
+	other.Spec.Provisioner = "other.example.com"
+	require.NoError(t, c.Client.Create(ctx, other))
+
+	claim := func(ns, name, class string) *iadv1alpha1.IPAddressClaim {
+		return &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: class}}
+	}
+	refused := func(t require.TestingT, err error, ns string) {
+		require.Error(t, err, "a claim of %s from the scarce class was admitted", ns)
+		assert.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+		assert.Contains(t, err.Error(), "IPAddressClass scarce does not admit namespace "+ns)
+	}
+
+	// The policy takes a moment to be enforced after it is created, and
+	// to see a class as a parameter.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		err := tenant.Create(ctx, claim("claims-b", "probe", "scarce"))
+		if err == nil {
+			_ = tenant.Delete(ctx, claim("claims-b", "probe", ""))
+		}
+		refused(ct, err, "claims-b")
+	}, time.Minute, tick)
+
+	t.Run("a namespace the class names, or selects by label, may claim", func(t *testing.T) {
+		require.NoError(t, tenant.Create(ctx, claim("claims-a", "ip", "scarce")))
+		require.NoError(t, tenant.Create(ctx, claim("claims-c", "ip", "scarce")))
+	})
+	t.Run("another namespace may not, by name or as the default class", func(t *testing.T) {
+		refused(t, tenant.Create(ctx, claim("claims-b", "ip", "scarce")), "claims-b")
+		refused(t, tenant.Create(ctx, claim("claims-b", "default-ip", "")), "claims-b")
+	})
+	t.Run("a class that names no namespace, or another driver's, admits every one", func(t *testing.T) {
+		require.NoError(t, tenant.Create(ctx, claim("claims-b", "plenty-ip", "plenty")))
+		require.NoError(t, tenant.Create(ctx, claim("claims-b", "elsewhere-ip", "elsewhere")))
+	})
+	t.Run("an update onto the class is refused; one that keeps the class is not", func(t *testing.T) {
+		c := &iadv1alpha1.IPAddressClaim{}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKey{Namespace: "claims-b", Name: "plenty-ip"}, c))
+		c.Spec.ClassName = "scarce"
+		refused(t, tenant.Update(ctx, c), "claims-b")
+	})
+	t.Run("a namespace that loses its label keeps its claims, and may edit them", func(t *testing.T) {
+		ns := &corev1.Namespace{}
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: "claims-c"}, ns))
+		ns.Labels["tier"] = "silver"
+		require.NoError(t, c.Client.Update(ctx, ns))
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			refused(ct, tenant.Create(ctx, claim("claims-c", "second", "scarce")), "claims-c")
+		}, time.Minute, tick, "new claims are refused")
+		held := &iadv1alpha1.IPAddressClaim{}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKey{Namespace: "claims-c", Name: "ip"}, held))
+		held.Labels = map[string]string{"team": "web"}
+		require.NoError(t, tenant.Update(ctx, held), "an update that keeps the class is admitted")
 	})
 }

@@ -726,11 +726,12 @@ func TestAdmissionPolicyDefault(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			// One policy for Services, one for Gateways' infrastructure maps.
+			// One policy for Services, one for Gateways' infrastructure
+			// maps, one for the namespaces a class admits claims from.
 			for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 				want := 0
 				if tt.want {
-					want = 2
+					want = 3
 				}
 				assert.Len(t, r.Find(kind), want, kind)
 			}

@@ -1,4 +1,4 @@
-package queue
+package bench
 
 import (
 	"fmt"
@@ -7,9 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/cozystack/metallb-iad/internal/queue"
 )
+
+// The work queue's shut-down (internal/queue): how long ShutDown takes to
+// wake every worker waiting in the queue, with no control plane.
+
+func queueItem(i int) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}}
+}
 
 // adders are the ways a queue is fed while it is shut down.
 var adders = []struct {
@@ -26,7 +36,7 @@ var adders = []struct {
 				return
 			default:
 			}
-			q.Add(request(i % 50))
+			q.Add(queueItem(i % 50))
 			if i%50 == 0 {
 				q.Len()
 			}
@@ -42,12 +52,12 @@ var adders = []struct {
 				return
 			default:
 			}
-			q.Add(request(i % 50))
+			q.Add(queueItem(i % 50))
 		}
 	}},
 }
 
-// BenchmarkShutDown measures how long ShutDown takes while four workers
+// BenchmarkShutDown (make bench) measures how long ShutDown takes while four workers
 // take items as fast as they come, under each adder: the median and the
 // longest of its rounds.
 func BenchmarkShutDown(b *testing.B) {
@@ -68,7 +78,7 @@ func BenchmarkShutDown(b *testing.B) {
 }
 
 func shutDownOnce(name string, add func(workqueue.TypedRateLimitingInterface[reconcile.Request], <-chan struct{})) time.Duration {
-	q := newQueue(name)
+	q := queue.New(name, workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
