@@ -203,6 +203,10 @@ func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
 // allBenchmarks are the benchmarks of a whole run, as beginBench names them.
 var allBenchmarks = []string{"Handoff", "WarmReservations", "ClaimToBound", "DetachRelease"}
 
+// standaloneBenchmarks run without a control plane and print their own
+// figures; the report does not wait for them.
+var standaloneBenchmarks = []string{"ShutDown"}
+
 // ranAll reports whether every benchmark of a whole run ran in this process.
 func ranAll() bool {
 	for _, name := range allBenchmarks {
