@@ -168,6 +168,6 @@ func msgNamespaceNotAdmitted(class, ns string, t classparams.Tenancy) string {
 }
 
 func msgNamespaceLimit(class, ns string, held, bound int) string {
-	return fmt.Sprintf("Namespace %q holds %d of the %d addresses IPAddressClass %q allows one namespace (maxAddressesPerNamespace): "+
-		"the claim stays Pending and binds when an address of the namespace is released", ns, held, bound, class)
+	return fmt.Sprintf("Namespace %q holds %d of the %d addresses IPAddressClass %q allows one namespace (maxAddressesPerNamespace), "+
+		"with no room for this claim's: the claim stays Pending and binds when an address of the namespace is released", ns, held, bound, class)
 }

@@ -81,9 +81,9 @@ func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *classBo
 		client.UnsafeDisableDeepCopy); err != nil {
 		return drawDecision{}, err
 	}
-	held := namespaceHolds(s.claim.Namespace, addrs.Items, phs, inBook, now)
-	if held >= int(p.MaxAddressesPerNamespace) {
-		return drawDecision{verdict: drawNamespaceFull, used: held, size: float64(p.MaxAddressesPerNamespace)}, nil
+	others := namespaceHolds(s.claim.Namespace, s.claim.Name, addrs.Items, phs, inBook, now)
+	if overBound(others, len(s.claim.Spec.Family.Families()), p.MaxAddressesPerNamespace) {
+		return drawDecision{verdict: drawNamespaceFull, used: others, size: float64(p.MaxAddressesPerNamespace)}, nil
 	}
 	return drawDecision{verdict: drawNow}, nil
 }

@@ -9,32 +9,45 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// namespaceHolds counts the class's addresses namespace ns holds or draws,
-// one per claim and family: its claims' addresses (not Released, Lost or
-// being deleted), the allocation placeholders drawing for its claims, and
-// its draws in the book younger than inflightMax. An address being
-// recorded shows as both a placeholder and an entry, and counts once.
-func namespaceHolds(ns string, addrs []iadv1alpha1.IPAddress, phs []corev1.Service, book map[string]inflightDraw, now time.Time) int {
+// namespaceHolds counts the class's addresses namespace ns holds or draws
+// for its claims other than except, one per claim and family: the claims'
+// addresses (not Released, Lost or being deleted), the allocation
+// placeholders drawing for them, and their draws in the book younger than
+// inflightMax. An address being recorded shows as both a placeholder and
+// an entry, and counts once.
+func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []corev1.Service, book map[string]inflightDraw, now time.Time) int {
 	units := map[string]bool{}
+	add := func(claim, family string) {
+		if claim != except {
+			units[claim+"/"+family] = true
+		}
+	}
 	for i := range addrs {
 		a := &addrs[i]
 		if a.Spec.ClaimRef == nil || a.Spec.ClaimRef.Namespace != ns || a.DeletionTimestamp != nil ||
 			a.Status.Phase == iadv1alpha1.AddressReleased || a.Status.Phase == iadv1alpha1.AddressLost {
 			continue
 		}
-		units[a.Spec.ClaimRef.Name+"/"+string(addressFamily(a.Spec.Address))] = true
+		add(a.Spec.ClaimRef.Name, string(addressFamily(a.Spec.Address)))
 	}
 	for i := range phs {
 		an := phs[i].Annotations
 		if phs[i].DeletionTimestamp != nil || an[names.AnnotationClaimNamespace] != ns || an[names.AnnotationClaimName] == "" {
 			continue
 		}
-		units[an[names.AnnotationClaimName]+"/"+an[names.AnnotationFamily]] = true
+		add(an[names.AnnotationClaimName], an[names.AnnotationFamily])
 	}
 	for _, d := range book {
 		if d.claim.Namespace == ns && now.Sub(d.since) < inflightMax {
-			units[d.claim.Name+"/"+string(d.f)] = true
+			add(d.claim.Name, string(d.f))
 		}
 	}
 	return len(units)
+}
+
+// overBound reports whether a claim of families addresses would take its
+// namespace, holding others of the class's addresses for its other claims,
+// past bound: a Dual claim takes both of its addresses or none.
+func overBound(others, families int, bound int32) bool {
+	return others+families > int(bound)
 }

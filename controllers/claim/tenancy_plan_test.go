@@ -54,7 +54,23 @@ func TestNamespaceHolds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, namespaceHolds("a", tt.addrs, tt.phs, tt.book, now))
+			assert.Equal(t, tt.want, namespaceHolds("a", "", tt.addrs, tt.phs, tt.book, now))
 		})
 	}
+}
+
+func TestNamespaceHoldsLeavesTheClaimOut(t *testing.T) {
+	now := time.Now()
+	book := map[string]inflightDraw{
+		"p1": {f: iadv1alpha1.FamilyIPv4, since: now, claim: types.NamespacedName{Namespace: "a", Name: "dual"}},
+		"p2": {f: iadv1alpha1.FamilyIPv4, since: now, claim: types.NamespacedName{Namespace: "a", Name: "other"}},
+	}
+	assert.Equal(t, 1, namespaceHolds("a", "dual", nil, nil, book, now), "the deciding claim's own draws are not the others'")
+}
+
+func TestOverBound(t *testing.T) {
+	assert.False(t, overBound(3, 1, 4), "the last address of the bound")
+	assert.True(t, overBound(4, 1, 4), "at the bound")
+	assert.True(t, overBound(3, 2, 4), "a Dual claim with room for one address takes neither")
+	assert.False(t, overBound(2, 2, 4))
 }
