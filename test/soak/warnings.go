@@ -80,6 +80,9 @@ var warningCauses = map[string]warningCause{
 	"ClassNotServed": {ops: []string{"class-recreate"}},
 	"LedgerMismatch": {ops: append(append([]string{"address-recycle"}, poolDamage...), holderDamage...), faults: []string{faultMetalLB}},
 	"WarmPoolFull":   {ops: []string{"class-warm"}, design: []string{"IPAddressClass"}},
+	// No soak class names namespaces or bounds them.
+	"NamespaceNotAdmitted": {},
+	"NamespaceLimit":       {},
 	// The IPAddress controller.
 	"AddressTakenElsewhere": {ops: append(append([]string{}, holderDamage...), poolDamage...), faults: []string{faultMetalLB}},
 	"InvalidAddress":        {},
@@ -88,6 +91,7 @@ var warningCauses = map[string]warningCause{
 	// The Service controller: tenants name claims at random, of any family,
 	// that may not exist or be attached elsewhere.
 	"ClaimNotFound":          {design: []string{"Service"}},
+	"ClaimNameInvalid":       {},
 	"ClaimNotServed":         {},
 	"ClaimAlreadyAssociated": {design: []string{"Service", "IPAddress"}},
 	"NotLoadBalancer":        {},
