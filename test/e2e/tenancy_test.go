@@ -24,6 +24,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	chartrender "github.com/cozystack/metallb-iad/test/chart"
 	"github.com/cozystack/metallb-iad/test/cluster"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The feature `tenancy`: what a tenant with edit rights in one namespace
@@ -226,6 +227,64 @@ func TestNamespaceBound(t *testing.T) {
 				assert.Empty(c, list.Items)
 			}, metallbWait, tick, "every claim and address of the burst is gone")
 		}
+		require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}}))
+	})
+}
+
+// TestHandedAddress: how an administrator hands an address to one tenant
+// alone. An address pre-bound to a tenant's claim (spec.claimRef) goes to
+// that claim and to no other, even of a namespace the class admits; an
+// Available address goes to any claim of an admitted namespace that names
+// it. One handed to a namespace the class does not admit is bound by the
+// core, and never attached.
+func TestHandedAddress(t *testing.T) {
+	story(t, "tenancy", "an address pre-bound by an administrator goes to the one claim it names", "tenancy-handout", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+		const class = "e2e-tenancy-handout"
+		other := newKit(ctx, t, cfg, "tenancy-handout-b")
+		params := `{"addresses": ["192.0.2.176/29"], "namespaces": ["tenancy-handout", "tenancy-handout-b"]}`
+		require.NoError(t, k.k.Create(ctx, cluster.Class(class, iadv1alpha1.ReclaimDelete, params)))
+		handed := fixture.IPAddress(t, class, "192.0.2.180", &iadv1alpha1.ClaimReference{Namespace: k.ns, Name: "handed"})
+		handed.Spec.ReclaimPolicy = iadv1alpha1.ReclaimDelete
+		k.create(handed)
+		open := fixture.IPAddress(t, class, "192.0.2.181", nil)
+		open.Spec.ReclaimPolicy = iadv1alpha1.ReclaimDelete
+		k.create(open)
+
+		// Another admitted namespace names the handed address: not its.
+		require.NoError(t, other.k.Create(ctx, &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: other.ns, Name: "grab"},
+			Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: class, AddressName: handed.Name}}))
+		// It may take the Available one by name.
+		require.NoError(t, other.k.Create(ctx, &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: other.ns, Name: "open"},
+			Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: class, AddressName: open.Name}}))
+		assert.Equal(t, "192.0.2.181", other.bound("open")[0].Address, "an Available address goes to the claim naming it")
+
+		// The tenant it was handed to claims it, by the claim's name alone.
+		k.claim("handed", class, iadv1alpha1.FamilyIPv4)
+		assert.Equal(t, "192.0.2.180", k.bound("handed")[0].Address, "the pre-bound address goes to the claim it names")
+		assert.Equal(t, iadv1alpha1.ClaimPending, other.claimPhase("grab"), "and to no other")
+
+		// Handed to a claim of a namespace the class does not admit: the
+		// core binds it, and the driver never attaches it.
+		outside := newKit(ctx, t, cfg, "tenancy-handout-c")
+		stray := fixture.IPAddress(t, class, "192.0.2.182", &iadv1alpha1.ClaimReference{Namespace: outside.ns, Name: "stray"})
+		stray.Spec.ReclaimPolicy = iadv1alpha1.ReclaimDelete
+		k.create(stray)
+		outside.claim("stray", class, iadv1alpha1.FamilyIPv4)
+		a := outside.bound("stray")[0]
+		outside.service("web", "stray")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			outside.assertEvent(c, "Service", outside.ns, "web", corev1.EventTypeWarning, service.ReasonNamespaceNotAdmitted,
+				`IPAddressClass "`+class+`", which does not admit this namespace`)
+		}, wait, tick, "the Service is told why it gets no address")
+		time.Sleep(2 * time.Second)
+		assert.Empty(t, outside.ingressOf("web"), "the address is not attached")
+		assert.Nil(t, outside.address(a.Name).Status.AssociatedTo)
+
+		outside.deleteService("web")
+		outside.deleteClaim("stray")
+		k.deleteClaim("handed")
+		other.deleteClaim("open")
+		other.deleteClaim("grab")
 		require.NoError(t, k.k.Delete(ctx, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: class}}))
 	})
 }
