@@ -29,11 +29,15 @@ var adders = []struct {
 	// burst: a controller's queue in a burst, kept full at the pace the
 	// queue takes items in (each Len flushes what was added since the
 	// last one), as event handlers feed it from a watch.
-	{"burst", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) { feed(q, stop, true) }},
+	{"burst", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) {
+		feed(q, stop, true)
+	}},
 	// flood: an adder that never waits for the queue, faster than the
 	// queue can take items in, so what it added piles up ahead of
 	// everything added after it. No event handler adds this way.
-	{"flood", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) { feed(q, stop, false) }},
+	{"flood", func(q workqueue.TypedRateLimitingInterface[reconcile.Request], stop <-chan struct{}) {
+		feed(q, stop, false)
+	}},
 }
 
 // feed adds 50 items over and over until stop, waiting for the queue to
