@@ -45,12 +45,13 @@ func (r *Reconciler) checkAdmitted(ctx context.Context, s *scope) (phase.Result,
 }
 
 // admission reads the class's tenancy and whether it admits namespace ns,
-// from the cache. A class whose parameters do not parse admits nothing
-// here: the class controller says why on the class.
+// from the cache. A class whose parameters do not parse names no tenancy
+// to judge by: the class controller says why on the class, and the claim
+// goes on as it did before tenancy (MetalLB has no pool for it).
 func admission(ctx context.Context, c client.Reader, class *iadv1alpha1.IPAddressClass, ns string) (classparams.Tenancy, bool, error) {
 	p, err := classparams.ParseParameters(class.Spec.Parameters)
 	if err != nil {
-		return classparams.Tenancy{}, false, nil
+		return classparams.Tenancy{}, true, nil
 	}
 	if !p.Scoped() {
 		return p.Tenancy, true, nil
