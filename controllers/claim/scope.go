@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
@@ -15,6 +16,9 @@ type scope struct {
 	claim *iadv1alpha1.IPAddressClaim
 	// class is the claim's class (loadClass).
 	class *iadv1alpha1.IPAddressClass
+	// tenancy is the class's, read by checkAdmitted for a claim that
+	// still misses an address.
+	tenancy classparams.Tenancy
 	// bound holds the addresses bound to the claim, by family (loadBound).
 	bound map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress
 	// unbound holds, per family of the claim, whether it still misses an

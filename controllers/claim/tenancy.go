@@ -34,6 +34,7 @@ func (r *Reconciler) checkAdmitted(ctx context.Context, s *scope) (phase.Result,
 		return phase.Next(), nil
 	}
 	t, admitted, err := admission(ctx, r.Client, s.class, s.claim.Namespace)
+	s.tenancy = t
 	if err != nil || admitted {
 		r.report(s.claim, "tenancy", "", "", "")
 		return phase.Next(), err
@@ -64,12 +65,12 @@ func admission(ctx context.Context, c client.Reader, class *iadv1alpha1.IPAddres
 }
 
 // namespaceBound holds back a draw of the scope's claim that would pass
-// the class's bound on its namespace. It runs under the class's lock, with
+// the class's bound on its namespace (s.tenancy, read by checkAdmitted). It runs under the class's lock, with
 // the book read before the placeholders and the ledger (classDraws), so
 // that a draw in flight is counted once and none is missed.
 func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *classBook, now time.Time) (drawDecision, error) {
-	p, err := classparams.ParseParameters(s.class.Spec.Parameters)
-	if err != nil || p.MaxAddressesPerNamespace == 0 {
+	bound := s.tenancy.MaxAddressesPerNamespace
+	if bound == 0 {
 		return drawDecision{verdict: drawNow}, nil
 	}
 	inBook := book.book(now)
@@ -83,8 +84,8 @@ func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *classBo
 		return drawDecision{}, err
 	}
 	others := namespaceHolds(s.claim.Namespace, s.claim.Name, addrs.Items, phs, inBook, now)
-	if overBound(others, len(s.claim.Spec.Family.Families()), p.MaxAddressesPerNamespace) {
-		return drawDecision{verdict: drawNamespaceFull, used: others, size: float64(p.MaxAddressesPerNamespace)}, nil
+	if overBound(others, len(s.claim.Spec.Family.Families()), bound) {
+		return drawDecision{verdict: drawNamespaceFull, used: others, size: float64(bound)}, nil
 	}
 	return drawDecision{verdict: drawNow}, nil
 }
