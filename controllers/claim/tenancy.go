@@ -65,9 +65,10 @@ func admission(ctx context.Context, c client.Reader, class *iadv1alpha1.IPAddres
 }
 
 // namespaceBound holds back a draw of the scope's claim that would pass
-// the class's bound on its namespace (s.tenancy, read by checkAdmitted). It runs under the class's lock, with
-// the book read before the placeholders and the ledger (classDraws), so
-// that a draw in flight is counted once and none is missed.
+// the class's bound on its namespace (s.tenancy, read by checkAdmitted).
+// It runs under the class's lock, with the book read before the
+// placeholders and the ledger (classDraws), so that a draw in flight is
+// counted once and none is missed.
 func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *classBook, now time.Time) (drawDecision, error) {
 	bound := s.tenancy.MaxAddressesPerNamespace
 	if bound == 0 {
