@@ -5,6 +5,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,10 @@ const (
 	// WarmAddressByClass indexes warm IPAddresses (names.LabelWarm) by class.
 	WarmAddressByClass = "iad.spec.className.warm"
 
-	// ClaimByClass indexes claims by status.className.
+	// ClaimByClass indexes claims by the class they name (spec.className)
+	// and the one the core resolved (status.className): a class's change
+	// wakes both, even a claim whose first pass missed the class in a
+	// cache that lagged behind its creation.
 	ClaimByClass = "iad.claim.class"
 
 	// EventByInvolvedUID indexes core/v1 Events by involvedObject.uid.
@@ -200,10 +204,14 @@ var All = []Indexer{
 		return nil
 	}, EitherWay},
 	{&iadv1alpha1.IPAddressClaim{}, ClaimByClass, func(o client.Object) []string {
-		if c := o.(*iadv1alpha1.IPAddressClaim).Status.ClassName; c != "" {
-			return []string{c}
+		c := o.(*iadv1alpha1.IPAddressClaim)
+		var out []string
+		for _, name := range []string{c.Spec.ClassName, c.Status.ClassName} {
+			if name != "" && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
 		}
-		return nil
+		return out
 	}, AcrossNamespaces},
 	{&corev1.Event{}, EventByInvolvedUID, func(o client.Object) []string {
 		if uid := o.(*corev1.Event).InvolvedObject.UID; uid != "" {

@@ -193,3 +193,23 @@ func TestAddressAttaching(t *testing.T) {
 	names.GrantAttach(a, "shop", "web")
 	assert.Equal(t, []string{Attaching}, attaching(a))
 }
+
+// TestClaimByClassNamesBoth: a claim is found under the class it names and
+// the class the core resolved, once each.
+func TestClaimByClassNamesBoth(t *testing.T) {
+	var fn func(client.Object) []string
+	for _, ix := range All {
+		if ix.Field == ClaimByClass {
+			fn = ix.Func
+		}
+	}
+	require.NotNil(t, fn)
+	claim := func(spec, status string) *iadv1alpha1.IPAddressClaim {
+		return &iadv1alpha1.IPAddressClaim{Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: spec}, Status: iadv1alpha1.IPAddressClaimStatus{ClassName: status}}
+	}
+	assert.Equal(t, []string{"gold"}, fn(claim("gold", "")), "named, not resolved yet")
+	assert.Equal(t, []string{"gold"}, fn(claim("gold", "gold")))
+	assert.Equal(t, []string{"silver"}, fn(claim("", "silver")), "the default class, resolved")
+	assert.Equal(t, []string{"gold", "silver"}, fn(claim("gold", "silver")), "retargeted before binding")
+	assert.Empty(t, fn(claim("", "")))
+}
