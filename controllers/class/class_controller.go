@@ -69,8 +69,11 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// MetalLB's kinds only in MetalLB's namespace: a Role there grants them
+// (the chart renders it in its metallbNamespace).
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools;l2advertisements;bgpadvertisements,verbs=get;list;watch;create;patch;delete
 
 // Reconcile renders one class of this driver (admit, render), or retains
 // what was rendered for a class that is gone, being deleted or not this

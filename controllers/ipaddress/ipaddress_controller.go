@@ -86,7 +86,9 @@ type Reconciler struct {
 // headless Services that clear a stale MetalLB allocation (stale.go).
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
-// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
+//
+// The class pools, read only in MetalLB's namespace (a Role there).
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile enforces the holding invariant on one address, re-derived from
 // the cluster on every pass: an address being deleted is torn down, any

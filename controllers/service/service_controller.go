@@ -84,7 +84,9 @@ const workers = 4
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=metallb.io,resources=ipaddresspools,verbs=get;list;watch
+//
+// The class pools, read only in MetalLB's namespace (a Role there).
+// +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools,verbs=get;list;watch
 
 // Reconcile runs one pass for one Service: a Service gone from the cache
 // is forgotten and its associations cleared (detachGone); any other runs

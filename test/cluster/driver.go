@@ -124,8 +124,8 @@ func (c *Cluster) InstallPlaceholderRBAC(ctx context.Context, namespace string) 
 		default:
 			continue
 		}
-		if strings.HasSuffix(o.GetName(), "-leader-election") {
-			continue // the lease stays in DriverNamespace
+		if strings.HasSuffix(o.GetName(), "-leader-election") || o.GetNamespace() == MetalLBNamespace {
+			continue // the lease stays in DriverNamespace, MetalLB's kinds in MetalLB's
 		}
 		o.SetNamespace(namespace)
 		if err := c.Client.Patch(ctx, o, client.Apply, client.FieldOwner("metallb-iad-test"), client.ForceOwnership); err != nil {

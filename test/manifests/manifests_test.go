@@ -35,14 +35,20 @@ func TestEveryKustomizationBuilds(t *testing.T) {
 }
 
 // TestDefaultHasOnePerController checks config/default: one Deployment,
-// ServiceAccount, ClusterRole and lease Role per controller, in one namespace.
+// ServiceAccount, ClusterRole and lease Role per controller, in one namespace
+// (MetalLB's kinds in MetalLB's).
 func TestDefaultHasOnePerController(t *testing.T) {
 	objs, err := manifests.Build("config/default")
 	require.NoError(t, err)
 	kinds := map[string][]string{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = append(kinds[o.GetKind()], o.GetName())
-		if o.GetKind() != "Namespace" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+		switch {
+		case o.GetKind() == "Namespace" || o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding":
+		case (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && o.GetNamespace() == "metallb-system":
+			// MetalLB's kinds, granted only in MetalLB's namespace.
+			assert.Contains(t, []string{"metallb-iad-class", "metallb-iad-service", "metallb-iad-ipaddress"}, o.GetName())
+		default:
 			assert.Equal(t, "metallb-iad-system", o.GetNamespace(), "%s/%s", o.GetKind(), o.GetName())
 		}
 	}
