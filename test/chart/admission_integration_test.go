@@ -273,23 +273,29 @@ func TestAdmissionPolicy(t *testing.T) {
 	})
 
 	t.Run("the driver's writers pin", func(t *testing.T) {
+		// Outside the placeholder namespace the driver pins Services it
+		// did not create (the driver policy, TestDriverIdentities).
 		for _, ctl := range []string{"service", "claim", "ipaddress"} {
 			driver := newClient(t, c.ServiceAccountConfig(releaseNS, "metallb-iad-"+ctl))
-			svc := lbService("by-"+ctl, map[string]string{
-				marks.KeyPin:      "203.0.113.20",
-				marks.KeyPinnedBy: "tenant-a/web",
-			})
-			svc.Labels = map[string]string{marks.LabelGrant: "public"}
-			require.NoError(t, driver.Create(ctx, svc), ctl)
+			svc := lbService("by-"+ctl, map[string]string{"team": "web"})
+			require.NoError(t, tenant.Create(ctx, svc), ctl)
 
 			patch := client.MergeFrom(svc.DeepCopy())
-			svc.Annotations[marks.KeyPin] = "203.0.113.21"
-			svc.Annotations[marks.KeySharing] = "key-2"
+			svc.Annotations[marks.KeyPin] = "203.0.113.20"
+			svc.Annotations[marks.KeyPinnedBy] = "tenant-a/web"
+			svc.Labels = map[string]string{marks.LabelGrant: "public"}
 			require.NoError(t, driver.Patch(ctx, svc, patch), ctl)
 
 			patch = client.MergeFrom(svc.DeepCopy())
-			delete(svc.Annotations, marks.KeyPin)
-			delete(svc.Annotations, marks.KeyPinnedBy)
+			svc.Annotations[marks.KeyPin] = "203.0.113.21"
+			svc.Annotations[marks.KeySharing] = "key-2"
+			svc.Annotations[marks.KeySharedBy] = "tenant-a/web"
+			require.NoError(t, driver.Patch(ctx, svc, patch), ctl)
+
+			patch = client.MergeFrom(svc.DeepCopy())
+			for _, k := range []string{marks.KeyPin, marks.KeyPinnedBy, marks.KeySharing, marks.KeySharedBy} {
+				delete(svc.Annotations, k)
+			}
 			delete(svc.Labels, marks.LabelGrant)
 			require.NoError(t, driver.Patch(ctx, svc, patch), "%s withdraws its pin and grant", ctl)
 		}
@@ -335,13 +341,13 @@ func TestAdmissionPolicy(t *testing.T) {
 	})
 }
 
-// installPolicies creates the chart's three admission policies and their
+// installPolicies creates the chart's four admission policies and their
 // bindings, once for the package's cluster.
 func installPolicies(t *testing.T, ctx context.Context, c *cluster.Cluster, r *Rendered) {
 	t.Helper()
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		objs := r.Find(kind)
-		require.Len(t, objs, 3, kind)
+		require.Len(t, objs, 4, kind)
 		for _, o := range objs {
 			if err := c.Client.Create(ctx, o.DeepCopy()); !apierrors.IsAlreadyExists(err) {
 				require.NoError(t, err, kind)

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,11 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	placeholderRoles := append(slices.Clone(leaseNames), "metallb-iad-claim")
 	// The three controllers that derive sharing keys read their Secret.
 	roles := append(slices.Clone(placeholderRoles), "metallb-iad-claim-sharing-key", "metallb-iad-service-sharing-key", "metallb-iad-ipaddress-sharing-key")
+	// MetalLB's kinds, only in MetalLB's namespace: the class controller
+	// writes its pools and advertisements, the service and ipaddress
+	// controllers read the pools.
+	metallbRoles := []string{"metallb-iad-class", "metallb-iad-service", "metallb-iad-ipaddress"}
+	roles = append(roles, metallbRoles...)
 	assert.ElementsMatch(t, roles, names4(r, "Role"))
 	assert.ElementsMatch(t, roles, names4(r, "RoleBinding"))
 
@@ -93,8 +99,10 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "Service", "ServiceMonitor", "PodDisruptionBudget"} {
 		assert.Empty(t, r.Find(kind), kind)
 	}
-	must(t, r, "ValidatingAdmissionPolicy", "metallb-iad-reserved-service-fields")
-	must(t, r, "ValidatingAdmissionPolicyBinding", "metallb-iad-reserved-service-fields")
+	for _, p := range []string{"metallb-iad-reserved-service-fields", "metallb-iad-driver-service-writes"} {
+		must(t, r, "ValidatingAdmissionPolicy", p)
+		must(t, r, "ValidatingAdmissionPolicyBinding", p)
+	}
 	// The chart renders no sharing key: the controllers make it.
 	assert.Empty(t, r.Find("Secret"))
 	// Every namespaced object is in the release namespace.
@@ -104,6 +112,12 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 			assert.Empty(t, o.GetNamespace(), o.GetName())
 		case "IPAddressPool":
 			assert.Equal(t, "metallb-system", o.GetNamespace(), "the parking pool is MetalLB configuration")
+		case "Role", "RoleBinding":
+			want := releaseNS
+			if slices.Contains(metallbRoles, o.GetName()) {
+				want = "metallb-system"
+			}
+			assert.Equal(t, want, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 		default:
 			assert.Equal(t, releaseNS, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 		}
@@ -260,26 +274,41 @@ func TestClusterRolesAreTheMarkers(t *testing.T) {
 			role := must(t, r, "ClusterRole", "metallb-iad-"+c)
 			assert.Equal(t, generated["rules"], role.Object["rules"])
 
-			// The namespaced markers' Role, if any, is rendered as is.
-			var nsRole map[string]any
+			// The namespaced markers' Roles, if any, are rendered as they
+			// are, each in the namespace the values give the one it names.
+			roles := map[string]map[string]any{}
 			for _, doc := range strings.Split(string(genBytes), "\n---\n") {
 				m := map[string]any{}
 				require.NoError(t, utilyaml.Unmarshal([]byte(doc), &m))
 				if m["kind"] == "Role" {
-					nsRole = m
+					roles[m["metadata"].(map[string]any)["namespace"].(string)] = m
 				}
 			}
-			if nsRole == nil {
-				assert.Nil(t, r.Get("Role", "metallb-iad-"+c))
-				return
+			other := render(t, "{placeholderNamespace: iad-placeholders, metallbNamespace: lb-system}")
+			moved := map[string]string{"metallb-iad-system": "iad-placeholders", "metallb-system": "lb-system"}
+			require.Subset(t, []string{"metallb-iad-system", "metallb-system"}, slices.Collect(maps.Keys(roles)))
+			var found []string
+			for _, o := range r.Find("Role") {
+				if o.GetName() == "metallb-iad-"+c {
+					found = append(found, o.GetNamespace())
+				}
 			}
-			rendered := must(t, r, "Role", "metallb-iad-"+c)
-			assert.Equal(t, nsRole["rules"], rendered.Object["rules"])
-
-			// In the placeholder namespace, wherever it is.
-			other := render(t, "placeholderNamespace: iad-placeholders")
-			for _, kind := range []string{"Role", "RoleBinding"} {
-				assert.Equal(t, "iad-placeholders", must(t, other, kind, "metallb-iad-"+c).GetNamespace(), kind)
+			assert.ElementsMatch(t, slices.Collect(maps.Keys(roles)), found)
+			for ns, generated := range roles {
+				for _, o := range r.Find("Role") {
+					if o.GetName() == "metallb-iad-"+c && o.GetNamespace() == ns {
+						assert.Equal(t, generated["rules"], o.Object["rules"], ns)
+					}
+				}
+				for _, kind := range []string{"Role", "RoleBinding"} {
+					n := 0
+					for _, o := range other.Find(kind) {
+						if o.GetName() == "metallb-iad-"+c && o.GetNamespace() == moved[ns] {
+							n++
+						}
+					}
+					assert.Equal(t, 1, n, "%s of %s in %s", kind, ns, moved[ns])
+				}
 			}
 		})
 	}
@@ -727,11 +756,12 @@ func TestAdmissionPolicyDefault(t *testing.T) {
 			}
 			require.NoError(t, err)
 			// One policy for Services, one for Gateways' infrastructure
-			// maps, one for the namespaces a class admits claims from.
+			// maps, one for the namespaces a class admits claims from,
+			// one bounding the driver's own identities.
 			for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 				want := 0
 				if tt.want {
-					want = 3
+					want = 4
 				}
 				assert.Len(t, r.Find(kind), want, kind)
 			}
