@@ -82,6 +82,11 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=local.sdn.cozystack.io,resources=ipaddressclaims,verbs=get
 //
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may GET /metrics (--metrics-secure).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+//
 // Services are created and deleted in any namespace: placeholders, and the
 // headless Services that clear a stale MetalLB allocation (stale.go).
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch;create;delete

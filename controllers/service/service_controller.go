@@ -85,6 +85,11 @@ const workers = 4
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 //
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may GET /metrics (--metrics-secure).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+//
 // The class pools, read only in MetalLB's namespace (a Role there).
 // +kubebuilder:rbac:groups=metallb.io,namespace=metallb-system,resources=ipaddresspools,verbs=get;list;watch
 

@@ -49,10 +49,13 @@ type Options struct {
 	// Controller is the binary's controller name (class, claim, service, ipaddress).
 	Controller string
 
-	Kubeconfig             string
-	LeaderElect            bool
-	LeaderElectionNS       string
-	MetricsBindAddress     string
+	Kubeconfig         string
+	LeaderElect        bool
+	LeaderElectionNS   string
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates and authorizes (metricsFilter).
+	MetricsSecure          bool
 	HealthProbeBindAddress string
 	// PprofBindAddress serves /debug/pprof; empty (the default) disables it.
 	PprofBindAddress     string
@@ -117,6 +120,7 @@ func (o *Options) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (a self-signed certificate) only to callers whose bearer token the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false serves plain HTTP to anyone who reaches the port.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "Address Go's /debug/pprof profiles are served on, for profiling the controller; empty disables it.")
 	fs.StringVar(&o.PlaceholderNamespace, "placeholder-namespace", ns, "Namespace of the driver's placeholder Services (tenants must not write there).")
@@ -251,7 +255,7 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
 		MapperProvider:                newRememberingMapper,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress, FilterProvider: uncompressedMetrics},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress, SecureServing: o.MetricsSecure, FilterProvider: metricsFilter(o.MetricsSecure)},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,

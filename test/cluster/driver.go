@@ -176,6 +176,9 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		"--placeholder-namespace", DriverNamespace,
 		"--metallb-namespace", MetalLBNamespace,
 		"--metrics-bind-address", d.MetricsAddr,
+		// Plain HTTP, which the harness scrapes; a test of the secure
+		// endpoint passes --metrics-secure=true after it.
+		"--metrics-secure=false",
 		"--health-probe-bind-address", d.HealthAddr,
 		"--zap-log-level", driverLogLevel(),
 		// Milliseconds matter when a log is read beside the audit log.
