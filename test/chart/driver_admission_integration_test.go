@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -97,10 +98,11 @@ func TestDriverIdentities(t *testing.T) {
 		require.NoError(t, claim.Create(ctx, ph))
 		require.NoError(t, claim.Delete(ctx, ph))
 
-		// Admitted: the stale-allocation clear, created and deleted.
-		svc := clearer("stale-by-claim")
-		require.NoError(t, claim.Create(ctx, svc))
-		require.NoError(t, claim.Delete(ctx, svc))
+		// Admitted: the stale-allocation clear, created and deleted, as
+		// the controller makes it.
+		cleared, err := stale.Clear(ctx, claim, c.Client, types.NamespacedName{Namespace: driverNS, Name: "stale-by-claim"}, "free address 203.0.113.1")
+		require.NoError(t, err)
+		assert.True(t, cleared, "the clear was refused")
 
 		// Refused by the policy: any other Service there.
 		lb := lbService("lb-by-claim", nil)
@@ -116,22 +118,23 @@ func TestDriverIdentities(t *testing.T) {
 
 		// Refused by RBAC: the claim controller patches no Service outside
 		// the placeholder namespace.
-		err := metaPatch(claim, victim, func(s *corev1.Service) { s.Annotations = map[string]string{marks.KeyMetalLBRetry: "now"} })
-		requireRBACDenied(t, err)
+		requireRBACDenied(t, stale.Poke(ctx, claim, victim))
 	})
 
 	t.Run("ipaddress", func(t *testing.T) {
 		svc := tenantService("retried", nil)
-		// Admitted: the retry mark, and withdrawing a pin the driver wrote.
-		require.NoError(t, metaPatch(ipaddress, svc, func(s *corev1.Service) {
-			s.Annotations[marks.KeyMetalLBRetry] = time.Now().UTC().Format(time.RFC3339Nano)
-		}))
+		// Admitted, as the controller writes them: the retry mark, dropping
+		// an IP from a pin the driver wrote, then withdrawing it, and the
+		// stale-allocation clear.
+		require.NoError(t, stale.Poke(ctx, ipaddress, svc))
 		pinned := tenantService("driver-pinned", map[string]string{marks.KeyPin: "203.0.113.61,203.0.113.62", marks.KeyPinnedBy: "tenant-d/web"})
-		require.NoError(t, metaPatch(ipaddress, pinned, func(s *corev1.Service) { s.Annotations[marks.KeyPin] = "203.0.113.61" }))
-		// Admitted: the stale-allocation clear.
-		clear := clearer("stale-by-ipaddress")
-		require.NoError(t, ipaddress.Create(ctx, clear))
-		require.NoError(t, ipaddress.Delete(ctx, clear))
+		require.NoError(t, metaPatch(ipaddress, pinned, func(s *corev1.Service) {
+			marks.Edit(s, func(m *marks.Marks) { require.True(t, m.DropIP("203.0.113.62")) })
+		}))
+		require.NoError(t, metaPatch(ipaddress, pinned, func(s *corev1.Service) { marks.Edit(s, (*marks.Marks).Withdraw) }))
+		cleared, err := stale.Clear(ctx, ipaddress, c.Client, types.NamespacedName{Namespace: driverNS, Name: "stale-by-ipaddress"}, "address-1")
+		require.NoError(t, err)
+		assert.True(t, cleared, "the clear was refused")
 
 		// Refused: the selector, the ports, a hand-written pin, a label of
 		// the tenant's, deleting the tenant's Service.
@@ -148,23 +151,27 @@ func TestDriverIdentities(t *testing.T) {
 	})
 
 	t.Run("service", func(t *testing.T) {
-		// Admitted: the attach's one write: the pool request moved aside,
-		// the pin and sharing key with their markers, the grant label.
+		// Admitted, as the controller writes them: the attach's one write
+		// (the pool request moved aside, the pin and sharing key with
+		// their markers, the grant label), the release's two steps, an
+		// import of a Service pinned by hand.
 		svc := tenantService("attached", map[string]string{marks.KeyPool: "tenant-pool", marks.KeyClaim: "web"})
 		require.NoError(t, metaPatch(service, svc, func(s *corev1.Service) {
-			delete(s.Annotations, marks.KeyPool)
-			s.Annotations[marks.KeyOwnerPool] = "tenant-pool"
-			s.Annotations[marks.KeyPin] = "203.0.113.64"
-			s.Annotations[marks.KeyPinnedBy] = "tenant-d/web"
-			s.Annotations[marks.KeySharing] = "key-1"
-			s.Annotations[marks.KeySharedBy] = "tenant-d/web"
-			s.Labels[marks.LabelGrant] = "public"
+			a := marks.Of(s).Attach(s, "tenant-d/web", "203.0.113.64", "key-1", "public")
+			require.True(t, a.Pinned)
 		}))
-		// Admitted: an import, which names the generated claim.
-		imported := tenantService("imported", nil)
+		released := tenantService("released", map[string]string{marks.KeyClaim: "db"})
+		require.NoError(t, metaPatch(service, released, func(s *corev1.Service) {
+			marks.Of(s).Attach(s, "tenant-d/db", "203.0.113.68", "key-2", "public")
+		}))
+		require.NoError(t, metaPatch(service, released, func(s *corev1.Service) {
+			marks.Edit(s, func(m *marks.Marks) { m.Release("203.0.113.255"); m.Grant = "" })
+		}))
+		require.NoError(t, metaPatch(service, released, func(s *corev1.Service) { marks.Edit(s, (*marks.Marks).Withdraw) }))
+		imported := tenantService("imported", map[string]string{marks.KeyPin: "203.0.113.69", marks.KeyPool: "tenant-pool"})
 		require.NoError(t, metaPatch(service, imported, func(s *corev1.Service) {
-			s.Annotations[marks.KeyClaim] = "imported-abc"
-			s.Annotations[marks.KeyImportedInto] = "imported-abc"
+			s.Annotations = marks.Imported(s.Annotations, "imported-abc")
+			marks.Edit(s, func(m *marks.Marks) { m.KeepOwnerPin("203.0.113.69"); m.Grant = "public" })
 		}))
 
 		// Refused: re-pointing a pin at another address without its
