@@ -74,8 +74,9 @@ func TestDefaultRenderHasOneSetPerController(t *testing.T) {
 	for _, kind := range []string{"Deployment", "ServiceAccount", "ClusterRoleBinding"} {
 		assert.ElementsMatch(t, want, names4(r, kind), kind)
 	}
-	// Besides the controllers' own, the tenants' aggregated roles.
-	assert.ElementsMatch(t, append(slices.Clone(want), "metallb-iad-claims-edit", "metallb-iad-claims-view"), names4(r, "ClusterRole"))
+	// Besides the controllers' own, the tenants' aggregated roles and the
+	// role that may read the (secure) metrics, bound to no one by default.
+	assert.ElementsMatch(t, append(slices.Clone(want), "metallb-iad-claims-edit", "metallb-iad-claims-view", "metallb-iad-metrics-reader"), names4(r, "ClusterRole"))
 	var leaseNames []string
 	for _, n := range want {
 		leaseNames = append(leaseNames, n+"-leader-election")
@@ -165,6 +166,7 @@ func TestDefaultDeployments(t *testing.T) {
 				"--leader-elect=true",
 				"--leader-election-namespace=" + releaseNS,
 				"--metrics-bind-address=:8080",
+				"--metrics-secure=true",
 				"--health-probe-bind-address=:8081",
 				"--placeholder-namespace=" + releaseNS,
 				"--metallb-namespace=metallb-system",
@@ -388,6 +390,7 @@ controllers:
 		"--leader-elect=false",
 		"--leader-election-namespace=" + releaseNS,
 		"--metrics-bind-address=:9090",
+		"--metrics-secure=true",
 		"--health-probe-bind-address=:8081",
 		"--placeholder-namespace=" + releaseNS,
 		"--metallb-namespace=metallb-system",
@@ -554,12 +557,22 @@ controllers: {ipaddress: {metricsBindAddress: "0"}, service: {metricsBindAddress
 	sm := must(t, r, "ServiceMonitor", "metallb-iad-service-metrics")
 	assert.Equal(t, "prom", sm.GetLabels()["release"])
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	assert.Equal(t, []any{map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s"}}, eps)
+	// Secure metrics by default: HTTPS, with the chart's scraper's token.
+	assert.Equal(t, []any{endpoint(map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s"}, secureScrape)}, eps)
+	checkScraper(t, r)
 
-	// The Services alone.
+	// Plain HTTP metrics: no token, and no scraper to take it from.
+	r = render(t, `metrics: {secure: false, serviceMonitor: {enabled: true}}`)
+	eps, _, _ = unstructured.NestedSlice(must(t, r, "ServiceMonitor", "metallb-iad-claim-metrics").Object, "spec", "endpoints")
+	assert.Equal(t, []any{map[string]any{"port": "metrics", "path": "/metrics", "scheme": "http"}}, eps)
+	assertNoScraper(t, r)
+
+	// The Services alone: a scraper of the user's reads them.
 	r = render(t, `metrics: {service: {enabled: true}}`)
 	assert.Len(t, r.Find("Service"), 4)
 	assert.Empty(t, r.Find("ServiceMonitor"))
+	assertNoScraper(t, r)
+	must(t, r, "ClusterRole", "metallb-iad-metrics-reader")
 }
 
 func TestPodDisruptionBudget(t *testing.T) {

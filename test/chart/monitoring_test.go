@@ -49,10 +49,11 @@ controllers: {ipaddress: {metricsBindAddress: "0"}}
 		spec := pm.Object["spec"].(map[string]any)
 		assert.Equal(t, map[string]any{"matchLabels": selectorOf(c)}, spec["selector"])
 		assert.Equal(t, map[string]any{"matchNames": []any{releaseNS}}, spec["namespaceSelector"])
-		assert.Equal(t, []any{map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}}, spec["podMetricsEndpoints"])
+		assert.Equal(t, []any{endpoint(map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}, secureScrape)}, spec["podMetricsEndpoints"])
 		// The port the endpoint names is the container's.
 		assert.Contains(t, fmt.Sprint(container(t, deployment(t, r, c))["ports"]), "name:metrics")
 	}
+	checkScraper(t, r)
 
 	// Both would scrape every pod twice.
 	_, err := Render(Release{}, `metrics: {podMonitor: {enabled: true}, serviceMonitor: {enabled: true}}`)
@@ -287,4 +288,220 @@ func TestMetricNames(t *testing.T) {
 		assert.NoError(t, err, tt.expr)
 		assert.Equal(t, tt.want, got, tt.expr)
 	}
+}
+
+// secureScrape are the fields a monitor's endpoint scrapes secure metrics
+// with by default: HTTPS without a certificate check (the controllers'
+// certificates are self-signed), and the token of the chart's scraper.
+var secureScrape = map[string]any{
+	"scheme":    "https",
+	"tlsConfig": map[string]any{"insecureSkipVerify": true},
+	"authorization": map[string]any{
+		"type":        "Bearer",
+		"credentials": map[string]any{"name": "metallb-iad-metrics-scraper-token", "key": "token"},
+	},
+}
+
+// endpoint returns a monitor endpoint's fields with those of scrape added.
+func endpoint(fields, scrape map[string]any) map[string]any {
+	out := maps.Clone(fields)
+	maps.Copy(out, scrape)
+	return out
+}
+
+// checkMetricsReader checks that the release's metrics-reader ClusterRole
+// grants get on /metrics and nothing else.
+func checkMetricsReader(t *testing.T, r *Rendered) {
+	t.Helper()
+	role := must(t, r, "ClusterRole", "metallb-iad-metrics-reader")
+	assert.Empty(t, role.GetNamespace())
+	assert.Equal(t, []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}, role.Object["rules"])
+}
+
+// checkScraper checks the chart's own metrics scraper: a ServiceAccount, a
+// token Secret of it that the API server fills, and a binding of it to the
+// metrics-reader role.
+func checkScraper(t *testing.T, r *Rendered) {
+	t.Helper()
+	const name = "metallb-iad-metrics-scraper"
+	checkMetricsReader(t, r)
+
+	sa := must(t, r, "ServiceAccount", name)
+	assert.Equal(t, releaseNS, sa.GetNamespace())
+	assert.Equal(t, false, sa.Object["automountServiceAccountToken"], "no pod runs as the scraper")
+
+	secret := must(t, r, "Secret", name+"-token")
+	assert.Equal(t, releaseNS, secret.GetNamespace(), "beside the monitors that name it")
+	assert.Equal(t, "kubernetes.io/service-account-token", secret.Object["type"])
+	assert.Equal(t, map[string]string{"kubernetes.io/service-account.name": name}, secret.GetAnnotations())
+	assert.NotContains(t, secret.Object, "data", "the API server writes the token")
+
+	crb := must(t, r, "ClusterRoleBinding", name)
+	assert.Equal(t, map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metallb-iad-metrics-reader"}, crb.Object["roleRef"])
+	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": name, "namespace": releaseNS}}, crb.Object["subjects"])
+}
+
+// assertNoScraper checks that the chart renders no metrics scraper.
+func assertNoScraper(t *testing.T, r *Rendered) {
+	t.Helper()
+	assert.Nil(t, r.Get("ServiceAccount", "metallb-iad-metrics-scraper"))
+	assert.Empty(t, r.Find("Secret"))
+	assert.Nil(t, r.Get("ClusterRoleBinding", "metallb-iad-metrics-scraper"))
+}
+
+// monitorEndpoints returns the endpoints of every ServiceMonitor and
+// PodMonitor of a render, by monitor name.
+func monitorEndpoints(r *Rendered) map[string][]any {
+	out := map[string][]any{}
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+		for _, m := range r.Find(kind) {
+			eps, _, _ := unstructured.NestedSlice(m.Object, "spec", "endpoints")
+			if kind == "PodMonitor" {
+				eps, _, _ = unstructured.NestedSlice(m.Object, "spec", "podMetricsEndpoints")
+			}
+			out[kind+" "+m.GetName()] = eps
+		}
+	}
+	return out
+}
+
+// TestSecureMetrics: metrics.secure reaches every controller as
+// --metrics-secure; secure, the chart grants reading /metrics through the
+// metrics-reader ClusterRole, binds metrics.readers to it, and its monitors
+// scrape over HTTPS with the token of a scraper of its own; plain, none of
+// that is rendered and the monitors scrape over HTTP.
+func TestSecureMetrics(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		r := render(t, "")
+		for _, c := range controllers {
+			assert.Equal(t, []string{"true"}, flagValues(t, deployment(t, r, c), "metrics-secure"), c)
+		}
+		checkMetricsReader(t, r)
+		assert.Nil(t, r.Get("ClusterRoleBinding", "metallb-iad-metrics-reader"), "no reader by default")
+		assertNoScraper(t, r)
+	})
+
+	for _, monitor := range []string{"serviceMonitor", "podMonitor"} {
+		t.Run(monitor, func(t *testing.T) {
+			r := render(t, "metrics: {"+monitor+": {enabled: true}}")
+			checkScraper(t, r)
+			eps := monitorEndpoints(r)
+			require.Len(t, eps, len(controllers))
+			for name, ep := range eps {
+				require.Len(t, ep, 1, name)
+				assert.Equal(t, endpoint(map[string]any{"port": "metrics", "path": "/metrics"}, secureScrape), ep[0], name)
+			}
+
+			r = render(t, "metrics: {secure: false, "+monitor+": {enabled: true}}")
+			for _, c := range controllers {
+				assert.Equal(t, []string{"false"}, flagValues(t, deployment(t, r, c), "metrics-secure"), c)
+			}
+			assert.Nil(t, r.Get("ClusterRole", "metallb-iad-metrics-reader"))
+			assertNoScraper(t, r)
+			eps = monitorEndpoints(r)
+			require.Len(t, eps, len(controllers))
+			for name, ep := range eps {
+				assert.Equal(t, []any{map[string]any{"port": "metrics", "path": "/metrics", "scheme": "http"}}, ep, name)
+			}
+		})
+	}
+
+	t.Run("readers", func(t *testing.T) {
+		const readers = `
+  readers:
+    - {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}
+    - {kind: Group, name: sre, apiGroup: rbac.authorization.k8s.io}
+`
+		r := render(t, "metrics:"+readers)
+		crb := must(t, r, "ClusterRoleBinding", "metallb-iad-metrics-reader")
+		assert.Equal(t, map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metallb-iad-metrics-reader"}, crb.Object["roleRef"])
+		assert.Equal(t, []any{
+			map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+			map[string]any{"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"},
+		}, crb.Object["subjects"])
+		checkMetricsReader(t, r)
+		assertNoScraper(t, r)
+
+		// Plain metrics need no reader.
+		r = render(t, "metrics:\n  secure: false"+readers)
+		assert.Nil(t, r.Get("ClusterRole", "metallb-iad-metrics-reader"))
+		assert.Nil(t, r.Get("ClusterRoleBinding", "metallb-iad-metrics-reader"))
+	})
+
+	t.Run("own tlsConfig", func(t *testing.T) {
+		r := render(t, `
+metrics:
+  podMonitor: {enabled: true}
+  tlsConfig:
+    serverName: metrics.example
+    ca: {secret: {name: metrics-ca, key: ca.crt}}
+`)
+		for name, ep := range monitorEndpoints(r) {
+			assert.Equal(t, map[string]any{
+				"serverName": "metrics.example",
+				"ca":         map[string]any{"secret": map[string]any{"name": "metrics-ca", "key": "ca.crt"}},
+			}, ep[0].(map[string]any)["tlsConfig"], "%s: used as given, so the certificate is checked", name)
+		}
+	})
+
+	t.Run("no controller serves metrics", func(t *testing.T) {
+		r := render(t, `
+metrics: {serviceMonitor: {enabled: true}, readers: [{kind: User, name: alice}]}
+controllers: {class: {metricsBindAddress: "0"}, claim: {metricsBindAddress: "0"}, service: {metricsBindAddress: "0"}, ipaddress: {metricsBindAddress: "0"}}
+`)
+		assert.Empty(t, r.Find("ServiceMonitor"))
+		assert.Nil(t, r.Get("ClusterRole", "metallb-iad-metrics-reader"))
+		assert.Nil(t, r.Get("ClusterRoleBinding", "metallb-iad-metrics-reader"))
+		assertNoScraper(t, r)
+	})
+
+	t.Run("names follow the release", func(t *testing.T) {
+		r, err := Render(Release{Name: "edge", Namespace: "mon"}, "fullnameOverride: iad\nmetrics: {podMonitor: {enabled: true}, readers: [{kind: User, name: alice}]}")
+		require.NoError(t, err)
+		must(t, r, "ClusterRole", "iad-metrics-reader")
+		assert.Equal(t, "iad-metrics-reader", must(t, r, "ClusterRoleBinding", "iad-metrics-reader").Object["roleRef"].(map[string]any)["name"])
+		must(t, r, "ServiceAccount", "iad-metrics-scraper")
+		secret := must(t, r, "Secret", "iad-metrics-scraper-token")
+		assert.Equal(t, "iad-metrics-scraper", secret.GetAnnotations()["kubernetes.io/service-account.name"])
+		crb := must(t, r, "ClusterRoleBinding", "iad-metrics-scraper")
+		assert.Equal(t, "iad-metrics-reader", crb.Object["roleRef"].(map[string]any)["name"])
+		assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "iad-metrics-scraper", "namespace": "mon"}}, crb.Object["subjects"])
+		for name, ep := range monitorEndpoints(r) {
+			cred, _, _ := unstructured.NestedStringMap(ep[0].(map[string]any), "authorization", "credentials")
+			assert.Equal(t, map[string]string{"name": "iad-metrics-scraper-token", "key": "token"}, cred, name)
+		}
+	})
+}
+
+func TestSecureMetricsSchema(t *testing.T) {
+	checkSchema(t, []schemaCase{
+		{"every metrics security value", `
+metrics:
+  secure: true
+  readers:
+    - {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}
+    - {kind: User, name: alice}
+    - {kind: Group, name: sre, apiGroup: rbac.authorization.k8s.io}
+  tlsConfig:
+    ca: {configMap: {name: ca, key: ca.crt}}
+    cert: {secret: {name: client, key: tls.crt}}
+    keySecret: {name: client, key: tls.key}
+    serverName: metrics.example
+    insecureSkipVerify: false
+    minVersion: TLS12
+    maxVersion: TLS13
+`, ""},
+		{"plain metrics", `metrics: {secure: false}`, ""},
+		{"secure not a boolean", `metrics: {secure: "true"}`, "secure"},
+		{"readers not a list", `metrics: {readers: {kind: User, name: alice}}`, "readers"},
+		{"reader a bare name", `metrics: {readers: [prometheus]}`, "readers"},
+		{"reader of an unknown kind", `metrics: {readers: [{kind: Role, name: a}]}`, "kind"},
+		{"reader without a name", `metrics: {readers: [{kind: User}]}`, "missing property 'name'"},
+		{"ServiceAccount reader without a namespace", `metrics: {readers: [{kind: ServiceAccount, name: prometheus}]}`, "missing property 'namespace'"},
+		{"misspelt reader key", `metrics: {readers: [{kind: User, name: a, namespaces: b}]}`, "namespaces"},
+		{"tlsConfig not a map", `metrics: {tlsConfig: insecure}`, "tlsConfig"},
+		{"misspelt tlsConfig key", `metrics: {tlsConfig: {insecureSkipVerfy: true}}`, "insecureSkipVerfy"},
+		{"insecureSkipVerify not a boolean", `metrics: {tlsConfig: {insecureSkipVerify: "yes"}}`, "insecureSkipVerify"},
+		{"unknown TLS version", `metrics: {tlsConfig: {minVersion: TLS1.2}}`, "minVersion"},
+	})
 }

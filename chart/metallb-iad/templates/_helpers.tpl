@@ -42,13 +42,21 @@ Call with (dict "root" $ "c" "<controller>").
 {{- printf "%s-%s" (include "metallb-iad.fullname" .root) .c }}
 {{- end }}
 
-{{/* Labels shared by every object of the release. Call with the root context. */}}
+{{/*
+Labels shared by every object of the release: the chart's own, then the
+user's commonLabels. A commonLabels key the chart sets itself (here or as
+app.kubernetes.io/component) is dropped: the chart's value stays, and the
+selectors built on it with it. Call with the root context.
+*/}}
 {{- define "metallb-iad.commonLabels" -}}
 helm.sh/chart: {{ include "metallb-iad.chart" . }}
 app.kubernetes.io/name: {{ include "metallb-iad.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with omit (.Values.commonLabels | default dict) "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/component" }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -69,7 +77,8 @@ app.kubernetes.io/component: {{ .c }}
 {{- end }}
 
 {{/*
-The container image: repository@digest when a digest is set, else
+The container image: repository@digest when a digest is set (the tag is then
+ignored: a released chart carries its release's digest), else
 repository:tag, the tag defaulting to appVersion.
 */}}
 {{- define "metallb-iad.image" -}}
@@ -93,7 +102,8 @@ Kubernetes.
 The settings of one controller that have a shared default: each field of
 .Values.defaults, unless the controller's own value is non-empty. Maps and
 lists are taken whole from one side, never merged; leaderElection's three
-durations are taken one by one. Rendered as JSON, read back with fromJson.
+durations are taken one by one, and serviceAccount.annotations as a whole.
+Rendered as JSON, read back with fromJson.
 Call with (dict "root" $ "c" "<controller>").
 */}}
 {{- define "metallb-iad.settings" -}}
@@ -110,6 +120,9 @@ Call with (dict "root" $ "c" "<controller>").
 {{- $_ := set $le $k (default (index $dle $k) (index $vle $k)) }}
 {{- end }}
 {{- $_ := set $out "leaderElection" $le }}
+{{- $dsa := $d.serviceAccount | default dict }}
+{{- $vsa := $v.serviceAccount | default dict }}
+{{- $_ = set $out "serviceAccount" (dict "annotations" (default $dsa.annotations $vsa.annotations | default dict)) }}
 {{- toJson $out }}
 {{- end }}
 
@@ -125,6 +138,56 @@ The TCP port of a metrics bind address (":8080" -> 8080, "[::]:9090" ->
 {{- define "metallb-iad.metricsPort" -}}
 {{- if ne . "0" }}
 {{- regexReplaceAll "^.*:" . "" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Non-empty when at least one controller serves metrics (a metricsBindAddress
+other than "0"). Call with the root context.
+*/}}
+{{- define "metallb-iad.metricsServed" -}}
+{{- range $c := include "metallb-iad.controllers" $ | splitList " " }}
+{{- if include "metallb-iad.metricsPort" (index $.Values.controllers $c).metricsBindAddress }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The name of the chart's own metrics scraper: its ServiceAccount and
+ClusterRoleBinding, and (with "-token") its token Secret.
+*/}}
+{{- define "metallb-iad.metricsScraperName" -}}
+{{- printf "%s-metrics-scraper" (include "metallb-iad.fullname" .) }}
+{{- end }}
+
+{{/*
+Non-empty when the chart renders its metrics scraper (metrics-rbac.yaml):
+metrics are secure, a ServiceMonitor or PodMonitor is on, and a controller
+serves metrics for it to scrape.
+*/}}
+{{- define "metallb-iad.metricsScraper" -}}
+{{- $m := .Values.metrics }}
+{{- if and $m.secure (or $m.serviceMonitor.enabled $m.podMonitor.enabled) (include "metallb-iad.metricsServed" .) }}true{{ end }}
+{{- end }}
+
+{{/*
+How a ServiceMonitor endpoint or a PodMonitor podMetricsEndpoint reaches
+/metrics, as YAML fields for the caller to indent. Secure: HTTPS with the
+scraper's token (authorization) and metrics.tlsConfig, by default no
+certificate check, since each controller serves a self-signed certificate
+it makes at start. Otherwise plain HTTP without a token.
+*/}}
+{{- define "metallb-iad.metricsScrape" -}}
+{{- if .Values.metrics.secure -}}
+scheme: https
+tlsConfig:
+  {{- toYaml (.Values.metrics.tlsConfig | default (dict "insecureSkipVerify" true)) | nindent 2 }}
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ include "metallb-iad.metricsScraperName" . }}-token
+    key: token
+{{- else -}}
+scheme: http
 {{- end }}
 {{- end }}
 
