@@ -8,6 +8,12 @@
 # Base images are pinned by digest (the tag says which line); Dependabot
 # (.github/dependabot.yml) proposes each new digest.
 FROM --platform=$BUILDPLATFORM golang:1.26@sha256:3aff6657219a4d9c14e27fb1d8976c49c29fddb70ba835014f477e1c70636647 AS build
+# The Go that builds the image is exactly go.mod's toolchain line, as in CI
+# (TestDockerfileGoIsGoMod keeps the two equal), whichever 1.26 patch
+# release the base image holds: the go command fetches that toolchain from
+# the Go module proxy when its own differs.
+ARG GO_VERSION=1.26.8
+ENV GOTOOLCHAIN=go${GO_VERSION}
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

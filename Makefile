@@ -1,19 +1,29 @@
 # metallb-iad: the MetalLB IP Allocation Driver.
 
 CONTROLLERS := class claim service ipaddress
-CONTROLLER_GEN_VERSION ?= v0.20.1
+# Every version Dependabot cannot see is named once, in hack/versions.env
+# (KEY=value lines); a value given to make or set in the environment wins.
+versions := $(shell grep -E '^[A-Z0-9_]+=' hack/versions.env)
+version = $(or $(patsubst $(1)=%,%,$(filter $(1)=%,$(versions))),$(error hack/versions.env names no $(1)))
+CONTROLLER_GEN_VERSION ?= $(call version,CONTROLLER_GEN_VERSION)
 # The MetalLB release the local control plane runs (hack/tools/metallb-<version>).
-METALLB_VERSION ?= v0.16.1
+METALLB_VERSION ?= $(call version,METALLB_VERSION)
 export METALLB_VERSION
-HELM_VERSION ?= v3.19.5
+HELM_VERSION ?= $(call version,HELM_VERSION)
 export HELM_VERSION
-# kind and actionlint for the kind e2e and the workflow lint; the workflows
-# take every version from here.
-KIND_VERSION ?= v0.33.0
-ACTIONLINT_VERSION ?= v1.7.12
-IMG ?= ghcr.io/cozystack/metallb-iad:main
-# VERSION is the release (x.y.z, no v) `make helm-package` stamps.
+# kind and actionlint for the kind e2e and the workflow lint.
+KIND_VERSION ?= $(call version,KIND_VERSION)
+ACTIONLINT_VERSION ?= $(call version,ACTIONLINT_VERSION)
+IMAGE_REPO := ghcr.io/cozystack/metallb-iad
+IMG ?= $(IMAGE_REPO):main
+# VERSION is the release (x.y.z, no v) `make helm-package` stamps, checked
+# as hack/release-tags.sh checks a tag (semver 2.0, no build metadata).
 VERSION ?=
+VERSION_RE := ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?$$
+# IMAGE_DIGEST is the digest of the image the release pushed and signed
+# (sha256:<64 hex>): `make helm-package` writes it into the packaged
+# values.yaml as image.digest, so the packaged chart runs exactly that image.
+IMAGE_DIGEST ?=
 PACKAGE_DIR ?= $(BIN)
 HELM := go run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
@@ -123,9 +133,18 @@ helm-lint: ## Lint the chart strictly.
 	$(HELM) lint --strict chart/metallb-iad
 
 .PHONY: helm-package
-helm-package: ## Package the chart into PACKAGE_DIR (bin/) as release VERSION=x.y.z: chart version and appVersion (the default image tag) both x.y.z.
-	@echo "$(VERSION)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "helm-package: set VERSION=x.y.z (the release, without the v; got '$(VERSION)')" >&2; exit 1; }
-	$(HELM) package chart/metallb-iad -d $(PACKAGE_DIR) --version $(VERSION) --app-version $(VERSION)
+helm-package: ## Package the chart into PACKAGE_DIR (bin/) as release VERSION=x.y.z: chart version and appVersion (the default image tag) both x.y.z; IMAGE_DIGEST=sha256:... pins the packaged chart's image by digest, as the release workflow does.
+	@echo "$(VERSION)" | grep -Eq '$(VERSION_RE)' || { echo "helm-package: set VERSION=x.y.z (the release, without the v; got '$(VERSION)')" >&2; exit 1; }
+	@echo "$(IMAGE_DIGEST)" | grep -Eq '^(sha256:[0-9a-f]{64})?$$' || { echo "helm-package: IMAGE_DIGEST is sha256:<64 lowercase hex> (got '$(IMAGE_DIGEST)')" >&2; exit 1; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -R chart/metallb-iad "$$tmp/metallb-iad"; \
+	if [ -n "$(IMAGE_DIGEST)" ]; then \
+		values="$$tmp/metallb-iad/values.yaml"; \
+		sed '/^image:/,/^[^ #]/ s|^  digest: .*|  digest: "$(IMAGE_DIGEST)"|' chart/metallb-iad/values.yaml > "$$values"; \
+		test "$$(grep -c '^  digest: "$(IMAGE_DIGEST)"$$' "$$values")" = 1 || { echo "helm-package: image.digest not found in values.yaml: the digest was not stamped" >&2; exit 1; }; \
+	fi; \
+	$(HELM) package "$$tmp/metallb-iad" -d $(PACKAGE_DIR) --version $(VERSION) --app-version $(VERSION)
+	@test -z "$(IMAGE_DIGEST)" || $(HELM) template metallb-iad $(PACKAGE_DIR)/metallb-iad-$(VERSION).tgz | grep '^ *image: "[^"]*@$(IMAGE_DIGEST)"$$' >/dev/null || { echo "helm-package: the packaged chart does not run the image @$(IMAGE_DIGEST)" >&2; exit 1; }
 
 .PHONY: e2e-tools
 e2e-tools: $(BIN)/kind $(BIN)/helm ## Install kind and helm (KIND_VERSION, HELM_VERSION) into bin/ for the kind e2e and releases.
