@@ -402,6 +402,9 @@ func (k *kit) gatewayPolicy(ctx context.Context, cfg *envconf.Config) *gatewayPo
 		require.NoError(k.t, err)
 		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 			for _, o := range r.Find(kind) {
+				if slices.Contains(servicePolicies, o.GetName()) {
+					continue // installed for the whole cluster (installServicePolicies)
+				}
 				require.NoError(k.t, k.k.Create(ctx, o))
 				k.t.Cleanup(func() { _ = k.k.Delete(context.Background(), o) })
 			}

@@ -21,7 +21,7 @@ import (
 // binary is built from that source into an image of its own.
 
 // coreImageRef names the real core's image on the node and on kind.
-const coreImageRef = "ghcr.io/lllamnyp/address-controller:e2e"
+const coreImageRef = "ghcr.io/cozystack/address-controller:e2e"
 
 // NodeProvider is the e2e-framework cluster provider of the node path.
 type NodeProvider struct {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -309,26 +308,24 @@ func rootReadOnly(t *testing.T, pid int) bool {
 // metallb_iad_* series through the Service address (kube-proxy's rules).
 func TestMetricsService(t *testing.T) {
 	needChart(t)
-	story(t, "metrics Service", "every controller's metrics Service answers", "metrics", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+	story(t, "metrics Service", "every controller's metrics Service answers a token with the metrics-reader role, and only it", "metrics", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		// Give every controller something to count.
 		k.class("e2e-metrics", iadv1alpha1.ReclaimDelete, "203.0.113.64/28")
 		k.attachedClaim("ip", "e2e-metrics", "web")
-		// A new connection per request: kube-proxy picks a replica per
-		// connection, and a kept-alive one would stay on a standby.
-		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		// The chart serves metrics over HTTPS to a token with its
+		// metrics-reader role (metrics.secure, the default).
+		s := newScrapers(ctx, t, cfg, k)
 		for _, c := range cluster.Controllers {
 			svc := &corev1.Service{}
 			require.NoError(t, k.k.Get(ctx, client.ObjectKey{Namespace: kindNamespace, Name: deploymentName(c) + "-metrics"}, svc))
-			url := fmt.Sprintf("http://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+			url := fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+			assertMetricsGuarded(ctx, t, url, s)
 			// The Service spreads requests over the replicas; the leader's
 			// answer carries the controller's own series.
 			require.EventuallyWithT(t, func(ct *assert.CollectT) {
-				resp, err := hc.Get(url)
-				require.NoError(ct, err)
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				assert.Equal(ct, http.StatusOK, resp.StatusCode)
-				assert.Contains(ct, string(b), "metallb_iad_"+metricOf(c))
+				code, body := scrape(ctx, ct, url, s.reader)
+				assert.Equal(ct, http.StatusOK, code)
+				assert.Contains(ct, body, "metallb_iad_"+metricOf(c))
 			}, wait, tick, "%s answers metallb_iad_* through its Service", url)
 		}
 	})

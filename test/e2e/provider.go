@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
+	chartrender "github.com/cozystack/metallb-iad/test/chart"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -67,7 +69,44 @@ func (p *LocalProvider) Create(ctx context.Context, _ ...string) (string, error)
 		return "", err
 	}
 	p.s = s
+	if err := installServicePolicies(ctx, s.Cluster); err != nil {
+		s.Stop()
+		return "", err
+	}
 	return s.Kubeconfig, nil
+}
+
+// servicePolicies are the chart's admission policies on Services and
+// Gateways: the tenants' reserved fields and the bounds of the driver's
+// own ServiceAccounts. The local provider installs them for the whole
+// cluster, as the chart does on the other providers, so every story's
+// driver writes go through them.
+var servicePolicies = []string{
+	"metallb-iad-reserved-service-fields",
+	"metallb-iad-reserved-gateway-infrastructure",
+	"metallb-iad-driver-service-writes",
+}
+
+// installServicePolicies creates servicePolicies and their bindings as the
+// chart renders them for the local driver (release metallb-iad in
+// cluster.DriverNamespace, the placeholders there too).
+func installServicePolicies(ctx context.Context, c *cluster.Cluster) error {
+	r, err := chartrender.Render(chartrender.Release{Namespace: cluster.DriverNamespace}, "")
+	if err != nil {
+		return err
+	}
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		for _, name := range servicePolicies {
+			o := r.Get(kind, name)
+			if o == nil {
+				return errors.New("the chart renders no " + kind + " " + name)
+			}
+			if err := c.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CreateWithConfig implements types.E2EClusterProvider; the config is ignored.
@@ -77,8 +116,8 @@ func (p *LocalProvider) CreateWithConfig(ctx context.Context, _ string) (string,
 
 // StartReplica starts one more process of a controller and waits until it
 // is ready.
-func (p *LocalProvider) StartReplica(ctx context.Context, controller string) (*cluster.Driver, error) {
-	return p.s.StartReplica(ctx, controller)
+func (p *LocalProvider) StartReplica(ctx context.Context, controller string, extraArgs ...string) (*cluster.Driver, error) {
+	return p.s.StartReplica(ctx, controller, extraArgs...)
 }
 
 // Replicas returns the live processes of a controller.
