@@ -1,8 +1,6 @@
 package claim
 
 import (
-	"fmt"
-
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -30,11 +28,10 @@ func className(c *iadv1alpha1.IPAddressClaim) string {
 // this driver; "" when it can.
 func classProblem(name string, class *iadv1alpha1.IPAddressClass) string {
 	if class == nil {
-		return fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", name)
+		return msgClassMissing(name)
 	}
 	if class.Spec.Provisioner != names.Provisioner {
-		return fmt.Sprintf("IPAddressClass %q is served by provisioner %q, not by %s; this driver does not provision it",
-			name, class.Spec.Provisioner, names.Provisioner)
+		return msgClassNotServed(name, class.Spec.Provisioner)
 	}
 	return ""
 }

@@ -171,3 +171,15 @@ func msgNamespaceLimit(class, ns string, held, bound int) string {
 	return fmt.Sprintf("Namespace %q holds %d of the %d addresses IPAddressClass %q allows one namespace (maxAddressesPerNamespace), "+
 		"with no room for this claim's: the claim stays Pending and binds when an address of the namespace is released", ns, held, bound, class)
 }
+
+// msgClassMissing says the claim's class name does not exist yet.
+func msgClassMissing(name string) string {
+	return fmt.Sprintf("IPAddressClass %q does not exist; the claim waits until it is created", name)
+}
+
+// msgClassNotServed says class name is another provisioner's, not this
+// driver's.
+func msgClassNotServed(name, provisioner string) string {
+	return fmt.Sprintf("IPAddressClass %q is served by provisioner %q, not by %s; this driver does not provision it",
+		name, provisioner, names.Provisioner)
+}

@@ -2,6 +2,7 @@ package ipaddress
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -169,4 +170,57 @@ func msgAddressRecovered(a *iadv1alpha1.IPAddress, metallbNamespace string, phas
 func msgStaleAllocationCleared(ip string, key types.NamespacedName) string {
 	return fmt.Sprintf("MetalLB still booked %s for Service %s, which no longer exists (MetalLB missed its deletion while it was starting); "+
 		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
+}
+
+// msgRefusedPrefix starts the AttachmentServed message of MetalLB's
+// refusal of Service key; planServing also reads it back, to tell whose
+// refusal a condition reports.
+func msgRefusedPrefix(key string) string { return fmt.Sprintf("Attached to Service %s, ", key) }
+
+// msgRefused is the AttachmentServed condition's message (and the
+// Warning's) when MetalLB refused Service key the address ip it is pinned
+// to, saying refused.
+func msgRefused(key, ip, refused string) string {
+	return msgRefusedPrefix(key) + fmt.Sprintf("which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
+		"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed",
+		ip, refused)
+}
+
+// msgNotRefused is the AttachmentServed condition's message once no
+// refusal stands: held says the attached Service holds the address.
+func msgNotRefused(held bool) string {
+	if held {
+		return "The Service the address is attached to holds it"
+	}
+	return "The address is not attached to a Service MetalLB refuses"
+}
+
+// msgLostClassDeleted is the Lost condition's message when class
+// className was deleted and its pool metallbNamespace/poolName is gone
+// too, taking ip with it.
+func msgLostClassDeleted(className, metallbNamespace, poolName string, ip netip.Addr) string {
+	return fmt.Sprintf("IPAddressClass %s was deleted and IPAddressPool %s/%s does not exist: MetalLB no longer has %s "+
+		"and took it from whoever held it. The address comes back with the same IP when a class of that name serves a range containing it again",
+		className, metallbNamespace, poolName, ip)
+}
+
+// msgLostPoolMissing is the Lost condition's message when the pool
+// metallbNamespace/poolName of ip's class does not exist.
+func msgLostPoolMissing(metallbNamespace, poolName string, ip netip.Addr) string {
+	return fmt.Sprintf("IPAddressPool %s/%s does not exist: MetalLB no longer has %s and took it from whoever held it. "+
+		"The address comes back with the same IP when the pool is rendered again", metallbNamespace, poolName, ip)
+}
+
+// msgLostOutsidePool is the Lost condition's message when the pool
+// metallbNamespace/poolName (its entries addresses) does not contain ip.
+func msgLostOutsidePool(metallbNamespace, poolName string, addresses []string, ip netip.Addr) string {
+	return fmt.Sprintf("IPAddressPool %s/%s (%s) does not contain %s: MetalLB took it from whoever held it. "+
+		"The address comes back with the same IP when the pool contains it again", metallbNamespace, poolName,
+		strings.Join(addresses, ", "), ip)
+}
+
+// msgClassReturned is the ClassGone condition's message when a class
+// named className is back.
+func msgClassReturned(className string) string {
+	return fmt.Sprintf("IPAddressClass %s exists again and serves the address", className)
 }

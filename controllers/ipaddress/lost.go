@@ -2,7 +2,6 @@ package ipaddress
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
@@ -96,7 +95,7 @@ func (r *Reconciler) noteClassGone(s *scope, pool *metallbv1beta1.IPAddressPool)
 	if s.class != nil && s.class.DeletionTimestamp == nil {
 		if conditions.IsTrue(a.Status.Conditions, conditions.ClassGone) {
 			conditions.Set(&a.Status.Conditions, conditions.ClassGone, metav1.ConditionFalse, conditions.ReasonClassReturned,
-				fmt.Sprintf("IPAddressClass %s exists again and serves the address", a.Spec.ClassName), a.Generation)
+				msgClassReturned(a.Spec.ClassName), a.Generation)
 		}
 		return
 	}

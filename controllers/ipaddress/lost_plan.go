@@ -1,7 +1,6 @@
 package ipaddress
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -24,16 +23,11 @@ func lostCause(className string, class *iadv1alpha1.IPAddressClass, pool *metall
 	poolName := names.PoolName(className)
 	switch {
 	case (pool == nil || pool.DeletionTimestamp != nil) && (class == nil || class.DeletionTimestamp != nil):
-		return conditions.ReasonClassDeleted, fmt.Sprintf("IPAddressClass %s was deleted and IPAddressPool %s/%s does not exist: MetalLB no longer has %s "+
-			"and took it from whoever held it. The address comes back with the same IP when a class of that name serves a range containing it again",
-			className, metallbNamespace, poolName, ip)
+		return conditions.ReasonClassDeleted, msgLostClassDeleted(className, metallbNamespace, poolName, ip)
 	case pool == nil || pool.DeletionTimestamp != nil:
-		return conditions.ReasonPoolMissing, fmt.Sprintf("IPAddressPool %s/%s does not exist: MetalLB no longer has %s and took it from whoever held it. "+
-			"The address comes back with the same IP when the pool is rendered again", metallbNamespace, poolName, ip)
+		return conditions.ReasonPoolMissing, msgLostPoolMissing(metallbNamespace, poolName, ip)
 	case !poolContains(pool.Spec.Addresses, ip):
-		return conditions.ReasonOutsidePool, fmt.Sprintf("IPAddressPool %s/%s (%s) does not contain %s: MetalLB took it from whoever held it. "+
-			"The address comes back with the same IP when the pool contains it again", metallbNamespace, poolName,
-			strings.Join(pool.Spec.Addresses, ", "), ip)
+		return conditions.ReasonOutsidePool, msgLostOutsidePool(metallbNamespace, poolName, pool.Spec.Addresses, ip)
 	}
 	return "", ""
 }

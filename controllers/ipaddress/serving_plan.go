@@ -1,7 +1,6 @@
 package ipaddress
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -25,13 +24,10 @@ type servingVerdict struct {
 	warn    bool
 }
 
-// refusedPrefix starts the message of a refusal of Service key.
-func refusedPrefix(key string) string { return fmt.Sprintf("Attached to Service %s, ", key) }
-
 // refusedFor reports whether the condition says MetalLB refused Service key.
 func refusedFor(c *metav1.Condition, key string) bool {
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonRefusedByMetalLB &&
-		strings.HasPrefix(c.Message, refusedPrefix(key))
+		strings.HasPrefix(c.Message, msgRefusedPrefix(key))
 }
 
 // planServing decides AttachmentServed from the previous condition, the
@@ -41,20 +37,15 @@ func refusedFor(c *metav1.Condition, key string) bool {
 // a refused Service again by itself.
 func planServing(prev *metav1.Condition, ip, svc, refused string, unserved bool) servingVerdict {
 	if refused != "" {
-		msg := refusedPrefix(svc) + fmt.Sprintf("which is pinned to %s but holds none of it: MetalLB refused it the address (%q). "+
-			"The driver repairs what it wrote (its pin, a pool request it takes over); anything else on the Service that contradicts the pin must be removed",
-			ip, refused)
+		msg := msgRefused(svc, ip, refused)
 		return servingVerdict{set: true, status: metav1.ConditionFalse, reason: conditions.ReasonRefusedByMetalLB, message: msg,
 			warn: prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg}
 	}
 	if prev == nil || prev.Status == metav1.ConditionTrue || (unserved && refusedFor(prev, svc)) {
 		return servingVerdict{}
 	}
-	msg := "The Service the address is attached to holds it"
-	if svc == "" || unserved {
-		msg = "The address is not attached to a Service MetalLB refuses"
-	}
-	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress, message: msg}
+	return servingVerdict{set: true, status: metav1.ConditionTrue, reason: conditions.ReasonServiceHoldsAddress,
+		message: msgNotRefused(svc != "" && !unserved)}
 }
 
 // refusalNow is what a refusal of the attached Service's pin says by now.

@@ -53,7 +53,7 @@ func (r *Reconciler) importFirst(ctx context.Context, s *scope) (phase.Result, e
 		res, err := r.runImport(ctx, s, sit, p)
 		if err != nil && !apierrors.IsConflict(err) {
 			importsTotal.WithLabelValues(p.Class.Name, importFailed).Inc()
-			r.Recorder.Eventf(s.svc, corev1.EventTypeWarning, ReasonImportFailed, "Importing %s failed, retrying: %v", p.IP, err)
+			r.Recorder.Event(s.svc, corev1.EventTypeWarning, ReasonImportFailed, msgImportFailed(p.IP, err))
 		}
 		return res, err
 	}

@@ -1,9 +1,7 @@
 package service
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -132,14 +130,11 @@ func skipSeveral(p ImportPlan, in, out []string) ImportPlan {
 	p.Step = ImportSkip
 	if len(out) > 0 {
 		p.Reason = ReasonImportSkippedPartlyInRange
-		p.Message = fmt.Sprintf("Not imported: the Service holds %s, which lies in the ranges of IPAddressClass %s, and %s, which does not; "+
-			"a claim cannot hold both, so neither is imported and the Service keeps them as they are",
-			strings.Join(in, ","), p.Class.Name, strings.Join(out, ","))
+		p.Message = msgSkippedPartlyInRange(in, p.Class.Name, out)
 		return p
 	}
 	p.Reason = ReasonImportSkippedDualStack
-	p.Message = fmt.Sprintf("Not imported: the Service holds two addresses (%s) of IPAddressClass %s; importing a dual-stack Service is not supported, "+
-		"so the Service keeps them as they are", strings.Join(in, ","), p.Class.Name)
+	p.Message = msgSkippedDualStack(in, p.Class.Name)
 	return p
 }
 
@@ -148,14 +143,12 @@ func planOne(s ImportSituation, p ImportPlan, resuming bool) ImportPlan {
 	svc, cls := s.Service, p.Class
 	if p.HandPin != "" && p.HandPin != p.IP {
 		p.Step, p.Reason = ImportSkip, ReasonImportSkippedPinMismatch
-		p.Message = fmt.Sprintf("Not imported: the Service holds %s (IPAddressClass %s) but its own MetalLB pin asks for %s; "+
-			"make the pin name the address it holds, or remove it, to have it imported", p.IP, cls.Name, p.HandPin)
+		p.Message = msgSkippedPinMismatch(p.IP, cls.Name, p.HandPin)
 		return p
 	}
 	if others := s.Sharers[p.IP]; len(others) > 0 {
 		p.Step, p.Reason = ImportSkip, ReasonImportSkippedSharedIP
-		p.Message = fmt.Sprintf("Not imported: %s (IPAddressClass %s) is shared through a MetalLB sharing key with Service %s; "+
-			"a claim serves one Service, so the address is left as it is", p.IP, cls.Name, strings.Join(others, ", "))
+		p.Message = msgSkippedSharedIP(p.IP, cls.Name, others)
 		return p
 	}
 	a := s.Ledger[p.IP]
@@ -169,8 +162,7 @@ func planOne(s ImportSituation, p ImportPlan, resuming bool) ImportPlan {
 	if c := s.Claim; c != nil {
 		if !OwnImportClaim(c, svc, p) {
 			p.Step, p.Reason = ImportSkip, ReasonImportSkippedClaimNameTaken
-			p.Message = fmt.Sprintf("Not imported: %s (IPAddressClass %s) would be imported into a generated claim %s/%s, "+
-				"but the namespace already has a claim of that name that the driver did not generate for this Service", p.IP, cls.Name, c.Namespace, c.Name)
+			p.Message = msgSkippedClaimNameTaken(p.IP, cls.Name, c.Namespace, c.Name)
 			return p
 		}
 		if c.DeletionTimestamp != nil {

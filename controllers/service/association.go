@@ -35,9 +35,8 @@ func (r *Reconciler) reportOtherHolder(s *scope) {
 	if s.otherAddress == nil {
 		return
 	}
-	r.Recorder.Eventf(s.otherAddress, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated,
-		"Service %s/%s asks for claim %q, whose address is already attached to Service %s; it gets no pin",
-		s.svc.Namespace, s.svc.Name, s.claimName, s.otherHolder)
+	r.Recorder.Event(s.otherAddress, corev1.EventTypeWarning, ReasonClaimAlreadyAssociated,
+		msgClaimAlreadyAssociatedAddress(s.svc.Namespace, s.svc.Name, s.claimName, s.otherHolder))
 }
 
 // verdicts remembers, per Service, the last verdict, so its Event is

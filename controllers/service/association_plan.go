@@ -87,16 +87,16 @@ func Decide(s Situation) Verdict {
 			Message: msgClaimNameInvalid(s.Claim, s.ClaimNameProblem)}
 	case !s.LoadBalancer:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
-			Message: fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", s.Claim)}
+			Message: msgNotLoadBalancer(s.Claim)}
 	case s.ForeignGateway != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonGatewayInOtherNamespace,
-			Message: fmt.Sprintf("Service %s, so claim %q of this namespace is not attached: a Gateway attaches only a claim of its own namespace; run the Gateway's Service in the Gateway's namespace (Envoy Gateway: the GatewayNamespace deploy type) and claim there", s.ForeignGateway, s.Claim)}
+			Message: msgGatewayInOtherNamespace(s.ForeignGateway, s.Claim)}
 	case !s.ClaimFound:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotFound,
-			Message: fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", s.Claim)}
+			Message: msgClaimNotFound(s.Claim)}
 	case s.ClaimDeleting:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonClaimDeleted,
-			Message: fmt.Sprintf("IPAddressClaim %q is being deleted: its addresses are given up (to its reclaim policy) and the Service is detached", s.Claim)}
+			Message: msgClaimDeleted(s.Claim)}
 	case s.FamilyProblem != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonFamilyMismatch, Message: s.FamilyProblem}
 	case s.ClaimPhase != iadv1alpha1.ClaimBound && s.AssociatedHere > 0:
@@ -108,10 +108,10 @@ func Decide(s Situation) Verdict {
 			phase = string(iadv1alpha1.ClaimPending)
 		}
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonClaimNotBound,
-			Message: fmt.Sprintf("IPAddressClaim %q is %s, not Bound yet; the Service will be attached once it is", s.Claim, phase)}
+			Message: msgClaimNotBound(s.Claim, phase)}
 	case s.Ours == 0 && s.Foreign > 0:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNotServed,
-			Message: fmt.Sprintf("IPAddressClaim %q is bound to addresses of a class another driver serves; this driver only attaches MetalLB addresses", s.Claim)}
+			Message: msgClaimNotServed(s.Claim)}
 	case s.NotAdmittedBy != "" && s.AssociatedHere == 0:
 		// An attachment made while the namespace was admitted is kept.
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNamespaceNotAdmitted,
@@ -122,13 +122,13 @@ func Decide(s Situation) Verdict {
 		return Verdict{Action: Keep, Wait: "the cache to show every address of the claim"}
 	case s.OtherHolder != "" && s.OtherDetaching:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeNormal, Reason: ReasonWaitingForDetach,
-			Message: fmt.Sprintf("IPAddressClaim %q is still being detached from Service %s; this Service gets it once that is done", s.Claim, s.OtherHolder)}
+			Message: msgWaitingForDetach(s.Claim, s.OtherHolder)}
 	case s.OtherHolder != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimAlreadyAssociated,
-			Message: fmt.Sprintf("IPAddressClaim %q is already attached to Service %s; remove the annotation there first (a claim serves one Service at a time)", s.Claim, s.OtherHolder)}
+			Message: msgClaimAlreadyAssociated(s.Claim, s.OtherHolder)}
 	case s.HandPin != "" && s.HandPin != s.Desired:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonPinnedByHand,
-			Message: fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", s.HandPin, s.Claim, s.Desired)}
+			Message: msgPinnedByHand(s.HandPin, s.Claim, s.Desired)}
 	}
 	return Verdict{Action: Associate}
 }
@@ -156,15 +156,15 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	case len(fams) == 0:
 		// Families unknown (not defaulted yet): only the policy tells.
 		if f == iadv1alpha1.FamilyDual && policy == corev1.IPFamilyPolicySingleStack {
-			return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack; set spec.ipFamilyPolicy to RequireDualStack, or use a single-family claim", claim)
+			return msgDualOnUnknownFamilies(claim)
 		}
 		return ""
 	case len(fams) == 1 && f == iadv1alpha1.FamilyDual:
-		return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack %s; set spec.ipFamilyPolicy to RequireDualStack with both families, or use an %s claim", claim, fams[0], fams[0])
+		return msgDualOnSingleStack(claim, fams[0])
 	case len(fams) == 1 && string(fams[0]) != string(f):
-		return fmt.Sprintf("IPAddressClaim %q holds an %s address but the Service is single-stack %s; use an %s claim, or set spec.ipFamilies to [%s]", claim, f, fams[0], fams[0], f)
+		return msgOtherFamily(claim, f, fams[0])
 	case len(fams) == 2 && f != iadv1alpha1.FamilyDual:
-		return fmt.Sprintf("IPAddressClaim %q holds only an %s address but the Service is dual-stack (%s, %s) and MetalLB needs an address of each family; use a Dual claim, or make the Service single-stack %s", claim, f, fams[0], fams[1], f)
+		return msgSingleOnDualStack(claim, f, fams)
 	}
 	return ""
 }

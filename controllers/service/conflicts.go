@@ -84,20 +84,13 @@ func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *i
 	if err := patch.Status(ctx, r, a, func() {
 		a.Status.Phase = iadv1alpha1.AddressConflict
 		conditions.Set(&a.Status.Conditions, conditions.Conflict, metav1.ConditionTrue,
-			conditions.ReasonUnauthorizedHolder, conflictMessage(svc, ip), a.Generation)
+			conditions.ReasonUnauthorizedHolder, msgConflict(svc, ip), a.Generation)
 	}); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("address conflict", "address", a.Name, "ip", ip)
-	binding := "no claim"
-	if ref := a.Spec.ClaimRef; ref != nil {
-		binding = "claim " + ref.Namespace + "/" + ref.Name
-	}
-	r.Recorder.Eventf(svc, corev1.EventTypeWarning, ReasonAddressConflict,
-		"Service holds %s, which is IPAddress %s (bound to %s), without that binding authorizing it; remove its pin to %s",
-		ip, a.Name, binding, ip)
-	r.Recorder.Eventf(a, corev1.EventTypeWarning, ReasonAddressConflict,
-		"Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
+	r.Recorder.Event(svc, corev1.EventTypeWarning, ReasonAddressConflict, msgConflictService(ip, a.Name, a.Spec.ClaimRef))
+	r.Recorder.Event(a, corev1.EventTypeWarning, ReasonAddressConflict, msgConflict(svc, ip))
 	return nil
 }
 

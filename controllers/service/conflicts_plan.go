@@ -1,8 +1,6 @@
 package service
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -47,9 +45,4 @@ func classOfIP(classes []classRanges, ip string) string {
 // from another pool, and the IPAddress controller reports that.
 func conflicting(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	return a.DeletionTimestamp == nil && !marks.Authorizes(a, svc) && a.Status.Phase != iadv1alpha1.AddressLost
-}
-
-// conflictMessage is the Conflict condition's message.
-func conflictMessage(svc *corev1.Service, ip string) string {
-	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
@@ -216,4 +217,156 @@ func msgClaimNameInvalid(claim, problem string) string {
 func msgNamespaceNotAdmitted(claim, class string) string {
 	return fmt.Sprintf("IPAddressClaim %q holds an address of IPAddressClass %q, which does not admit this namespace: the address stays held by the claim and is not attached. "+
 		"Ask an administrator to admit the namespace", claim, class)
+}
+
+// msgNotLoadBalancer is the NotLoadBalancer Event's message: the Service
+// asking for claim is not of type LoadBalancer.
+func msgNotLoadBalancer(claim string) string {
+	return fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", claim)
+}
+
+// msgGatewayInOtherNamespace is the GatewayInOtherNamespace Event's
+// message; gateway says whose Gateway the Service runs for
+// (marks.Gateway.ForeignTo).
+func msgGatewayInOtherNamespace(gateway, claim string) string {
+	return fmt.Sprintf("Service %s, so claim %q of this namespace is not attached: a Gateway attaches only a claim of its own namespace; run the Gateway's Service in the Gateway's namespace (Envoy Gateway: the GatewayNamespace deploy type) and claim there", gateway, claim)
+}
+
+// msgClaimNotFound is the ClaimNotFound Event's message.
+func msgClaimNotFound(claim string) string {
+	return fmt.Sprintf("IPAddressClaim %q does not exist in this namespace; the Service will be attached when it does and is bound", claim)
+}
+
+// msgClaimDeleted is the ClaimDeleted Event's message.
+func msgClaimDeleted(claim string) string {
+	return fmt.Sprintf("IPAddressClaim %q is being deleted: its addresses are given up (to its reclaim policy) and the Service is detached", claim)
+}
+
+// msgClaimNotBound is the ClaimNotBound Event's message; phase is the
+// claim's phase (Pending when it has none yet).
+func msgClaimNotBound(claim, phase string) string {
+	return fmt.Sprintf("IPAddressClaim %q is %s, not Bound yet; the Service will be attached once it is", claim, phase)
+}
+
+// msgClaimNotServed is the ClaimNotServed Event's message.
+func msgClaimNotServed(claim string) string {
+	return fmt.Sprintf("IPAddressClaim %q is bound to addresses of a class another driver serves; this driver only attaches MetalLB addresses", claim)
+}
+
+// msgWaitingForDetach is the WaitingForDetach Event's message; holder is
+// the Service the claim is being detached from.
+func msgWaitingForDetach(claim, holder string) string {
+	return fmt.Sprintf("IPAddressClaim %q is still being detached from Service %s; this Service gets it once that is done", claim, holder)
+}
+
+// msgClaimAlreadyAssociated is the ClaimAlreadyAssociated Event's message
+// on the Service that asks; holder is the Service the claim is attached to.
+func msgClaimAlreadyAssociated(claim, holder string) string {
+	return fmt.Sprintf("IPAddressClaim %q is already attached to Service %s; remove the annotation there first (a claim serves one Service at a time)", claim, holder)
+}
+
+// msgClaimAlreadyAssociatedAddress is the ClaimAlreadyAssociated Event's
+// message on the address already attached to holder, when Service
+// namespace/name asks for its claim too.
+func msgClaimAlreadyAssociatedAddress(namespace, name, claim, holder string) string {
+	return fmt.Sprintf("Service %s/%s asks for claim %q, whose address is already attached to Service %s; it gets no pin",
+		namespace, name, claim, holder)
+}
+
+// msgPinnedByHand is the PinnedByHand Event's message: the Service's own
+// MetalLB pin names handPin, not the claim's addresses desired.
+func msgPinnedByHand(handPin, claim, desired string) string {
+	return fmt.Sprintf("Service already asks MetalLB for %s (metallb.io/loadBalancerIPs or spec.loadBalancerIP, not written by the driver); remove that to attach claim %q (%s)", handPin, claim, desired)
+}
+
+// msgDualOnUnknownFamilies is the FamilyMismatch message of a Dual claim
+// on a single-stack Service whose families are not defaulted yet.
+func msgDualOnUnknownFamilies(claim string) string {
+	return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack; set spec.ipFamilyPolicy to RequireDualStack, or use a single-family claim", claim)
+}
+
+// msgDualOnSingleStack is the FamilyMismatch message of a Dual claim on a
+// Service of the one family fam.
+func msgDualOnSingleStack(claim string, fam corev1.IPFamily) string {
+	return fmt.Sprintf("IPAddressClaim %q is Dual (one IPv4 and one IPv6 address) but the Service is single-stack %s; set spec.ipFamilyPolicy to RequireDualStack with both families, or use an %s claim", claim, fam, fam)
+}
+
+// msgOtherFamily is the FamilyMismatch message of a claim of family f on
+// a Service of the other family fam.
+func msgOtherFamily(claim string, f iadv1alpha1.IPFamily, fam corev1.IPFamily) string {
+	return fmt.Sprintf("IPAddressClaim %q holds an %s address but the Service is single-stack %s; use an %s claim, or set spec.ipFamilies to [%s]", claim, f, fam, fam, f)
+}
+
+// msgSingleOnDualStack is the FamilyMismatch message of a claim of the one
+// family f on a dual-stack Service of families fams.
+func msgSingleOnDualStack(claim string, f iadv1alpha1.IPFamily, fams []corev1.IPFamily) string {
+	return fmt.Sprintf("IPAddressClaim %q holds only an %s address but the Service is dual-stack (%s, %s) and MetalLB needs an address of each family; use a Dual claim, or make the Service single-stack %s", claim, f, fams[0], fams[1], f)
+}
+
+// msgConflict is the Conflict condition's message and the AddressConflict
+// Event's on the address: Service svc holds ip without the address's
+// binding authorizing it.
+func msgConflict(svc *corev1.Service, ip string) string {
+	return fmt.Sprintf("Service %s/%s holds %s in MetalLB without this address's binding authorizing it", svc.Namespace, svc.Name, ip)
+}
+
+// msgConflictService is the AddressConflict Event's message on the
+// Service holding ip, which is IPAddress address bound to claim (nil for
+// none).
+func msgConflictService(ip, address string, claim *iadv1alpha1.ClaimReference) string {
+	binding := "no claim"
+	if claim != nil {
+		binding = "claim " + claim.Namespace + "/" + claim.Name
+	}
+	return fmt.Sprintf("Service holds %s, which is IPAddress %s (bound to %s), without that binding authorizing it; remove its pin to %s",
+		ip, address, binding, ip)
+}
+
+// msgDetachedGone is the Detached Event's message on an address whose
+// Service namespace/name was deleted.
+func msgDetachedGone(namespace, name string) string {
+	return fmt.Sprintf("Detached from Service %s/%s, which was deleted; the address stays reserved for its claim", namespace, name)
+}
+
+// msgImportFailed is the ImportFailed Event's message: importing ip failed
+// with err, and is retried.
+func msgImportFailed(ip string, err error) string {
+	return fmt.Sprintf("Importing %s failed, retrying: %v", ip, err)
+}
+
+// msgSkippedPartlyInRange is the ImportSkippedPartlyInRange Event's
+// message: in lies in class's ranges, out does not.
+func msgSkippedPartlyInRange(in []string, class string, out []string) string {
+	return fmt.Sprintf("Not imported: the Service holds %s, which lies in the ranges of IPAddressClass %s, and %s, which does not; "+
+		"a claim cannot hold both, so neither is imported and the Service keeps them as they are",
+		strings.Join(in, ","), class, strings.Join(out, ","))
+}
+
+// msgSkippedDualStack is the ImportSkippedDualStack Event's message: the
+// Service holds the addresses in of class.
+func msgSkippedDualStack(in []string, class string) string {
+	return fmt.Sprintf("Not imported: the Service holds two addresses (%s) of IPAddressClass %s; importing a dual-stack Service is not supported, "+
+		"so the Service keeps them as they are", strings.Join(in, ","), class)
+}
+
+// msgSkippedPinMismatch is the ImportSkippedPinMismatch Event's message:
+// the Service holds ip of class, and its own pin asks for handPin.
+func msgSkippedPinMismatch(ip, class, handPin string) string {
+	return fmt.Sprintf("Not imported: the Service holds %s (IPAddressClass %s) but its own MetalLB pin asks for %s; "+
+		"make the pin name the address it holds, or remove it, to have it imported", ip, class, handPin)
+}
+
+// msgSkippedSharedIP is the ImportSkippedSharedIP Event's message: others
+// share ip of class with the Service.
+func msgSkippedSharedIP(ip, class string, others []string) string {
+	return fmt.Sprintf("Not imported: %s (IPAddressClass %s) is shared through a MetalLB sharing key with Service %s; "+
+		"a claim serves one Service, so the address is left as it is", ip, class, strings.Join(others, ", "))
+}
+
+// msgSkippedClaimNameTaken is the ImportSkippedClaimNameTaken Event's
+// message on the Service: claim namespace/name, the name the import of ip
+// of class would generate, exists and is not this import's.
+func msgSkippedClaimNameTaken(ip, class, namespace, name string) string {
+	return fmt.Sprintf("Not imported: %s (IPAddressClass %s) would be imported into a generated claim %s/%s, "+
+		"but the namespace already has a claim of that name that the driver did not generate for this Service", ip, class, namespace, name)
 }

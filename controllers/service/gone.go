@@ -51,8 +51,7 @@ func (r *Reconciler) detachGone(ctx context.Context, s *scope) (phase.Result, er
 			return phase.Next(), err
 		}
 		log.FromContext(ctx).Info("detached address of a deleted Service", "address", a.Name)
-		r.Recorder.Eventf(a, corev1.EventTypeNormal, ReasonDetached,
-			"Detached from Service %s/%s, which was deleted; the address stays reserved for its claim", key.Namespace, key.Name)
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgDetachedGone(key.Namespace, key.Name))
 	}
 	return phase.Next(), nil
 }

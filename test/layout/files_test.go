@@ -1,11 +1,13 @@
 package layout
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -135,4 +137,202 @@ func TestFileConvention(t *testing.T) {
 		assert.True(t, have[c+"/events.go"], "controllers/%s has no events.go", c)
 		assert.True(t, have[c+"/"+c+"_controller.go"], "controllers/%s has no %s_controller.go", c, c)
 	}
+}
+
+// sentence is three words of letters in a row: a text for a person, not a
+// name or a key put together from parts.
+var sentence = regexp.MustCompile(`[A-Za-z]+ [A-Za-z]+ [A-Za-z]+`)
+
+// eventText returns the argument of a recorder call that carries its
+// words (the last one of Event, the format of Eventf and
+// AnnotatedEventf), or nil when call is no such call.
+func eventText(call *ast.CallExpr) ast.Expr {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	at := -1
+	switch sel.Sel.Name {
+	case "Event":
+		at = len(call.Args) - 1
+	case "Eventf":
+		at = 3 // object, type, reason, format
+	case "AnnotatedEventf":
+		at = 4 // object, annotations, type, reason, format
+	}
+	if at < 0 || at >= len(call.Args) {
+		return nil
+	}
+	return call.Args[at]
+}
+
+// sprint returns the name of the fmt.Sprint* function call calls ("" for
+// none).
+func sprint(call *ast.CallExpr) string {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "fmt" || !strings.HasPrefix(sel.Sel.Name, "Sprint") {
+		return ""
+	}
+	return sel.Sel.Name
+}
+
+// hasLiteral reports whether a string literal is part of e: e itself, or
+// an operand of a + in it.
+func hasLiteral(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return e.Kind == token.STRING
+	case *ast.ParenExpr:
+		return hasLiteral(e.X)
+	case *ast.BinaryExpr:
+		return e.Op == token.ADD && (hasLiteral(e.X) || hasLiteral(e.Y))
+	}
+	return false
+}
+
+// operands flattens a + chain (or any other expression) into its operands,
+// in order.
+func operands(e ast.Expr) []ast.Expr {
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return operands(e.X)
+	case *ast.BinaryExpr:
+		if e.Op == token.ADD {
+			return append(operands(e.X), operands(e.Y)...)
+		}
+	}
+	return []ast.Expr{e}
+}
+
+// stringLit returns the text of e when it is a string literal.
+func stringLit(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
+
+// literalText returns the text of the string literals of e, a literal or
+// a + of operands: each run of literals side by side joined as Go would
+// join them, and a run ending at any other operand.
+func literalText(e ast.Expr) []string {
+	var runs []string
+	run, in := "", false
+	for _, o := range operands(e) {
+		if s, ok := stringLit(o); ok {
+			run, in = run+s, true
+			continue
+		}
+		if in {
+			runs = append(runs, run)
+		}
+		run, in = "", false
+	}
+	if in {
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// misplacedWords lists where the product file name (its source src)
+// puts words together outside events.go: recorder calls given a literal,
+// a fmt.Sprint* or a + with a literal, and fmt.Sprint* calls formatting a
+// sentence. Errors (fmt.Errorf) and log lines are not looked at: they are
+// the operator's, not the user's.
+func misplacedWords(t *testing.T, name, src string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	var found []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		where := fset.Position(call.Pos()).String()
+		if text := eventText(call); text != nil {
+			inner, isCall := text.(*ast.CallExpr)
+			if hasLiteral(text) || isCall && sprint(inner) != "" {
+				found = append(found, where+": an Event's words")
+			}
+		}
+		var texts []ast.Expr
+		switch sprint(call) {
+		case "":
+		case "Sprintf":
+			if len(call.Args) > 0 {
+				texts = call.Args[:1]
+			}
+		default:
+			texts = call.Args
+		}
+		for _, a := range texts {
+			for _, s := range literalText(a) {
+				if sentence.MatchString(s) {
+					found = append(found, fmt.Sprintf("%s: formats %q", where, s))
+					break
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// TestWordsLiveInEvents keeps every text a person reads in the
+// controller's events.go (docs/design.md §13), beyond the names
+// TestFileConvention checks: outside events.go,
+//   - a recorder call (Event, Eventf, AnnotatedEventf) passes words made
+//     elsewhere, never a literal, a fmt.Sprint* or a + with a literal;
+//   - a fmt.Sprint* call formats no sentence (three words in a row), be it
+//     an Event's, a condition's or a status's.
+func TestWordsLiveInEvents(t *testing.T) {
+	for _, f := range controllerFiles(t) {
+		if f.name == "events.go" {
+			continue
+		}
+		for _, w := range misplacedWords(t, f.name, f.text) {
+			assert.Failf(t, "words outside events.go", "%s/%s", f.controller, w)
+		}
+	}
+}
+
+// TestMisplacedWords shows what misplacedWords finds, and what it leaves:
+// errors, log lines, names put together, and words made by a msg* function.
+func TestMisplacedWords(t *testing.T) {
+	src := `package p
+
+func f() {
+	r.Recorder.Event(o, t, Reason, "The claim is gone")
+	r.Recorder.Event(o, t, Reason, fmt.Sprintf("%s", x))
+	r.Recorder.Event(o, t, Reason, "Claim " + name)
+	r.Recorder.Eventf(o, t, Reason, "Importing %s failed", ip)
+	r.Recorder.AnnotatedEventf(o, nil, t, Reason, "%s", ip)
+	m := fmt.Sprintf("the Service holds %s", ip)
+	m = fmt.Sprint("no such claim")
+	m = fmt.Sprintf("IPAddressPool %s/%s does not "+"contain %s", a, b, c)
+
+	r.Recorder.Event(o, t, Reason, msgGone(name))
+	r.Recorder.Event(o, t, Reason, m)
+	_ = fmt.Errorf("the claim %s is gone: %w", name, err)
+	log.Info("address lost with no Warning", "ip", ip)
+	_ = fmt.Sprintf("warm:%s:%d", f, n)
+	_ = fmt.Sprintf("%s %s/%s", kind, ns, name)
+	_ = fmt.Sprint("a " + kind + "of two")
+	_ = errors.New("three words here")
+}
+`
+	var lines []int
+	for _, w := range misplacedWords(t, "p.go", src) {
+		line, err := strconv.Atoi(strings.Split(w, ":")[1])
+		require.NoError(t, err, w)
+		lines = append(lines, line)
+	}
+	assert.Equal(t, []int{4, 5, 6, 7, 8, 9, 10, 11}, lines)
 }
