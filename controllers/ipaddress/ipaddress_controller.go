@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -49,8 +50,14 @@ const EventSource = "metallb-iad-ipaddress"
 const lookAgain = time.Second
 
 // Controller runs the ipaddress controller, in its binary and in the tests.
-var Controller = bootstrap.NewController(ControllerName, servicecache.Options,
+var Controller = bootstrap.NewController(ControllerName, CacheOptions,
 	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
+
+// CacheOptions are servicecache.Options: every Service, trimmed, and the
+// pools of MetalLB's namespace.
+func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
+	return servicecache.Options(o.MetalLBNamespace)
+}
 
 // Reconciler is the IPAddress controller. It reads from the API server
 // (APIReader) where a stale cache must not decide: whether an attached

@@ -52,7 +52,7 @@ var Controller = bootstrap.NewController("service", CacheOptions,
 // conditions: the controller reads a claim's phase, never its conditions,
 // and writes none.
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
-	opts := servicecache.Options(o)
+	opts := servicecache.Options(o.MetalLBNamespace)
 	opts[&iadv1alpha1.IPAddressClaim{}] = cache.ByObject{Transform: compact.WithoutConditions}
 	opts[&corev1.Namespace{}] = cache.ByObject{Transform: compact.NameAndLabels}
 	return opts

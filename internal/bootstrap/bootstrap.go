@@ -14,7 +14,6 @@ import (
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,6 +32,8 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
+	"github.com/cozystack/metallb-iad/internal/recorder"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 // Scheme holds client-go's kinds, the address model and MetalLB's v1beta1.
@@ -80,12 +81,9 @@ type Options struct {
 
 	Zap zap.Options
 
-	// keys hold the sharing keys loadSharingSecret loaded; secret and
-	// secretRef are the secret and the Secret it was read from, which
-	// keyWatch follows.
-	keys      *Keyring
-	secret    []byte
-	secretRef client.ObjectKey
+	// sharing is the secret of the sharing keys read at start
+	// (sharingkey.Load), which the sharing-key watch follows.
+	sharing sharingkey.Loaded
 
 	// WarmStandby makes a replica that does not hold the lease start its
 	// watches all the same (controller-runtime's warmup).
@@ -248,7 +246,7 @@ func NewManager(cfg *rest.Config, o *Options, byObject map[client.Object]cache.B
 	if o.WarmStandby {
 		controllers.EnableWarmup = &o.WarmStandby
 	}
-	events := newPatientBroadcaster()
+	events := recorder.NewBroadcaster()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Controller:                    controllers,
 		EventBroadcaster:              events, //nolint:staticcheck // core/v1 Events, as the project uses
@@ -303,24 +301,18 @@ func (c Controller) NewManager(cfg *rest.Config, o *Options) (ctrl.Manager, erro
 			byObject[k] = v
 		}
 	}
-	if o.secretRef.Name != "" {
-		// The one Secret keyWatch follows, and no other.
-		byObject[&corev1.Secret{}] = cache.ByObject{
-			Namespaces: map[string]cache.Config{o.secretRef.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", o.secretRef.Name),
-		}
+	if opts, ok := o.sharing.CacheOptions(); ok {
+		byObject[&corev1.Secret{}] = opts // the one Secret the watch follows, and no other
 	}
 	mgr, err := NewManager(cfg, o, byObject)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the manager: %w", err)
 	}
-	if o.secretRef.Name != "" {
-		w := &keyWatch{ref: o.secretRef, create: o.SharingKeyCreate, keys: o.keys, held: o.secret,
-			cache: mgr.GetCache(), writer: mgr.GetClient(), log: ctrl.Log.WithName(c.Name).WithName("sharing-key")}
+	if w := o.sharing.Watch(o.SharingKeyCreate, mgr.GetCache(), mgr.GetClient(), ctrl.Log.WithName(c.Name).WithName("sharing-key")); w != nil {
 		if err := mgr.Add(w); err != nil {
 			return nil, err
 		}
-		if err := mgr.AddReadyzCheck("sharing-key", w.ready); err != nil {
+		if err := mgr.AddReadyzCheck("sharing-key", w.Ready); err != nil {
 			return nil, err
 		}
 	}
@@ -347,11 +339,11 @@ func Main(c Controller) int {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if err := o.loadSharingSecret(ctx, cfg); err != nil {
+	if o.sharing, err = sharingkey.Load(ctx, cfg, o.SharingKeySecret, o.SharingKeyFile, o.LeaderElectionNS, o.SharingKeyCreate); err != nil {
 		fmt.Fprintf(os.Stderr, "metallb-iad-%s: %v\n", controller, err)
 		return 1
 	}
-	if !o.keys.Now().Secret() {
+	if !o.sharing.Keys.Now().Secret() {
 		log.Info("no --sharing-key-secret or --sharing-key-file: MetalLB sharing keys are derived from names alone, which a tenant can compute")
 	}
 	mgr, err := c.NewManager(cfg, o)

@@ -5,13 +5,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/recorder"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 // DefaultMetalLBNamespace is the default of --metallb-namespace.
 const DefaultMetalLBNamespace = "metallb-system"
 
 // Deps are what every controller's Reconciler embeds. Binaries fill them
-// with Options.Deps; Default fills what a test left unset.
+// in NewController; Default fills what a test left unset.
 type Deps struct {
 	client.Client
 	// APIReader reads from the API server, where a stale cache must not decide.
@@ -26,13 +29,14 @@ type Deps struct {
 	// address is attached (internal/parking); empty turns parking off.
 	ParkingPool string
 	// Keys hold the Keys that derive the sharing keys, under the secret
-	// loadSharingSecret loaded and keyWatch keeps current; nil: no secret.
-	Keys *Keyring
+	// read at start and kept current by the sharing-key watch
+	// (internal/sharingkey); nil: no secret.
+	Keys *sharingkey.Keyring
 }
 
 // Deps are the dependencies of a controller run on mgr with these options.
 func (o *Options) Deps(mgr ctrl.Manager) Deps {
-	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool, Keys: o.keys}
+	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool, Keys: o.sharing.Keys}
 }
 
 // Default fills what is unset from mgr, with a recorder for eventSource.
@@ -44,7 +48,8 @@ func (d *Deps) Default(mgr ctrl.Manager, eventSource string) {
 		d.APIReader = mgr.GetAPIReader()
 	}
 	if d.Recorder == nil {
-		d.Recorder = gatewayEcho{mgr.GetEventRecorderFor(eventSource)} //nolint:staticcheck // core/v1 Events, as the project uses
+		// A test's own Deps: the binaries' recorder is NewController's.
+		d.Recorder = mgr.GetEventRecorderFor(eventSource) //nolint:staticcheck // core/v1 Events, as the project uses
 	}
 	if d.MetalLBNamespace == "" {
 		d.MetalLBNamespace = DefaultMetalLBNamespace
@@ -57,12 +62,18 @@ type Reconciler interface {
 }
 
 // NewController is the Controller named name: it requires DriverAPIs,
-// caches with cacheOptions and sets up newReconciler(o.Deps(mgr)).
+// caches with cacheOptions and sets up newReconciler with o.Deps(mgr) and
+// the recorder of Events "metallb-iad-<name>", echoed to Gateways.
 func NewController(name string, cacheOptions func(*Options) map[client.Object]cache.ByObject, newReconciler func(Deps) Reconciler) Controller {
 	return Controller{
 		Name: name, Requires: DriverAPIs, Cache: cacheOptions,
 		Setup: func(mgr ctrl.Manager, o *Options) error {
-			return newReconciler(o.Deps(mgr)).SetupWithManager(mgr)
+			d := o.Deps(mgr)
+			// Every Event a controller records about a Service is recorded
+			// a second time on the Gateway the Service serves, where the
+			// tenant who wrote the Gateway looks (recorder.EchoToGateways).
+			d.Recorder = recorder.EchoToGateways(mgr.GetEventRecorderFor("metallb-iad-" + name)) //nolint:staticcheck // core/v1 Events, as the project uses
+			return newReconciler(d).SetupWithManager(mgr)
 		},
 	}
 }

@@ -140,6 +140,10 @@ func (q *guarded) wake(n int) {
 	q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(math.MaxInt)}, items...)
 }
 
+// ShutDownWithDrain is the guarded ShutDown. controller-runtime's priority
+// queue drains nothing here either (its ShutDownWithDrain is its ShutDown);
+// the override only keeps the embedded one from shutting the queue down
+// past the guard.
 func (q *guarded) ShutDownWithDrain() { q.ShutDown() }
 
 // ShuttingDown is true from the start of ShutDown.

@@ -1,4 +1,8 @@
-package bootstrap
+// Package recorder is how the controllers' Events reach the API server and
+// the reader: the broadcaster every manager records through (patient with a
+// fresh API server's refusals, its correlator bounded) and the recorder
+// that echoes every Event about a Service on the Gateway it serves.
+package recorder
 
 import (
 	"strings"
@@ -36,7 +40,9 @@ type patientBroadcaster struct {
 	sink watch.Interface
 }
 
-func newPatientBroadcaster() *patientBroadcaster {
+// NewBroadcaster is the EventBroadcaster every manager of the driver
+// records through (patientBroadcaster).
+func NewBroadcaster() record.EventBroadcaster {
 	return &patientBroadcaster{EventBroadcaster: record.NewBroadcaster(
 		record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize, SpamKeyFunc: spamKey}))}
 }

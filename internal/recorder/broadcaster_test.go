@@ -1,4 +1,4 @@
-package bootstrap
+package recorder
 
 import (
 	"errors"
@@ -114,7 +114,7 @@ func TestPatientBroadcasterRemembersRecentEvents(t *testing.T) {
 		{"a repeat after more than eventCacheSize others is written anew", eventCacheSize + 10, 0, eventCacheSize + 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newPatientBroadcaster()
+			b := NewBroadcaster()
 			defer b.Shutdown()
 			sink := &countingSink{}
 			b.StartRecordingToSink(sink)
@@ -138,7 +138,7 @@ func TestPatientBroadcasterRemembersRecentEvents(t *testing.T) {
 // TestPatientBroadcasterRecordsOnce: the manager's recorder providers each
 // start recording to a sink of their own; an Event is still written once.
 func TestPatientBroadcasterRecordsOnce(t *testing.T) {
-	b := newPatientBroadcaster()
+	b := NewBroadcaster()
 	defer b.Shutdown()
 	first, second := &countingSink{}, &countingSink{}
 	b.StartRecordingToSink(first)
@@ -155,7 +155,7 @@ func TestPatientBroadcasterRecordsOnce(t *testing.T) {
 // client-go's burst, another Warning about the same object still gets
 // through, and the same Warning is still held back.
 func TestSpamFilterKeysByReason(t *testing.T) {
-	b := newPatientBroadcaster()
+	b := NewBroadcaster()
 	defer b.Shutdown()
 	sink := &countingSink{}
 	b.StartRecordingToSink(sink)

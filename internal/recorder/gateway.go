@@ -1,4 +1,4 @@
-package bootstrap
+package recorder
 
 import (
 	"fmt"
@@ -10,6 +10,11 @@ import (
 
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
+
+// EchoToGateways is rec, recording every Event about a Service a second
+// time on the Gateway the Service serves (gatewayEcho), and bounding every
+// message.
+func EchoToGateways(rec record.EventRecorder) record.EventRecorder { return gatewayEcho{rec} }
 
 // gatewayEcho records every Event about a Service a second time on the
 // Gateway the Service serves (marks.GatewayOf), in the Service's own

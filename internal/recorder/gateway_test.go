@@ -1,4 +1,4 @@
-package bootstrap
+package recorder
 
 import (
 	"strings"

@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 )
 
 // lastApplied is often a Service's largest annotation; no controller reads it.
@@ -19,11 +17,11 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Options are the cache options of the Service and IPAddress controllers.
 // They must see Services in every namespace, so the cache trims each
 // (Trim) instead of narrowing by namespace; IPAddressPools are read only in
-// the MetalLB namespace.
-func Options(o *bootstrap.Options) map[client.Object]cache.ByObject {
+// metallbNamespace.
+func Options(metallbNamespace string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Service{}:               {Transform: Trim},
-		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{o.MetalLBNamespace: {}}},
+		&metallbv1beta1.IPAddressPool{}: {Namespaces: map[string]cache.Config{metallbNamespace: {}}},
 	}
 }
 

@@ -1,4 +1,4 @@
-package bootstrap
+package sharingkey
 
 import (
 	"sync"
@@ -12,7 +12,7 @@ import (
 )
 
 // Keyring holds the Keys a controller derives sharing keys with now. The
-// sharing-key watch (sharingkey.go) replaces them when the secret is
+// sharing-key watch (Watch) replaces them when the secret is
 // rotated; each controller that writes keys re-enqueues what carries one
 // (Rotations), so every pass after a rotation derives with the new secret.
 // The nil Keyring holds the zero Keys (no secret).
@@ -25,8 +25,8 @@ type Keyring struct {
 	subs []chan event.GenericEvent
 }
 
-// newKeyring returns a Keyring holding keys.
-func newKeyring(keys marks.Keys) *Keyring {
+// New returns a Keyring holding keys.
+func New(keys marks.Keys) *Keyring {
 	r := &Keyring{}
 	r.cur.Store(&keys)
 	return r

@@ -1,4 +1,4 @@
-package bootstrap
+package sharingkey
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestKeyring(t *testing.T) {
 	assert.False(t, ok)
 
 	first, second := marks.NewKeys([]byte("first-secret-of-16+")), marks.NewKeys([]byte("second-secret-of-16+"))
-	r := newKeyring(first)
+	r := New(first)
 	assert.Equal(t, first, r.Now())
 	_, ok = r.Before()
 	assert.False(t, ok, "no rotation yet")

@@ -29,6 +29,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -296,7 +297,7 @@ func TestSharingKeySecret(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	_, err := bootstrap.EnsureSharingSecret(ctx, users["claim"], key, false)
+	_, err := sharingkey.Ensure(ctx, users["claim"], key, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not exist: create it with a field \"key\"")
 
@@ -307,7 +308,7 @@ func TestSharingKeySecret(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := bootstrap.EnsureSharingSecret(ctx, u, key, true)
+			b, err := sharingkey.Ensure(ctx, u, key, true)
 			assert.NoError(t, err, name)
 			mu.Lock()
 			got[name] = b
@@ -323,7 +324,7 @@ func TestSharingKeySecret(t *testing.T) {
 	}
 
 	// A key that exists is read, never replaced, create or not.
-	again, err := bootstrap.EnsureSharingSecret(ctx, users["service"], key, true)
+	again, err := sharingkey.Ensure(ctx, users["service"], key, true)
 	require.NoError(t, err)
 	assert.Equal(t, stored.Data["key"], again)
 	kept := &corev1.Secret{}
@@ -333,7 +334,7 @@ func TestSharingKeySecret(t *testing.T) {
 	// A key too short to be a secret is refused.
 	kept.Data["key"] = []byte("short")
 	require.NoError(t, c.Client.Update(ctx, kept))
-	_, err = bootstrap.EnsureSharingSecret(ctx, users["ipaddress"], key, true)
+	_, err = sharingkey.Ensure(ctx, users["ipaddress"], key, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "holds 5 bytes; it needs at least 16")
 	drop()

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/manifests"
 )
@@ -116,7 +116,7 @@ func TestUpgradeFromTheRenderedKeyLine(t *testing.T) {
 		held, used := k.heldAndAttached("e2e-key-upgrade", "203.0.113.240/29")
 		rendered := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, key, rendered))
-		before := rendered.Data[bootstrap.SharingKeyField]
+		before := rendered.Data[sharingkey.Field]
 		require.NotEmpty(t, before)
 
 		_, err = charted.UpgradeDriver(ctx, nil)
@@ -126,7 +126,7 @@ func TestUpgradeFromTheRenderedKeyLine(t *testing.T) {
 		}
 		after := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, key, after))
-		assert.Equal(t, before, after.Data[bootstrap.SharingKeyField], "the key's bytes are unchanged")
+		assert.Equal(t, before, after.Data[sharingkey.Field], "the key's bytes are unchanged")
 		k.storyGoesOn(held, used)
 		k.noWarnings(nil)
 	})

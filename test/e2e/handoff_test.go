@@ -29,6 +29,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -371,7 +372,7 @@ func (k *kit) assertDetached(name string, addrs ...*iadv1alpha1.IPAddress) {
 // from their Secret.
 func (k *kit) sharingKey(a *iadv1alpha1.IPAddress) string {
 	k.t.Helper()
-	secret, err := bootstrap.EnsureSharingSecret(k.ctx, k.k, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: cluster.SharingKeySecret}, false)
+	secret, err := sharingkey.Ensure(k.ctx, k.k, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: cluster.SharingKeySecret}, false)
 	require.NoError(k.t, err, "read the sharing-key Secret")
 	return marks.NewKeys(secret).Of(a)
 }

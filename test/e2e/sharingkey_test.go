@@ -16,8 +16,8 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/service"
-	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -28,7 +28,7 @@ var sharingSecretKey = client.ObjectKey{Namespace: cluster.DriverNamespace, Name
 func (k *kit) readSharingSecret(t require.TestingT) []byte {
 	s := &corev1.Secret{}
 	require.NoError(t, k.k.Get(k.ctx, sharingSecretKey, s))
-	return s.Data[bootstrap.SharingKeyField]
+	return s.Data[sharingkey.Field]
 }
 
 // keyStamps returns the sharing key each Service of the kit's namespace and
@@ -106,7 +106,7 @@ func TestSharingKeyNeverSplits(t *testing.T) {
 			s := &corev1.Secret{}
 			err := k.k.Get(ctx, sharingSecretKey, s)
 			if assert.NoError(t, err) {
-				assert.Equal(t, secret, s.Data[bootstrap.SharingKeyField], "the Secret came back with the key the controllers hold")
+				assert.Equal(t, secret, s.Data[sharingkey.Field], "the Secret came back with the key the controllers hold")
 			}
 		}, wait, tick)
 		// A controller started after reads that same key: nothing re-keyed.
@@ -122,7 +122,7 @@ func TestSharingKeyNeverSplits(t *testing.T) {
 		rotated := newSecret(t)
 		s := &corev1.Secret{}
 		require.NoError(t, k.k.Get(ctx, sharingSecretKey, s))
-		s.Data[bootstrap.SharingKeyField] = rotated
+		s.Data[sharingkey.Field] = rotated
 		require.NoError(t, k.k.Update(ctx, s))
 		k.create(sharedLB(k.ns, "s2", "c2"))
 		k.assertAssociated("s2", "c2", addrs[2].Spec.Address, addrs[2])
