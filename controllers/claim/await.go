@@ -55,7 +55,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 			if ph.Annotations == nil {
 				ph.Annotations = map[string]string{}
 			}
-			ph.Annotations[names.AnnotationClass] = s.class.Name
+			ph.Annotations[marks.KeyClass] = s.class.Name
 			// The class pool admits only placeholders carrying the grant label.
 			marks.Edit(ph, func(m *marks.Marks) { m.Pool, m.Grant = pool, s.class.Name })
 		}); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
@@ -145,7 +146,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		for key, c := range want {
 			for _, ph := range phs.Items {
 				if ph.Name == placeholder.AllocationName(c.UID, string(key.family)) &&
-					ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && exists[ph.Labels[names.LabelAddress]] {
+					ph.Labels[marks.LabelPlaceholder] == names.PlaceholderHold && exists[ph.Labels[marks.LabelAddress]] {
 					recordedFamilies++
 				}
 			}
@@ -165,10 +166,10 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 	// its IPAddress records.
 	placeholders := map[familyKey][]corev1.Service{}
 	for _, ph := range phs.Items {
-		if ph.Annotations[names.AnnotationClaimNamespace] != ns {
+		if ph.Annotations[marks.AnnotationClaimNamespace] != ns {
 			continue
 		}
-		key := familyKey{types.UID(ph.Labels[names.LabelClaimUID]), iadv1alpha1.IPFamily(ph.Annotations[names.AnnotationFamily])}
+		key := familyKey{types.UID(ph.Labels[marks.LabelClaimUID]), iadv1alpha1.IPFamily(ph.Annotations[marks.AnnotationFamily])}
 		assert.Contains(t, want, key, "placeholder %s serves a family nobody asked for", ph.Name)
 		placeholders[key] = append(placeholders[key], ph)
 	}

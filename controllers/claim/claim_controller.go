@@ -28,6 +28,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/compact"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -92,7 +93,7 @@ type Reconciler struct {
 // conditions and addresses with only their conditions' states (it writes
 // neither, and asks only whether an address is Held).
 func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
-	isPlaceholder, err := labels.NewRequirement(names.LabelPlaceholder, selection.Exists, nil)
+	isPlaceholder, err := labels.NewRequirement(marks.LabelPlaceholder, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key: cannot fail
 	}
@@ -222,7 +223,7 @@ func stampedForUs() predicate.Funcs {
 
 // claimOfPlaceholder is the claim a placeholder's annotations name.
 func claimOfPlaceholder(o client.Object) (types.NamespacedName, bool) {
-	ns, name := o.GetAnnotations()[names.AnnotationClaimNamespace], o.GetAnnotations()[names.AnnotationClaimName]
+	ns, name := o.GetAnnotations()[marks.AnnotationClaimNamespace], o.GetAnnotations()[marks.AnnotationClaimName]
 	if ns == "" || name == "" {
 		return types.NamespacedName{}, false
 	}
@@ -256,7 +257,7 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 		if o.GetNamespace() != r.PlaceholderNamespace {
 			return
 		}
-		if class := o.GetAnnotations()[names.AnnotationClass]; class != "" {
+		if class := o.GetAnnotations()[marks.KeyClass]; class != "" {
 			r.draws.settle(class, o.GetName())
 		}
 		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
@@ -288,8 +289,8 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 // given an address of its family: its claim's next step is recording it.
 func answered(o client.Object) bool {
 	ph, ok := o.(*corev1.Service)
-	return ok && ph.DeletionTimestamp == nil && ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation &&
-		assignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[names.AnnotationFamily])) != ""
+	return ok && ph.DeletionTimestamp == nil && ph.Labels[marks.LabelPlaceholder] == names.PlaceholderAllocation &&
+		assignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[marks.AnnotationFamily])) != ""
 }
 
 // addressToClaims maps an IPAddress to the claim its claimRef names, the

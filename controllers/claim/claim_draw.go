@@ -88,8 +88,8 @@ func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
 		if !ownedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
-		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
-		ph.Labels[names.LabelAddress] = a.Name
+		ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold
+		ph.Labels[marks.LabelAddress] = a.Name
 		marks.Edit(ph, func(m *marks.Marks) {
 			m.Grant = class
 			if ip != "" {

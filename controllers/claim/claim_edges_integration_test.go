@@ -139,7 +139,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	// Without a recorded class (the annotation taken off), the suite's
 	// controller does not take the placeholder for a retargeted claim's
 	// and leaves it to this test's pass.
-	delete(ph.Annotations, names.AnnotationClass)
+	delete(ph.Annotations, marks.KeyClass)
 	require.NoError(t, k.Create(ctx, ph))
 	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
 	require.Eventually(t, func() bool {
@@ -156,7 +156,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	assert.Equal(t, 1, live0.n, "the pass reached the record step and read the claim from the API server")
 	got := &corev1.Service{}
 	require.NoError(t, k.Get(ctx, client.ObjectKeyFromObject(ph), got))
-	assert.Empty(t, got.Labels[names.LabelAddress], "nothing written on the placeholder")
+	assert.Empty(t, got.Labels[marks.LabelAddress], "nothing written on the placeholder")
 	assert.Empty(t, got.Annotations[marks.KeyPin], "nothing written on the placeholder")
 	err = k.Get(ctx, types.NamespacedName{Name: "ip-10-10-23-7"}, &iadv1alpha1.IPAddress{})
 	assert.True(t, apierrors.IsNotFound(err), "no IPAddress for a claim that no longer names the class: %v", err)
@@ -235,7 +235,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Annotations[marks.KeyPin] = "10.10.24.3"
-	delete(ph.Annotations, names.AnnotationClass) // see TestRecordRechecksTheClaim
+	delete(ph.Annotations, marks.KeyClass) // see TestRecordRechecksTheClaim
 	require.NoError(t, k.Create(ctx, ph))
 	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
 	require.Eventually(t, func() bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -43,7 +44,7 @@ func TestFullClassAsksMetalLBForNothing(t *testing.T) {
 	deleteAddress(a1)
 	ph3, a3 := recorded(t, c3, iadv1alpha1.FamilyIPv4)
 	assert.Equal(t, a1.Spec.Address, a3.Spec.Address, "the freed address serves the waiting claim")
-	assert.Equal(t, names.PlaceholderHold, ph3.Labels[names.LabelPlaceholder])
+	assert.Equal(t, names.PlaceholderHold, ph3.Labels[marks.LabelPlaceholder])
 }
 
 // TestRoomCountsUnrecordedPlaceholders: of six claims created at once on a

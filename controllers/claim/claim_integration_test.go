@@ -80,7 +80,7 @@ func cleanupNamespace(ns string) {
 	var phs corev1.ServiceList
 	_ = k.List(ctx, &phs, client.InNamespace(phNS))
 	for i := range phs.Items {
-		if phs.Items[i].Annotations[names.AnnotationClaimNamespace] == ns {
+		if phs.Items[i].Annotations[marks.AnnotationClaimNamespace] == ns {
 			_ = k.Delete(ctx, &phs.Items[i])
 		}
 	}
@@ -163,10 +163,10 @@ func recorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, f iadv1alpha1.IPFamil
 		}
 		require.NotNil(ct, a, "an IPAddress of family %s bound to the claim", f)
 		var list corev1.ServiceList
-		require.NoError(ct, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.NoError(ct, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{marks.LabelAddress: a.Name}))
 		require.Len(ct, list.Items, 1, "one placeholder labelled with %s", a.Name)
 		ph = &list.Items[0]
-		require.Equal(ct, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
+		require.Equal(ct, names.PlaceholderHold, ph.Labels[marks.LabelPlaceholder])
 		require.Len(ct, ph.OwnerReferences, 1)
 		require.NotEmpty(ct, ph.Status.LoadBalancer.Ingress, "the hold holds the address")
 	}, fixture.MetalLBTimeout, fixture.Tick, "the %s address of %s/%s is never recorded", f, c.Namespace, c.Name)
@@ -190,21 +190,21 @@ func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, p
 	assert.Equal(t, &iadv1alpha1.ClaimReference{Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}, a.Spec.ClaimRef)
 	assert.NotNil(t, a.Spec.Source.FromClass)
 	assert.Nil(t, a.Spec.Source.ProviderRef)
-	assert.Contains(t, a.Finalizers, names.Finalizer)
+	assert.Contains(t, a.Finalizers, marks.Finalizer)
 	assert.NotContains(t, a.Finalizers, iadv1alpha1.AddressProtectionFinalizer, "the core's finalizer is not the driver's to write")
 	assert.Empty(t, a.Status.Phase, "phases are not the driver's to write")
 
-	assert.Equal(t, wantName, ph.Labels[names.LabelAddress])
-	assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
-	assert.Equal(t, string(c.UID), ph.Labels[names.LabelClaimUID])
+	assert.Equal(t, wantName, ph.Labels[marks.LabelAddress])
+	assert.Equal(t, names.PlaceholderHold, ph.Labels[marks.LabelPlaceholder])
+	assert.Equal(t, string(c.UID), ph.Labels[marks.LabelClaimUID])
 	assert.Equal(t, ip.String(), ph.Annotations[marks.KeyPin], "pinned to its own address")
 	assert.NotContains(t, ph.Annotations, marks.KeySharing,
 		"no sharing key until a workload is about to share the address (each first key costs MetalLB a pass over every Service)")
 	assert.Equal(t, names.PoolName(class), ph.Annotations[marks.KeyPool])
-	assert.Equal(t, c.Namespace, ph.Annotations[names.AnnotationClaimNamespace])
-	assert.Equal(t, c.Name, ph.Annotations[names.AnnotationClaimName])
-	assert.Equal(t, string(f), ph.Annotations[names.AnnotationFamily])
-	assert.Equal(t, class, ph.Annotations[names.AnnotationClass])
+	assert.Equal(t, c.Namespace, ph.Annotations[marks.AnnotationClaimNamespace])
+	assert.Equal(t, c.Name, ph.Annotations[marks.AnnotationClaimName])
+	assert.Equal(t, string(f), ph.Annotations[marks.AnnotationFamily])
+	assert.Equal(t, class, ph.Annotations[marks.KeyClass])
 	require.Len(t, ph.OwnerReferences, 1)
 	assert.Equal(t, metav1.OwnerReference{
 		APIVersion: iadv1alpha1.GroupVersion.String(), Kind: "IPAddress", Name: a.Name, UID: a.UID,
@@ -235,7 +235,7 @@ func addressesOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []iadv1alpha
 // placeholdersOf lists the placeholders labelled with the claim's uid.
 func placeholdersOf(t require.TestingT, c *iadv1alpha1.IPAddressClaim) []corev1.Service {
 	var list corev1.ServiceList
-	require.NoError(t, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{names.LabelClaimUID: string(c.UID)}))
+	require.NoError(t, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{marks.LabelClaimUID: string(c.UID)}))
 	return list.Items
 }
 
@@ -329,7 +329,7 @@ func TestCrashAfterPinning(t *testing.T) {
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "") // not stamped yet: the controller leaves it alone
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
-	ph.Labels[names.LabelAddress] = "ip-10-10-3-4"
+	ph.Labels[marks.LabelAddress] = "ip-10-10-3-4"
 	ph.Annotations[marks.KeyPin] = "10.10.3.4"
 	require.NoError(t, k.Create(ctx, ph))
 	require.Eventually(t, func() bool {
@@ -353,7 +353,7 @@ func TestCrashAfterAddress(t *testing.T) {
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "")
 
 	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
-	ph.Labels[names.LabelAddress] = "ip-10-10-4-2"
+	ph.Labels[marks.LabelAddress] = "ip-10-10-4-2"
 	ph.Annotations[marks.KeyPin] = "10.10.4.2"
 	require.NoError(t, k.Create(ctx, ph))
 	pre := renderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
@@ -532,7 +532,7 @@ func TestOrphanedPlaceholders(t *testing.T) {
 	require.NoError(t, k.Create(ctx, kept))
 	t.Cleanup(func() { deleteAddress(kept) })
 	backing := renderPlaceholder(phNS, gone, cl, iadv1alpha1.FamilyIPv4)
-	backing.Labels[names.LabelAddress] = "ip-10-10-8-1"
+	backing.Labels[marks.LabelAddress] = "ip-10-10-8-1"
 	require.NoError(t, k.Create(ctx, backing))
 	// One for a claim that never existed, backing nothing, goes.
 	never := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never", UID: types.UID(rand.String(8))}}

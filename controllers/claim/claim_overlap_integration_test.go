@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -87,8 +88,8 @@ func TestDrawsOfOneClassOverlap(t *testing.T) {
 				waiting = append(waiting, c)
 			case 1:
 				var list corev1.ServiceList
-				require.NoError(ct, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{names.LabelAddress: addrs[0].Name}))
-				if len(list.Items) == 1 && list.Items[0].Labels[names.LabelPlaceholder] == names.PlaceholderHold {
+				require.NoError(ct, k.List(ctx, &list, client.InNamespace(phNS), client.MatchingLabels{marks.LabelAddress: addrs[0].Name}))
+				if len(list.Items) == 1 && list.Items[0].Labels[marks.LabelPlaceholder] == names.PlaceholderHold {
 					recordedClaims++
 				}
 			default:

@@ -5,6 +5,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -112,7 +113,7 @@ func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, records func(ip st
 	n := 0
 	answered := map[string]bool{}
 	for i := range phs {
-		if phs[i].Annotations[names.AnnotationFamily] != string(f) {
+		if phs[i].Annotations[marks.AnnotationFamily] != string(f) {
 			continue
 		}
 		if ip := assignedIP(&phs[i], f); ip == "" {

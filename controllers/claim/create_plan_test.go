@@ -12,6 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -148,7 +149,7 @@ func TestUnrecorded(t *testing.T) {
 		return *testPlaceholder(names.PlaceholderAllocation, "", ingress)
 	}
 	v6 := alloc("")
-	v6.Annotations[names.AnnotationFamily] = string(iadv1alpha1.FamilyIPv6)
+	v6.Annotations[marks.AnnotationFamily] = string(iadv1alpha1.FamilyIPv6)
 	ledger := []iadv1alpha1.IPAddress{testAddress("ip-192-0-2-1", "192.0.2.1", nil), testAddress("ip-192-0-2-2", "192.0.2.2", nil)}
 	for _, tc := range []struct {
 		name string

@@ -291,10 +291,10 @@ func holdKeys(ph *corev1.Service) []string {
 		if ip == "" {
 			continue
 		}
-		if v := ph.Labels[names.LabelAddress]; v != "" {
+		if v := ph.Labels[marks.LabelAddress]; v != "" {
 			keys = append(keys, heldKey("address", v, ip))
 		}
-		if v := ph.Labels[names.LabelClaimUID]; v != "" {
+		if v := ph.Labels[marks.LabelClaimUID]; v != "" {
 			keys = append(keys, heldKey("claim", v, ip))
 		}
 	}

@@ -51,7 +51,7 @@ func (d *fakeDrawer) handOver(ph *corev1.Service, _ *iadv1alpha1.IPAddress) func
 	if d.handedOver {
 		return nil
 	}
-	return func() { ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold }
+	return func() { ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold }
 }
 
 func (d *fakeDrawer) report(_ context.Context, n drawNews) phase.Result {
@@ -122,7 +122,7 @@ func TestDrawRecord(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantLabel, got.Labels[names.LabelPlaceholder])
+			assert.Equal(t, tt.wantLabel, got.Labels[marks.LabelPlaceholder])
 		})
 	}
 }
@@ -172,9 +172,9 @@ func TestPlaceholderHolds(t *testing.T) {
 	ph := func(name, address, ip string, deleting bool) *corev1.Service {
 		s := renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 		s.Name = name
-		s.Labels[names.LabelClaimUID] = "uid-" + name
+		s.Labels[marks.LabelClaimUID] = "uid-" + name
 		if address != "" {
-			s.Labels[names.LabelAddress] = address
+			s.Labels[marks.LabelAddress] = address
 		}
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
 		if deleting {

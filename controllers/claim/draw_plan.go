@@ -50,14 +50,14 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 			Namespace: namespace,
 			Name:      placeholder.AllocationName(c.UID, string(f)),
 			Labels: map[string]string{
-				names.LabelPlaceholder: names.PlaceholderAllocation,
-				names.LabelClaimUID:    string(c.UID),
+				marks.LabelPlaceholder: names.PlaceholderAllocation,
+				marks.LabelClaimUID:    string(c.UID),
 			},
 			Annotations: map[string]string{
-				names.AnnotationClaimNamespace: c.Namespace,
-				names.AnnotationClaimName:      c.Name,
-				names.AnnotationFamily:         string(f),
-				names.AnnotationClass:          class,
+				marks.AnnotationClaimNamespace: c.Namespace,
+				marks.AnnotationClaimName:      c.Name,
+				marks.AnnotationFamily:         string(f),
+				marks.KeyClass:                 class,
 			},
 		},
 		Spec: placeholder.Spec(serviceFamily(f)),
@@ -70,7 +70,7 @@ func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddre
 	return &iadv1alpha1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       addrName,
-			Finalizers: []string{names.Finalizer},
+			Finalizers: []string{marks.Finalizer},
 		},
 		Spec: iadv1alpha1.IPAddressSpec{
 			Address:       ip,
@@ -93,10 +93,10 @@ func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) 
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    namespace,
 			GenerateName: "warm-" + strings.ToLower(string(f)) + "-",
-			Labels:       map[string]string{names.LabelPlaceholder: names.PlaceholderWarm},
+			Labels:       map[string]string{marks.LabelPlaceholder: names.PlaceholderWarm},
 			Annotations: map[string]string{
-				names.AnnotationFamily: string(f),
-				names.AnnotationClass:  className,
+				marks.AnnotationFamily: string(f),
+				marks.KeyClass:         className,
 			},
 		},
 		Spec: placeholder.Spec(serviceFamily(f)),
@@ -109,8 +109,8 @@ func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv
 	return &iadv1alpha1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       addrName,
-			Labels:     map[string]string{names.LabelWarm: "true"},
-			Finalizers: []string{names.Finalizer},
+			Labels:     map[string]string{marks.LabelWarm: "true"},
+			Finalizers: []string{marks.Finalizer},
 		},
 		Spec: iadv1alpha1.IPAddressSpec{
 			Address:       ip,
@@ -150,7 +150,7 @@ func ownedByAddress(svc *corev1.Service, name string) bool {
 // handedOver reports whether ph is a's hold already: labelled, owned,
 // granted the class's pool and pinned to ip.
 func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
-	return ph.Labels[names.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[names.LabelAddress] == a.Name &&
+	return ph.Labels[marks.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[marks.LabelAddress] == a.Name &&
 		ownedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
 }
 

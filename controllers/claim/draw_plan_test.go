@@ -61,8 +61,8 @@ func TestRenderPlaceholder(t *testing.T) {
 			assert.Equal(t, tt.name, svc.Name)
 			assert.Empty(t, validation.IsDNS1035Label(svc.Name))
 			assert.Equal(t, map[string]string{
-				names.LabelPlaceholder: names.PlaceholderAllocation,
-				names.LabelClaimUID:    string(testUID),
+				marks.LabelPlaceholder: names.PlaceholderAllocation,
+				marks.LabelClaimUID:    string(testUID),
 				marks.LabelGrant:       "public",
 			}, svc.Labels)
 			assert.Equal(t, map[string]string{
@@ -92,7 +92,7 @@ func TestRenderAddress(t *testing.T) {
 	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"}}
 	a := renderAddress(c, class, "192.0.2.7", "ip-192-0-2-7")
 	assert.Equal(t, "ip-192-0-2-7", a.Name)
-	assert.Equal(t, []string{names.Finalizer}, a.Finalizers)
+	assert.Equal(t, []string{marks.Finalizer}, a.Finalizers)
 	assert.Equal(t, iadv1alpha1.IPAddressSpec{
 		Address:       "192.0.2.7",
 		ClassName:     "public",
@@ -119,9 +119,9 @@ func TestAssignedIP(t *testing.T) {
 // testPlaceholder builds an allocation placeholder in a given state.
 func testPlaceholder(role, address string, ingress string, owners ...string) *corev1.Service {
 	svc := renderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
-	svc.Labels[names.LabelPlaceholder] = role
+	svc.Labels[marks.LabelPlaceholder] = role
 	if address != "" {
-		svc.Labels[names.LabelAddress] = address
+		svc.Labels[marks.LabelAddress] = address
 	}
 	if ingress != "" {
 		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingress}}
@@ -148,11 +148,11 @@ func TestHandedOver(t *testing.T) {
 		want   bool
 	}{
 		{"label, owner, grant and pin", func(*corev1.Service) {}, true},
-		{"still an allocation placeholder", func(ph *corev1.Service) { ph.Labels[names.LabelPlaceholder] = names.PlaceholderAllocation }, false},
+		{"still an allocation placeholder", func(ph *corev1.Service) { ph.Labels[marks.LabelPlaceholder] = names.PlaceholderAllocation }, false},
 		{"no owner reference", func(ph *corev1.Service) { ph.OwnerReferences = nil }, false},
 		{"no grant", func(ph *corev1.Service) { delete(ph.Labels, marks.LabelGrant) }, false},
 		{"no pin", func(ph *corev1.Service) { delete(ph.Annotations, marks.KeyPin) }, false},
-		{"labelled for another address", func(ph *corev1.Service) { ph.Labels[names.LabelAddress] = "ip-192-0-2-7" }, false},
+		{"labelled for another address", func(ph *corev1.Service) { ph.Labels[marks.LabelAddress] = "ip-192-0-2-7" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -106,7 +107,7 @@ func TestBookNeverOverdraws(t *testing.T) {
 			time.Sleep(time.Duration(i%5) * time.Millisecond) // the create, and the watch's delay
 			cacheMu.Lock()
 			cache = append(cache, corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name,
-				Annotations: map[string]string{names.AnnotationFamily: string(iadv1alpha1.FamilyIPv4)}}})
+				Annotations: map[string]string{marks.AnnotationFamily: string(iadv1alpha1.FamilyIPv4)}}})
 			cacheMu.Unlock()
 			l.settle("public", name) // the watch event, after the cache
 		})
@@ -121,7 +122,7 @@ func TestAnswered(t *testing.T) {
 	now := metav1.Now()
 	ph := func(role, ingress string) *corev1.Service {
 		s := renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
-		s.Labels[names.LabelPlaceholder] = role
+		s.Labels[marks.LabelPlaceholder] = role
 		if ingress != "" {
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingress}}
 		}

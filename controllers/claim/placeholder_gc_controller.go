@@ -19,6 +19,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -47,7 +48,7 @@ func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // judgeCached ends the pass unless the cache shows an orphaned allocation
 // placeholder (isOrphan).
 func (g *placeholderGC) judgeCached(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
-	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+	if ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation {
 		return phase.Halt("not an allocation placeholder", 0), nil
 	}
 	return g.judge(ctx, g.Client, ph)
@@ -84,8 +85,8 @@ func (g *placeholderGC) deleteOrphan(ctx context.Context, ph *corev1.Service) (p
 		return phase.Next(), nil
 	}
 	log.FromContext(ctx).Info("deleted orphaned allocation placeholder: its claim is gone and it backs no IPAddress",
-		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[names.AnnotationClaimNamespace], ph.Annotations[names.AnnotationClaimName]),
-		"claimUID", ph.Labels[names.LabelClaimUID])
+		"placeholder", ph.Name, "claim", index.Key(ph.Annotations[marks.AnnotationClaimNamespace], ph.Annotations[marks.AnnotationClaimName]),
+		"claimUID", ph.Labels[marks.LabelClaimUID])
 	return phase.Next(), nil
 }
 
@@ -103,7 +104,7 @@ func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1
 		}
 	}
 	var addr *iadv1alpha1.IPAddress
-	if name := ph.Labels[names.LabelAddress]; name != "" {
+	if name := ph.Labels[marks.LabelAddress]; name != "" {
 		a := &iadv1alpha1.IPAddress{}
 		switch err := r.Get(ctx, types.NamespacedName{Name: name}, a); {
 		case err == nil:
@@ -117,7 +118,7 @@ func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1
 
 func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	isAllocation := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == g.PlaceholderNamespace && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderAllocation
+		return o.GetNamespace() == g.PlaceholderNamespace && o.GetLabels()[marks.LabelPlaceholder] == names.PlaceholderAllocation
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(GCControllerName).
@@ -143,7 +144,7 @@ func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object
 			}
 			continue
 		}
-		if ph.Labels[names.LabelPlaceholder] == names.PlaceholderAllocation {
+		if ph.Labels[marks.LabelPlaceholder] == names.PlaceholderAllocation {
 			out = append(out, reconcile.Request{NamespacedName: key})
 		}
 	}
@@ -161,7 +162,7 @@ func (g *placeholderGC) addressToPlaceholders(ctx context.Context, o client.Obje
 	}
 	out := make([]reconcile.Request, 0, len(phs.Items))
 	for i := range phs.Items {
-		if phs.Items[i].Labels[names.LabelPlaceholder] == names.PlaceholderAllocation {
+		if phs.Items[i].Labels[marks.LabelPlaceholder] == names.PlaceholderAllocation {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&phs.Items[i])})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -17,22 +18,22 @@ import (
 // (no owner reference, and addr, the one its label names, is not bound to
 // its claim).
 func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1alpha1.IPAddress) bool {
-	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+	if ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation {
 		return false
 	}
-	uid := ph.Labels[names.LabelClaimUID]
+	uid := ph.Labels[marks.LabelClaimUID]
 	if claim != nil && string(claim.UID) == uid {
 		return false
 	}
 	if ownedByAddress(ph, "") {
 		return false
 	}
-	if label := ph.Labels[names.LabelAddress]; label != "" && addr != nil && addr.Name == label && addr.Spec.ClaimRef != nil {
+	if label := ph.Labels[marks.LabelAddress]; label != "" && addr != nil && addr.Name == label && addr.Spec.ClaimRef != nil {
 		r := addr.Spec.ClaimRef
 		if r.UID == uid {
 			return false
 		}
-		if r.UID == "" && r.Namespace == ph.Annotations[names.AnnotationClaimNamespace] && r.Name == ph.Annotations[names.AnnotationClaimName] {
+		if r.UID == "" && r.Namespace == ph.Annotations[marks.AnnotationClaimNamespace] && r.Name == ph.Annotations[marks.AnnotationClaimName] {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -86,8 +87,8 @@ func TestGCEvents(t *testing.T) {
 
 	placeholder := func() *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-iad-system", Name: "p",
-			Labels:      map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation, names.LabelClaimUID: "u1"},
-			Annotations: map[string]string{names.AnnotationClaimNamespace: "t", names.AnnotationClaimName: "ip"}}}
+			Labels:      map[string]string{marks.LabelPlaceholder: names.PlaceholderAllocation, marks.LabelClaimUID: "u1"},
+			Annotations: map[string]string{marks.AnnotationClaimNamespace: "t", marks.AnnotationClaimName: "ip"}}}
 	}
 	for name, tc := range map[string]struct {
 		mut  func(*corev1.Service)
@@ -97,8 +98,8 @@ func TestGCEvents(t *testing.T) {
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 			s.ResourceVersion = "2"
 		}, false},
-		"address recorded":   {func(s *corev1.Service) { s.Labels[names.LabelAddress] = "ip-192-0-2-1" }, true},
-		"claim named":        {func(s *corev1.Service) { s.Annotations[names.AnnotationClaimName] = "other" }, true},
+		"address recorded":   {func(s *corev1.Service) { s.Labels[marks.LabelAddress] = "ip-192-0-2-1" }, true},
+		"claim named":        {func(s *corev1.Service) { s.Annotations[marks.AnnotationClaimName] = "other" }, true},
 		"handed over":        {func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{{Kind: "IPAddress", Name: "a"}} }, true},
 		"deletion requested": {func(s *corev1.Service) { s.DeletionTimestamp = &metav1.Time{} }, false},
 	} {

@@ -11,7 +11,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -78,8 +78,8 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 		return true, phase.Next(), r.dropSurplus(ctx, ph)
 	case stepWaitForName:
 		log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
-			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[names.LabelAddress])
-		r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[names.LabelAddress]))
+			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[marks.LabelAddress])
+		r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[marks.LabelAddress]))
 		return false, phase.WaitFor("the hold placeholder of another address to give up the name", 0), nil
 	}
 	return true, phase.Next(), nil

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -54,7 +55,7 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 		}
 		return stepCreatePlaceholder
 	}
-	if ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation {
+	if ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation {
 		if len(bound) > 0 {
 			return stepNone
 		}
@@ -76,7 +77,7 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 // address label names or, before it is labelled, the one of the address
 // MetalLB assigned it; nil when none does.
 func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) *iadv1alpha1.IPAddress {
-	label, ip := ph.Labels[names.LabelAddress], assignedIP(ph, f)
+	label, ip := ph.Labels[marks.LabelAddress], assignedIP(ph, f)
 	for _, a := range bound {
 		if label != "" {
 			if a.Name == label {

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -40,7 +40,7 @@ func (r *Reconciler) dropRetargeted(ctx context.Context, s *scope) (phase.Result
 		case !deleted:
 			continue
 		}
-		old := ph.Annotations[names.AnnotationClass]
+		old := ph.Annotations[marks.KeyClass]
 		log.FromContext(ctx).Info("deleted the allocation placeholder of a class the claim no longer names", "placeholder", ph.Name, "was", old, "now", class)
 		r.Recorder.Event(claim, corev1.EventTypeNormal, ReasonRetargeted, msgRetargeted(f, old, class))
 	}

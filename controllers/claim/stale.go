@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -233,7 +234,7 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		var since time.Time
 		var refused []*corev1.Service
 		for _, ph := range s.phs {
-			if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || assignedIP(ph, f) != "" {
+			if ph.Annotations[marks.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || assignedIP(ph, f) != "" {
 				continue
 			}
 			failure, err := d.refusal(ctx, ph)

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // namespaceHolds counts the class's addresses namespace ns holds or draws
@@ -32,10 +32,10 @@ func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []core
 	}
 	for i := range phs {
 		an := phs[i].Annotations
-		if phs[i].DeletionTimestamp != nil || an[names.AnnotationClaimNamespace] != ns || an[names.AnnotationClaimName] == "" {
+		if phs[i].DeletionTimestamp != nil || an[marks.AnnotationClaimNamespace] != ns || an[marks.AnnotationClaimName] == "" {
 			continue
 		}
-		add(an[names.AnnotationClaimName], an[names.AnnotationFamily])
+		add(an[marks.AnnotationClaimName], an[marks.AnnotationFamily])
 	}
 	for _, d := range book {
 		if d.claim.Namespace == ns && now.Sub(d.since) < inflightMax {

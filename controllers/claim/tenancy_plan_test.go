@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestNamespaceHolds(t *testing.T) {
@@ -23,7 +23,7 @@ func TestNamespaceHolds(t *testing.T) {
 	}
 	ph := func(ns, claim string, f iadv1alpha1.IPFamily) corev1.Service {
 		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			names.AnnotationClaimNamespace: ns, names.AnnotationClaimName: claim, names.AnnotationFamily: string(f)}}}
+			marks.AnnotationClaimNamespace: ns, marks.AnnotationClaimName: claim, marks.AnnotationFamily: string(f)}}}
 	}
 	v4, v6 := iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6
 	drawing := func(ns, claim string, f iadv1alpha1.IPFamily, since time.Time) inflightDraw {

@@ -15,6 +15,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -114,7 +115,7 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 		return err
 	}
 	claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
-		return ph.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation
+		return ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation
 	})
 	taken := unrecorded(claims, f, viewOf(s.addrs, s.name, f).records) + inFlight(inBook, f, claims, now)
 	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target}
@@ -249,7 +250,7 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 func (w *warmer) dropOrphans(ctx context.Context, s *warmScope) (phase.Result, error) {
 	var errs []error
 	for _, ph := range s.phs {
-		if ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm || ph.Labels[names.LabelAddress] != "" {
+		if ph.Labels[marks.LabelPlaceholder] != names.PlaceholderWarm || ph.Labels[marks.LabelAddress] != "" {
 			continue
 		}
 		if _, err := patch.Delete(ctx, w.Client, ph, true); err != nil {
@@ -258,7 +259,7 @@ func (w *warmer) dropOrphans(ctx context.Context, s *warmScope) (phase.Result, e
 	}
 	for i := range s.addrs {
 		a := &s.addrs[i]
-		if !isWarm(a) || a.Labels[names.LabelWarm] != "true" {
+		if !isWarm(a) || a.Labels[marks.LabelWarm] != "true" {
 			continue
 		}
 		switch deleted, err := patch.Delete(ctx, w.Client, a, true); {

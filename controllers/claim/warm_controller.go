@@ -18,6 +18,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/queue"
@@ -131,7 +132,7 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 	// only an Event: the class looks at the refusal then (clearRefused).
 	refusal := func(ctx context.Context, o client.Object) []reconcile.Request {
 		ph := eventPlaceholder(ctx, w, w.PlaceholderNamespace, o)
-		if ph == nil || ph.Labels[names.LabelPlaceholder] != names.PlaceholderWarm {
+		if ph == nil || ph.Labels[marks.LabelPlaceholder] != names.PlaceholderWarm {
 			return nil
 		}
 		return toClass(ctx, ph)

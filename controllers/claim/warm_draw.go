@@ -65,9 +65,9 @@ func (d warmDraw) judge(ctx context.Context, _, addrName string) (ledgerAnswer, 
 // only for a shared handoff), then creates the Available IPAddress unless
 // judge found it.
 func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
-	if ph.Labels[names.LabelAddress] != addrName || marks.Of(ph).Pin != ip {
+	if ph.Labels[marks.LabelAddress] != addrName || marks.Of(ph).Pin != ip {
 		if err := patch.Meta(ctx, d.w.Client, ph, func() {
-			ph.Labels[names.LabelAddress] = addrName
+			ph.Labels[marks.LabelAddress] = addrName
 			marks.Edit(ph, func(m *marks.Marks) { m.Pin = ip })
 		}); err != nil {
 			return ledgerFree, nil, fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
@@ -96,7 +96,7 @@ func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() 
 		if !ownedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
-		ph.Labels[names.LabelPlaceholder] = names.PlaceholderHold
+		ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold
 	}
 }
 

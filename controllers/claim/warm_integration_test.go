@@ -51,7 +51,7 @@ func cleanupClass(class string) {
 	var phs corev1.ServiceList
 	_ = k.List(ctx, &phs, client.InNamespace(phNS))
 	for i := range phs.Items {
-		if phs.Items[i].Annotations[names.AnnotationClass] == class {
+		if phs.Items[i].Annotations[marks.KeyClass] == class {
 			_ = k.Delete(ctx, &phs.Items[i])
 		}
 	}
@@ -95,15 +95,15 @@ func TestWarmReservations(t *testing.T) {
 		require.Len(ct, warmOf(ct, cl.Name), 3)
 	}, fixture.Timeout, fixture.Tick, "the class never gets its three warm addresses")
 	for _, a := range warmOf(t, cl.Name) {
-		assert.Equal(t, "true", a.Labels[names.LabelWarm])
+		assert.Equal(t, "true", a.Labels[marks.LabelWarm])
 		assert.NotNil(t, a.Spec.Source.FromClass)
-		assert.Contains(t, a.Finalizers, names.Finalizer)
+		assert.Contains(t, a.Finalizers, marks.Finalizer)
 		assert.Equal(t, iadv1alpha1.ReclaimDelete, a.Spec.ReclaimPolicy)
 		var phs corev1.ServiceList
-		require.NoError(t, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.NoError(t, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{marks.LabelAddress: a.Name}))
 		require.Len(t, phs.Items, 1, "one placeholder holds warm address %s", a.Name)
 		ph := phs.Items[0]
-		assert.Equal(t, names.PlaceholderHold, ph.Labels[names.LabelPlaceholder])
+		assert.Equal(t, names.PlaceholderHold, ph.Labels[marks.LabelPlaceholder])
 		assert.Equal(t, a.Spec.Address, ph.Annotations[marks.KeyPin])
 		assert.True(t, ownedByAddress(&ph, a.Name))
 		if assert.Len(t, ph.Status.LoadBalancer.Ingress, 1, "placeholder %s holds exactly the warm address", ph.Name) {
@@ -193,9 +193,9 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 	// wait for MetalLB forever).
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var phs corev1.ServiceList
-		require.NoError(ct, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{names.LabelPlaceholder: names.PlaceholderWarm}))
+		require.NoError(ct, k.List(ctx, &phs, client.InNamespace(phNS), client.MatchingLabels{marks.LabelPlaceholder: names.PlaceholderWarm}))
 		for _, ph := range phs.Items {
-			require.NotEqual(ct, cl.Name, ph.Annotations[names.AnnotationClass], "warm placeholder %s of the full class still waits", ph.Name)
+			require.NotEqual(ct, cl.Name, ph.Annotations[marks.KeyClass], "warm placeholder %s of the full class still waits", ph.Name)
 		}
 	}, fixture.Timeout, fixture.Tick, "a warm placeholder of the full class waits for MetalLB")
 }

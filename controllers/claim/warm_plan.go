@@ -9,6 +9,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -28,17 +29,17 @@ func warmTarget(c *iadv1alpha1.IPAddressClass) (int, []classparams.AddressRange,
 
 // warmClassOf is the class an address or a placeholder (a Service in the
 // placeholder namespace) draws from, and whether it is warm: a warm
-// address (names.LabelWarm) or a warm placeholder. Anything else has no
+// address (marks.LabelWarm) or a warm placeholder. Anything else has no
 // class.
 func warmClassOf(o client.Object, placeholderNamespace string) (string, bool) {
 	switch v := o.(type) {
 	case *iadv1alpha1.IPAddress:
-		return v.Spec.ClassName, v.Labels[names.LabelWarm] == "true"
+		return v.Spec.ClassName, v.Labels[marks.LabelWarm] == "true"
 	case *corev1.Service:
 		if v.Namespace != placeholderNamespace {
 			return "", false
 		}
-		return v.Annotations[names.AnnotationClass], v.Labels[names.LabelPlaceholder] == names.PlaceholderWarm
+		return v.Annotations[marks.KeyClass], v.Labels[marks.LabelPlaceholder] == names.PlaceholderWarm
 	}
 	return "", false
 }
@@ -65,7 +66,7 @@ func isWarm(a *iadv1alpha1.IPAddress) bool {
 // isOurWarm reports whether a is a warm address the driver recorded for
 // the class and nobody took since: only then may a placeholder hold it.
 func isOurWarm(a *iadv1alpha1.IPAddress, className string) bool {
-	return a.Labels[names.LabelWarm] == "true" && a.Spec.ClassName == className && a.Spec.ClaimRef == nil &&
+	return a.Labels[marks.LabelWarm] == "true" && a.Spec.ClassName == className && a.Spec.ClaimRef == nil &&
 		a.Status.AssociatedTo == nil && a.Spec.Source.FromClass != nil
 }
 
@@ -114,7 +115,7 @@ func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs
 		if addressFamily(a.Spec.Address) != f {
 			continue
 		}
-		ours := isWarm(a) && a.Labels[names.LabelWarm] == "true"
+		ours := isWarm(a) && a.Labels[marks.LabelWarm] == "true"
 		switch {
 		case !inRanges(ranges, a.Spec.Address) && ours:
 			outside = append(outside, a)
@@ -136,7 +137,7 @@ func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs
 // for MetalLB, assigned an address in the ranges, or outside them.
 func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []*corev1.Service) (waiting, assigned, strays []*corev1.Service) {
 	for _, ph := range phs {
-		if ph.Annotations[names.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
+		if ph.Annotations[marks.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
 			continue
 		}
 		switch ip := assignedIP(ph, f); {
@@ -156,7 +157,7 @@ func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []
 func oursLastFirst(warm []*iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
 	var ours []*iadv1alpha1.IPAddress
 	for _, a := range warm {
-		if a.Labels[names.LabelWarm] == "true" {
+		if a.Labels[marks.LabelWarm] == "true" {
 			ours = append(ours, a)
 		}
 	}

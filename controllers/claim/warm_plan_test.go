@@ -14,6 +14,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -25,7 +26,7 @@ func warmAddr(name, ip string, ref *iadv1alpha1.ClaimReference, phase iadv1alpha
 		Status: iadv1alpha1.IPAddressStatus{Phase: phase},
 	}
 	if warmLabel {
-		a.Labels = map[string]string{names.LabelWarm: "true"}
+		a.Labels = map[string]string{marks.LabelWarm: "true"}
 	}
 	return a
 }
@@ -205,7 +206,7 @@ func TestWarmClassOf(t *testing.T) {
 	taken := warmAddr("b", "192.0.2.2", &iadv1alpha1.ClaimReference{Namespace: "t", Name: "ip"}, iadv1alpha1.AddressBound, false)
 	svc := func(namespace, kind string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p",
-			Labels: map[string]string{names.LabelPlaceholder: kind}, Annotations: map[string]string{names.AnnotationClass: "c"}}}
+			Labels: map[string]string{marks.LabelPlaceholder: kind}, Annotations: map[string]string{marks.KeyClass: "c"}}}
 	}
 	for name, tc := range map[string]struct {
 		o     client.Object

@@ -15,6 +15,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -191,8 +192,8 @@ func (r *Reconciler) occupants(ctx context.Context, from client.Reader, class *i
 			continue
 		}
 		o := classparams.Occupant{Pool: p.Name, Ranges: classparams.PoolRanges(p.Spec.Addresses)}
-		if p.Labels[LabelManagedBy] == ManagedBy {
-			o.Class = p.Labels[LabelClass]
+		if p.Labels[marks.LabelManagedBy] == ManagedBy {
+			o.Class = p.Labels[marks.KeyClass]
 		}
 		out = append(out, o)
 	}

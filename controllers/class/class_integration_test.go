@@ -270,7 +270,7 @@ func TestDriftRepair(t *testing.T) {
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		got := &metallbv1beta1.IPAddressPool{}
 		require.NoError(t, c.Client.Get(ctx, key(cl.Name), got))
-		assert.Equal(t, map[string]string{"team": "net", LabelManagedBy: ManagedBy, LabelClass: cl.Name}, got.Labels)
+		assert.Equal(t, map[string]string{"team": "net", marks.LabelManagedBy: ManagedBy, marks.KeyClass: cl.Name}, got.Labels)
 	}, fixture.Timeout, fixture.Tick, "labels are restored")
 
 	// A deleted advertisement is recreated; a hand edit of it is reverted.
@@ -378,7 +378,7 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 			assert.Equal(t, entries, got.Spec.Addresses)
 			assert.False(t, got.Spec.AvoidBuggyIPs)
 			assert.Equal(t, ptr.To(false), got.Spec.AutoAssign)
-			assert.Equal(t, RetainedMessage(cl.Name, entries), got.Annotations[AnnotationRetained])
+			assert.Equal(t, RetainedMessage(cl.Name, entries), got.Annotations[marks.KeyRetained])
 			l2 := &metallbv1beta1.L2Advertisement{}
 			require.NoError(t, c.Client.Get(ctx, key(cl.Name), l2))
 			assert.Equal(t, adv.UID, l2.UID, "the same advertisement")
@@ -407,7 +407,7 @@ func TestClassDeletionKeepsItsAddresses(t *testing.T) {
 		assert.Equal(t, pool.UID, got.UID)
 		assert.Equal(t, []string{"192.0.2.160/28", "2001:db8:16::/120"}, got.Spec.Addresses)
 		assert.True(t, got.Spec.AvoidBuggyIPs)
-		assert.NotContains(t, got.Annotations, AnnotationRetained)
+		assert.NotContains(t, got.Annotations, marks.KeyRetained)
 	}, fixture.Timeout, fixture.Tick, "the class created again takes the pool over")
 
 	// Deleted again: narrowed as the addresses go, withdrawn with the last.
@@ -481,7 +481,7 @@ func TestOtherProvisioner(t *testing.T) {
 	require.NoError(t, c.Client.Create(ctx, staleAdv))
 	// An object of someone else in the namespace is left alone.
 	bystander := &metallbv1beta1.L2Advertisement{
-		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "iad-foreign", Labels: map[string]string{LabelClass: "foreign"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: mlbNS, Name: "iad-foreign", Labels: map[string]string{marks.KeyClass: "foreign"}},
 	}
 	require.NoError(t, c.Client.Create(ctx, bystander))
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), bystander) })

@@ -14,13 +14,9 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// Labels of every object the class controller renders: LabelManagedBy
-// set to ManagedBy, and LabelClass naming its class.
-const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "metallb-iad"
-	LabelClass     = names.Domain + "class"
-)
+// ManagedBy is the value of marks.LabelManagedBy on every object the class
+// controller renders; marks.KeyClass names its class.
+const ManagedBy = "metallb-iad"
 
 // DefaultAggregationLength and DefaultAggregationLengthV6 are MetalLB's
 // defaults of a BGPAdvertisement's aggregation lengths, rendered explicitly.
@@ -32,12 +28,8 @@ const (
 // RenderedLabels are the labels of the objects rendered for a class; they
 // select them in the MetalLB namespace.
 func RenderedLabels(class string) map[string]string {
-	return map[string]string{LabelManagedBy: ManagedBy, LabelClass: class}
+	return map[string]string{marks.LabelManagedBy: ManagedBy, marks.KeyClass: class}
 }
-
-// AnnotationRetained, on a pool whose class is gone, names the addresses
-// recorded under the class name that it keeps serving until released.
-const AnnotationRetained = names.Domain + "retained-for"
 
 // Render returns the MetalLB objects for a class: the IPAddressPool
 // iad-<class>, never auto-assigned so that only Services asking for it draw
@@ -149,8 +141,8 @@ func merge(obj, desired client.Object, setSpec func()) error {
 		labels[k] = v
 	}
 	obj.SetLabels(labels)
-	if ann := obj.GetAnnotations(); ann[AnnotationRetained] != "" {
-		delete(ann, AnnotationRetained) // the class is back
+	if ann := obj.GetAnnotations(); ann[marks.KeyRetained] != "" {
+		delete(ann, marks.KeyRetained) // the class is back
 		obj.SetAnnotations(ann)
 	}
 	if err := TakeOver(obj.GetOwnerReferences()); err != nil {
@@ -176,5 +168,5 @@ func kindOf(o client.Object) string {
 // carries RenderedLabels of the class.
 func controlledByClass(o metav1.Object, class string) bool {
 	l := o.GetLabels()
-	return l[LabelManagedBy] == ManagedBy && l[LabelClass] == class
+	return l[marks.LabelManagedBy] == ManagedBy && l[marks.KeyClass] == class
 }

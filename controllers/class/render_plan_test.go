@@ -12,6 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func parsed(t *testing.T, raw string) classparams.Parameters {
@@ -145,12 +146,12 @@ func TestMerge(t *testing.T) {
 	boss := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "boss", UID: "d", Controller: ptr.To(true)}
 
 	live := &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{
-		Labels:          map[string]string{"team": "net", LabelClass: "stale"},
-		Annotations:     map[string]string{AnnotationRetained: "note", "other": "kept"},
+		Labels:          map[string]string{"team": "net", marks.KeyClass: "stale"},
+		Annotations:     map[string]string{marks.KeyRetained: "note", "other": "kept"},
 		OwnerReferences: []metav1.OwnerReference{other},
 	}, Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: []string{"192.0.2.7/32"}}}
 	require.NoError(t, merge(live, want, func() { live.Spec = want.Spec }))
-	assert.Equal(t, map[string]string{"team": "net", LabelClass: "public", LabelManagedBy: ManagedBy}, live.Labels)
+	assert.Equal(t, map[string]string{"team": "net", marks.KeyClass: "public", marks.LabelManagedBy: ManagedBy}, live.Labels)
 	assert.Equal(t, map[string]string{"other": "kept"}, live.Annotations)
 	assert.Equal(t, []metav1.OwnerReference{other}, live.OwnerReferences)
 	assert.Equal(t, want.Spec, live.Spec)

@@ -12,6 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -51,7 +52,7 @@ func (r *Reconciler) retain(ctx context.Context, s *scope) (phase.Result, error)
 	if narrowed == nil {
 		return phase.Next(), nil
 	}
-	keep, msg := narrowed.Spec.Addresses, narrowed.Annotations[AnnotationRetained]
+	keep, msg := narrowed.Spec.Addresses, narrowed.Annotations[marks.KeyRetained]
 	if err := patch.MetaSince(ctx, r.Client, narrowed, pool); err != nil {
 		return phase.Next(), client.IgnoreNotFound(err)
 	}

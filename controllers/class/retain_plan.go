@@ -46,7 +46,7 @@ func planRetain(class string, pool *metallbv1beta1.IPAddressPool, addrs []iadv1a
 		return nil, true
 	}
 	msg := RetainedMessage(class, keep)
-	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[AnnotationRetained] == msg {
+	if slices.Equal(pool.Spec.Addresses, keep) && !pool.Spec.AvoidBuggyIPs && pool.Annotations[marks.KeyRetained] == msg {
 		return nil, false
 	}
 	narrowed = pool.DeepCopy()
@@ -56,6 +56,6 @@ func planRetain(class string, pool *metallbv1beta1.IPAddressPool, addrs []iadv1a
 	if narrowed.Annotations == nil {
 		narrowed.Annotations = map[string]string{}
 	}
-	narrowed.Annotations[AnnotationRetained] = msg
+	narrowed.Annotations[marks.KeyRetained] = msg
 	return narrowed, false
 }

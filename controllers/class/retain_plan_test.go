@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestRetained(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPlanRetain(t *testing.T) {
 		p := &metallbv1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "iad-gone"},
 			Spec: metallbv1beta1.IPAddressPoolSpec{Addresses: addrs, AvoidBuggyIPs: avoidBuggy, AutoAssign: ptr.To(false)}}
 		if note != "" {
-			p.Annotations = map[string]string{AnnotationRetained: note}
+			p.Annotations = map[string]string{marks.KeyRetained: note}
 		}
 		return p
 	}

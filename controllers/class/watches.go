@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -71,8 +72,8 @@ func (r *Reconciler) renderedToClass(_ context.Context, o client.Object) []recon
 	if class, ok := strings.CutPrefix(o.GetName(), names.PoolName("")); ok && class != "" {
 		set[class] = true
 	}
-	if o.GetLabels()[LabelManagedBy] == ManagedBy && o.GetLabels()[LabelClass] != "" {
-		set[o.GetLabels()[LabelClass]] = true
+	if o.GetLabels()[marks.LabelManagedBy] == ManagedBy && o.GetLabels()[marks.KeyClass] != "" {
+		set[o.GetLabels()[marks.KeyClass]] = true
 	}
 	out := make([]reconcile.Request, 0, len(set))
 	for name := range set {

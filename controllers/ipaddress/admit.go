@@ -43,10 +43,10 @@ func (r *Reconciler) checkServed(_ context.Context, s *scope) (phase.Result, err
 // ensureFinalizer adds the teardown finalizer, also to addresses created
 // statically; the address as patched is the base of the status report.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (phase.Result, error) {
-	if controllerutil.ContainsFinalizer(s.addr, names.Finalizer) {
+	if controllerutil.ContainsFinalizer(s.addr, marks.Finalizer) {
 		return phase.Next(), nil
 	}
-	if err := patch.AddFinalizer(ctx, r, s.addr, names.Finalizer); err != nil {
+	if err := patch.AddFinalizer(ctx, r, s.addr, marks.Finalizer); err != nil {
 		return phase.Next(), err
 	}
 	s.rebase()

@@ -18,9 +18,9 @@ func TestUnauthorizedHolders(t *testing.T) {
 	const ip = "192.0.2.7"
 	a := associated(bound(address("a", ip), "t", "c"), "t", "web")
 	placeholder := svc(phNS, "hold-a", "", ip)
-	placeholder.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+	placeholder.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold}
 	forged := svc("intruder", "forged", "", ip)
-	forged.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+	forged.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold}
 	holders := []corev1.Service{
 		placeholder,
 		svc("t", "web", "", ip),

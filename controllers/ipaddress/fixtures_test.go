@@ -77,7 +77,7 @@ func svcNames(list []*corev1.Service) []string {
 // the hand-over.
 func recording(claimUID, ip string) corev1.Service {
 	s := svc(phNS, "alloc-ipv4-"+claimUID, "", ip)
-	s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation, names.LabelClaimUID: claimUID}
+	s.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderAllocation, marks.LabelClaimUID: claimUID}
 	return s
 }
 

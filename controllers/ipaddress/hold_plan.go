@@ -332,7 +332,7 @@ func (p *planning) holdName() types.NamespacedName {
 func (p *planning) importingHolder() *corev1.Service {
 	a := p.addr
 	ref := a.Spec.ClaimRef
-	if a.Status.AssociatedTo != nil || ref == nil || ref.Name == "" || a.Labels[names.LabelImported] != "true" {
+	if a.Status.AssociatedTo != nil || ref == nil || ref.Name == "" || a.Labels[marks.LabelImported] != "true" {
 		return nil
 	}
 	for _, s := range p.hs {
@@ -411,7 +411,7 @@ func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
 // owner-referenced to it, or an allocation placeholder of its claim. Another
 // claim's is left to that claim's controller, or both would rewrite it.
 func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
-	switch ph.Labels[names.LabelPlaceholder] {
+	switch ph.Labels[marks.LabelPlaceholder] {
 	case names.PlaceholderHold:
 		return ownedBy(ph, a)
 	case names.PlaceholderAllocation:
@@ -420,9 +420,9 @@ func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
 		case ref == nil:
 			return false
 		case ref.UID != "":
-			return ph.Labels[names.LabelClaimUID] == ref.UID
+			return ph.Labels[marks.LabelClaimUID] == ref.UID
 		default:
-			return ph.Annotations[names.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[names.AnnotationClaimName] == ref.Name
+			return ph.Annotations[marks.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[marks.AnnotationClaimName] == ref.Name
 		}
 	}
 	return false
@@ -460,10 +460,10 @@ func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace str
 	for i := range holders {
 		s := &holders[i]
 		if s.Namespace != placeholderNamespace || s.DeletionTimestamp != nil ||
-			s.Labels[names.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[names.LabelClaimUID] != ref.UID {
+			s.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[marks.LabelClaimUID] != ref.UID {
 			continue
 		}
-		if l := s.Labels[names.LabelAddress]; (l == "" || l == a.Name) && marks.Holds(s, ip) {
+		if l := s.Labels[marks.LabelAddress]; (l == "" || l == a.Name) && marks.Holds(s, ip) {
 			return s
 		}
 	}
@@ -644,10 +644,10 @@ func renderHold(namespace string, a *iadv1alpha1.IPAddress, ip netip.Addr, key s
 			Namespace: namespace,
 			Name:      placeholder.HoldName(a.Name),
 			Labels: map[string]string{
-				names.LabelPlaceholder: names.PlaceholderHold,
-				names.LabelAddress:     a.Name,
+				marks.LabelPlaceholder: names.PlaceholderHold,
+				marks.LabelAddress:     a.Name,
 			},
-			Annotations:     map[string]string{names.AnnotationClass: a.Spec.ClassName},
+			Annotations:     map[string]string{marks.KeyClass: a.Spec.ClassName},
 			OwnerReferences: []metav1.OwnerReference{placeholder.OwnerRef(a)},
 		},
 		Spec: placeholder.Spec(serviceFamily(ip)),

@@ -167,7 +167,7 @@ func TestPlanAttached(t *testing.T) {
 
 func TestPlanMissing(t *testing.T) {
 	imported := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	imported.Labels = map[string]string{names.LabelImported: "true"}
+	imported.Labels = map[string]string{marks.LabelImported: "true"}
 	importer := svc("t", "web", "", planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyImportedInto, "c")
 	asker := svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, "c")
 	creating := waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold-ip-192-0-2-7")
@@ -983,14 +983,14 @@ func TestRenderHold(t *testing.T) {
 			assert.Equal(t, placeholder.HoldName(tt.name), s.Name)
 			assert.Empty(t, validation.IsDNS1035Label(s.Name))
 			assert.Equal(t, map[string]string{
-				names.LabelPlaceholder: names.PlaceholderHold,
-				names.LabelAddress:     tt.name,
+				marks.LabelPlaceholder: names.PlaceholderHold,
+				marks.LabelAddress:     tt.name,
 				marks.LabelGrant:       a.Spec.ClassName,
 			}, s.Labels)
 			assert.Equal(t, map[string]string{
-				marks.KeyPool:         "iad-gold",
-				marks.KeyPin:          tt.ip,
-				names.AnnotationClass: "gold",
+				marks.KeyPool:  "iad-gold",
+				marks.KeyPin:   tt.ip,
+				marks.KeyClass: "gold",
 			}, s.Annotations, "a hold no workload shares carries no sharing key")
 			key := marks.Keys{}.Claim("shop", "web-ip", "claim-uid")
 			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip), key)
@@ -1126,7 +1126,7 @@ func TestPlanHoldImporting(t *testing.T) {
 	const ip = "192.0.2.7"
 	imported := func() *iadv1alpha1.IPAddress {
 		a := bound(address("ip-192-0-2-7", ip), "shop", "web-imported-1")
-		a.Labels = map[string]string{names.LabelImported: "true"}
+		a.Labels = map[string]string{marks.LabelImported: "true"}
 		return a
 	}
 	marked := svc("shop", "web", "", ip,
@@ -1184,14 +1184,14 @@ func TestOwnPlaceholder(t *testing.T) {
 	a := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
 	ph := func(role string, mut func(s *corev1.Service)) *corev1.Service {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: phNS, Name: "p",
-			Labels:      map[string]string{names.LabelPlaceholder: role, names.LabelAddress: a.Name},
+			Labels:      map[string]string{marks.LabelPlaceholder: role, marks.LabelAddress: a.Name},
 			Annotations: map[string]string{}}}
 		mut(s)
 		return s
 	}
 	owned := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(a)} }
 	claimUID := func(uid string) func(s *corev1.Service) {
-		return func(s *corev1.Service) { s.Labels[names.LabelClaimUID] = uid }
+		return func(s *corev1.Service) { s.Labels[marks.LabelClaimUID] = uid }
 	}
 	other := address("ip-192-0-2-1", "192.0.2.1")
 	other.UID = "an-earlier-address"
@@ -1199,8 +1199,8 @@ func TestOwnPlaceholder(t *testing.T) {
 	noUID := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
 	noUID.Spec.ClaimRef.UID = ""
 	byName := func(s *corev1.Service) {
-		s.Annotations[names.AnnotationClaimNamespace] = "tenant"
-		s.Annotations[names.AnnotationClaimName] = "a"
+		s.Annotations[marks.AnnotationClaimNamespace] = "tenant"
+		s.Annotations[marks.AnnotationClaimName] = "a"
 	}
 
 	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderHold, owned)), "a hold placeholder owned by the address")

@@ -191,7 +191,7 @@ func (r *Reconciler) addressesForService(ctx context.Context, o client.Object) [
 	}
 	want := map[string]bool{}
 	if svc.Namespace == r.PlaceholderNamespace {
-		if v := svc.Labels[names.LabelAddress]; v != "" {
+		if v := svc.Labels[marks.LabelAddress]; v != "" {
 			want[v] = true
 		}
 	}

@@ -105,7 +105,7 @@ func grantSharing(t *testing.T, address, ns, name string) {
 	if a.Annotations == nil {
 		a.Annotations = map[string]string{}
 	}
-	a.Annotations[names.AnnotationAttaching] = ns + "/" + name
+	a.Annotations[marks.AnnotationAttaching] = ns + "/" + name
 	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
 	key := marks.Keys{}.Of(a)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -128,7 +128,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		hold := requireHeldBy(t, a.Name, ip)
 
 		assert.Equal(t, placeholder.HoldName(a.Name), hold.Name)
-		assert.Equal(t, names.PlaceholderHold, hold.Labels[names.LabelPlaceholder])
+		assert.Equal(t, names.PlaceholderHold, hold.Labels[marks.LabelPlaceholder])
 		assert.Equal(t, "iad-fresh", hold.Annotations[marks.KeyPool])
 		assert.NotContains(t, hold.Annotations, marks.KeySharing, "no workload shares it: no sharing key")
 		require.Len(t, hold.OwnerReferences, 1)
@@ -138,7 +138,7 @@ func TestFreshAddressIsHeld(t *testing.T) {
 		assert.Empty(t, hold.Spec.Selector)
 		assert.False(t, *hold.Spec.AllocateLoadBalancerNodePorts)
 		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *hold.Spec.IPFamilyPolicy)
-		assert.Contains(t, suite.GetAddress(t, a.Name).Finalizers, names.Finalizer)
+		assert.Contains(t, suite.GetAddress(t, a.Name).Finalizers, marks.Finalizer)
 		assert.Equal(t, fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached",
 			testPlaceholderNamespace, hold.Name, ip), suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonHoldCreated).Message)
 

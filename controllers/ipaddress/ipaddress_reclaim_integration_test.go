@@ -90,7 +90,7 @@ func placeholdersOfClass(t require.TestingT, class string) []corev1.Service {
 	require.NoError(t, adm.List(context.Background(), &list, client.InNamespace(testPlaceholderNamespace)))
 	var out []corev1.Service
 	for _, s := range list.Items {
-		if s.Annotations[names.AnnotationClass] == class {
+		if s.Annotations[marks.KeyClass] == class {
 			out = append(out, s)
 		}
 	}
@@ -122,7 +122,7 @@ func TestRetainReleasedThenRecycled(t *testing.T) {
 	a := requireBound(t, first)
 	ip := a.Spec.Address
 	assert.Equal(t, iadv1alpha1.ReclaimRetain, a.Spec.ReclaimPolicy)
-	assert.Contains(t, a.Finalizers, names.Finalizer)
+	assert.Contains(t, a.Finalizers, marks.Finalizer)
 	assert.Contains(t, a.Finalizers, iadv1alpha1.AddressProtectionFinalizer)
 	hold := requireHeldBy(t, a.Name, ip)
 	assert.Equal(t, placeholder.AllocationName(first.UID, string(iadv1alpha1.FamilyIPv4)), hold.Name,

@@ -13,7 +13,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // scope carries what one pass fetched and what it changes. Reconcile builds
@@ -93,7 +93,7 @@ func (r *Reconciler) attachedService(ctx context.Context, s *scope) (*corev1.Ser
 // attachingService returns, from the cache, the Service the attach grant
 // names while the address is attached to none; nil when there is none.
 func (r *Reconciler) attachingService(ctx context.Context, s *scope) (*corev1.Service, error) {
-	svc, ok := names.AttachingService(s.addr)
+	svc, ok := marks.AttachingService(s.addr)
 	if s.addr.Status.AssociatedTo != nil || !ok || svc.Namespace == "" || svc.Name == "" {
 		return nil, nil
 	}
@@ -123,6 +123,6 @@ func (r *Reconciler) cachedPlaceholders(ctx context.Context, a *iadv1alpha1.IPAd
 func (r *Reconciler) livePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) ([]corev1.Service, error) {
 	var list corev1.ServiceList
 	err := r.APIReader.List(ctx, &list, client.InNamespace(r.PlaceholderNamespace),
-		client.MatchingLabels{names.LabelAddress: a.Name})
+		client.MatchingLabels{marks.LabelAddress: a.Name})
 	return ownPlaceholders(a, list.Items), err
 }

@@ -12,6 +12,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -26,7 +27,7 @@ import (
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (phase.Result, error) {
 	a := s.addr
 	r.states.forget(a.Name)
-	if !controllerutil.ContainsFinalizer(a, names.Finalizer) {
+	if !controllerutil.ContainsFinalizer(a, marks.Finalizer) {
 		return phase.Next(), nil
 	}
 	if pending, err := r.deletePlaceholders(ctx, a); err != nil || pending {
@@ -38,7 +39,7 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (phase.Result, erro
 			return phase.WaitFor("the pinned Services to let the address go", lookAgain), err
 		}
 	}
-	if _, err := patch.RemoveFinalizer(ctx, r, a, names.Finalizer); err != nil {
+	if _, err := patch.RemoveFinalizer(ctx, r, a, marks.Finalizer); err != nil {
 		return phase.Next(), client.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("teardown done; released the driver's finalizer")
@@ -56,7 +57,7 @@ func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAd
 	hold := &corev1.Service{}
 	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.HoldName(a.Name)}, hold)
 	switch {
-	case err == nil && hold.Labels[names.LabelAddress] != a.Name && ownedBy(hold, a):
+	case err == nil && hold.Labels[marks.LabelAddress] != a.Name && ownedBy(hold, a):
 		phs = append(phs, *hold)
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, err

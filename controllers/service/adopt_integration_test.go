@@ -128,7 +128,7 @@ func TestImportExistingServices(t *testing.T) {
 	}
 	got := &iadv1alpha1.IPAddressClaim{}
 	require.NoError(t, c.Client.Get(ctx, client.ObjectKeyFromObject(takenClaim), got))
-	assert.Empty(t, got.Labels[names.LabelImported], "the tenant's claim is left alone")
+	assert.Empty(t, got.Labels[marks.LabelImported], "the tenant's claim is left alone")
 	for _, n := range []string{"share-a", "mixed", "taken"} {
 		for _, ip := range fixture.Ingress(suite.GetService(t, ns, n)) {
 			err := c.Client.Get(ctx, client.ObjectKey{Name: "ip-" + dashed(ip)}, &iadv1alpha1.IPAddress{})
@@ -190,12 +190,12 @@ func assertImported(t *testing.T, ns, svcName, claimName, ip string, reclaim iad
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {
 		cl := &iadv1alpha1.IPAddressClaim{}
 		require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claimName}, cl))
-		assert.Equal(t, "true", cl.Labels[names.LabelImported])
+		assert.Equal(t, "true", cl.Labels[marks.LabelImported])
 		assert.Equal(t, addr, cl.Spec.AddressName)
 		assert.Equal(t, iadv1alpha1.ClaimBound, cl.Status.Phase)
 		assert.Equal(t, []iadv1alpha1.ClaimedAddress{{Name: addr, Address: ip}}, cl.Status.Addresses)
 		a := suite.GetAddress(t, addr)
-		assert.Equal(t, "true", a.Labels[names.LabelImported])
+		assert.Equal(t, "true", a.Labels[marks.LabelImported])
 		assert.Equal(t, reclaim, a.Spec.ReclaimPolicy)
 		assert.NotNil(t, a.Spec.Source.FromClass)
 		if assert.NotNil(t, a.Spec.ClaimRef) {

@@ -195,14 +195,14 @@ func coveringClass(classes []AdoptClass, ip string) *AdoptClass {
 func ImportedFor(a *iadv1alpha1.IPAddress, svc *corev1.Service, claimName string) bool {
 	ref := a.Spec.ClaimRef
 	return ref != nil && ref.Namespace == svc.Namespace && ref.Name == claimName &&
-		a.Annotations[names.AnnotationImportedServiceUID] == string(svc.UID)
+		a.Annotations[marks.AnnotationImportedServiceUID] == string(svc.UID)
 }
 
 // OwnImportClaim reports whether a claim of the generated name is this
 // import's: labelled, recording the Service's uid, asking for the address.
 func OwnImportClaim(c *iadv1alpha1.IPAddressClaim, svc *corev1.Service, p ImportPlan) bool {
-	return c.Labels[names.LabelImported] == "true" &&
-		c.Annotations[names.AnnotationImportedServiceUID] == string(svc.UID) &&
+	return c.Labels[marks.LabelImported] == "true" &&
+		c.Annotations[marks.AnnotationImportedServiceUID] == string(svc.UID) &&
 		c.Spec.AddressName == p.AddressName && c.Spec.ClassName == p.Class.Name
 }
 
@@ -212,10 +212,10 @@ func OwnImportClaim(c *iadv1alpha1.IPAddressClaim, svc *corev1.Service, p Import
 func ImportedClaim(svc *corev1.Service, p ImportPlan) *iadv1alpha1.IPAddressClaim {
 	c := &iadv1alpha1.IPAddressClaim{}
 	c.Namespace, c.Name = svc.Namespace, p.ClaimName
-	c.Labels = map[string]string{names.LabelImported: "true"}
+	c.Labels = map[string]string{marks.LabelImported: "true"}
 	c.Annotations = map[string]string{
-		names.AnnotationImportedService:    index.Key(svc.Namespace, svc.Name),
-		names.AnnotationImportedServiceUID: string(svc.UID),
+		marks.AnnotationImportedService:    index.Key(svc.Namespace, svc.Name),
+		marks.AnnotationImportedServiceUID: string(svc.UID),
 	}
 	c.Spec = iadv1alpha1.IPAddressClaimSpec{ClassName: p.Class.Name, Family: p.Family, AddressName: p.AddressName}
 	return c
@@ -227,12 +227,12 @@ func ImportedClaim(svc *corev1.Service, p ImportPlan) *iadv1alpha1.IPAddressClai
 func ImportedAddress(svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, p ImportPlan) *iadv1alpha1.IPAddress {
 	a := &iadv1alpha1.IPAddress{}
 	a.Name = p.AddressName
-	a.Labels = map[string]string{names.LabelImported: "true"}
+	a.Labels = map[string]string{marks.LabelImported: "true"}
 	a.Annotations = map[string]string{
-		names.AnnotationImportedService:    index.Key(svc.Namespace, svc.Name),
-		names.AnnotationImportedServiceUID: string(svc.UID),
+		marks.AnnotationImportedService:    index.Key(svc.Namespace, svc.Name),
+		marks.AnnotationImportedServiceUID: string(svc.UID),
 	}
-	a.Finalizers = []string{names.Finalizer}
+	a.Finalizers = []string{marks.Finalizer}
 	reclaim := p.Class.Reclaim
 	if reclaim == "" {
 		reclaim = iadv1alpha1.ReclaimRetain

@@ -109,7 +109,7 @@ func TestPlanImport(t *testing.T) {
 		{name: "a placeholder", step: ImportNone,
 			sit: ImportSituation{Service: func() *corev1.Service {
 				s := plain("iad-system", "hold-ip-192-0-2-5", "192.0.2.5")
-				s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+				s.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold}
 				return s
 			}(), PlaceholderNamespace: "iad-system", Classes: classes}},
 		{name: "attached through a tenant's claim", step: ImportNone,
@@ -224,16 +224,16 @@ func TestImportedObjects(t *testing.T) {
 	c := ImportedClaim(svc, p)
 	assert.Equal(t, "shop", c.Namespace)
 	assert.Equal(t, p.ClaimName, c.Name)
-	assert.Equal(t, "true", c.Labels[names.LabelImported])
-	assert.Equal(t, "shop/web", c.Annotations[names.AnnotationImportedService])
-	assert.Equal(t, "uid-web", c.Annotations[names.AnnotationImportedServiceUID])
+	assert.Equal(t, "true", c.Labels[marks.LabelImported])
+	assert.Equal(t, "shop/web", c.Annotations[marks.AnnotationImportedService])
+	assert.Equal(t, "uid-web", c.Annotations[marks.AnnotationImportedServiceUID])
 	assert.Equal(t, iadv1alpha1.IPAddressClaimSpec{ClassName: "gold", Family: iadv1alpha1.FamilyIPv4, AddressName: "ip-192-0-2-5"}, c.Spec)
 	assert.True(t, OwnImportClaim(c, svc, p))
 
 	c.UID = "claim-uid"
 	a := ImportedAddress(svc, c, p)
 	assert.Equal(t, "ip-192-0-2-5", a.Name)
-	assert.Equal(t, []string{names.Finalizer}, a.Finalizers)
+	assert.Equal(t, []string{marks.Finalizer}, a.Finalizers)
 	assert.Equal(t, iadv1alpha1.IPAddressSpec{
 		Address: "192.0.2.5", ClassName: "gold", ReclaimPolicy: iadv1alpha1.ReclaimDelete,
 		ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: p.ClaimName, UID: "claim-uid"},

@@ -228,10 +228,10 @@ func (r *Reconciler) recordAssociated(s *scope) {
 func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
 	me := index.Key(s.svc.Namespace, s.svc.Name)
 	for _, a := range s.addrs {
-		if names.Attaching(a) == me {
+		if marks.Attaching(a) == me {
 			continue
 		}
-		if err := patch.Meta(ctx, r, a, func() { names.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
+		if err := patch.Meta(ctx, r, a, func() { marks.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
 			return err
 		}
 		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)

@@ -131,7 +131,7 @@ func TestUnkeyedHolder(t *testing.T) {
 		s := *workload(nil, ann...)
 		s.Namespace, s.Name = ns, name
 		if labelled {
-			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+			s.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold}
 		}
 		return s
 	}

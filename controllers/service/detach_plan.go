@@ -8,7 +8,6 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // releaseFacts is what release decides on (planRelease).
@@ -167,7 +166,7 @@ func HeldBeside(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderN
 	ips := addressIPs([]*iadv1alpha1.IPAddress{a})
 	for i := range holders {
 		h := &holders[i]
-		if marks.Exempt(h, placeholderNamespace) && h.Labels[names.LabelAddress] == a.Name && marks.Holds(h, ips...) {
+		if marks.Exempt(h, placeholderNamespace) && h.Labels[marks.LabelAddress] == a.Name && marks.Holds(h, ips...) {
 			return true
 		}
 	}

@@ -114,7 +114,7 @@ func TestHandedBack(t *testing.T) {
 	holding := func(ns, name, addrLabel string, ips ...string) corev1.Service {
 		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if addrLabel != "" {
-			s.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: addrLabel}
+			s.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold, marks.LabelAddress: addrLabel}
 		}
 		for _, ip := range ips {
 			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})

@@ -120,7 +120,7 @@ func (r *Reconciler) observeAttachGrant(ctx context.Context, s *scope) error {
 			continue
 		}
 		if held, detaching := grantHeld(other, s.claimName); held {
-			s.otherHolder, s.otherAddress, s.otherDetaching = names.Attaching(a), a, detaching
+			s.otherHolder, s.otherAddress, s.otherDetaching = marks.Attaching(a), a, detaching
 			return nil
 		}
 	}

@@ -81,7 +81,7 @@ func associatedHolder(at *iadv1alpha1.WorkloadReference, other *corev1.Service, 
 // with svc) names; a grant can only name a Service of the claim's
 // namespace.
 func grantedTo(a *iadv1alpha1.IPAddress, svc *corev1.Service) (types.NamespacedName, bool) {
-	other, ok := names.AttachingService(a)
+	other, ok := marks.AttachingService(a)
 	if !ok || other == client.ObjectKeyFromObject(svc) || AssociatedWith(a, svc.Namespace, svc.Name) || other.Namespace != svc.Namespace {
 		return types.NamespacedName{}, false
 	}

@@ -10,7 +10,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 func annotatedService(ns, name string, ann ...string) *corev1.Service {
@@ -81,7 +80,7 @@ func TestGrantedTo(t *testing.T) {
 	granted := func(holder string, at *iadv1alpha1.WorkloadReference) *iadv1alpha1.IPAddress {
 		a := address("tenant", "ip", at)
 		if holder != "" {
-			a.Annotations = map[string]string{names.AnnotationAttaching: holder}
+			a.Annotations = map[string]string{marks.AnnotationAttaching: holder}
 		}
 		return a
 	}

@@ -190,7 +190,7 @@ func (r *Reconciler) attachingForParking(ctx context.Context, o client.Object) [
 	}
 	var reqs []reconcile.Request
 	for i := range addrs.Items {
-		if svc, ok := names.AttachingService(&addrs.Items[i]); ok {
+		if svc, ok := marks.AttachingService(&addrs.Items[i]); ok {
 			reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 		}
 	}
@@ -207,10 +207,10 @@ func (r *Reconciler) sharersOfPlaceholder(ctx context.Context, o client.Object) 
 		return nil
 	}
 	var reqs []reconcile.Request
-	if name := ph.Labels[names.LabelAddress]; name != "" {
+	if name := ph.Labels[marks.LabelAddress]; name != "" {
 		a := &iadv1alpha1.IPAddress{}
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, a); err == nil {
-			if svc, ok := names.AttachingService(a); ok {
+			if svc, ok := marks.AttachingService(a); ok {
 				reqs = append(reqs, reconcile.Request{NamespacedName: svc})
 			}
 			// A parked attach pins once its cache shows the hold moved away.

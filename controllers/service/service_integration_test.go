@@ -497,13 +497,13 @@ func TestPlaceholderExemptOnlyInPlaceholderNamespace(t *testing.T) {
 	_, heldAddrs := boundClaim(t, "forged-owner", "b", "sim-forged", iadv1alpha1.FamilyIPv4, "198.51.100.194")
 
 	forged := lb("forged-tenant", "hold-ip-198-51-100-193", "")
-	forged.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: forgedAddrs[0].Name}
+	forged.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold, marks.LabelAddress: forgedAddrs[0].Name}
 	forged.Annotations[marks.KeyPin] = "198.51.100.193"
 	suite.Create(t, forged)
 	assertConflict(t, "forged-tenant", forged.Name, forgedAddrs[0].Name, "198.51.100.193", "claim forged-owner/a")
 
 	real := lb(placeholderNS, "hold-ip-198-51-100-194", "")
-	real.Labels = map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: heldAddrs[0].Name}
+	real.Labels = map[string]string{marks.LabelPlaceholder: names.PlaceholderHold, marks.LabelAddress: heldAddrs[0].Name}
 	real.Annotations[marks.KeyPin] = "198.51.100.194"
 	suite.Create(t, real)
 	assert.EventuallyWithT(t, func(t *assert.CollectT) {

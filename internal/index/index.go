@@ -32,7 +32,7 @@ const (
 	// "<class>/<namespace of spec.claimRef>".
 	AddressByClassNamespace = "iad.spec.className.claimNamespace"
 	// AddressAttaching indexes, under Attaching, the IPAddresses carrying an
-	// attach grant (names.Attaching).
+	// attach grant (marks.Attaching).
 	AddressAttaching = "iad.attaching"
 	// Attaching is the one value of AddressAttaching.
 	Attaching = "attaching"
@@ -43,14 +43,14 @@ const (
 	ServiceByIngressIP = "iad.service.ingressIP"
 	// ServiceByPinnedIP indexes Services by each canonical IP of their pin.
 	ServiceByPinnedIP = "iad.service.pinnedIP"
-	// PlaceholderByAddress indexes placeholders by names.LabelAddress.
+	// PlaceholderByAddress indexes placeholders by marks.LabelAddress.
 	PlaceholderByAddress = "iad.placeholder.address"
 	// PlaceholderDrawnByClass indexes allocation and warm placeholders by class:
 	// addresses asked for and not in the ledger yet, answered or not.
 	PlaceholderDrawnByClass = "iad.placeholder.drawnByClass"
 	// WarmPlaceholderByClass indexes warm placeholders by the class they draw from.
 	WarmPlaceholderByClass = "iad.placeholder.warmByClass"
-	// WarmAddressByClass indexes warm IPAddresses (names.LabelWarm) by class.
+	// WarmAddressByClass indexes warm IPAddresses (marks.LabelWarm) by class.
 	WarmAddressByClass = "iad.spec.className.warm"
 
 	// ClaimByClass indexes claims by the class they name (spec.className)
@@ -160,7 +160,7 @@ var All = []Indexer{
 		return []string{Key(a.Spec.ClassName, a.Spec.ClaimRef.Namespace)}
 	}, EitherWay},
 	{&iadv1alpha1.IPAddress{}, AddressAttaching, func(o client.Object) []string {
-		if _, ok := names.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
+		if _, ok := marks.AttachingService(o.(*iadv1alpha1.IPAddress)); ok {
 			return []string{Attaching}
 		}
 		return nil
@@ -178,27 +178,27 @@ var All = []Indexer{
 		return marks.Of(o.(*corev1.Service)).PinIPs()
 	}, AcrossNamespaces},
 	{&corev1.Service{}, PlaceholderByAddress, func(o client.Object) []string {
-		if v := o.GetLabels()[names.LabelAddress]; v != "" {
+		if v := o.GetLabels()[marks.LabelAddress]; v != "" {
 			return []string{v}
 		}
 		return nil
 	}, InNamespace},
 	{&corev1.Service{}, PlaceholderDrawnByClass, func(o client.Object) []string {
-		role := o.GetLabels()[names.LabelPlaceholder]
-		class := o.GetAnnotations()[names.AnnotationClass]
+		role := o.GetLabels()[marks.LabelPlaceholder]
+		class := o.GetAnnotations()[marks.KeyClass]
 		if (role != names.PlaceholderAllocation && role != names.PlaceholderWarm) || class == "" {
 			return nil
 		}
 		return []string{class}
 	}, InNamespace},
 	{&corev1.Service{}, WarmPlaceholderByClass, func(o client.Object) []string {
-		if class := o.GetAnnotations()[names.AnnotationClass]; class != "" && o.GetLabels()[names.LabelPlaceholder] == names.PlaceholderWarm {
+		if class := o.GetAnnotations()[marks.KeyClass]; class != "" && o.GetLabels()[marks.LabelPlaceholder] == names.PlaceholderWarm {
 			return []string{class}
 		}
 		return nil
 	}, InNamespace},
 	{&iadv1alpha1.IPAddress{}, WarmAddressByClass, func(o client.Object) []string {
-		if o.GetLabels()[names.LabelWarm] == "true" {
+		if o.GetLabels()[marks.LabelWarm] == "true" {
 			return []string{o.(*iadv1alpha1.IPAddress).Spec.ClassName}
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -118,7 +119,7 @@ func TestOneKeyIndexes(t *testing.T) {
 		ServiceByIngressIP: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}}},
 		PlaceholderByAddress: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-iad-system", Name: "hold-ip-192-0-2-1",
-			Labels: map[string]string{names.LabelAddress: "ip-192-0-2-1"}}},
+			Labels: map[string]string{marks.LabelAddress: "ip-192-0-2-1"}}},
 	}
 	ours, theirs := unstartedCache(t), unstartedCache(t)
 	for _, ix := range All {
@@ -168,8 +169,8 @@ func indexFunc(t *testing.T, field string) client.IndexerFunc {
 func TestWarmIndexes(t *testing.T) {
 	placeholder := func(role, class string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{names.LabelPlaceholder: role},
-			Annotations: map[string]string{names.AnnotationClass: class},
+			Labels:      map[string]string{marks.LabelPlaceholder: role},
+			Annotations: map[string]string{marks.KeyClass: class},
 		}}
 	}
 	byClass := indexFunc(t, WarmPlaceholderByClass)
@@ -182,7 +183,7 @@ func TestWarmIndexes(t *testing.T) {
 		return &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: iadv1alpha1.IPAddressSpec{ClassName: "gold"}}
 	}
 	warm := indexFunc(t, WarmAddressByClass)
-	assert.Equal(t, []string{"gold"}, warm(address(map[string]string{names.LabelWarm: "true"})), "recorded warm")
+	assert.Equal(t, []string{"gold"}, warm(address(map[string]string{marks.LabelWarm: "true"})), "recorded warm")
 	assert.Nil(t, warm(address(nil)), "a claim's or an administrator's")
 }
 
@@ -190,7 +191,7 @@ func TestAddressAttaching(t *testing.T) {
 	attaching := indexFunc(t, AddressAttaching)
 	a := &iadv1alpha1.IPAddress{}
 	assert.Nil(t, attaching(a), "no attach grant")
-	names.GrantAttach(a, "shop", "web")
+	marks.GrantAttach(a, "shop", "web")
 	assert.Equal(t, []string{Attaching}, attaching(a))
 }
 

@@ -33,5 +33,5 @@ func Served(a *iadv1alpha1.IPAddress, class *iadv1alpha1.IPAddressClass) bool {
 	if class != nil {
 		return class.Spec.Provisioner == names.Provisioner
 	}
-	return slices.Contains(a.Finalizers, names.Finalizer)
+	return slices.Contains(a.Finalizers, Finalizer)
 }

@@ -77,7 +77,7 @@ func TestServed(t *testing.T) {
 	theirs := &iadv1alpha1.IPAddressClass{Spec: iadv1alpha1.IPAddressClassSpec{Provisioner: "example.com/other"}}
 	plain := &iadv1alpha1.IPAddress{}
 	withFinalizer := &iadv1alpha1.IPAddress{}
-	withFinalizer.Finalizers = []string{iadv1alpha1.AddressProtectionFinalizer, names.Finalizer}
+	withFinalizer.Finalizers = []string{iadv1alpha1.AddressProtectionFinalizer, Finalizer}
 
 	assert.True(t, Served(plain, ours), "class names us")
 	assert.False(t, Served(plain, theirs), "class names another driver")

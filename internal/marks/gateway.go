@@ -16,16 +16,6 @@ const (
 	// own namespace (Envoy Gateway's Gateway Namespace mode, and
 	// implementations that always run a Gateway's proxy beside it).
 	GatewayGroup = "gateway.networking.k8s.io"
-	// LabelOwningGatewayName and LabelOwningGatewayNamespace are Envoy
-	// Gateway's labels naming the Gateway a Service serves, which its
-	// default mode creates in Envoy Gateway's own namespace; the
-	// implementation writes them over anything the Gateway's
-	// spec.infrastructure.labels say.
-	LabelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"
-	LabelOwningGatewayNamespace = "gateway.envoyproxy.io/owning-gateway-namespace"
-	// LabelOwningGatewayClass is Envoy Gateway's label on a Service that
-	// serves every Gateway of a class (merged Gateways).
-	LabelOwningGatewayClass = "gateway.envoyproxy.io/owning-gatewayclass"
 )
 
 // Gateway is the Gateway a Service serves, as the implementation marked it.

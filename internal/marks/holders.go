@@ -14,7 +14,7 @@ import (
 // write a Service can forge the label, and an administrator can put a
 // Service in the namespace.
 func Exempt(svc *corev1.Service, placeholderNamespace string) bool {
-	_, labelled := svc.Labels[names.LabelPlaceholder]
+	_, labelled := svc.Labels[LabelPlaceholder]
 	return labelled && placeholderNamespace != "" && svc.Namespace == placeholderNamespace
 }
 

@@ -15,7 +15,7 @@ func TestExempt(t *testing.T) {
 	svc := func(ns string, labels map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s", Labels: labels}}
 	}
-	placeholder := map[string]string{names.LabelPlaceholder: names.PlaceholderHold}
+	placeholder := map[string]string{LabelPlaceholder: names.PlaceholderHold}
 	for _, tc := range []struct {
 		name string
 		svc  *corev1.Service
@@ -23,12 +23,12 @@ func TestExempt(t *testing.T) {
 		want bool
 	}{
 		{"a hold placeholder", svc(phNS, placeholder), phNS, true},
-		{"an allocation placeholder", svc(phNS, map[string]string{names.LabelPlaceholder: names.PlaceholderAllocation}), phNS, true},
-		{"a warm placeholder", svc(phNS, map[string]string{names.LabelPlaceholder: names.PlaceholderWarm}), phNS, true},
-		{"any value of the label", svc(phNS, map[string]string{names.LabelPlaceholder: ""}), phNS, true},
+		{"an allocation placeholder", svc(phNS, map[string]string{LabelPlaceholder: names.PlaceholderAllocation}), phNS, true},
+		{"a warm placeholder", svc(phNS, map[string]string{LabelPlaceholder: names.PlaceholderWarm}), phNS, true},
+		{"any value of the label", svc(phNS, map[string]string{LabelPlaceholder: ""}), phNS, true},
 		{"the label forged in a tenant namespace", svc("tenant", placeholder), phNS, false},
 		{"an unlabelled Service in the placeholder namespace", svc(phNS, nil), phNS, false},
-		{"other labels only", svc(phNS, map[string]string{names.LabelAddress: "a"}), phNS, false},
+		{"other labels only", svc(phNS, map[string]string{LabelAddress: "a"}), phNS, false},
 		{"no placeholder namespace configured", svc("", placeholder), "", false},
 	} {
 		assert.Equal(t, tc.want, Exempt(tc.svc, tc.phNS), tc.name)

@@ -7,10 +7,12 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
-// The keys of every mark a Service carries for MetalLB or for the driver:
-// the one place they are named. In the product only the package's own
-// files use them; everything else reads and writes a Marks. Tests use
-// them to build Services by hand.
+// The keys of every label, annotation and finalizer the driver reads or
+// writes, on any object: the one place they are named
+// (TestReadmeNamesEveryKey holds the README to them, TestKeysLiveInMarks
+// keeps them here). The marks a Service carries are read and written
+// through a Marks; the keys of the driver's own objects below are used
+// where those objects are built and looked up.
 const (
 	// MetalLB's requests, as it reads them (controller/service.go).
 	KeyPool    = "metallb.io/address-pool"
@@ -62,3 +64,67 @@ func GrantText(class string) string { return LabelGrant + "=" + class }
 
 // ClaimText is the claim annotation as a tenant writes it, for messages.
 func ClaimText() string { return KeyClaim + ": <claim name>" }
+
+// The driver's own objects: placeholders, the ledger's IPAddresses,
+// imported claims, and the MetalLB objects a class renders.
+const (
+	// Finalizer makes an IPAddress wait for its MetalLB allocation's release.
+	Finalizer = names.Domain + "teardown"
+
+	// LabelWarm ("true") marks warm reservations, the only ones scaled down.
+	LabelWarm = names.Domain + "warm"
+
+	// LabelPlaceholder marks a placeholder Service; its value is the role.
+	LabelPlaceholder = names.Domain + "placeholder"
+	// LabelAddress names the IPAddress a placeholder holds (or will hold).
+	LabelAddress = names.Domain + "ipaddress"
+	// LabelClaimUID is the uid of the claim an allocation placeholder serves.
+	LabelClaimUID = names.Domain + "claim-uid"
+
+	// AnnotationClaimNamespace, AnnotationClaimName and AnnotationFamily
+	// record, on an allocation placeholder, which claim and family it serves.
+	AnnotationClaimNamespace = names.Domain + "claim-namespace"
+	AnnotationClaimName      = names.Domain + "claim-name"
+	AnnotationFamily         = names.Domain + "family"
+	// KeyClass names a class: on a placeholder (an annotation), the class
+	// whose pool it draws from; on a MetalLB object the class controller
+	// rendered (a label), the class it serves.
+	KeyClass = names.Domain + "class"
+	// KeyRetained, on a pool whose class is gone, names the addresses
+	// recorded under the class name that it keeps serving until released.
+	KeyRetained = names.Domain + "retained-for"
+	// LabelManagedBy is Kubernetes' well-known label; the class controller
+	// sets it to "metallb-iad" on what it renders.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// AnnotationAttaching, on an IPAddress, is the attach grant: it names,
+	// as "namespace/name", the one Service allowed to attach the address
+	// while the attach is under way; written locked before any pin, so one
+	// of two racing Services wins.
+	AnnotationAttaching = names.Domain + "attaching"
+
+	// LabelImported ("true") marks the claims and IPAddresses generated to
+	// import an address MetalLB had already assigned to a plain Service.
+	LabelImported = names.Domain + "imported"
+	// AnnotationImportedService and AnnotationImportedServiceUID record the
+	// source Service; the uid tells the driver's claim from a tenant's namesake.
+	AnnotationImportedService    = names.Domain + "imported-service"
+	AnnotationImportedServiceUID = names.Domain + "imported-service-uid"
+)
+
+// Keys the driver reads on Services others write.
+const (
+	// LabelOwningGatewayName and LabelOwningGatewayNamespace are Envoy
+	// Gateway's labels naming the Gateway a Service serves, which its
+	// default mode creates in Envoy Gateway's own namespace; the
+	// implementation writes them over anything the Gateway's
+	// spec.infrastructure.labels say.
+	LabelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"
+	LabelOwningGatewayNamespace = "gateway.envoyproxy.io/owning-gateway-namespace"
+	// LabelOwningGatewayClass is Envoy Gateway's label on a Service that
+	// serves every Gateway of a class (merged Gateways).
+	LabelOwningGatewayClass = "gateway.envoyproxy.io/owning-gatewayclass"
+	// KeyLastApplied is kubectl's copy of what it applied, often a
+	// Service's largest annotation: the Service cache drops it.
+	KeyLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+)

@@ -7,18 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Names of the import of addresses MetalLB assigned first (docs/design.md §9).
-const (
-	// LabelImported ("true") marks the claims and IPAddresses generated to
-	// import an address MetalLB had already assigned to a plain Service.
-	LabelImported = Domain + "imported"
-
-	// AnnotationImportedService and AnnotationImportedServiceUID record the
-	// source Service; the uid tells the driver's claim from a tenant's namesake.
-	AnnotationImportedService    = Domain + "imported-service"
-	AnnotationImportedServiceUID = Domain + "imported-service-uid"
-)
-
 const importedSuffix = "-imported-"
 
 // ImportedClaimName is the claim generated to import service's address:

@@ -1,6 +1,7 @@
-// Package names holds the names the driver owns (provisioner, finalizer,
-// its objects' labels and annotations; the marks it puts on Services are
-// internal/marks) and the pure functions that derive object names.
+// Package names holds the names the driver owns (its provisioner, domain,
+// placeholder roles and lease) and the pure functions that derive object
+// names; every label, annotation and finalizer key is in internal/marks
+// (keys.go).
 package names
 
 // Provisioner is the driver's name in IPAddressClass.spec.provisioner.
@@ -8,29 +9,6 @@ const Provisioner = "metallb.drivers.local.sdn.cozystack.io"
 
 // Domain prefixes every label, annotation and finalizer the driver writes.
 const Domain = Provisioner + "/"
-
-const (
-	// Finalizer makes an IPAddress wait for its MetalLB allocation's release.
-	Finalizer = Domain + "teardown"
-
-	// LabelWarm ("true") marks warm reservations, the only ones scaled down.
-	LabelWarm = Domain + "warm"
-
-	// LabelPlaceholder marks a placeholder Service; its value is the role.
-	LabelPlaceholder = Domain + "placeholder"
-	// LabelAddress names the IPAddress a placeholder holds (or will hold).
-	LabelAddress = Domain + "ipaddress"
-	// LabelClaimUID is the uid of the claim an allocation placeholder serves.
-	LabelClaimUID = Domain + "claim-uid"
-
-	// AnnotationClaimNamespace, AnnotationClaimName and AnnotationFamily
-	// record, on an allocation placeholder, which claim and family it serves.
-	AnnotationClaimNamespace = Domain + "claim-namespace"
-	AnnotationClaimName      = Domain + "claim-name"
-	AnnotationFamily         = Domain + "family"
-	// AnnotationClass records the class whose pool the placeholder draws from.
-	AnnotationClass = Domain + "class"
-)
 
 // Placeholder roles, the values of LabelPlaceholder.
 const (

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 func TestAddressName(t *testing.T) {
@@ -84,16 +82,4 @@ func TestAddressNameInjective(t *testing.T) {
 			add(netip.AddrFrom16(r))
 		}
 	}
-}
-
-func TestAttachGrant(t *testing.T) {
-	a := &iadv1alpha1.IPAddress{}
-	_, ok := AttachingService(a)
-	assert.False(t, ok)
-	GrantAttach(a, "shop", "web")
-	assert.Equal(t, "shop/web", Attaching(a))
-	got, ok := AttachingService(a)
-	assert.True(t, ok)
-	assert.Equal(t, "shop", got.Namespace)
-	assert.Equal(t, "web", got.Name)
 }

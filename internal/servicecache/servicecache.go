@@ -4,15 +4,13 @@ package servicecache
 
 import (
 	"github.com/cozystack/metallb-iad/internal/compact"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// lastApplied is often a Service's largest annotation; no controller reads it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Options are the cache options of the Service and IPAddress controllers.
 // They must see Services in every namespace, so the cache trims each
@@ -37,7 +35,7 @@ func Trim(o any) (any, error) {
 		return o, nil
 	}
 	ann := compact.Keys(svc.Annotations) // a new map: safe to drop from
-	delete(ann, lastApplied)
+	delete(ann, marks.KeyLastApplied)
 	var ports []corev1.ServicePort
 	if len(svc.Spec.Ports) > 0 {
 		ports = make([]corev1.ServicePort, len(svc.Spec.Ports))

@@ -3,6 +3,7 @@ package servicecache
 import (
 	"testing"
 
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ func TestTrim(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "t", Name: "web", UID: "u", ResourceVersion: "7",
 			Labels:          map[string]string{"app": "web"},
-			Annotations:     map[string]string{lastApplied: "{}", "metallb.io/loadBalancerIPs": "192.0.2.7"},
+			Annotations:     map[string]string{marks.KeyLastApplied: "{}", "metallb.io/loadBalancerIPs": "192.0.2.7"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "IPAddress", Name: "a", UID: "ua", Controller: ptr.To(true)}},
 			Finalizers:      []string{"x/f"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -59,7 +60,7 @@ func TestTrim(t *testing.T) {
 		ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 	}, got.Spec, "the sharing inputs, the families and the pin; not the selector")
 	assert.Equal(t, corev1.ServiceStatus{LoadBalancer: in.Status.LoadBalancer}, got.Status)
-	assert.Contains(t, in.Annotations, lastApplied, "the input is not modified")
+	assert.Contains(t, in.Annotations, marks.KeyLastApplied, "the input is not modified")
 	assert.NotNil(t, in.ManagedFields, "the input is not modified")
 
 	other := "not a service"

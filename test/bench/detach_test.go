@@ -200,7 +200,7 @@ func detachService(ns, name, claim, mode string) *corev1.Service {
 // placeholdersOf counts the placeholders of an address.
 func (e *env) placeholdersOf(address string) (int, error) {
 	var list corev1.ServiceList
-	err := e.k.List(e.ctx, &list, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{names.LabelAddress: address})
+	err := e.k.List(e.ctx, &list, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{marks.LabelAddress: address})
 	return len(list.Items), err
 }
 

@@ -139,8 +139,8 @@ func TestStates(t *testing.T) {
 
 func TestKeysOfPlaceholders(t *testing.T) {
 	ph := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "metallb-iad-system", Name: "alloc-ipv4-u",
-		Labels:      map[string]string{names.LabelAddress: "ip-10-200-0-1"},
-		Annotations: map[string]string{names.AnnotationClaimNamespace: "ns", names.AnnotationClaimName: "ip-0"}}}
+		Labels:      map[string]string{marks.LabelAddress: "ip-10-200-0-1"},
+		Annotations: map[string]string{marks.AnnotationClaimNamespace: "ns", marks.AnnotationClaimName: "ip-0"}}}
 	assert.Equal(t, []string{"service/metallb-iad-system/alloc-ipv4-u", placeholderOfKey("ns", "ip-0"), holdOfKey("ip-10-200-0-1")}, keysOf(ph))
 	forged := ph.DeepCopy()
 	forged.Namespace = "tenant"

@@ -24,7 +24,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/service"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/compact"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -158,7 +158,7 @@ var kinds = map[string]struct {
 }{
 	kindClaim:       {item: &iadv1alpha1.IPAddressClaim{}, list: &iadv1alpha1.IPAddressClaimList{}},
 	kindAddress:     {item: &iadv1alpha1.IPAddress{}, list: &iadv1alpha1.IPAddressList{}},
-	kindPlaceholder: {item: &corev1.Service{}, list: &corev1.ServiceList{}, opts: []client.ListOption{client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder}}},
+	kindPlaceholder: {item: &corev1.Service{}, list: &corev1.ServiceList{}, opts: []client.ListOption{client.InNamespace(cluster.DriverNamespace), client.HasLabels{marks.LabelPlaceholder}}},
 	kindService:     {item: &corev1.Service{}, list: &corev1.ServiceList{}},
 }
 

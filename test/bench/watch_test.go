@@ -16,7 +16,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
-	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
@@ -63,10 +63,10 @@ func keysOf(o any) []string {
 		if v.Namespace != cluster.DriverNamespace {
 			return ks
 		}
-		if ns, claim := v.Annotations[names.AnnotationClaimNamespace], v.Annotations[names.AnnotationClaimName]; ns != "" && claim != "" {
+		if ns, claim := v.Annotations[marks.AnnotationClaimNamespace], v.Annotations[marks.AnnotationClaimName]; ns != "" && claim != "" {
 			ks = append(ks, placeholderOfKey(ns, claim))
 		}
-		if a := v.Labels[names.LabelAddress]; a != "" {
+		if a := v.Labels[marks.LabelAddress]; a != "" {
 			ks = append(ks, holdOfKey(a))
 		}
 		return ks

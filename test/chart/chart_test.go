@@ -473,7 +473,7 @@ func TestParkingPool(t *testing.T) {
 			assert.Equal(t, true, spec["avoidBuggyIPs"], "no .0 or .255 address shown in a placeholder's status")
 			assert.Equal(t, map[string]any{
 				"namespaces":       []any{tt.wantNS},
-				"serviceSelectors": []any{map[string]any{"matchLabels": map[string]any{names.LabelPlaceholder: names.PlaceholderHold}}},
+				"serviceSelectors": []any{map[string]any{"matchLabels": map[string]any{marks.LabelPlaceholder: names.PlaceholderHold}}},
 			}, spec["serviceAllocation"])
 		})
 	}

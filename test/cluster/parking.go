@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
@@ -26,7 +27,7 @@ func ParkingPool(placeholderNamespace string) *metallbv1beta1.IPAddressPool {
 			AvoidBuggyIPs: true,
 			AllocateTo: &metallbv1beta1.ServiceAllocation{
 				Namespaces:       []string{placeholderNamespace},
-				ServiceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{names.LabelPlaceholder: names.PlaceholderHold}}},
+				ServiceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{marks.LabelPlaceholder: names.PlaceholderHold}}},
 			},
 		},
 	}

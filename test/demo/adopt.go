@@ -103,7 +103,7 @@ func adopt(ctx context.Context, k client.Client, ip string) error {
 		return fmt.Errorf("service %s/%s lost %s during its import", legacyNamespace, legacyService, ip)
 	}
 	say("claim %s/%s generated (label %s=%s), Bound to IPAddress %s (%s, spec.addressName %s)",
-		legacyNamespace, claimName, names.LabelImported, claim.Labels[names.LabelImported], addrName, ip, claim.Spec.AddressName)
+		legacyNamespace, claimName, marks.LabelImported, claim.Labels[marks.LabelImported], addrName, ip, claim.Spec.AddressName)
 	say("IPAddress %s: phase %s, reclaim policy %s, attached to %s/%s", addrName, a.Status.Phase, a.Spec.ReclaimPolicy, legacyNamespace, legacyService)
 	say("Service %s/%s still holds %s, now annotated %s: %s and pinned by the driver (%s=%s)",
 		legacyNamespace, legacyService, ip, iadv1alpha1.ServiceClaimAnnotation, claimName,

@@ -193,7 +193,7 @@ func run(ctx context.Context, keep bool) error {
 		// The placeholder that stepped aside to the parking pool while the
 		// Service held the address holds it again.
 		var phs corev1.ServiceList
-		if err := k.List(ctx, &phs, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{names.LabelAddress: addrName}); err != nil {
+		if err := k.List(ctx, &phs, client.InNamespace(cluster.DriverNamespace), client.MatchingLabels{marks.LabelAddress: addrName}); err != nil {
 			return false, err
 		}
 		holder = ""
@@ -247,7 +247,7 @@ func run(ctx context.Context, keep bool) error {
 	tables(ctx, k)
 	fmt.Printf("\n    The control plane keeps running. In another terminal:\n\n    export KUBECONFIG=%s\n", c.Kubeconfig)
 	hints := [][2]string{
-		{"kubectl get ipaddressclaims -A -l " + names.LabelImported + "=true", "the claims the driver generated to adopt what MetalLB had assigned"},
+		{"kubectl get ipaddressclaims -A -l " + marks.LabelImported + "=true", "the claims the driver generated to adopt what MetalLB had assigned"},
 		{fmt.Sprintf("kubectl describe service -n %s %s", legacyNamespace, legacyService), "the adopted Service: its claim annotation, the driver's pin, the Imported Event"},
 		{fmt.Sprintf("kubectl get events -n %s --field-selector reason=Imported", legacyNamespace), "the import, on the Service and on the generated claim"},
 		{fmt.Sprintf("kubectl describe ipaddressclaim -n %s %s", tenant, pending), "why a claim is Pending: its conditions and Events"},
@@ -404,7 +404,7 @@ func tables(ctx context.Context, k client.Client) {
 				continue
 			}
 			role := "workload"
-			if r := s.Labels[names.LabelPlaceholder]; r != "" {
+			if r := s.Labels[marks.LabelPlaceholder]; r != "" {
 				role = r + " placeholder"
 			}
 			ips := strings.Join(ingressIPs(&s), ",")

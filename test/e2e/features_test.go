@@ -46,7 +46,7 @@ func flagshipSteps(k *kit, class string, policy iadv1alpha1.ReclaimPolicy) ([]fu
 			require.EventuallyWithT(k.t, func(t *assert.CollectT) {
 				assert.Contains(t, strings.Join(k.events(t, "Service", "a", "Associated"), "\n"), "parked handoff")
 				list := &corev1.ServiceList{}
-				require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
+				require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{marks.LabelAddress: a.Name}))
 				if assert.Len(t, list.Items, 1, "the hold is kept") {
 					ph := &list.Items[0]
 					assert.Equal(t, parking.DefaultPool, ph.Annotations[marks.KeyPool], "parked")
@@ -124,7 +124,7 @@ func TestTheft(t *testing.T) {
 		restart, err := k.fleet.stopAll(ctx, "ipaddress")
 		require.NoError(t, err)
 		list := &corev1.ServiceList{}
-		require.NoError(t, k.k.List(ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{names.LabelAddress: a.Name}))
+		require.NoError(t, k.k.List(ctx, list, client.InNamespace(k.fleet.placeholderNamespace()), client.MatchingLabels{marks.LabelAddress: a.Name}))
 		for i := range list.Items {
 			require.NoError(t, k.k.Delete(ctx, &list.Items[i]))
 		}

@@ -190,7 +190,7 @@ func (k *kit) readService(t require.TestingT, name string) *corev1.Service {
 func (k *kit) placeholdersOf(t require.TestingT, address string) []corev1.Service {
 	list := &corev1.ServiceList{}
 	require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
-		client.MatchingLabels{names.LabelAddress: address}))
+		client.MatchingLabels{marks.LabelAddress: address}))
 	return list.Items
 }
 

@@ -142,7 +142,7 @@ func (k *kit) held(a iadv1alpha1.ClaimedAddress, phase iadv1alpha1.IPAddressPhas
 		assert.Equal(t, phase, addr.Status.Phase)
 		list := &corev1.ServiceList{}
 		require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
-			client.MatchingLabels{names.LabelAddress: a.Name}))
+			client.MatchingLabels{marks.LabelAddress: a.Name}))
 		require.Len(t, list.Items, 1, "exactly one placeholder holds %s", a.Address)
 		assert.Equal(t, []string{a.Address}, ingress(&list.Items[0]))
 	}, wait, tick, "%s (%s) is held by a placeholder", a.Name, a.Address)
@@ -200,7 +200,7 @@ func (k *kit) attached(svc string, addrs ...iadv1alpha1.ClaimedAddress) {
 			assert.Equal(t, iadv1alpha1.AddressBound, addr.Status.Phase)
 			list := &corev1.ServiceList{}
 			require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
-				client.MatchingLabels{names.LabelAddress: a.Name}))
+				client.MatchingLabels{marks.LabelAddress: a.Name}))
 			if _, shared := s.Annotations[marks.KeySharedBy]; !shared {
 				assert.LessOrEqual(t, len(list.Items), 1, "at most the parked hold while attached")
 				for i := range list.Items {

@@ -23,6 +23,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
@@ -396,7 +397,7 @@ func (k *kit) localService(name, claim string) {
 func (k *kit) placeholderIngress(address string) []string {
 	list := &corev1.ServiceList{}
 	require.NoError(k.t, k.k.List(k.ctx, list, client.InNamespace(k.fleet.placeholderNamespace()),
-		client.MatchingLabels{names.LabelAddress: address}))
+		client.MatchingLabels{marks.LabelAddress: address}))
 	var out []string
 	for i := range list.Items {
 		out = append(out, ingress(&list.Items[i])...)
@@ -465,7 +466,7 @@ func ofClass(o client.Object, ns, class string) bool {
 	case *iadv1alpha1.IPAddress:
 		return v.Spec.ClassName == class
 	case *corev1.Service:
-		return v.Namespace == ns || v.Annotations[names.AnnotationClass] == class
+		return v.Namespace == ns || v.Annotations[marks.KeyClass] == class
 	}
 	return true
 }

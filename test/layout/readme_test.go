@@ -18,10 +18,22 @@ import (
 // stringConstants evaluates the string constants of the package in dir
 // that are literals, other constants of the package, or sums of those.
 func stringConstants(t *testing.T, dir string) map[string]string {
+	values, _ := constantsByFile(t, dir)
+	return values
+}
+
+// driverDomain is names.Domain, which key constants outside internal/names
+// are built from.
+const driverDomain = "metallb.drivers.local.sdn.cozystack.io/"
+
+// constantsByFile is stringConstants with, for each constant, the file
+// declaring it. A reference to names.Domain evaluates to driverDomain.
+func constantsByFile(t *testing.T, dir string) (map[string]string, map[string]string) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
 	exprs := map[string]ast.Expr{}
+	where := map[string]string{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -38,6 +50,7 @@ func stringConstants(t *testing.T, dir string) map[string]string {
 				for i, n := range vs.Names {
 					if i < len(vs.Values) {
 						exprs[n.Name] = vs.Values[i]
+						where[n.Name] = filepath.Base(f)
 					}
 				}
 			}
@@ -62,6 +75,10 @@ func stringConstants(t *testing.T, dir string) map[string]string {
 			return l + r, lok && rok && e.Op == token.ADD
 		case *ast.ParenExpr:
 			return eval(e.X)
+		case *ast.SelectorExpr:
+			if x, ok := e.X.(*ast.Ident); ok && x.Name == "names" && e.Sel.Name == "Domain" {
+				return driverDomain, true
+			}
 		}
 		return "", false
 	}
@@ -77,7 +94,7 @@ func stringConstants(t *testing.T, dir string) map[string]string {
 			}
 		}
 	}
-	return values
+	return values, where
 }
 
 // TestReadmeNamesEveryKey: the README's reference of annotations and labels
@@ -102,7 +119,56 @@ func TestReadmeNamesEveryKey(t *testing.T) {
 			}
 		}
 	}
-	assert.Greater(t, found, 20, "the key constants were found")
+	assert.Greater(t, found, 30, "the key constants were found")
+}
+
+// TestKeysLiveInMarks: every label, annotation or finalizer key of the
+// product (a constant shaped like prefix/name under a Kubernetes-style
+// domain) is declared in internal/marks/keys.go, where
+// TestReadmeNamesEveryKey finds it; api/v1alpha1 holds the core's own.
+func TestKeysLiveInMarks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var dirs []string
+	for _, top := range []string{"internal", "controllers", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return err
+		})
+		require.NoError(t, err)
+	}
+	keys := 0
+	for _, dir := range dirs {
+		values, where := constantsByFile(t, dir)
+		for name, v := range values {
+			if !isKey(v) {
+				continue
+			}
+			rel, _ := filepath.Rel(root, filepath.Join(dir, where[name]))
+			if rel == filepath.Join("internal", "marks", "keys.go") {
+				keys++
+				continue
+			}
+			t.Errorf("%s declares the key %s = %q: declare it in internal/marks/keys.go", rel, name, v)
+		}
+	}
+	assert.Greater(t, keys, 30, "the keys of internal/marks/keys.go were found")
+}
+
+// isKey reports whether v is shaped like a label, annotation or finalizer
+// key under a domain: prefix/name, the prefix a dotted host.
+func isKey(v string) bool {
+	host, name, ok := strings.Cut(v, "/")
+	if !ok || name == "" || strings.ContainsAny(v, " %") || !strings.Contains(host, ".") {
+		return false
+	}
+	for _, d := range []string{".io", ".tf", ".k8s.io"} {
+		if strings.HasSuffix(host, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // readmeNames reports whether the README names the key host/key: in full,

@@ -14,7 +14,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 )
 
@@ -161,9 +160,9 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 	for i := range s.Services {
 		sv := &s.Services[i]
 		key := client.ObjectKeyFromObject(sv)
-		if sv.Namespace == placeholderNS && sv.Labels[names.LabelPlaceholder] != "" {
+		if sv.Namespace == placeholderNS && sv.Labels[marks.LabelPlaceholder] != "" {
 			checks[FinalOrphans]++
-			if name := sv.Labels[names.LabelAddress]; name != "" {
+			if name := sv.Labels[marks.LabelAddress]; name != "" {
 				a := byName[name]
 				// An attached address keeps its hold beside the Service
 				// (shared attachment) or parked in the parking pool.
@@ -172,8 +171,8 @@ func CheckFinal(s *State, placeholderNS string, retain map[string]string) (map[s
 					fail(FinalOrphans, "placeholder %s holds for address %s, which is gone or attached (not in a shared attachment, not parked)", sv.Name, name)
 				}
 			} else {
-				c := claims[client.ObjectKey{Namespace: sv.Annotations[names.AnnotationClaimNamespace], Name: sv.Annotations[names.AnnotationClaimName]}]
-				if c == nil || c.DeletionTimestamp != nil || string(c.UID) != sv.Labels[names.LabelClaimUID] {
+				c := claims[client.ObjectKey{Namespace: sv.Annotations[marks.AnnotationClaimNamespace], Name: sv.Annotations[marks.AnnotationClaimName]}]
+				if c == nil || c.DeletionTimestamp != nil || string(c.UID) != sv.Labels[marks.LabelClaimUID] {
 					fail(FinalOrphans, "allocation placeholder %s serves no live claim", sv.Name)
 				}
 			}

@@ -27,7 +27,7 @@ func IngressIPs(s *corev1.Service) []string {
 // placeholder namespace (a label alone can be forged anywhere else), marked
 // as a placeholder, naming the address.
 func IsPlaceholderOf(s *corev1.Service, a *iadv1alpha1.IPAddress, placeholderNS string) bool {
-	return s.Namespace == placeholderNS && s.Labels[names.LabelPlaceholder] != "" && s.Labels[names.LabelAddress] == a.Name
+	return s.Namespace == placeholderNS && s.Labels[marks.LabelPlaceholder] != "" && s.Labels[marks.LabelAddress] == a.Name
 }
 
 // AttachedTo reports whether the address is attached to s, or s is in the

@@ -40,7 +40,7 @@ func svc(ns, name string, ann, labels map[string]string, ips ...string) *corev1.
 }
 
 func hold(a *iadv1alpha1.IPAddress, ns string) *corev1.Service {
-	return svc(ns, "hold-"+a.Name, nil, map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: a.Name}, a.Spec.Address)
+	return svc(ns, "hold-"+a.Name, nil, map[string]string{marks.LabelPlaceholder: names.PlaceholderHold, marks.LabelAddress: a.Name}, a.Spec.Address)
 }
 
 func TestDoubleHoldAllowed(t *testing.T) {
@@ -169,7 +169,7 @@ func TestCheckFinal(t *testing.T) {
 		{"shared attachment without its hold", func(s *State) { s.Services[1].Annotations[marks.KeySharedBy] = "b" }, FinalSharedHold},
 		{"shared attachment with two holds", func(s *State) {
 			s.Services[1].Annotations[marks.KeySharedBy] = "b"
-			s.Services = append(s.Services, *hold(att, phNS), *svc(phNS, "hold2", nil, map[string]string{names.LabelPlaceholder: names.PlaceholderHold, names.LabelAddress: att.Name}, att.Spec.Address))
+			s.Services = append(s.Services, *hold(att, phNS), *svc(phNS, "hold2", nil, map[string]string{marks.LabelPlaceholder: names.PlaceholderHold, marks.LabelAddress: att.Name}, att.Spec.Address))
 		}, FinalSharedHold},
 		{"Conflict left", func(s *State) { s.Addresses[0].Status.Phase = iadv1alpha1.AddressConflict }, FinalPhases},
 		{"Retain address gone", func(s *State) { s.Addresses[0].UID = "recreated" }, FinalRetain},

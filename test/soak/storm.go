@@ -640,7 +640,7 @@ func (st *storm) classShrink(ctx context.Context) error {
 
 func (st *storm) placeholders(ctx context.Context) ([]corev1.Service, error) {
 	list := &corev1.ServiceList{}
-	if err := st.k.List(ctx, list, client.InNamespace(cluster.DriverNamespace), client.HasLabels{names.LabelPlaceholder}); err != nil {
+	if err := st.k.List(ctx, list, client.InNamespace(cluster.DriverNamespace), client.HasLabels{marks.LabelPlaceholder}); err != nil {
 		return nil, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
