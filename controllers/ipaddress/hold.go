@@ -2,7 +2,6 @@ package ipaddress
 
 import (
 	"context"
-	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,13 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
-	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // enforceHold keeps the holding invariant on the address: it observes the
@@ -143,26 +140,6 @@ func (r *Reconciler) freshAttached(ctx context.Context, a *iadv1alpha1.IPAddress
 	return fresh, nil
 }
 
-// liveRecording reads from the API server the allocation placeholder of
-// the address's claim, returned while it holds the address and is not
-// handed over yet (recordingPlaceholder).
-func (r *Reconciler) liveRecording(ctx context.Context, v *holdView) (*corev1.Service, error) {
-	ref := v.addr.Spec.ClaimRef
-	if ref == nil || ref.UID == "" {
-		return nil, nil
-	}
-	family := iadv1alpha1.FamilyIPv4
-	if netip.MustParseAddr(v.ip).Is6() {
-		family = iadv1alpha1.FamilyIPv6
-	}
-	ph := &corev1.Service{}
-	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
-	if err := r.APIReader.Get(ctx, key, ph); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return recordingPlaceholder(v.addr, v.ip, r.PlaceholderNamespace, []corev1.Service{*ph}), nil
-}
-
 // repairPlaceholders re-pins, re-keys and grants the plan's placeholders;
 // gone stops at one that no longer exists.
 func (r *Reconciler) repairPlaceholders(ctx context.Context, v *holdView, p holdPlan) (gone bool, err error) {
@@ -212,41 +189,6 @@ func (r *Reconciler) dropPlaceholders(ctx context.Context, phs []*corev1.Service
 		}
 	}
 	return deleted, nil
-}
-
-// parkPlaceholders moves the placeholders it is given to the parking
-// pool, each with an optimistic lock.
-func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) error {
-	for _, ph := range phs {
-		err := patch.Meta(ctx, r, ph, func() { marks.Edit(ph, func(m *marks.Marks) { m.Park(r.ParkingPool) }) })
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		log.FromContext(ctx).Info("parked a placeholder", "placeholder", client.ObjectKeyFromObject(ph), "pool", r.ParkingPool)
-	}
-	return nil
-}
-
-// noteHold records HoldReleased (a parked hold says so in Held alone: one
-// Event a handoff, the Service's) and sets Granted and Held in memory,
-// with the AddressTakenElsewhere Warning after the status patch.
-func (r *Reconciler) noteHold(s *scope, v *holdView, p holdPlan, deleted int) {
-	a := s.addr
-	if w := releasedFor(a, p.Pair, v.attached, deleted); w != nil {
-		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonHoldReleased, msgHoldReleased(w, deleted))
-	}
-	g := grantedWords(a.Spec.ClassName, p.Ungranted)
-	conditions.Set(&a.Status.Conditions, conditions.Granted, g.Status, g.Reason, g.Message, a.Generation)
-	if p.Held == nil {
-		return
-	}
-	h := heldWords(p.Held, v.ip, a.Spec.ClassName, r.ParkingPool)
-	if conditions.Set(&a.Status.Conditions, conditions.Held, h.Status, h.Reason, h.Message, a.Generation) && p.TakenBy != nil {
-		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressTakenElsewhere, h.Message})
-	}
 }
 
 // createHold creates the hold placeholder the plan asks for. It runs after

@@ -5,12 +5,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
-	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -52,48 +50,6 @@ type parkOpt struct {
 	// GrantOnly: MetalLB takes the address from a Service without the
 	// grant label at its next look, whatever the driver does.
 	GrantOnly bool
-}
-
-// heldCode is the plan's verdict on the Held condition; heldWords
-// (events.go) gives each its status, reason and message.
-type heldCode int
-
-const (
-	heldByPlaceholder       heldCode = iota + 1 // True: By, a placeholder, holds the address
-	heldBeside                                  // True: By holds it beside For, the attached workload
-	heldReleased                                // False: no placeholder holds it; it is For's
-	heldReleasedParked                          // False: the same, the hold waiting in the parking pool
-	heldTakenElsewhere                          // False: By holds it without the binding's authority
-	heldImporting                               // Unknown: By is being imported and keeps it
-	waitingForHold                              // Unknown: MetalLB to assign it to By, a placeholder
-	waitingPlaceholderGoing                     // Unknown: the placeholder is being deleted
-	waitingHandOver                             // Unknown: By, the claim's allocation placeholder, to be handed over
-	waitingForEviction                          // Unknown: MetalLB to take it from By, which lacks the grant
-	waitingToShare                              // Unknown: MetalLB to let By, a placeholder, share it with With
-	waitingForRelease                           // Unknown: By, which the binding authorizes, to release it
-	waitingOtherPlaceholder                     // Unknown: By, another claim's placeholder, to give it back
-	waitingToShareAttached                      // Unknown: MetalLB to let By, a placeholder, share it with For
-)
-
-// released reports whether the verdict releases the address to a workload.
-func (c heldCode) released() bool { return c == heldReleased || c == heldReleasedParked }
-
-// waits reports whether the verdict waits for another process (Held Unknown).
-func (c heldCode) waits() bool { return c >= heldImporting }
-
-// heldVerdict is what the plan says of Held: a code and what it names.
-type heldVerdict struct {
-	Code     heldCode
-	By, With types.NamespacedName
-	For      *iadv1alpha1.WorkloadReference
-}
-
-func verdict(code heldCode, by *corev1.Service) *heldVerdict {
-	v := &heldVerdict{Code: code}
-	if by != nil {
-		v.By = types.NamespacedName{Namespace: by.Namespace, Name: by.Name}
-	}
-	return v
 }
 
 // confirmation is a read the plan asks of the API server before it is
@@ -250,44 +206,6 @@ func (p *planning) planRecording(ph *corev1.Service) holdPlan {
 	return holdPlan{Held: verdict(heldByPlaceholder, ph)}
 }
 
-// planAttached plans an attached address: nothing moves while its Service
-// leaves, the hold stays in a shared attachment, and otherwise the
-// placeholders park when the parking pool can take them (the parked
-// handoff) or go (the gap handoff).
-func (p *planning) planAttached(w *iadv1alpha1.WorkloadReference) holdPlan {
-	attached := p.attached
-	switch {
-	case attached != nil && (attached.DeletionTimestamp != nil || marks.LetGo(p.addr, attached)):
-		return p.planLeaving(w)
-	case marks.SharesHold(attached, p.key):
-		return p.planShared(w)
-	case len(p.phs) == 0:
-		return holdPlan{Held: &heldVerdict{Code: heldReleased, For: w}}
-	case p.park.Open:
-		return p.planParking(w)
-	}
-	return holdPlan{Delete: services(p.live, func(seen) bool { return true })}
-}
-
-// planParking plans the gap handoff of an address whose placeholders step
-// aside to the parking pool instead of going: MetalLB moves each to a
-// parking address and frees it without a pass over every Service. The
-// hold counts as released once no placeholder holds the address any more.
-func (p *planning) planParking(w *iadv1alpha1.WorkloadReference) holdPlan {
-	plan := holdPlan{Park: services(p.live, func(s seen) bool { return !s.parked })}
-	// Held is left as it is while a placeholder still holds the address:
-	// it does hold it until MetalLB moves it, so Held is written once,
-	// False, when the address is free for the workload.
-	switch {
-	case len(plan.Park) > 0:
-	case slices.ContainsFunc(p.phs, func(s seen) bool { return s.holds }):
-		plan.Parking = true
-	default:
-		plan.Held = &heldVerdict{Code: heldReleasedParked, For: w}
-	}
-	return plan
-}
-
 // services are the Services of list that keep says to.
 func services(list []seen, keep func(seen) bool) []*corev1.Service {
 	var out []*corev1.Service
@@ -352,167 +270,6 @@ func (p *planning) surplus(holder *corev1.Service) []*corev1.Service {
 	return services(p.live, func(s seen) bool { return s.Service != holder && !s.holds })
 }
 
-// unheld is the Held verdict on an unattached address none of whose live
-// placeholders holds it, by who does: a Service without the binding's
-// authority (returned too), one with it, another claim's placeholder, or
-// nobody.
-func (p *planning) unheld() (*heldVerdict, *corev1.Service) {
-	var waitingFor, leaving, otherPlaceholder *seen
-	for i := range p.hs {
-		s := &p.hs[i]
-		authorized := marks.Authorizes(p.addr, s.Service)
-		switch {
-		case s.own:
-		case s.Namespace == p.placeholderNamespace:
-			// Another claim's allocation placeholder got the address while
-			// it was unheld; its claim controller gives it back.
-			if otherPlaceholder == nil {
-				otherPlaceholder = s
-			}
-		case p.park.GrantOnly && !s.granted && !authorized:
-			// A Service the driver let go, whose association has moved on
-			// before MetalLB looked at it again: it is losing the address.
-			if leaving == nil {
-				leaving = s
-			}
-		case !authorized:
-			return verdict(heldTakenElsewhere, s.Service), s.Service
-		case waitingFor == nil:
-			waitingFor = s
-		}
-	}
-	switch {
-	case leaving != nil && waitingFor == nil:
-		return verdict(waitingForEviction, leaving.Service), nil
-	case waitingFor != nil && waitingFor.marks.KeyedExactly(p.key):
-		w := verdict(waitingToShare, p.live[0].Service)
-		w.With = types.NamespacedName{Namespace: waitingFor.Namespace, Name: waitingFor.Name}
-		return w, nil
-	case waitingFor != nil:
-		return verdict(waitingForRelease, waitingFor.Service), nil
-	case otherPlaceholder != nil:
-		return verdict(waitingOtherPlaceholder, otherPlaceholder.Service), nil
-	}
-	return verdict(waitingForHold, p.live[0].Service), nil
-}
-
-// isOneOf reports whether svc is one of svcs, by name.
-func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
-	for i := range svcs {
-		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// ownPlaceholder reports whether a placeholder labelled with the address's
-// name is its own, the only kind repaired, counted and deleted: a hold
-// owner-referenced to it, or an allocation placeholder of its claim. Another
-// claim's is left to that claim's controller, or both would rewrite it.
-func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
-	switch ph.Labels[marks.LabelPlaceholder] {
-	case names.PlaceholderHold:
-		return ownedBy(ph, a)
-	case names.PlaceholderAllocation:
-		ref := a.Spec.ClaimRef
-		switch {
-		case ref == nil:
-			return false
-		case ref.UID != "":
-			return ph.Labels[marks.LabelClaimUID] == ref.UID
-		default:
-			return ph.Annotations[marks.AnnotationClaimNamespace] == ref.Namespace && ph.Annotations[marks.AnnotationClaimName] == ref.Name
-		}
-	}
-	return false
-}
-
-// ownPlaceholders keeps the address's own placeholders of a list.
-func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Service {
-	out := phs[:0:0]
-	for i := range phs {
-		if ownPlaceholder(a, &phs[i]) {
-			out = append(out, phs[i])
-		}
-	}
-	return out
-}
-
-// ownedBy reports whether a Service carries an owner reference to the address.
-func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
-	for _, o := range svc.OwnerReferences {
-		if o.UID == a.UID {
-			return true
-		}
-	}
-	return false
-}
-
-// recordingPlaceholder returns the allocation placeholder of the claim a
-// is bound to (by uid) that MetalLB assigned ip and that is not handed over
-// to a yet (labelled with another address or none); nil when there is none.
-func recordingPlaceholder(a *iadv1alpha1.IPAddress, ip, placeholderNamespace string, holders []corev1.Service) *corev1.Service {
-	ref := a.Spec.ClaimRef
-	if ref == nil || ref.UID == "" {
-		return nil
-	}
-	for i := range holders {
-		s := &holders[i]
-		if s.Namespace != placeholderNamespace || s.DeletionTimestamp != nil ||
-			s.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation || s.Labels[marks.LabelClaimUID] != ref.UID {
-			continue
-		}
-		if l := s.Labels[marks.LabelAddress]; (l == "" || l == a.Name) && marks.Holds(s, ip) {
-			return s
-		}
-	}
-	return nil
-}
-
-// planShared plans a shared attachment: the placeholder keeps holding the
-// address beside the Service. A missing one is created once the Service
-// holds the address (it then shares it at once: same key, ports apart).
-func (p *planning) planShared(w *iadv1alpha1.WorkloadReference) holdPlan {
-	plan := holdPlan{Key: p.key}
-	switch {
-	case len(p.phs) == 0 && !marks.Holds(p.attached, p.ip):
-		// The Service takes the address first (a gap handoff finished by
-		// a Service that became able to share on the way).
-		plan.Held = &heldVerdict{Code: heldReleased, For: w}
-	case len(p.phs) == 0:
-		plan.Create = true
-		plan.Held = &heldVerdict{Code: waitingToShareAttached, By: p.holdName(), For: w}
-	case len(p.live) == 0:
-		plan.Held = verdict(waitingPlaceholderGoing, nil)
-	default:
-		var holder *corev1.Service
-		if plan.Repair, holder = p.repairsAndHolder(plan.Key); holder == nil {
-			plan.Held = verdict(waitingToShareAttached, p.live[0].Service)
-		} else {
-			plan.Delete = p.surplus(holder)
-			plan.Held = verdict(heldBeside, holder)
-		}
-		plan.Held.For = w
-	}
-	return plan
-}
-
-// planLeaving plans an address whose attached Service is being deleted or
-// was let go (marks.LetGo): nothing is created or deleted, since the
-// association is cleared next; only Held follows what holds the address.
-func (p *planning) planLeaving(w *iadv1alpha1.WorkloadReference) holdPlan {
-	if i := slices.IndexFunc(p.live, func(s seen) bool { return s.holds }); i >= 0 {
-		h := verdict(heldBeside, p.live[i].Service)
-		h.For = w
-		return holdPlan{Held: h}
-	}
-	if len(p.phs) == 0 {
-		return holdPlan{Held: &heldVerdict{Code: heldReleased, For: w}}
-	}
-	return holdPlan{}
-}
-
 // repairsAndHolder returns, among live placeholders, those to repair (pin,
 // grant label or sharing key, key, not the address's) and the first that
 // holds the address.
@@ -526,79 +283,6 @@ func (p *planning) repairsAndHolder(key string) (repair []*corev1.Service, holde
 		}
 	}
 	return repair, holder
-}
-
-// holdKey is the sharing key of the hold placeholders: the binding's when a
-// workload shares or is about to share the address with them (share), or
-// when one carries it already (taking a key back costs MetalLB a full pass
-// over every Service, as giving it does); none otherwise, so an unshared
-// claim costs MetalLB one single-Service allocation. The binding's key
-// under the secret before a rotation is replaced by the new one in one
-// write: stripped first, a workload attaching at once would have the hold
-// written twice, and MetalLB, still on the first write, would refuse the
-// workload its address. Any other key (another binding's, one written by
-// hand) is taken away.
-func (p *planning) holdKey(share bool) string {
-	if share || slices.ContainsFunc(p.live, func(s seen) bool {
-		return s.marks.KeyedExactly(p.key) || (p.before != "" && s.marks.KeyedExactly(p.before))
-	}) {
-		return p.key
-	}
-	return ""
-}
-
-// sharing reports whether a workload is about to share the unattached
-// address with its hold: the Service being attached takes the shared
-// handoff (sharesSoon; never while the hold can park), or a holder hands
-// the address back in it.
-func (p *planning) sharing() bool {
-	if !p.park.Open && sharesSoon(p.addr, p.attaching) {
-		return true
-	}
-	return slices.ContainsFunc(p.hs, func(s seen) bool { return handingBack(p.addr, p.key, s.Service, p.placeholders) })
-}
-
-// pairKey is the key the address is shared under (marks.PairKey): key, or
-// the one the attached Service, or a holder handing the address back,
-// already shares it under since before a rotation of the secret.
-func pairKey(a *iadv1alpha1.IPAddress, key, ip string, attached *corev1.Service, holders, placeholders []corev1.Service) string {
-	if attached != nil {
-		return marks.PairKey(attached, key, ip)
-	}
-	for i := range holders {
-		h := &holders[i]
-		if k := marks.PairKey(h, key, ip); k != key && handingBack(a, k, h, placeholders) {
-			return k
-		}
-	}
-	return key
-}
-
-// handingBack reports whether svc, holding the unattached address, hands
-// it back in the shared handoff: not a placeholder of it, carrying exactly
-// its sharing key, and authorized by its binding.
-func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
-	if a.Status.AssociatedTo != nil || isOneOf(svc, placeholders) {
-		return false
-	}
-	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
-}
-
-// sharesSoon reports whether svc, the Service the attach grant names, asks
-// for the claim and can share the address (the Service controller's test):
-// the hold then needs the key before the Service is pinned.
-func sharesSoon(a *iadv1alpha1.IPAddress, svc *corev1.Service) bool {
-	ref := a.Spec.ClaimRef
-	if svc == nil || svc.DeletionTimestamp != nil || ref == nil || !marks.Of(svc).Asks(a) {
-		return false
-	}
-	return marks.ServiceShareProblem(svc) == ""
-}
-
-// alreadyReleased reports whether the address reports its hold released.
-func alreadyReleased(a *iadv1alpha1.IPAddress) bool {
-	c := meta.FindStatusCondition(a.Status.Conditions, conditions.Held)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonReleasedForWorkload
 }
 
 // holdWait is, in a few words for the log, what the hold waits for once
@@ -625,16 +309,6 @@ func holdWait(p holdPlan) string {
 	return ""
 }
 
-// releasedFor is the workload the HoldReleased Event names
-// once placeholders went or stepped aside for it (moved of them); nil when
-// there is no Event to record.
-func releasedFor(a *iadv1alpha1.IPAddress, key string, attached *corev1.Service, moved int) *iadv1alpha1.WorkloadReference {
-	if w := a.Status.AssociatedTo; w != nil && moved > 0 && !marks.SharesHold(attached, key) {
-		return w
-	}
-	return nil
-}
-
 // renderHold is the hold placeholder of an address: pinned to exactly ip,
 // drawing from the class pool, with the sharing key when key is not empty,
 // labelled with the address name and owner-referenced to it.
@@ -659,28 +333,6 @@ func serviceFamily(ip netip.Addr) corev1.IPFamily {
 		return corev1.IPv4Protocol
 	}
 	return corev1.IPv6Protocol
-}
-
-// ungranted are the holders the driver answers for (its placeholders, the
-// Services the binding authorizes) that do not carry the class's grant
-// label, which a pool that admits only granted Services needs to keep
-// their assignments: Granted is True when there is none. Holders without
-// authority are not waited for (taking the address from them is the
-// grant's point), nor a Service being released or let go, whose label a
-// detach withdraws while MetalLB still shows it holding the address.
-func ungranted(a *iadv1alpha1.IPAddress, holders []corev1.Service, placeholderNamespace string) []string {
-	var missing []string
-	for i := range holders {
-		s := &holders[i]
-		if s.DeletionTimestamp != nil || (s.Namespace != placeholderNamespace && (!marks.Authorizes(a, s) || marks.Of(s).Releasing() || marks.LetGo(a, s))) {
-			continue
-		}
-		if !marks.Of(s).Granted(a.Spec.ClassName) {
-			missing = append(missing, s.Namespace+"/"+s.Name)
-		}
-	}
-	slices.Sort(missing)
-	return missing
 }
 
 // rightfulHolder is the workload that should hold the address beside its

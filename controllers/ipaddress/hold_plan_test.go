@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -124,47 +123,6 @@ func TestPlanRecording(t *testing.T) {
 	}
 }
 
-func TestPlanAttached(t *testing.T) {
-	w := shared().Status.AssociatedTo
-	hold := svc(phNS, "hold", planIP, planIP)
-	going := deleting(svc(phNS, "going", planIP, ""))
-	parked := func(ingress string) corev1.Service {
-		return svc(phNS, "hold", "", ingress, marks.KeyPool, "parking")
-	}
-	open := parkOpt{Pool: "parking", Open: true}
-	gap := ptr.To(svc("t", "web", planIP, "", marks.KeyPinnedBy, "c"))
-	tests := []struct {
-		name           string
-		park           parkOpt
-		attached       *corev1.Service
-		placeholders   []corev1.Service
-		held           *heldState
-		delete, parked []string
-		create         bool
-	}{
-		{"the Service is being deleted: the holding placeholder stays", parkOpt{}, ptr.To(deleting(sharingWorkload(planIP, planIP))), []corev1.Service{hold}, sharedWith(phNS + "/hold"), nil, nil, false},
-		{"the Service was let go: nothing moves", open, ptr.To(svc("t", "web", "", planIP)), []corev1.Service{hold}, sharedWith(phNS + "/hold"), nil, nil, false},
-		{"shared attachment without a placeholder: a hold is created", parkOpt{}, ptr.To(sharingWorkload(planIP, planIP)), nil,
-			waiting("Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)"), nil, nil, true},
-		{"gap handoff, no placeholder left: released", parkOpt{}, gap, nil, releasedForWeb, nil, nil, false},
-		{"gap handoff: the live placeholders go", parkOpt{}, gap, []corev1.Service{hold, going}, nil, []string{phNS + "/hold"}, nil, false},
-		{"not in the cache: the gap handoff", parkOpt{}, nil, []corev1.Service{hold}, nil, []string{phNS + "/hold"}, nil, false},
-		{"gap handoff with parking: the live placeholders park", open, gap, []corev1.Service{hold, going},
-			nil, nil, []string{phNS + "/hold"}, false},
-		{"parked, one still terminating on the address: not released", open, gap, []corev1.Service{parked("240.0.0.1"), deleting(hold)},
-			nil, nil, nil, false},
-		{"parked and moved: released", open, gap, []corev1.Service{parked("240.0.0.1")}, releasedParked, nil, nil, false},
-		{"parked, MetalLB gave it nothing (parking full): released all the same", open, gap, []corev1.Service{parked("")}, releasedParked, nil, nil, false},
-	}
-	for _, tt := range tests {
-		p := look(view(shared(), tt.park, tt.placeholders, nil, tt.attached, nil)).planAttached(w)
-		assert.Equal(t, tt.held, said(p.Held), tt.name)
-		assert.Equal(t, tt.delete, svcNames(p.Delete), tt.name)
-		assert.Equal(t, tt.parked, svcNames(p.Park), tt.name)
-		assert.Equal(t, tt.create, p.Create, tt.name)
-	}
-}
-
 func TestPlanMissing(t *testing.T) {
 	imported := bound(address("ip-192-0-2-7", planIP), "t", "c")
 	imported.Labels = map[string]string{marks.LabelImported: "true"}
@@ -207,109 +165,12 @@ func TestSurplus(t *testing.T) {
 	}
 }
 
-func TestUnheld(t *testing.T) {
-	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	ph := svc(phNS, "hold", planIP, "")
-	own := svc("t", "web", planIP, planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c")
-	keyed := svc("t", "web", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))
-	letGo := svc("t", "old", planIP, "")
-	granted := svc("x", "granted", planIP, planIP)
-	granted.Labels = map[string]string{marks.LabelGrant: a.Spec.ClassName}
-	tests := []struct {
-		name      string
-		grantOnly bool
-		holders   []corev1.Service
-		want      *heldState
-		takenBy   string
-	}{
-		{"a Service let go, in a pool for granted Services only: MetalLB is taking the address from it", true, []corev1.Service{letGo}, waiting(
-			"Waiting for MetalLB to take 192.0.2.7 from Service t/old, which does not carry " + marks.GrantText(a.Spec.ClassName) +
-				" (the class's pool admits only Services that do), before the placeholder holds it again"), ""},
-		{"the same Service in a pool that admits any Service keeps it", false, []corev1.Service{letGo}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
-			"Service t/old holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
-				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "t/old"},
-		{"an authorized Service is waited for before one being taken from", true, []corev1.Service{letGo, own}, waiting(
-			"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"), ""},
-		{"a granted Service without authority has taken it", true, []corev1.Service{letGo, granted}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
-			"Service x/granted holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
-				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/granted"},
-		{"nobody holds it", false, nil, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
-		{"our own placeholder is not someone else", false, []corev1.Service{ph}, waiting("Waiting for MetalLB to assign 192.0.2.7 to placeholder Service iad-system/hold"), ""},
-		{"another claim's placeholder", false, []corev1.Service{svc(phNS, "alloc-ipv4-other", "", planIP)}, waiting(
-			"Placeholder Service iad-system/alloc-ipv4-other of another claim got 192.0.2.7 while it was unheld; waiting for the claim controller to give it back"), ""},
-		{"an authorized Service releasing it", false, []corev1.Service{own}, waiting(
-			"Waiting for Service t/web, which this address's binding authorizes, to release 192.0.2.7 to the placeholder"), ""},
-		{"an authorized Service with the key: the shared handoff", false, []corev1.Service{keyed}, waiting(
-			"Waiting for MetalLB to let placeholder Service iad-system/hold share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"), ""},
-		{"an intruder wins over everyone", false, []corev1.Service{own, svc("x", "rogue", planIP, planIP)}, &heldState{metav1.ConditionFalse, conditions.ReasonTakenElsewhere,
-			"Service x/rogue holds 192.0.2.7 in MetalLB without this address's authority, so the placeholder cannot; " +
-				"the driver keeps the placeholder pinned to 192.0.2.7 and never substitutes another address"}, "x/rogue"},
-	}
-	for _, tt := range tests {
-		v := view(a, parkOpt{GrantOnly: tt.grantOnly}, []corev1.Service{ph}, tt.holders, nil, nil)
-		held, taken := look(v).unheld()
-		assert.Equal(t, tt.want, said(held), tt.name)
-		assert.Equal(t, tt.takenBy, name(taken), tt.name)
-	}
-}
-
 // name is a Service's key, "" for none.
 func name(s *corev1.Service) string {
 	if s == nil {
 		return ""
 	}
 	return s.Namespace + "/" + s.Name
-}
-
-func TestPlanShared(t *testing.T) {
-	w := shared().Status.AssociatedTo
-	key := marks.Keys{}.Claim("t", "c", "claim-uid")
-	keyed := func(s corev1.Service) corev1.Service {
-		s.Annotations[marks.KeySharing] = key
-		marks.Edit(&s, func(m *marks.Marks) { m.Grant = "gold" })
-		return s
-	}
-	hold, idle := keyed(svc(phNS, "hold", planIP, planIP)), keyed(svc(phNS, "idle", planIP, ""))
-	tests := []struct {
-		name         string
-		attached     corev1.Service
-		placeholders []corev1.Service
-		want         saidPlan
-	}{
-		{"no placeholder, the Service not holding yet: released", sharingWorkload(planIP, ""), nil, saidPlan{Key: key, Held: releasedForWeb}},
-		{"no placeholder, the Service holding: create one", sharingWorkload(planIP, planIP), nil, saidPlan{Key: key, Create: true, Held: waiting(
-			"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)")}},
-		{"only a deleting one", sharingWorkload(planIP, planIP), []corev1.Service{deleting(idle)}, saidPlan{Key: key, Held: waiting(
-			"The placeholder of 192.0.2.7 is being deleted; a new one is created once it is gone")}},
-		{"one not holding yet", sharingWorkload(planIP, planIP), []corev1.Service{idle}, saidPlan{Key: key, Held: waiting(
-			"Waiting for MetalLB to let placeholder Service iad-system/idle share 192.0.2.7 with Service t/web, the address is attached to (shared attachment)")}},
-	}
-	for _, tt := range tests {
-		got := look(view(shared(), parkOpt{}, tt.placeholders, nil, &tt.attached, nil)).planShared(w)
-		assert.Equal(t, tt.want, sayPlan(got), tt.name)
-	}
-	p := look(view(shared(), parkOpt{}, []corev1.Service{idle, hold}, nil, ptr.To(sharingWorkload(planIP, planIP)), nil)).planShared(w)
-	assert.Equal(t, sharedWith(phNS+"/hold"), said(p.Held), "the holding one holds, the idle one goes")
-	assert.Equal(t, []string{phNS + "/idle"}, svcNames(p.Delete))
-	assert.Empty(t, p.Repair)
-}
-
-func TestPlanLeaving(t *testing.T) {
-	w := shared().Status.AssociatedTo
-	idle, hold := svc(phNS, "idle", planIP, ""), svc(phNS, "hold", planIP, planIP)
-	tests := []struct {
-		name         string
-		placeholders []corev1.Service
-		want         saidPlan
-	}{
-		{"a placeholder holds: shared", []corev1.Service{idle, hold}, saidPlan{Held: sharedWith(phNS + "/hold")}},
-		{"none left: released", nil, saidPlan{Held: releasedForWeb}},
-		{"one not holding: left as it is", []corev1.Service{idle}, saidPlan{}},
-		{"only a deleting one: left as it is", []corev1.Service{deleting(hold)}, saidPlan{}},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, sayPlan(look(view(shared(), parkOpt{}, tt.placeholders, nil, nil, nil)).planLeaving(w)), tt.name)
-	}
 }
 
 func TestRepairsAndHolder(t *testing.T) {
@@ -335,28 +196,6 @@ func TestRepairsAndHolder(t *testing.T) {
 		repair, holder := look(view(a, parkOpt{}, tt.live, nil, nil, nil)).repairsAndHolder(tt.key)
 		assert.Equal(t, tt.repair, svcNames(repair), tt.name)
 		assert.Equal(t, tt.holder, name(holder), tt.name)
-	}
-}
-
-func TestHoldKey(t *testing.T) {
-	key := marks.Keys{}.Claim("t", "c", "claim-uid")
-	before := marks.NewKeys([]byte("the-secret-before-the-rotation")).Claim("t", "c", "claim-uid")
-	tests := []struct {
-		name  string
-		live  []corev1.Service
-		share bool
-		want  string
-	}{
-		{"nobody shares: none", []corev1.Service{svc(phNS, "a", planIP, "")}, false, ""},
-		{"a workload shares: the key", nil, true, key},
-		{"a placeholder carries it already: kept", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, key)}, false, key},
-		{"another binding's key: taken away", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, "old")}, false, ""},
-		{"the binding's key before a rotation: replaced in one write", []corev1.Service{svc(phNS, "a", planIP, "", marks.KeySharing, before)}, false, key},
-	}
-	for _, tt := range tests {
-		v := view(bound(address("ip-192-0-2-7", planIP), "t", "c"), parkOpt{}, tt.live, nil, nil, nil)
-		v.before = before
-		assert.Equal(t, tt.want, look(v).holdKey(tt.share), tt.name)
 	}
 }
 
@@ -393,47 +232,6 @@ func TestPlanHoldConfirms(t *testing.T) {
 			marks.Edit(&tt.view.placeholders[i], func(m *marks.Marks) { m.Grant = "gold" })
 		}
 		assert.Equal(t, tt.want, planHold(tt.view).Confirm, tt.name)
-	}
-}
-
-func TestAlreadyReleased(t *testing.T) {
-	cond := func(status metav1.ConditionStatus, reason string) *iadv1alpha1.IPAddress {
-		a := shared()
-		a.Status.Conditions = []metav1.Condition{{Type: conditions.Held, Status: status, Reason: reason}}
-		return a
-	}
-	tests := []struct {
-		name string
-		addr *iadv1alpha1.IPAddress
-		want bool
-	}{
-		{"no condition", shared(), false},
-		{"released", cond(metav1.ConditionFalse, conditions.ReasonReleasedForWorkload), true},
-		{"taken elsewhere", cond(metav1.ConditionFalse, conditions.ReasonTakenElsewhere), false},
-		{"held", cond(metav1.ConditionTrue, conditions.ReasonHeldByPlaceholder), false},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, alreadyReleased(tt.addr), tt.name)
-	}
-}
-
-func TestReleasedFor(t *testing.T) {
-	gap := svc("t", "web", planIP, "", marks.KeyPinnedBy, "c")
-	tests := []struct {
-		name     string
-		addr     *iadv1alpha1.IPAddress
-		attached *corev1.Service
-		deleted  int
-		want     bool
-	}{
-		{"the gap handoff deleted the hold", shared(), &gap, 1, true},
-		{"nothing deleted", shared(), &gap, 0, false},
-		{"a shared attachment's surplus", shared(), ptr.To(sharingWorkload(planIP, planIP)), 1, false},
-		{"unattached", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, 1, false},
-	}
-	for _, tt := range tests {
-		got := releasedFor(tt.addr, marks.Keys{}.Of(tt.addr), tt.attached, tt.deleted)
-		assert.Equal(t, tt.want, got != nil, tt.name)
 	}
 }
 
@@ -938,35 +736,6 @@ func TestPlanHold(t *testing.T) {
 	}
 }
 
-func TestSharesSoon(t *testing.T) {
-	a := bound(address("ip-192-0-2-7", "192.0.2.7"), "t", "c")
-	asker := func(edit func(*corev1.Service)) *corev1.Service {
-		s := svc("t", "web", "", "", iadv1alpha1.ServiceClaimAnnotation, " c ")
-		edit(&s)
-		return &s
-	}
-	for _, tt := range []struct {
-		name string
-		svc  *corev1.Service
-		want bool
-	}{
-		{"a Service asking for the claim that can share", asker(func(*corev1.Service) {}), true},
-		{"no Service", nil, false},
-		{"being deleted", asker(func(s *corev1.Service) { s.DeletionTimestamp = ptr.To(metav1.Now()) }), false},
-		{"asking for another claim", asker(func(s *corev1.Service) { s.Annotations[iadv1alpha1.ServiceClaimAnnotation] = "other" }), false},
-		{"in another namespace", asker(func(s *corev1.Service) { s.Namespace = "u" }), false},
-		{"with a sharing key of its own", asker(func(s *corev1.Service) { s.Annotations[marks.KeySharing] = "mine" }), false},
-		{"with a pin of its own", asker(func(s *corev1.Service) { s.Annotations[marks.KeyPin] = "192.0.2.7" }), false},
-		{"on the placeholder's port", asker(func(s *corev1.Service) { *s = withPort(*s, 9) }), false},
-		{"with externalTrafficPolicy Local", asker(func(s *corev1.Service) {
-			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-		}), false},
-	} {
-		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, sharesSoon(a, tt.svc)) })
-	}
-	assert.False(t, sharesSoon(address("ip-192-0-2-7", "192.0.2.7"), asker(func(*corev1.Service) {})), "an address bound to no claim")
-}
-
 func TestRenderHold(t *testing.T) {
 	for _, tt := range []struct {
 		name, ip string
@@ -1014,58 +783,6 @@ func TestRenderHold(t *testing.T) {
 	}
 }
 
-// annotated is s with annotations.
-func annotated(s corev1.Service, annotations map[string]string) corev1.Service {
-	s.Annotations = annotations
-	return s
-}
-
-func TestGrantState(t *testing.T) {
-	a := &iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-192-0-2-1"},
-		Spec: iadv1alpha1.IPAddressSpec{Address: "192.0.2.1", ClassName: "public",
-			ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip"}},
-		Status: iadv1alpha1.IPAddressStatus{AssociatedTo: &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "shop", Name: "web"}},
-	}
-	svc := func(ns, name string, granted string) corev1.Service {
-		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if granted != "" {
-			s.Labels = map[string]string{marks.LabelGrant: granted}
-		}
-		return s
-	}
-	tests := []struct {
-		name    string
-		holders []corev1.Service
-		want    metav1.ConditionStatus
-		missing string
-	}{
-		{"nobody holds it", nil, metav1.ConditionTrue, ""},
-		{"granted placeholder and workload", []corev1.Service{svc("iad", "hold", "public"), svc("shop", "web", "public")}, metav1.ConditionTrue, ""},
-		{"ungranted placeholder", []corev1.Service{svc("iad", "hold", "")}, metav1.ConditionFalse, "iad/hold"},
-		{"workload granted another class", []corev1.Service{svc("shop", "web", "private")}, metav1.ConditionFalse, "shop/web"},
-		{"a holder without authority is not waited for", []corev1.Service{svc("rogue", "grab", "")}, metav1.ConditionTrue, ""},
-		{"a workload released by withdrawing its grant is not waited for",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip"})}, metav1.ConditionTrue, ""},
-		{"nor one released with the release pin",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip", marks.KeyPin: "::"})}, metav1.ConditionTrue, ""},
-		{"nor the workload let go in one write (no marker, no grant, still associated)",
-			[]corev1.Service{svc("shop", "web", "")}, metav1.ConditionTrue, ""},
-		{"a pinned workload without the grant is waited for",
-			[]corev1.Service{annotated(svc("shop", "old", ""), map[string]string{marks.KeyPinnedBy: "web-ip", marks.KeyPin: "192.0.2.1"})}, metav1.ConditionFalse, "shop/old"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := grantedWords(a.Spec.ClassName, ungranted(a, tt.holders, "iad"))
-			assert.Equal(t, tt.want, got.Status)
-			if tt.missing != "" {
-				assert.Contains(t, got.Message, tt.missing)
-				assert.Equal(t, conditions.ReasonHolderNotGranted, got.Reason)
-			}
-		})
-	}
-}
-
 func TestHoldWait(t *testing.T) {
 	hold := refs(svc(phNS, "hold", planIP, planIP))
 	taker := svc("rogue", "grab", planIP, planIP)
@@ -1088,34 +805,6 @@ func TestHoldWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, holdWait(tt.plan), tt.name)
-	}
-}
-
-// TestPairKey: after a rotation of the secret, an address shared with the
-// attached Service, or handed back by it, stays under the key the pair
-// shares; otherwise the current key.
-func TestPairKey(t *testing.T) {
-	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	old := marks.Keys{}.Claim("t", "c", "claim-uid")
-	current := marks.NewKeys([]byte("rotated-secret-of-32-bytes-long!")).Claim("t", "c", "claim-uid")
-	pair := sharingWorkload(planIP, planIP)
-	hold := svc(phNS, "hold", planIP, planIP, marks.KeySharing, old)
-	other := svc("x", "other", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, "metallb-iad-foreign", marks.KeySharedBy, "c")
-	attached := a.DeepCopy()
-	attached.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: "t", Name: "web"}
-	for _, tt := range []struct {
-		name     string
-		addr     *iadv1alpha1.IPAddress
-		attached *corev1.Service
-		holders  []corev1.Service
-		want     string
-	}{
-		{"unattached, nobody shares it: the current key", a, nil, []corev1.Service{hold}, current},
-		{"attached, shared under the old key: kept", attached, &pair, []corev1.Service{hold, pair}, old},
-		{"handed back under the old key: kept", a, nil, []corev1.Service{hold, pair}, old},
-		{"a holder its binding does not authorize hands nothing back", a, nil, []corev1.Service{hold, other}, current},
-	} {
-		assert.Equal(t, tt.want, pairKey(tt.addr, current, planIP, tt.attached, tt.holders, []corev1.Service{hold}), tt.name)
 	}
 }
 
@@ -1166,49 +855,4 @@ func TestPlanHoldImporting(t *testing.T) {
 			assert.True(t, p.Create, "a hold placeholder is created")
 		})
 	}
-}
-
-// TestHeldWords: every verdict has words of its own, and the condition's
-// status and reason follow its code.
-func TestHeldWords(t *testing.T) {
-	w := shared().Status.AssociatedTo
-	for c := heldByPlaceholder; c <= waitingToShareAttached; c++ {
-		h := heldWords(&heldVerdict{Code: c, By: types.NamespacedName{Namespace: phNS, Name: "hold"}, For: w}, planIP, "gold", "parking")
-		assert.NotContains(t, h.Message, "hold verdict", "code %d", c)
-		assert.Equal(t, c.waits(), h.Status == metav1.ConditionUnknown, "code %d", c)
-		assert.Equal(t, c.released(), h.Reason == conditions.ReasonReleasedForWorkload, "code %d", c)
-	}
-}
-
-func TestOwnPlaceholder(t *testing.T) {
-	a := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
-	ph := func(role string, mut func(s *corev1.Service)) *corev1.Service {
-		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: phNS, Name: "p",
-			Labels:      map[string]string{marks.LabelPlaceholder: role, marks.LabelAddress: a.Name},
-			Annotations: map[string]string{}}}
-		mut(s)
-		return s
-	}
-	owned := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(a)} }
-	claimUID := func(uid string) func(s *corev1.Service) {
-		return func(s *corev1.Service) { s.Labels[marks.LabelClaimUID] = uid }
-	}
-	other := address("ip-192-0-2-1", "192.0.2.1")
-	other.UID = "an-earlier-address"
-	ownedByOther := func(s *corev1.Service) { s.OwnerReferences = []metav1.OwnerReference{placeholder.OwnerRef(other)} }
-	noUID := bound(address("ip-192-0-2-1", "192.0.2.1"), "tenant", "a")
-	noUID.Spec.ClaimRef.UID = ""
-	byName := func(s *corev1.Service) {
-		s.Annotations[marks.AnnotationClaimNamespace] = "tenant"
-		s.Annotations[marks.AnnotationClaimName] = "a"
-	}
-
-	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderHold, owned)), "a hold placeholder owned by the address")
-	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, func(*corev1.Service) {})), "a hold placeholder owned by nothing")
-	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderHold, ownedByOther)), "a hold placeholder of an earlier address of that name")
-	assert.True(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "an allocation placeholder of the bound claim")
-	assert.False(t, ownPlaceholder(a, ph(names.PlaceholderAllocation, claimUID("another-claim"))), "an allocation placeholder of another claim")
-	assert.False(t, ownPlaceholder(address("ip-192-0-2-1", "192.0.2.1"), ph(names.PlaceholderAllocation, claimUID("claim-uid"))), "unbound address")
-	assert.True(t, ownPlaceholder(noUID, ph(names.PlaceholderAllocation, byName)), "claimRef without uid: by claim name")
-	assert.False(t, ownPlaceholder(a, ph("something-else", owned)), "unknown role")
 }
