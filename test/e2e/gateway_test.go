@@ -215,6 +215,13 @@ func startGateways(ctx context.Context, t *testing.T, mode cluster.EnvoyGatewayM
 // the Gateway, nothing written in steady state, the admission policy
 // applied to the Gateway's infrastructure maps, and no claim of the
 // implementation's namespace for a tenant's Gateway.
+//
+// What it measured with Envoy Gateway v1.9.1: the implementation writes
+// the Service by server-side apply (field manager envoy-gateway), which
+// leaves the driver's pin, markers and grant label alone and drops the
+// claim annotation when the Gateway drops it; no write to the attached
+// Service in a minute; the same Events as a plain Service through
+// re-creates, switches, detaches and the claim's deletion.
 func TestGateway(t *testing.T) {
 	story(t, "gateway", "a Gateway keeps its IP through a claim (Envoy Gateway, Gateway Namespace mode)", "gateway", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
 		startGateways(ctx, t, cluster.GatewayNamespaceMode)

@@ -1,0 +1,55 @@
+package layout
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// goFileInBackticks is a file of the tree as docs/design.md names one:
+// `hold.go`, `marks/keys.go`, `internal/recorder/gateway.go`.
+var goFileInBackticks = regexp.MustCompile("`([A-Za-z0-9_./-]+\\.go)`")
+
+// TestDesignNamesRealFiles: every Go file docs/design.md names exists, so
+// its reading guide (§13) cannot point at a file that moved or went. A
+// name with a folder is looked up from the root and from each of the
+// top folders of the code; a bare name must be some file's of the code.
+func TestDesignNamesRealFiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	require.NoError(t, err)
+	tops := []string{"", "api", "cmd", "controllers", "internal", "test"}
+	bases := map[string]bool{}
+	for _, top := range tops[1:] {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				bases[d.Name()] = true
+			}
+			return err
+		})
+		require.NoError(t, err)
+	}
+	named := 0
+	for _, m := range goFileInBackticks.FindAllStringSubmatch(string(doc), -1) {
+		name := m[1]
+		named++
+		if filepath.Base(name) == name {
+			assert.True(t, bases[name], "docs/design.md names %s, which no file of the code is", name)
+			continue
+		}
+		found := false
+		for _, top := range tops {
+			if _, err := os.Stat(filepath.Join(root, top, name)); err == nil {
+				found = true
+				break
+			}
+		}
+		assert.True(t, found, "docs/design.md names %s, which does not exist", name)
+	}
+	assert.Greater(t, named, 50, "the files docs/design.md names were found")
+}
