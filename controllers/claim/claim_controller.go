@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/placeholdergc"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/compact"
@@ -39,9 +40,6 @@ import (
 
 // ControllerName is the claim controller's name, in logs and metrics.
 const ControllerName = "claim"
-
-// GCControllerName is the placeholder GC's name.
-const GCControllerName = "claim-placeholder-gc"
 
 // claimWorkers is how many claims are reconciled at once unless Options say
 // otherwise. A pass spends most of its time waiting for the API server (a
@@ -199,8 +197,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	gc := &placeholderGC{Deps: r.Deps}
-	if err := gc.setupWithManager(mgr, r.Options); err != nil {
+	if err := placeholdergc.SetupWithManager(mgr, r.Deps, r.Options); err != nil {
 		return err
 	}
 	w := &warmer{Deps: r.Deps, draws: &r.draws, cleared: &r.cleared, holds: &r.holds}
@@ -221,21 +218,12 @@ func stampedForUs() predicate.Funcs {
 	}
 }
 
-// claimOfPlaceholder is the claim a placeholder's annotations name.
-func claimOfPlaceholder(o client.Object) (types.NamespacedName, bool) {
-	ns, name := o.GetAnnotations()[marks.AnnotationClaimNamespace], o.GetAnnotations()[marks.AnnotationClaimName]
-	if ns == "" || name == "" {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
-}
-
 // placeholderToClaim maps a placeholder Service to the claim it serves.
 func (r *Reconciler) placeholderToClaim(_ context.Context, o client.Object) []reconcile.Request {
 	if o.GetNamespace() != r.PlaceholderNamespace {
 		return nil
 	}
-	if key, ok := claimOfPlaceholder(o); ok {
+	if key, ok := marks.PlaceholderClaim(o); ok {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil
@@ -312,7 +300,7 @@ func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []rec
 		log.FromContext(ctx).Error(err, "cannot look up placeholders by address", "ipaddress", a.Name)
 	}
 	for i := range phs.Items {
-		if key, ok := claimOfPlaceholder(&phs.Items[i]); ok {
+		if key, ok := marks.PlaceholderClaim(&phs.Items[i]); ok {
 			seen[key] = true
 		}
 	}

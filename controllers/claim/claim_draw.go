@@ -85,7 +85,7 @@ func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
 		return nil
 	}
 	return func() {
-		if !ownedByAddress(ph, a.Name) {
+		if !placeholder.OwnedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
 		ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold

@@ -136,22 +136,11 @@ func assignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
 	return ""
 }
 
-// ownedByAddress reports whether a placeholder carries an owner reference
-// to an IPAddress; name "" matches any.
-func ownedByAddress(svc *corev1.Service, name string) bool {
-	for _, o := range svc.OwnerReferences {
-		if o.Kind == "IPAddress" && o.APIVersion == iadv1alpha1.GroupVersion.String() && (name == "" || o.Name == name) {
-			return true
-		}
-	}
-	return false
-}
-
 // handedOver reports whether ph is a's hold already: labelled, owned,
 // granted the class's pool and pinned to ip.
 func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
 	return ph.Labels[marks.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[marks.LabelAddress] == a.Name &&
-		ownedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
+		placeholder.OwnedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
 }
 
 // bindsClaim reports whether an address's claimRef names the claim: same

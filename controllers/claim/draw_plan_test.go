@@ -171,9 +171,9 @@ func TestOwnerRef(t *testing.T) {
 		Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false),
 	}, ref)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{ref}}}
-	assert.True(t, ownedByAddress(svc, "ip-192-0-2-1"))
-	assert.True(t, ownedByAddress(svc, ""))
-	assert.False(t, ownedByAddress(svc, "ip-192-0-2-2"))
+	assert.True(t, placeholder.OwnedByAddress(svc, "ip-192-0-2-1"))
+	assert.True(t, placeholder.OwnedByAddress(svc, ""))
+	assert.False(t, placeholder.OwnedByAddress(svc, "ip-192-0-2-2"))
 }
 
 func TestLedgerVerdict(t *testing.T) {

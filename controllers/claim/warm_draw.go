@@ -93,7 +93,7 @@ func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrN
 // handOver makes the placeholder the hold placeholder of a, owned by it.
 func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
 	return func() {
-		if !ownedByAddress(ph, a.Name) {
+		if !placeholder.OwnedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
 		}
 		ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold

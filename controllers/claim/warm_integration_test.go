@@ -19,6 +19,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
@@ -105,7 +106,7 @@ func TestWarmReservations(t *testing.T) {
 		ph := phs.Items[0]
 		assert.Equal(t, names.PlaceholderHold, ph.Labels[marks.LabelPlaceholder])
 		assert.Equal(t, a.Spec.Address, ph.Annotations[marks.KeyPin])
-		assert.True(t, ownedByAddress(&ph, a.Name))
+		assert.True(t, placeholder.OwnedByAddress(&ph, a.Name))
 		if assert.Len(t, ph.Status.LoadBalancer.Ingress, 1, "placeholder %s holds exactly the warm address", ph.Name) {
 			assert.Equal(t, a.Spec.Address, ph.Status.LoadBalancer.Ingress[0].IP)
 		}

@@ -67,3 +67,14 @@ func HoldName(addressName string) string {
 	sum := sha256.Sum256([]byte(addressName))
 	return "hold-" + hex.EncodeToString(sum[:])[:40]
 }
+
+// OwnedByAddress reports whether a placeholder carries an owner reference
+// to an IPAddress; name "" matches any.
+func OwnedByAddress(svc *corev1.Service, name string) bool {
+	for _, o := range svc.OwnerReferences {
+		if o.Kind == "IPAddress" && o.APIVersion == iadv1alpha1.GroupVersion.String() && (name == "" || o.Name == name) {
+			return true
+		}
+	}
+	return false
+}

@@ -31,18 +31,22 @@ func controllerFiles(t *testing.T) []controllerFile {
 	root := filepath.Join(filepath.Dir(file), "..", "..", "controllers")
 	var out []controllerFile
 	for _, c := range controllers {
-		paths, err := filepath.Glob(filepath.Join(root, c, "*.go"))
-		require.NoError(t, err)
-		for _, p := range paths {
-			if strings.HasSuffix(p, "_test.go") {
-				continue
+		// A controller's own room and the rooms below it (the claim
+		// binary's other controllers and the pipeline they share), each
+		// named by its path under controllers/.
+		err := filepath.WalkDir(filepath.Join(root, c), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
 			}
 			text, err := os.ReadFile(p)
 			require.NoError(t, err)
 			f, err := parser.ParseFile(token.NewFileSet(), p, text, parser.ParseComments|parser.SkipObjectResolution)
 			require.NoError(t, err)
-			out = append(out, controllerFile{controller: c, name: filepath.Base(p), ast: f, text: string(text)})
-		}
+			room, _ := filepath.Rel(root, filepath.Dir(p))
+			out = append(out, controllerFile{controller: filepath.ToSlash(room), name: filepath.Base(p), ast: f, text: string(text)})
+			return nil
+		})
+		require.NoError(t, err)
 	}
 	require.NotEmpty(t, out)
 	return out
@@ -52,7 +56,7 @@ func controllerFiles(t *testing.T) []controllerFile {
 // files, "warm" for warm_plan.go (a controller beside the package's own,
 // docs/design.md §13).
 func family(name string) string {
-	for _, f := range []string{"warm", "placeholder_gc"} {
+	for _, f := range []string{"warm"} {
 		if strings.HasPrefix(name, f+"_") || name == f+".go" {
 			return f
 		}

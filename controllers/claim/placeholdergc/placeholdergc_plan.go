@@ -1,4 +1,4 @@
-package claim
+package placeholdergc
 
 import (
 	"maps"
@@ -11,6 +11,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
 // isOrphan decides whether an allocation placeholder is an orphan: its
@@ -25,7 +26,7 @@ func isOrphan(ph *corev1.Service, claim *iadv1alpha1.IPAddressClaim, addr *iadv1
 	if claim != nil && string(claim.UID) == uid {
 		return false
 	}
-	if ownedByAddress(ph, "") {
+	if placeholder.OwnedByAddress(ph, "") {
 		return false
 	}
 	if label := ph.Labels[marks.LabelAddress]; label != "" && addr != nil && addr.Name == label && addr.Spec.ClaimRef != nil {

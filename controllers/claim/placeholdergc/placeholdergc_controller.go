@@ -1,4 +1,6 @@
-package claim
+// Package placeholdergc is the claim binary's placeholder GC: a controller
+// of its own beside the claim and warm controllers.
+package placeholdergc
 
 import (
 	"context"
@@ -27,17 +29,20 @@ import (
 	"github.com/cozystack/metallb-iad/internal/queue"
 )
 
-// placeholderGC deletes orphaned allocation placeholders: those whose claim
+// ControllerName is the placeholder GC's name.
+const ControllerName = "claim-placeholder-gc"
+
+// Reconciler deletes orphaned allocation placeholders: those whose claim
 // is gone (or was replaced by another claim of the same name) before their
 // address was recorded, and which back no IPAddress. Placeholders backing
 // an IPAddress belong to it and are left alone.
-type placeholderGC struct {
+type Reconciler struct {
 	bootstrap.Deps
 }
 
 // Reconcile looks at one placeholder Service: it deletes an orphan, judged
 // from the cache, then confirmed with the API server.
-func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (g *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ph := &corev1.Service{}
 	if err := g.Get(ctx, req.NamespacedName, ph); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -47,7 +52,7 @@ func (g *placeholderGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 // judgeCached ends the pass unless the cache shows an orphaned allocation
 // placeholder (isOrphan).
-func (g *placeholderGC) judgeCached(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
+func (g *Reconciler) judgeCached(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
 	if ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation {
 		return phase.Halt("not an allocation placeholder", 0), nil
 	}
@@ -57,12 +62,12 @@ func (g *placeholderGC) judgeCached(ctx context.Context, ph *corev1.Service) (ph
 // confirmOrphan confirms with the API server itself that the claim is gone
 // and no IPAddress is backed, not just the cache: deleting releases an
 // address.
-func (g *placeholderGC) confirmOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
+func (g *Reconciler) confirmOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
 	return g.judge(ctx, g.APIReader, ph)
 }
 
 // judge ends the pass unless ph is an orphan as read from r.
-func (g *placeholderGC) judge(ctx context.Context, r client.Reader, ph *corev1.Service) (phase.Result, error) {
+func (g *Reconciler) judge(ctx context.Context, r client.Reader, ph *corev1.Service) (phase.Result, error) {
 	claim, addr, err := g.related(ctx, r, ph)
 	switch {
 	case err != nil:
@@ -76,7 +81,7 @@ func (g *placeholderGC) judge(ctx context.Context, r client.Reader, ph *corev1.S
 // deleteOrphan deletes the orphaned placeholder, exactly as the pass read
 // it. A conflict means the placeholder changed since the cache showed it
 // (for example it was just handed over): the pass is looked at again.
-func (g *placeholderGC) deleteOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
+func (g *Reconciler) deleteOrphan(ctx context.Context, ph *corev1.Service) (phase.Result, error) {
 	deleted, err := patch.Delete(ctx, g.Client, ph, true)
 	if err != nil {
 		return phase.Next(), fmt.Errorf("delete orphaned placeholder %s: %w", ph.Name, err)
@@ -92,9 +97,9 @@ func (g *placeholderGC) deleteOrphan(ctx context.Context, ph *corev1.Service) (p
 
 // related reads the claim a placeholder serves and the IPAddress its address
 // label names, each nil when it does not exist.
-func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1.Service) (*iadv1alpha1.IPAddressClaim, *iadv1alpha1.IPAddress, error) {
+func (g *Reconciler) related(ctx context.Context, r client.Reader, ph *corev1.Service) (*iadv1alpha1.IPAddressClaim, *iadv1alpha1.IPAddress, error) {
 	var claim *iadv1alpha1.IPAddressClaim
-	if key, ok := claimOfPlaceholder(ph); ok {
+	if key, ok := marks.PlaceholderClaim(ph); ok {
 		c := &iadv1alpha1.IPAddressClaim{}
 		switch err := r.Get(ctx, key, c); {
 		case err == nil:
@@ -116,12 +121,18 @@ func (g *placeholderGC) related(ctx context.Context, r client.Reader, ph *corev1
 	return claim, addr, nil
 }
 
-func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+// SetupWithManager runs the placeholder GC on mgr with d, the claim
+// controller's dependencies, and its options.
+func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options) error {
+	return (&Reconciler{Deps: d}).setupWithManager(mgr, opts)
+}
+
+func (g *Reconciler) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	isAllocation := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == g.PlaceholderNamespace && o.GetLabels()[marks.LabelPlaceholder] == names.PlaceholderAllocation
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(GCControllerName).
+		Named(ControllerName).
 		For(&corev1.Service{}, builder.WithPredicates(isAllocation, placeholderMarked)).
 		Watches(&iadv1alpha1.IPAddressClaim{}, handler.EnqueueRequestsFromMapFunc(g.claimToPlaceholders), builder.WithPredicates(claimGone)).
 		Watches(&iadv1alpha1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(g.addressToPlaceholders), builder.WithPredicates(addressUnbound)).
@@ -133,7 +144,7 @@ func (g *placeholderGC) setupWithManager(mgr ctrl.Manager, opts controller.Optio
 // allocation placeholders, named from its uid (renderPlaceholder): one
 // cached read per family, where an index by uid would keep a set per
 // placeholder.
-func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
+func (g *Reconciler) claimToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
 		key := client.ObjectKey{Namespace: g.PlaceholderNamespace, Name: placeholder.AllocationName(o.GetUID(), string(f))}
@@ -153,7 +164,7 @@ func (g *placeholderGC) claimToPlaceholders(ctx context.Context, o client.Object
 
 // addressToPlaceholders maps an IPAddress to the placeholders labelled with
 // its name.
-func (g *placeholderGC) addressToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
+func (g *Reconciler) addressToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {
 	var phs corev1.ServiceList
 	if err := g.List(ctx, &phs, client.InNamespace(g.PlaceholderNamespace),
 		client.MatchingFields{index.PlaceholderByAddress: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
