@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -51,7 +52,7 @@ func (r *Reconciler) awaitMetalLB(s *scope, f iadv1alpha1.IPFamily, ph *corev1.S
 func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (phase.Result, error) {
 	d := r.draw(s, f)
 	if pool := names.PoolName(s.class.Name); marks.Of(ph).Pool != pool || !marks.Of(ph).Granted(s.class.Name) {
-		if err := d.patch(ctx, ph, func() {
+		if err := d.PatchPlaceholder(ctx, ph, func() {
 			if ph.Annotations == nil {
 				ph.Annotations = map[string]string{}
 			}
@@ -63,7 +64,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 		}
 		return waitForMetalLB, nil
 	}
-	failure, err := d.refusal(ctx, ph)
+	failure, err := d.Refusal(ctx, ph)
 	if err != nil {
 		return waitForMetalLB, err
 	}
@@ -83,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 	// Once per change: MetalLB says the same on every pass, and each pass
 	// must not count another exhaustion.
 	if r.report(s.claim, string(f), corev1.EventTypeWarning, reason, msg) && reason == ReasonPoolExhausted {
-		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
+		draw.AllocationsTotal.WithLabelValues(s.class.Name, string(f), draw.ResultPoolExhausted).Inc()
 	}
 	if reason != ReasonPoolExhausted {
 		return waitForMetalLB, nil

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -190,7 +191,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		if !assert.NotNil(t, ref, "IPAddress %s has no claim", a.Name) {
 			continue
 		}
-		key := familyKey{types.UID(ref.UID), addressFamily(a.Spec.Address)}
+		key := familyKey{types.UID(ref.UID), draw.AddressFamily(a.Spec.Address)}
 		c, ok := want[key]
 		if !assert.True(t, ok, "IPAddress %s is bound to %s/%s (uid %s, %s), which asked for no such address",
 			a.Name, ref.Namespace, ref.Name, ref.UID, key.family) {
@@ -222,15 +223,15 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		if !assert.True(t, ok, "MetalLB assigned %s to %v, but no IPAddress records it", ip, holders) {
 			continue
 		}
-		ph := placeholder.AllocationName(types.UID(a.Spec.ClaimRef.UID), string(addressFamily(ip)))
+		ph := placeholder.AllocationName(types.UID(a.Spec.ClaimRef.UID), string(draw.AddressFamily(ip)))
 		assert.Equal(t, []string{phNS + "/" + ph}, holders, "the holders of %s", ip)
 	}
 
 	// Each family was recorded once, whichever controller won (counted
 	// right after the hand-over the wait saw).
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, float64(nIPv4+nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)))
-		assert.Equal(ct, float64(nDual), testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv6", resultRecorded)))
+		assert.Equal(ct, float64(nIPv4+nDual), testutil.ToFloat64(draw.AllocationsTotal.WithLabelValues(cl, "IPv4", draw.ResultRecorded)))
+		assert.Equal(ct, float64(nDual), testutil.ToFloat64(draw.AllocationsTotal.WithLabelValues(cl, "IPv6", draw.ResultRecorded)))
 	}, fixture.Timeout, fixture.Tick, "each family's recording counted once")
 	assert.Positive(t, second.writes.Load(), "the second controller took part")
 	t.Logf("the second controller attempted %d writes", second.writes.Load())

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/controllers/claim/placeholdergc"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
@@ -73,16 +74,16 @@ type Reconciler struct {
 	reported changes.Memo
 	told     changes.Memo
 
-	pauses drawPauses
+	pauses draw.Pauses
 	// written lets a pass whose cache misses this controller's last patch
 	// of a placeholder wait instead of patching into a conflict.
 	written patch.Written
 	// draws, cleared and holds are shared with the warm controller.
-	draws   drawLocks
+	draws   draw.Locks
 	cleared staleMemo
-	holds   placeholderHolds
+	holds   draw.Holds
 	// ledger reads the class ledgers through indexes of its own.
-	ledger *ledger
+	ledger *draw.Ledger
 }
 
 // CacheOptions narrows the cache to what the claim controller reads:
@@ -171,7 +172,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	r.ledger, err = newLedger(context.Background(), mgr.GetCache())
+	r.ledger, err = draw.NewLedger(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if _, err := phInformer.AddEventHandler(r.holds.handler()); err != nil {
+	if _, err := phInformer.AddEventHandler(r.holds.Handler()); err != nil {
 		return err
 	}
 
@@ -246,7 +247,7 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 			return
 		}
 		if class := o.GetAnnotations()[marks.KeyClass]; class != "" {
-			r.draws.settle(class, o.GetName())
+			r.draws.Settle(class, o.GetName())
 		}
 		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range r.placeholderToClaim(ctx, o) {
@@ -278,7 +279,7 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 func answered(o client.Object) bool {
 	ph, ok := o.(*corev1.Service)
 	return ok && ph.DeletionTimestamp == nil && ph.Labels[marks.LabelPlaceholder] == names.PlaceholderAllocation &&
-		assignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[marks.AnnotationFamily])) != ""
+		draw.AssignedIP(ph, iadv1alpha1.IPFamily(ph.Annotations[marks.AnnotationFamily])) != ""
 }
 
 // addressToClaims maps an IPAddress to the claim its claimRef names, the

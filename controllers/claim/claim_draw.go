@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -30,58 +31,58 @@ type claimDraw struct {
 }
 
 // draw is the draw of family f for the scope's claim.
-func (r *Reconciler) draw(s *scope, f iadv1alpha1.IPFamily) draw {
-	return draw{Deps: r.Deps, owner: claimDraw{r: r, s: s, f: f}, class: s.class.Name, f: f,
-		what: "placeholder", written: &r.written}
+func (r *Reconciler) draw(s *scope, f iadv1alpha1.IPFamily) draw.Draw {
+	return draw.Draw{Deps: r.Deps, Owner: claimDraw{r: r, s: s, f: f}, Class: s.class.Name, F: f,
+		What: "placeholder", Written: &r.written}
 }
 
-func (d claimDraw) placeholder() *corev1.Service {
-	return renderPlaceholder(d.r.PlaceholderNamespace, d.s.claim, d.s.class.Name, d.f)
+func (d claimDraw) Placeholder() *corev1.Service {
+	return draw.RenderPlaceholder(d.r.PlaceholderNamespace, d.s.claim, d.s.class.Name, d.f)
 }
 
-// judge asks the ledger in the cache, by address. An entry the cache does
+// Judge asks the ledger in the cache, by address. An entry the cache does
 // not show yet is met by the Create in recordEntry and judged the same way.
-func (d claimDraw) judge(ctx context.Context, ip, _ string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d claimDraw) Judge(ctx context.Context, ip, _ string) (draw.LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	var entries iadv1alpha1.IPAddressList
 	if err := d.r.List(ctx, &entries, client.MatchingFields{index.AddressByIP: ip}); err != nil {
-		return ledgerFree, nil, err
+		return draw.LedgerFree, nil, err
 	}
-	answer, entry := ledgerVerdict(entries.Items, d.s.claim)
+	answer, entry := draw.LedgerVerdict(entries.Items, d.s.claim)
 	return answer, entry, nil
 }
 
-func (d claimDraw) recordEntry(ctx context.Context, _ *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d claimDraw) RecordEntry(ctx context.Context, _ *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (draw.LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	if entry != nil {
 		addrName = entry.Name
 	}
 	a, err := d.r.ensureAddress(ctx, d.s, ip, addrName)
 	if err != nil || a == nil {
-		return ledgerFree, nil, err
+		return draw.LedgerFree, nil, err
 	}
 	c := d.s.claim
-	if bindsClaim(a, c.Namespace, c.Name, c.UID) {
-		return ledgerOurs, a, nil
+	if draw.BindsClaim(a, c.Namespace, c.Name, c.UID) {
+		return draw.LedgerOurs, a, nil
 	}
 	if got, err := names.ParseAddress(a.Spec.Address); err != nil || got.String() != ip {
 		d.r.Recorder.Event(c, corev1.EventTypeWarning, ReasonLedgerMismatch, msgLedgerMismatch(d.f, ip, a))
-		allocationsTotal.WithLabelValues(d.s.class.Name, string(d.f), resultLedgerMismatch).Inc()
+		draw.AllocationsTotal.WithLabelValues(d.s.class.Name, string(d.f), draw.ResultLedgerMismatch).Inc()
 		log.FromContext(ctx).Info("ledger mismatch: the name of the address MetalLB assigned is recorded for another address",
 			"family", d.f, "ip", ip, "ipaddress", a.Name)
-		return ledgerFree, nil, nil
+		return draw.LedgerFree, nil, nil
 	}
-	answer, entry := ledgerVerdict([]iadv1alpha1.IPAddress{*a}, c)
+	answer, entry := draw.LedgerVerdict([]iadv1alpha1.IPAddress{*a}, c)
 	return answer, entry, nil
 }
 
-// handOver labels the placeholder a hold placeholder of a, grants it the
+// HandOver labels the placeholder a hold placeholder of a, grants it the
 // class's pool, pins it to the address MetalLB assigned (so a MetalLB
 // restart cannot hand it another) and owner-references it to a; from then
 // on the IPAddress controller owns it. No sharing key: MetalLB reprocesses
 // every Service when an allocation first carries one, so the IPAddress
 // controller writes it only for a shared handoff.
-func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
-	ip, class := assignedIP(ph, d.f), d.s.class.Name
-	if handedOver(ph, a, ip, class) {
+func (d claimDraw) HandOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
+	ip, class := draw.AssignedIP(ph, d.f), d.s.class.Name
+	if draw.HandedOver(ph, a, ip, class) {
 		return nil
 	}
 	return func() {
@@ -99,39 +100,39 @@ func (d claimDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
 	}
 }
 
-func (d claimDraw) report(ctx context.Context, n drawNews) phase.Result {
+func (d claimDraw) Report(ctx context.Context, n draw.News) phase.Result {
 	r, s, f, logger := d.r, d.s, d.f, log.FromContext(ctx)
-	switch n.kind {
-	case newsCreated:
-		logger.Info("created allocation placeholder", "family", f, "placeholder", n.ph.Name, "pool", names.PoolName(s.class.Name))
+	switch n.Kind {
+	case draw.NewsCreated:
+		logger.Info("created allocation placeholder", "family", f, "placeholder", n.PH.Name, "pool", names.PoolName(s.class.Name))
 		r.untell(s.claim, f)
 		// Told only if MetalLB stays silent (awaitMetalLB).
 		return awaitingMetalLB(metallbQuiet)
-	case newsPinnedElsewhere:
+	case draw.NewsPinnedElsewhere:
 		logger.Info("the placeholder is pinned to another address than MetalLB reports; waiting for MetalLB",
-			"placeholder", n.ph.Name, "pinned", marks.Of(n.ph).Pin, "assigned", n.ip)
+			"placeholder", n.PH.Name, "pinned", marks.Of(n.PH).Pin, "assigned", n.IP)
 		return waitForMetalLB
-	case newsEntryGoing:
+	case draw.NewsEntryGoing:
 		logger.Info("the address MetalLB assigned is recorded by an IPAddress being deleted; waiting for it to go",
-			"family", f, "ip", n.ip, "ipaddress", n.entry.Name)
-		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, n.ip, n.entry))
+			"family", f, "ip", n.IP, "ipaddress", n.Entry.Name)
+		r.tell(s.claim, f, corev1.EventTypeNormal, ReasonWaitingForLedger, msgLedgerEntryGoing(f, n.IP, n.Entry))
 		return s.waitOnClass("the IPAddress recording the assigned address to go", ledgerWait)
-	case newsUnrecorded:
+	case draw.NewsUnrecorded:
 		// The claim changed (ensureAddress), or the ledger disagrees with
 		// MetalLB (LedgerMismatch): either one's change brings it back.
 		return phase.WaitFor("the claim or the ledger entry of the assigned address to change", 0)
-	case newsGaveBack:
+	case draw.NewsGaveBack:
 		// The claim draws again after a pause (drawPauses), once every
 		// address of the ledger is held (createPlaceholder).
-		pause := r.pauses.gaveBack(memoKey(s.claim, f), n.ip, time.Now())
-		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, n.ip, n.entry))
+		pause := r.pauses.GaveBack(memoKey(s.claim, f), n.IP, time.Now())
+		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, n.IP, n.Entry))
 		return phase.RetryAfter(pause, "gave an address back; drawing again after a pause")
-	case newsHandedOver:
+	case draw.NewsHandedOver:
 		// No Event: the core lists the address in the claim's status, and
 		// a claim's Events are for what keeps it from Bound.
-		logger.Info("recorded address", "family", f, "ip", n.entry.Spec.Address, "ipaddress", n.entry.Name, "placeholder", n.ph.Name)
+		logger.Info("recorded address", "family", f, "ip", n.Entry.Spec.Address, "ipaddress", n.Entry.Name, "placeholder", n.PH.Name)
 		r.untell(s.claim, f)
-		allocationsTotal.WithLabelValues(s.class.Name, string(f), resultRecorded).Inc()
+		draw.AllocationsTotal.WithLabelValues(s.class.Name, string(f), draw.ResultRecorded).Inc()
 	}
 	return phase.Next()
 }
@@ -160,8 +161,8 @@ func (r *Reconciler) ensureAddress(ctx context.Context, s *scope, ip, addrName s
 			"ip", ip, "class", s.class.Name)
 		return nil, nil
 	}
-	a := renderAddress(s.claim, s.class, ip, addrName)
-	created, err := patch.CreateAndWait(ctx, r.Client, r.APIReader, a, cacheWait)
+	a := draw.RenderAddress(s.claim, s.class, ip, addrName)
+	created, err := patch.CreateAndWait(ctx, r.Client, r.APIReader, a, draw.CacheWait)
 	switch {
 	case created:
 		log.FromContext(ctx).Info("created IPAddress", "ipaddress", addrName, "ip", ip)

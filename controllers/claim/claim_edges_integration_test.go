@@ -23,6 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -105,7 +106,7 @@ func TestEventsOncePerChange(t *testing.T) {
 		count += max(e.Count, 1)
 	}
 	assert.Equal(t, int32(1), count, "one PoolExhausted Event for one exhaustion")
-	assert.Equal(t, 1.0, testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)), "counted once")
+	assert.Equal(t, 1.0, testutil.ToFloat64(draw.AllocationsTotal.WithLabelValues(cl, "IPv4", draw.ResultPoolExhausted)), "counted once")
 }
 
 // staleClaims serves one claim as it was, the way a cache lagging behind a
@@ -135,7 +136,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	stale := live.DeepCopy()
 	stale.Spec.ClassName = cl
 
-	ph := renderPlaceholder(phNS, stale, cl, iadv1alpha1.FamilyIPv4)
+	ph := draw.RenderPlaceholder(phNS, stale, cl, iadv1alpha1.FamilyIPv4)
 	// Without a recorded class (the annotation taken off), the suite's
 	// controller does not take the placeholder for a retargeted claim's
 	// and leaves it to this test's pass.
@@ -144,7 +145,7 @@ func TestRecordRechecksTheClaim(t *testing.T) {
 	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
 	require.Eventually(t, func() bool {
 		got := &corev1.Service{}
-		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
+		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && draw.AssignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.23.7"
 	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigns the placeholder its address, and the cache shows it")
 
 	live0 := &claimReads{Reader: k}
@@ -233,14 +234,14 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	require.NoError(t, k.Get(ctx, types.NamespacedName{Name: cl}, shown))
 	shown.Name = ghost
 
-	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph := draw.RenderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Annotations[marks.KeyPin] = "10.10.24.3"
 	delete(ph.Annotations, marks.KeyClass) // see TestRecordRechecksTheClaim
 	require.NoError(t, k.Create(ctx, ph))
 	t.Cleanup(func() { _ = k.Delete(ctx, ph) })
 	require.Eventually(t, func() bool {
 		got := &corev1.Service{}
-		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && assignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.24.3"
+		return cached.Get(ctx, client.ObjectKeyFromObject(ph), got) == nil && draw.AssignedIP(got, iadv1alpha1.FamilyIPv4) == "10.10.24.3"
 	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB assigns the placeholder the address, and the cache shows it")
 
 	rec := record.NewFakeRecorder(100)
@@ -248,7 +249,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 		Recorder: rec, PlaceholderNamespace: phNS}}
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	require.NoError(t, err)
-	assert.Equal(t, giveBackPause, res.RequeueAfter, "the claim comes back when its pause is over")
+	assert.Equal(t, draw.GiveBackPause, res.RequeueAfter, "the claim comes back when its pause is over")
 
 	err = k.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{})
 	assert.True(t, apierrors.IsNotFound(err), "the placeholder is deleted: the address is given back (%v)", err)
@@ -256,12 +257,7 @@ func TestRecordMeetsAnEntryTheCacheLagsBehind(t *testing.T) {
 	// A pass during the pause does not draw again (the lagging ledger shows
 	// nothing that would hold the claim otherwise). The pause is stretched,
 	// so that a slow wait for the cache does not outlive it.
-	r.pauses.mu.Lock()
-	for key, e := range r.pauses.m {
-		e.until = time.Now().Add(fixture.Timeout)
-		r.pauses.m[key] = e
-	}
-	r.pauses.mu.Unlock()
+	r.pauses.HoldUntil(time.Now().Add(fixture.Timeout))
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(ph), &corev1.Service{}))
 	}, fixture.Timeout, fixture.Tick, "the cache shows the placeholder gone")

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -215,7 +216,7 @@ func assertRecorded(t *testing.T, c *iadv1alpha1.IPAddressClaim, class string, p
 	assert.Nil(t, ph.Spec.Selector)
 	require.NotNil(t, ph.Spec.AllocateLoadBalancerNodePorts)
 	assert.False(t, *ph.Spec.AllocateLoadBalancerNodePorts)
-	assert.Equal(t, []corev1.IPFamily{serviceFamily(f)}, ph.Spec.IPFamilies)
+	assert.Equal(t, []corev1.IPFamily{draw.ServiceFamily(f)}, ph.Spec.IPFamilies)
 	return ip
 }
 
@@ -287,7 +288,7 @@ func TestIPv4ClaimIsRecorded(t *testing.T) {
 
 	// Counted right after the hand-over the wait saw.
 	assert.Eventually(t, func() bool {
-		return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultRecorded)) == 1
+		return testutil.ToFloat64(draw.AllocationsTotal.WithLabelValues(cl, "IPv4", draw.ResultRecorded)) == 1
 	},
 		fixture.Timeout, fixture.Tick, "one recording counted")
 	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 0 }, fixture.Timeout, fixture.Tick)
@@ -328,12 +329,12 @@ func TestCrashAfterPinning(t *testing.T) {
 	cl := class(t, names.Provisioner, "", "10.10.3.0/29")
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "") // not stamped yet: the controller leaves it alone
 
-	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph := draw.RenderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Labels[marks.LabelAddress] = "ip-10-10-3-4"
 	ph.Annotations[marks.KeyPin] = "10.10.3.4"
 	require.NoError(t, k.Create(ctx, ph))
 	require.Eventually(t, func() bool {
-		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.3.4"
+		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && draw.AssignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.3.4"
 	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB honours the pin")
 
 	stamp(t, c)
@@ -352,15 +353,15 @@ func TestCrashAfterAddress(t *testing.T) {
 	cl := class(t, names.Provisioner, iadv1alpha1.ReclaimDelete, "10.10.4.0/29")
 	c := claim(t, ns, cl, iadv1alpha1.FamilyIPv4, "")
 
-	ph := renderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
+	ph := draw.RenderPlaceholder(phNS, c, cl, iadv1alpha1.FamilyIPv4)
 	ph.Labels[marks.LabelAddress] = "ip-10-10-4-2"
 	ph.Annotations[marks.KeyPin] = "10.10.4.2"
 	require.NoError(t, k.Create(ctx, ph))
-	pre := renderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
+	pre := draw.RenderAddress(c, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl},
 		Spec: iadv1alpha1.IPAddressClassSpec{ReclaimPolicy: iadv1alpha1.ReclaimDelete}}, "10.10.4.2", "ip-10-10-4-2")
 	require.NoError(t, k.Create(ctx, pre))
 	require.Eventually(t, func() bool {
-		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && assignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.4.2"
+		return k.Get(ctx, client.ObjectKeyFromObject(ph), ph) == nil && draw.AssignedIP(ph, iadv1alpha1.FamilyIPv4) == "10.10.4.2"
 	}, fixture.MetalLBTimeout, fixture.Tick, "MetalLB honours the pin")
 
 	stamp(t, c)
@@ -440,7 +441,7 @@ func TestPoolExhaustion(t *testing.T) {
 	assert.Empty(t, addressesOf(t, second))
 	assert.Eventually(t, func() bool { return testutil.ToFloat64(claimsPending.WithLabelValues(cl)) == 1 }, fixture.Timeout, fixture.Tick)
 	assert.Eventually(t, func() bool {
-		return testutil.ToFloat64(allocationsTotal.WithLabelValues(cl, "IPv4", resultPoolExhausted)) >= 1
+		return testutil.ToFloat64(draw.AllocationsTotal.WithLabelValues(cl, "IPv4", draw.ResultPoolExhausted)) >= 1
 	}, fixture.Timeout, fixture.Tick, "the exhaustion is counted")
 
 	// The first claim goes, then its address (as the core and the IPAddress
@@ -528,15 +529,15 @@ func TestOrphanedPlaceholders(t *testing.T) {
 
 	// A placeholder backing an IPAddress of a claim that is gone stays.
 	gone := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone", UID: types.UID(rand.String(8))}}
-	kept := renderAddress(gone, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl}}, "10.10.8.1", "ip-10-10-8-1")
+	kept := draw.RenderAddress(gone, &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: cl}}, "10.10.8.1", "ip-10-10-8-1")
 	require.NoError(t, k.Create(ctx, kept))
 	t.Cleanup(func() { deleteAddress(kept) })
-	backing := renderPlaceholder(phNS, gone, cl, iadv1alpha1.FamilyIPv4)
+	backing := draw.RenderPlaceholder(phNS, gone, cl, iadv1alpha1.FamilyIPv4)
 	backing.Labels[marks.LabelAddress] = "ip-10-10-8-1"
 	require.NoError(t, k.Create(ctx, backing))
 	// One for a claim that never existed, backing nothing, goes.
 	never := &iadv1alpha1.IPAddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never", UID: types.UID(rand.String(8))}}
-	stray := renderPlaceholder(phNS, never, cl, iadv1alpha1.FamilyIPv6)
+	stray := draw.RenderPlaceholder(phNS, never, cl, iadv1alpha1.FamilyIPv6)
 	require.NoError(t, k.Create(ctx, stray))
 
 	require.NoError(t, k.Delete(ctx, c))

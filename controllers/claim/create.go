@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
@@ -34,28 +35,28 @@ const (
 // creates the placeholder. Draws of one class overlap: the book, not the
 // lock, keeps each from missing the others.
 func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) (phase.Result, error) {
-	if d := r.pauses.left(memoKey(s.claim, f), time.Now()); d > 0 {
+	if d := r.pauses.Left(memoKey(s.claim, f), time.Now()); d > 0 {
 		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
 		return phase.RetryAfter(d, "gave an address back a moment ago"), nil
 	}
 	name := placeholder.AllocationName(s.claim.UID, string(f))
-	book := r.draws.of(s.class.Name)
+	book := r.draws.Of(s.class.Name)
 	d, already, err := r.decide(ctx, s, f, book, name)
 	switch {
 	case err != nil:
 		return phase.Next(), err
 	case already:
 		// Created a moment ago; its watch event brings the claim back.
-		return phase.WaitFor("the cache to show the placeholder", inflightMax), nil
+		return phase.WaitFor("the cache to show the placeholder", draw.InflightMax), nil
 	case d.verdict != drawNow:
 		return r.holdBack(ctx, s, f, d), nil
 	}
-	created, res, err := r.draw(s, f).start(ctx)
+	created, res, err := r.draw(s, f).StartPlaceholder(ctx)
 	switch {
 	case err != nil:
-		book.settle(name)
+		book.Settle(name)
 	case !created && r.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: name}, &corev1.Service{}) == nil:
-		book.settle(name) // it existed, and the cache shows it
+		book.Settle(name) // it existed, and the cache shows it
 	}
 	return res, err
 }
@@ -64,23 +65,23 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alp
 // class's lock, from the cache and the book alone, and enters it in the
 // book when the claim may draw now. already reports that the claim's own
 // draw is in the book.
-func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, book *classBook, name string) (d drawDecision, already bool, err error) {
-	book.decide.Lock()
-	defer book.decide.Unlock()
+func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, book *draw.Book, name string) (d drawDecision, already bool, err error) {
+	book.Decide.Lock()
+	defer book.Decide.Unlock()
 	now := time.Now()
-	if book.inBook(name, now) {
+	if book.InBook(name, now) {
 		return drawDecision{}, true, nil
 	}
 	v, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, now)
 	if err != nil {
 		return drawDecision{}, false, err
 	}
-	d = decideDraw(s.class, f, v, drawn, inflight, r.holds.heldBy)
+	d = decideDraw(s.class, f, v, drawn, inflight, r.holds.HeldBy)
 	if d.verdict == drawNow {
 		if d, err = r.namespaceBound(ctx, s, book, now); err != nil || d.verdict != drawNow {
 			return d, false, err
 		}
-		drawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.reserveFor(name, s.key, f, now)))
+		draw.DrawsInFlight.WithLabelValues(s.class.Name).Observe(float64(book.ReserveFor(name, s.key, f, now)))
 	}
 	return d, false, nil
 }
@@ -99,7 +100,7 @@ func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 	case drawClassFull:
 		logger.Info("the class is full; not asking MetalLB", "family", f, "used", d.used, "size", d.size)
 		if r.tell(s.claim, f, corev1.EventTypeWarning, ReasonPoolExhausted, msgClassFull(f, s.class.Name, d.used, d.size)) {
-			allocationsTotal.WithLabelValues(s.class.Name, string(f), resultPoolExhausted).Inc()
+			draw.AllocationsTotal.WithLabelValues(s.class.Name, string(f), draw.ResultPoolExhausted).Inc()
 		}
 		return s.waitOnClass("room in the class", roomWait)
 	}
@@ -115,15 +116,15 @@ func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 // are read in that order, each before what a draw moves on to: one
 // leaving the book is listed by then, one leaving the list recorded. The
 // caller holds the class's lock.
-func (r *Reconciler) classDraws(ctx context.Context, book *classBook, class string, f iadv1alpha1.IPFamily, now time.Time) (
-	v ledgerView, drawn, inflight int, err error) {
-	inBook := book.book(now)
-	phs, err := drawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
+func (r *Reconciler) classDraws(ctx context.Context, book *draw.Book, class string, f iadv1alpha1.IPFamily, now time.Time) (
+	v draw.LedgerView, drawn, inflight int, err error) {
+	inBook := book.InBookCount(now)
+	phs, err := draw.DrawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
 	if err != nil {
-		return ledgerView{}, 0, 0, err
+		return draw.LedgerView{}, 0, 0, err
 	}
-	if v, err = r.ledger.view(ctx, class, f); err != nil {
-		return ledgerView{}, 0, 0, err
+	if v, err = r.ledger.View(ctx, class, f); err != nil {
+		return draw.LedgerView{}, 0, 0, err
 	}
-	return v, unrecorded(phs, f, v.records), inFlight(inBook, f, phs, now), nil
+	return v, unrecorded(phs, f, v.Records), draw.InFlight(inBook, f, phs, now), nil
 }

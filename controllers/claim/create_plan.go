@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -48,15 +49,15 @@ type drawDecision struct {
 // inFlight) and held (placeholderHolds). It is the whole decision a pass
 // makes under the class's lock: the room left is the class's size less the
 // ledger, drawn and inflight.
-func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, v ledgerView, drawn, inflight int,
+func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, v draw.LedgerView, drawn, inflight int,
 	held func(a *iadv1alpha1.IPAddress, ip string) bool) drawDecision {
-	if name := availableFor(v.available); name != "" {
+	if name := availableFor(v.Available); name != "" {
 		return drawDecision{verdict: drawLeftToCore, available: name}
 	}
-	if full, used, size := classFull(class, f, v.entries, drawn+inflight); full {
+	if full, used, size := classFull(class, f, v.Entries, drawn+inflight); full {
 		return drawDecision{verdict: drawClassFull, used: used, size: size}
 	}
-	if a := unsettledAddress(v.unheld, held); a != nil {
+	if a := unsettledAddress(v.Unheld, held); a != nil {
 		return drawDecision{verdict: drawLedgerUnsettled, unsettled: a}
 	}
 	return drawDecision{verdict: drawNow}
@@ -116,7 +117,7 @@ func unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, records func(ip st
 		if phs[i].Annotations[marks.AnnotationFamily] != string(f) {
 			continue
 		}
-		if ip := assignedIP(&phs[i], f); ip == "" {
+		if ip := draw.AssignedIP(&phs[i], f); ip == "" {
 			n++
 		} else if !records(ip) {
 			answered[ip] = true

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -57,7 +58,7 @@ func TestUnsettledAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := unsettledAddress(viewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4).unheld, tt.held)
+			got := unsettledAddress(draw.ViewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4).Unheld, tt.held)
 			if tt.want == "" {
 				assert.Nil(t, got)
 			} else if assert.NotNil(t, got) {
@@ -102,7 +103,7 @@ func TestDecideDraw(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decideDraw(class, iadv1alpha1.FamilyIPv4, viewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4), tt.drawn, tt.inflight, tt.held)
+			got := decideDraw(class, iadv1alpha1.FamilyIPv4, draw.ViewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4), tt.drawn, tt.inflight, tt.held)
 			if tt.want.unsettled != nil {
 				require.NotNil(t, got.unsettled)
 				assert.Equal(t, tt.want.unsettled.Name, got.unsettled.Name)
@@ -139,7 +140,7 @@ func TestAvailableFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, availableFor(viewOf(tt.addrs, "public", tt.family).available))
+			assert.Equal(t, tt.want, availableFor(draw.ViewOf(tt.addrs, "public", tt.family).Available))
 		})
 	}
 }
@@ -165,7 +166,7 @@ func TestUnrecorded(t *testing.T) {
 		{"all of it", []corev1.Service{alloc(""), alloc("192.0.2.2"), alloc("192.0.2.8"), v6}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, viewOf(ledger, "public", iadv1alpha1.FamilyIPv4).records))
+			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, draw.ViewOf(ledger, "public", iadv1alpha1.FamilyIPv4).Records))
 		})
 	}
 }

@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
 	}
 	if st == stepNone {
-		r.pauses.forget(memoKey(s.claim, f))
+		r.pauses.Forget(memoKey(s.claim, f))
 	}
 	switch st {
 	case stepCreatePlaceholder:
@@ -68,10 +68,10 @@ func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha
 		res, err := r.observe(ctx, s, f, ph)
 		return false, res, err
 	case stepRecord:
-		return r.draw(s, f).record(ctx, ph)
+		return r.draw(s, f).Record(ctx, ph)
 	case stepHandOver:
 		if a := recordedBy(f, s.bound[f], ph); a != nil {
-			res, err := r.draw(s, f).handOver(ctx, ph, a)
+			res, err := r.draw(s, f).HandOver(ctx, ph, a)
 			return true, res, err
 		}
 	case stepDropSurplus:

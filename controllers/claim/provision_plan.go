@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
@@ -14,10 +15,10 @@ func boundByFamily(c *iadv1alpha1.IPAddressClaim, addrs []iadv1alpha1.IPAddress)
 	out := map[iadv1alpha1.IPFamily][]*iadv1alpha1.IPAddress{}
 	for i := range addrs {
 		a := &addrs[i]
-		if !bindsClaim(a, c.Namespace, c.Name, c.UID) {
+		if !draw.BindsClaim(a, c.Namespace, c.Name, c.UID) {
 			continue
 		}
-		if f := addressFamily(a.Spec.Address); f != "" {
+		if f := draw.AddressFamily(a.Spec.Address); f != "" {
 			out[f] = append(out[f], a)
 		}
 	}
@@ -67,7 +68,7 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 		}
 		return stepDropSurplus
 	}
-	if assignedIP(ph, f) == "" {
+	if draw.AssignedIP(ph, f) == "" {
 		return stepWaitForMetalLB
 	}
 	return stepRecord
@@ -77,7 +78,7 @@ func planFamily(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *core
 // address label names or, before it is labelled, the one of the address
 // MetalLB assigned it; nil when none does.
 func recordedBy(f iadv1alpha1.IPFamily, bound []*iadv1alpha1.IPAddress, ph *corev1.Service) *iadv1alpha1.IPAddress {
-	label, ip := ph.Labels[marks.LabelAddress], assignedIP(ph, f)
+	label, ip := ph.Labels[marks.LabelAddress], draw.AssignedIP(ph, f)
 	for _, a := range bound {
 		if label != "" {
 			if a.Name == label {

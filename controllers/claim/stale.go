@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
@@ -131,7 +132,7 @@ func (c *staleClearer) clearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 	}
 	// The refused placeholder is one of the draws: room for it means the
 	// ledger and the other draws leave at least one address free.
-	if full, _, _ := classFull(class, f, viewOf(addrs, class.Name, f).entries, drawn-1); full {
+	if full, _, _ := classFull(class, f, draw.ViewOf(addrs, class.Name, f).Entries, drawn-1); full {
 		return 0, nil // MetalLB is right: the class is full
 	}
 	p, err := classparams.ParseParameters(class.Spec.Parameters)
@@ -206,10 +207,10 @@ func (c *staleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 // class's free addresses in MetalLB, which refused the claim's placeholder
 // for lack of room since refusedSince.
 func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {
-	book := r.draws.of(s.class.Name)
-	book.decide.Lock()
+	book := r.draws.Of(s.class.Name)
+	book.Decide.Lock()
 	_, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
-	book.decide.Unlock()
+	book.Decide.Unlock()
 	if err != nil {
 		return phase.Next(), err
 	}
@@ -234,10 +235,10 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		var since time.Time
 		var refused []*corev1.Service
 		for _, ph := range s.phs {
-			if ph.Annotations[marks.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || assignedIP(ph, f) != "" {
+			if ph.Annotations[marks.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil || draw.AssignedIP(ph, f) != "" {
 				continue
 			}
-			failure, err := d.refusal(ctx, ph)
+			failure, err := d.Refusal(ctx, ph)
 			if err != nil {
 				return phase.Next(), err
 			}
@@ -253,12 +254,12 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			return phase.Next(), nil
 		}
 		now := time.Now()
-		inBook := w.draws.of(s.name).book(now)
-		drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
+		inBook := w.draws.Of(s.name).InBookCount(now)
+		drawn, err := draw.DrawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
 			return phase.Next(), err
 		}
-		taken := unrecorded(drawn, f, viewOf(s.addrs, s.name, f).records) + inFlight(inBook, f, drawn, now)
+		taken := unrecorded(drawn, f, draw.ViewOf(s.addrs, s.name, f).Records) + draw.InFlight(inBook, f, drawn, now)
 		wait, err := (&staleClearer{Deps: w.Deps, cleared: w.cleared}).clearFree(ctx, s.class, f, s.addrs, taken, since, refused)
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -16,7 +17,7 @@ import (
 // free address of family f in ranges (one the ledger does not record).
 func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]stale.Assignment {
 	return stale.Assignments(evs, func(ip string) bool {
-		return addressFamily(ip) == f && !ledger[ip] && inRanges(ranges, ip)
+		return draw.AddressFamily(ip) == f && !ledger[ip] && inRanges(ranges, ip)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -69,13 +70,13 @@ func admission(ctx context.Context, c client.Reader, class *iadv1alpha1.IPAddres
 // It runs under the class's lock, with the book read before the
 // placeholders and the ledger (classDraws), so that a draw in flight is
 // counted once and none is missed.
-func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *classBook, now time.Time) (drawDecision, error) {
+func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *draw.Book, now time.Time) (drawDecision, error) {
 	bound := s.tenancy.MaxAddressesPerNamespace
 	if bound == 0 {
 		return drawDecision{verdict: drawNow}, nil
 	}
-	inBook := book.book(now)
-	phs, err := drawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, s.class.Name)
+	inBook := book.InBookCount(now)
+	phs, err := draw.DrawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, s.class.Name)
 	if err != nil {
 		return drawDecision{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
@@ -15,7 +16,7 @@ import (
 // placeholders drawing for them, and their draws in the book younger than
 // inflightMax. An address being recorded shows as both a placeholder and
 // an entry, and counts once.
-func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []corev1.Service, book map[string]inflightDraw, now time.Time) int {
+func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []corev1.Service, book map[string]draw.InFlightDraw, now time.Time) int {
 	units := map[string]bool{}
 	add := func(claim, family string) {
 		if claim != except {
@@ -28,7 +29,7 @@ func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []core
 			a.Status.Phase == iadv1alpha1.AddressReleased || a.Status.Phase == iadv1alpha1.AddressLost {
 			continue
 		}
-		add(a.Spec.ClaimRef.Name, string(addressFamily(a.Spec.Address)))
+		add(a.Spec.ClaimRef.Name, string(draw.AddressFamily(a.Spec.Address)))
 	}
 	for i := range phs {
 		an := phs[i].Annotations
@@ -38,8 +39,8 @@ func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []core
 		add(an[marks.AnnotationClaimName], an[marks.AnnotationFamily])
 	}
 	for _, d := range book {
-		if d.claim.Namespace == ns && now.Sub(d.since) < inflightMax {
-			add(d.claim.Name, string(d.f))
+		if d.Claim.Namespace == ns && now.Sub(d.Since) < draw.InflightMax {
+			add(d.Claim.Name, string(d.F))
 		}
 	}
 	return len(units)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
@@ -26,14 +27,14 @@ func TestNamespaceHolds(t *testing.T) {
 			marks.AnnotationClaimNamespace: ns, marks.AnnotationClaimName: claim, marks.AnnotationFamily: string(f)}}}
 	}
 	v4, v6 := iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6
-	drawing := func(ns, claim string, f iadv1alpha1.IPFamily, since time.Time) inflightDraw {
-		return inflightDraw{f: f, since: since, claim: types.NamespacedName{Namespace: ns, Name: claim}}
+	drawing := func(ns, claim string, f iadv1alpha1.IPFamily, since time.Time) draw.InFlightDraw {
+		return draw.InFlightDraw{F: f, Since: since, Claim: types.NamespacedName{Namespace: ns, Name: claim}}
 	}
 	tests := []struct {
 		name  string
 		addrs []iadv1alpha1.IPAddress
 		phs   []corev1.Service
-		book  map[string]inflightDraw
+		book  map[string]draw.InFlightDraw
 		want  int
 	}{
 		{"nothing", nil, nil, nil, 0},
@@ -44,13 +45,13 @@ func TestNamespaceHolds(t *testing.T) {
 			[]iadv1alpha1.IPAddress{addr("a", "x", "192.0.2.1", iadv1alpha1.AddressReleased), addr("a", "y", "192.0.2.2", iadv1alpha1.AddressLost)}, nil, nil, 0},
 		{"another namespace's are not counted",
 			[]iadv1alpha1.IPAddress{addr("b", "x", "192.0.2.1", iadv1alpha1.AddressBound)}, []corev1.Service{ph("b", "z", v4)},
-			map[string]inflightDraw{"p": drawing("b", "w", v4, now)}, 0},
+			map[string]draw.InFlightDraw{"p": drawing("b", "w", v4, now)}, 0},
 		{"a placeholder being recorded counts once",
 			[]iadv1alpha1.IPAddress{addr("a", "x", "192.0.2.1", "")}, []corev1.Service{ph("a", "x", v4), ph("a", "x", v6)}, nil, 2},
 		{"a draw in the book, also listed, counts once; an old one not at all",
 			nil, []corev1.Service{ph("a", "x", v4)},
-			map[string]inflightDraw{"p1": drawing("a", "x", v4, now), "p2": drawing("a", "y", v4, now), "p3": drawing("a", "z", v4, now.Add(-inflightMax))}, 2},
-		{"a warm draw names no claim", nil, nil, map[string]inflightDraw{"w": {f: v4, since: now}}, 0},
+			map[string]draw.InFlightDraw{"p1": drawing("a", "x", v4, now), "p2": drawing("a", "y", v4, now), "p3": drawing("a", "z", v4, now.Add(-draw.InflightMax))}, 2},
+		{"a warm draw names no claim", nil, nil, map[string]draw.InFlightDraw{"w": {F: v4, Since: now}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,9 +62,9 @@ func TestNamespaceHolds(t *testing.T) {
 
 func TestNamespaceHoldsLeavesTheClaimOut(t *testing.T) {
 	now := time.Now()
-	book := map[string]inflightDraw{
-		"p1": {f: iadv1alpha1.FamilyIPv4, since: now, claim: types.NamespacedName{Namespace: "a", Name: "dual"}},
-		"p2": {f: iadv1alpha1.FamilyIPv4, since: now, claim: types.NamespacedName{Namespace: "a", Name: "other"}},
+	book := map[string]draw.InFlightDraw{
+		"p1": {F: iadv1alpha1.FamilyIPv4, Since: now, Claim: types.NamespacedName{Namespace: "a", Name: "dual"}},
+		"p2": {F: iadv1alpha1.FamilyIPv4, Since: now, Claim: types.NamespacedName{Namespace: "a", Name: "other"}},
 	}
 	assert.Equal(t, 1, namespaceHolds("a", "dual", nil, nil, book, now), "the deciding claim's own draws are not the others'")
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
@@ -51,9 +52,9 @@ func (w *warmer) checkIdle(ctx context.Context, s *warmScope) (phase.Result, err
 // readLedger scopes, under the class's lock, the class's addresses and
 // warm placeholders (read).
 func (w *warmer) readLedger(ctx context.Context, s *warmScope) (phase.Result, error) {
-	book := w.draws.of(s.name)
-	book.decide.Lock()
-	defer book.decide.Unlock()
+	book := w.draws.Of(s.name)
+	book.Decide.Lock()
+	defer book.Decide.Unlock()
 	return phase.Next(), w.read(ctx, s)
 }
 
@@ -61,9 +62,9 @@ func (w *warmer) readLedger(ctx context.Context, s *warmScope) (phase.Result, er
 // plans each family's warm addresses (decideFill), entering the draws the
 // pass will make in the class's book.
 func (w *warmer) decideFills(ctx context.Context, s *warmScope) (phase.Result, error) {
-	s.book = w.draws.of(s.name)
-	s.book.decide.Lock()
-	defer s.book.decide.Unlock()
+	s.book = w.draws.Of(s.name)
+	s.book.Decide.Lock()
+	defer s.book.Decide.Unlock()
 	if err := w.read(ctx, s); err != nil {
 		return phase.Next(), err
 	}
@@ -109,15 +110,15 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 	// recorded, and their draws in flight before the cache shows them
 	// (the book is read first: a draw leaving it is listed by then).
 	now := time.Now()
-	inBook := s.book.book(now)
-	drawn, err := drawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
+	inBook := s.book.InBookCount(now)
+	drawn, err := draw.DrawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 	if err != nil {
 		return err
 	}
 	claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 		return ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation
 	})
-	taken := unrecorded(claims, f, viewOf(s.addrs, s.name, f).records) + inFlight(inBook, f, claims, now)
+	taken := unrecorded(claims, f, draw.ViewOf(s.addrs, s.name, f).Records) + draw.InFlight(inBook, f, claims, now)
 	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target}
 	if fill.plan.create > 0 {
 		fill.heldBack = w.mayRefill(ctx, s, f, fill.plan.create)
@@ -125,7 +126,7 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 	if fill.heldBack == nil {
 		for range fill.plan.create {
 			name := fmt.Sprintf("warm:%s:%d", f, w.drawSeq.Add(1)) // no placeholder's name
-			s.book.reserve(name, f, now)
+			s.book.Reserve(name, f, now)
 			fill.draws = append(fill.draws, name)
 		}
 	}
@@ -159,13 +160,13 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			return *fill.heldBack, nil
 		}
 		// A record of this pass may have given an address back.
-		if left := w.pauses.left(warmKey(s.name, f), time.Now()); left > 0 {
+		if left := w.pauses.Left(warmKey(s.name, f), time.Now()); left > 0 {
 			log.FromContext(ctx).V(1).Info("pausing after a give-back before warming again", "class", s.name, "family", f, "for", left)
 			return phase.RetryAfter(left, "gave an address back a moment ago"), nil
 		}
 		for len(fill.draws) > 0 {
-			res, err := d.create(ctx)
-			s.book.settle(fill.draws[0])
+			res, err := d.CreatePlaceholder(ctx)
+			s.book.Settle(fill.draws[0])
 			fill.draws = fill.draws[1:]
 			if err != nil {
 				return phase.Next(), err
@@ -180,10 +181,10 @@ func (w *warmer) fill(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 // drops the plan's surplus. It returns what the family waits for: the
 // first wait of a record, else MetalLB when the plan keeps placeholders
 // waiting for it.
-func (w *warmer) settleDraws(ctx context.Context, s *warmScope, d draw, p warmPlan) (phase.Result, error) {
+func (w *warmer) settleDraws(ctx context.Context, s *warmScope, d draw.Draw, p warmPlan) (phase.Result, error) {
 	waits := phase.Next()
 	for _, ph := range p.record {
-		_, res, err := d.record(ctx, ph)
+		_, res, err := d.Record(ctx, ph)
 		if err != nil {
 			return phase.Next(), err
 		}
@@ -224,17 +225,17 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
 	// IPAddress or placeholder change brings the class back.
-	if a := unsettledAddress(viewOf(s.addrs, s.name, f).unheld, w.holds.heldBy); a != nil {
+	if a := unsettledAddress(draw.ViewOf(s.addrs, s.name, f).Unheld, w.holds.HeldBy); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
 		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))
 	}
-	if left := w.pauses.left(warmKey(s.name, f), time.Now()); left > 0 {
+	if left := w.pauses.Left(warmKey(s.name, f), time.Now()); left > 0 {
 		logger.Info("pausing after a give-back before warming again", "class", s.name, "family", f, "for", left)
 		return ptr.To(phase.RetryAfter(left, "gave an address back a moment ago"))
 	}
 	// Claims may still be taking warm addresses: let the burst be bound first.
-	if left := w.refills.wait(warmKey(s.name, f), missing, time.Now()); left > 0 {
+	if left := w.refills.Wait(warmKey(s.name, f), missing, time.Now()); left > 0 {
 		logger.Info("warm addresses were taken a moment ago; refilling once the burst has passed",
 			"class", s.name, "family", f, "missing", missing, "in", left)
 		return ptr.To(phase.RetryAfter(left, "warm addresses were taken a moment ago"))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
@@ -37,14 +38,14 @@ type warmer struct {
 	// pauses holds, per class and family, the pause after a warm
 	// placeholder gave an address back: MetalLB hands the next one the
 	// same address while its owner waits for it.
-	pauses drawPauses
+	pauses draw.Pauses
 	// refills holds back a refill while a burst of claims is still taking
 	// the class's warm addresses (refillQuiet).
-	refills refillDelays
+	refills draw.RefillDelays
 	// draws, cleared and holds are the claim controller's.
-	draws   *drawLocks
+	draws   *draw.Locks
 	cleared *staleMemo
-	holds   *placeholderHolds
+	holds   *draw.Holds
 	// drawSeq names the warm draws in the class's book.
 	drawSeq atomic.Uint64
 }

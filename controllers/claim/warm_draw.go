@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/patch"
@@ -28,20 +29,20 @@ type warmDraw struct {
 }
 
 // draw is the warm draw of family f for the scope's class.
-func (w *warmer) draw(s *warmScope, f iadv1alpha1.IPFamily) draw {
-	return draw{Deps: w.Deps, owner: warmDraw{w: w, c: s.class, f: f}, class: s.name, f: f, what: "warm placeholder"}
+func (w *warmer) draw(s *warmScope, f iadv1alpha1.IPFamily) draw.Draw {
+	return draw.Draw{Deps: w.Deps, Owner: warmDraw{w: w, c: s.class, f: f}, Class: s.name, F: f, What: "warm placeholder"}
 }
 
-func (d warmDraw) placeholder() *corev1.Service {
-	return renderWarmPlaceholder(d.w.PlaceholderNamespace, d.c.Name, d.f)
+func (d warmDraw) Placeholder() *corev1.Service {
+	return draw.RenderWarmPlaceholder(d.w.PlaceholderNamespace, d.c.Name, d.f)
 }
 
-// judge reads the entry by name; a miss in the cache is confirmed with the
+// Judge reads the entry by name; a miss in the cache is confirmed with the
 // API server, so a lagging cache never lets a warm placeholder take an
 // address the ledger records. An address recorded for someone else (an
 // attached address is unheld for a moment during a gap handoff, and
 // MetalLB may hand it out) is given back; one being torn down is waited for.
-func (d warmDraw) judge(ctx context.Context, _, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d warmDraw) Judge(ctx context.Context, _, addrName string) (draw.LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	a := &iadv1alpha1.IPAddress{}
 	err := d.w.Get(ctx, types.NamespacedName{Name: addrName}, a)
 	if apierrors.IsNotFound(err) {
@@ -49,49 +50,49 @@ func (d warmDraw) judge(ctx context.Context, _, addrName string) (ledgerAnswer, 
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return ledgerFree, nil, nil
+		return draw.LedgerFree, nil, nil
 	case err != nil:
-		return ledgerFree, nil, err
+		return draw.LedgerFree, nil, err
 	case a.DeletionTimestamp != nil:
-		return ledgerGoing, a, nil
+		return draw.LedgerGoing, a, nil
 	case !isOurWarm(a, d.c.Name):
-		return ledgerTaken, a, nil
+		return draw.LedgerTaken, a, nil
 	}
-	return ledgerOurs, a, nil
+	return draw.LedgerOurs, a, nil
 }
 
-// recordEntry labels and pins the placeholder, without a sharing key (as a
+// RecordEntry labels and pins the placeholder, without a sharing key (as a
 // claim's: the claim the address is bound to later gets a key on its hold
 // only for a shared handoff), then creates the Available IPAddress unless
 // judge found it.
-func (d warmDraw) recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d warmDraw) RecordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (draw.LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	if ph.Labels[marks.LabelAddress] != addrName || marks.Of(ph).Pin != ip {
 		if err := patch.Meta(ctx, d.w.Client, ph, func() {
 			ph.Labels[marks.LabelAddress] = addrName
 			marks.Edit(ph, func(m *marks.Marks) { m.Pin = ip })
 		}); err != nil {
-			return ledgerFree, nil, fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
+			return draw.LedgerFree, nil, fmt.Errorf("pin warm placeholder %s to %s: %w", ph.Name, ip, err)
 		}
 	}
 	if entry != nil {
-		return ledgerOurs, entry, nil
+		return draw.LedgerOurs, entry, nil
 	}
-	a := renderWarmAddress(d.c, ip, addrName)
-	switch created, err := patch.CreateAndWait(ctx, d.w.Client, d.w.APIReader, a, cacheWait); {
+	a := draw.RenderWarmAddress(d.c, ip, addrName)
+	switch created, err := patch.CreateAndWait(ctx, d.w.Client, d.w.APIReader, a, draw.CacheWait); {
 	case !created && err == nil:
-		return ledgerFree, nil, nil // someone was faster: the next pass asks the ledger again
+		return draw.LedgerFree, nil, nil // someone was faster: the next pass asks the ledger again
 	case !created:
-		return ledgerFree, nil, fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
+		return draw.LedgerFree, nil, fmt.Errorf("create warm IPAddress %s: %w", addrName, err)
 	case err != nil:
-		return ledgerFree, nil, err
+		return draw.LedgerFree, nil, err
 	}
 	d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmRecorded, msgWarmRecorded(d.f, ip, addrName))
-	allocationsTotal.WithLabelValues(d.c.Name, string(d.f), resultWarm).Inc()
-	return ledgerOurs, a, nil
+	draw.AllocationsTotal.WithLabelValues(d.c.Name, string(d.f), draw.ResultWarm).Inc()
+	return draw.LedgerOurs, a, nil
 }
 
-// handOver makes the placeholder the hold placeholder of a, owned by it.
-func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
+// HandOver makes the placeholder the hold placeholder of a, owned by it.
+func (d warmDraw) HandOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() {
 	return func() {
 		if !placeholder.OwnedByAddress(ph, a.Name) {
 			ph.OwnerReferences = append(ph.OwnerReferences, placeholder.OwnerRef(a))
@@ -100,28 +101,28 @@ func (d warmDraw) handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func() 
 	}
 }
 
-// report logs and records what happened to a warm draw, and says what
+// Report logs and records what happened to a warm draw, and says what
 // the class waits for: MetalLB, an entry being torn down, or the cache
 // to show the IPAddress someone else recorded meanwhile.
-func (d warmDraw) report(ctx context.Context, n drawNews) phase.Result {
+func (d warmDraw) Report(ctx context.Context, n draw.News) phase.Result {
 	logger := log.FromContext(ctx)
-	switch n.kind {
-	case newsCreated:
-		logger.V(1).Info("created warm placeholder", "class", d.c.Name, "family", d.f, "placeholder", n.ph.Name)
+	switch n.Kind {
+	case draw.NewsCreated:
+		logger.V(1).Info("created warm placeholder", "class", d.c.Name, "family", d.f, "placeholder", n.PH.Name)
 		return warmWaitForMetalLB
-	case newsPinnedElsewhere:
+	case draw.NewsPinnedElsewhere:
 		return warmWaitForMetalLB
-	case newsEntryGoing:
+	case draw.NewsEntryGoing:
 		logger.V(1).Info("the address MetalLB gave a warm placeholder is still being torn down; waiting",
-			"placeholder", n.ph.Name, "ipaddress", n.entry.Name)
+			"placeholder", n.PH.Name, "ipaddress", n.Entry.Name)
 		return phase.WaitFor("the IPAddress recording the assigned address to go", 0)
-	case newsUnrecorded:
+	case draw.NewsUnrecorded:
 		return phase.WaitFor("the cache to show the IPAddress recorded meanwhile", 0)
-	case newsGaveBack:
-		d.w.pauses.gaveBack(warmKey(d.c.Name, d.f), n.ip, time.Now())
-		d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmReturned, msgWarmReturned(d.f, n.ip, n.entry))
-	case newsHandedOver:
-		logger.Info("recorded warm address", "class", d.c.Name, "family", d.f, "ip", n.ip, "ipaddress", n.entry.Name)
+	case draw.NewsGaveBack:
+		d.w.pauses.GaveBack(warmKey(d.c.Name, d.f), n.IP, time.Now())
+		d.w.Recorder.Event(d.c, corev1.EventTypeNormal, ReasonWarmReturned, msgWarmReturned(d.f, n.IP, n.Entry))
+	case draw.NewsHandedOver:
+		logger.Info("recorded warm address", "class", d.c.Name, "family", d.f, "ip", n.IP, "ipaddress", n.Entry.Name)
 	}
 	return phase.Next()
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
@@ -264,7 +265,7 @@ func TestWarmGiveBackPauses(t *testing.T) {
 // maxGiveBackPause.
 func pausesBefore(n int) time.Duration {
 	var total time.Duration
-	for i, d := 1, giveBackPause; i < n; i, d = i+1, min(2*d, maxGiveBackPause) {
+	for i, d := 1, draw.GiveBackPause; i < n; i, d = i+1, min(2*d, draw.MaxGiveBackPause) {
 		total += d
 	}
 	return total

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -112,7 +113,7 @@ func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs
 	warm, outside []*iadv1alpha1.IPAddress, used int, shrinking bool) {
 	for i := range addrs {
 		a := &addrs[i]
-		if addressFamily(a.Spec.Address) != f {
+		if draw.AddressFamily(a.Spec.Address) != f {
 			continue
 		}
 		ours := isWarm(a) && a.Labels[marks.LabelWarm] == "true"
@@ -140,7 +141,7 @@ func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []
 		if ph.Annotations[marks.AnnotationFamily] != string(f) || ph.DeletionTimestamp != nil {
 			continue
 		}
-		switch ip := assignedIP(ph, f); {
+		switch ip := draw.AssignedIP(ph, f); {
 		case ip == "":
 			waiting = append(waiting, ph)
 		case !inRanges(ranges, ip):

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -32,7 +33,7 @@ func warmAddr(name, ip string, ref *iadv1alpha1.ClaimReference, phase iadv1alpha
 }
 
 func warmPH(name string, f iadv1alpha1.IPFamily, ip string) *corev1.Service {
-	ph := renderWarmPlaceholder("ph", "c", f)
+	ph := draw.RenderWarmPlaceholder("ph", "c", f)
 	ph.Name = name
 	if ip != "" {
 		ph.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
@@ -23,7 +24,7 @@ type warmScope struct {
 	phs   []*corev1.Service
 	// book is the class's once decideFills took its lock; fills are the
 	// families' plans, decided under it.
-	book  *classBook
+	book  *draw.Book
 	fills map[iadv1alpha1.IPFamily]*warmFill
 }
 
@@ -42,7 +43,7 @@ type warmFill struct {
 func (s *warmScope) settle() {
 	for _, fill := range s.fills {
 		for _, name := range fill.draws {
-			s.book.settle(name)
+			s.book.Settle(name)
 		}
 		fill.draws = nil
 	}

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"sync"
@@ -25,68 +25,68 @@ import (
 // cache does not show, and a draw it keeps too long (a create whose watch
 // event never came) leaves after inflightMax.
 
-// inflightMax bounds how long a draw stays in the book without the cache
+// InflightMax bounds how long a draw stays in the book without the cache
 // showing its placeholder: as long as a pass waits for the cache.
-const inflightMax = cacheWait
+const InflightMax = CacheWait
 
-// classBook is one class's decision lock and book of draws in flight.
-type classBook struct {
-	// decide is held while a pass decides a draw (claims) or across a
+// Book is one class's decision lock and book of draws in flight.
+type Book struct {
+	// Decide is held while a pass decides a draw (claims) or across a
 	// warm pass.
-	decide sync.Mutex
+	Decide sync.Mutex
 
 	mu       sync.Mutex // guards book; never held across a call out
-	inflight map[string]inflightDraw
+	inflight map[string]InFlightDraw
 }
 
-// inflightDraw is a draw decided, by its placeholder's name.
-type inflightDraw struct {
-	f     iadv1alpha1.IPFamily
-	since time.Time
-	// claim is the claim drawing ("" for a warm draw).
-	claim types.NamespacedName
+// InFlightDraw is a draw decided, by its placeholder's name.
+type InFlightDraw struct {
+	F     iadv1alpha1.IPFamily
+	Since time.Time
+	// Claim is the claim drawing ("" for a warm draw).
+	Claim types.NamespacedName
 }
 
-// reserve enters the draw of placeholder name in the book, and returns how
+// Reserve enters the draw of placeholder name in the book, and returns how
 // many of the class's draws are in flight with it.
-func (c *classBook) reserve(name string, f iadv1alpha1.IPFamily, now time.Time) int {
-	return c.reserveFor(name, types.NamespacedName{}, f, now)
+func (c *Book) Reserve(name string, f iadv1alpha1.IPFamily, now time.Time) int {
+	return c.ReserveFor(name, types.NamespacedName{}, f, now)
 }
 
-// reserveFor is reserve for a claim's draw.
-func (c *classBook) reserveFor(name string, claim types.NamespacedName, f iadv1alpha1.IPFamily, now time.Time) int {
+// ReserveFor is reserve for a claim's draw.
+func (c *Book) ReserveFor(name string, claim types.NamespacedName, f iadv1alpha1.IPFamily, now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inflight == nil {
-		c.inflight = map[string]inflightDraw{}
+		c.inflight = map[string]InFlightDraw{}
 	}
-	c.inflight[name] = inflightDraw{f: f, since: now, claim: claim}
+	c.inflight[name] = InFlightDraw{F: f, Since: now, Claim: claim}
 	return len(c.inflight)
 }
 
-// settle takes a draw out of the book: the cache shows its placeholder, or
+// Settle takes a draw out of the book: the cache shows its placeholder, or
 // its create failed.
-func (c *classBook) settle(name string) {
+func (c *Book) Settle(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.inflight, name)
 }
 
-// inBook reports whether the draw of placeholder name is in flight.
-func (c *classBook) inBook(name string, now time.Time) bool {
+// InBook reports whether the draw of placeholder name is in flight.
+func (c *Book) InBook(name string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.inflight[name]
-	return ok && now.Sub(d.since) < inflightMax
+	return ok && now.Sub(d.Since) < InflightMax
 }
 
-// book copies the draws in flight, forgetting those older than inflightMax.
-func (c *classBook) book(now time.Time) map[string]inflightDraw {
+// InBookCount copies the draws in flight, forgetting those older than inflightMax.
+func (c *Book) InBookCount(now time.Time) map[string]InFlightDraw {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]inflightDraw, len(c.inflight))
+	out := make(map[string]InFlightDraw, len(c.inflight))
 	for name, d := range c.inflight {
-		if now.Sub(d.since) >= inflightMax {
+		if now.Sub(d.Since) >= InflightMax {
 			delete(c.inflight, name)
 			continue
 		}
@@ -95,11 +95,11 @@ func (c *classBook) book(now time.Time) map[string]inflightDraw {
 	return out
 }
 
-// inFlight counts the draws of family f in book that take room the cached
+// InFlight counts the draws of family f in book that take room the cached
 // draws (the class's placeholders listed in the cache, drawn) do not show:
 // not listed there, and younger than inflightMax. The book must be read
 // before drawn, so that a draw leaving the book has reached the list.
-func inFlight(book map[string]inflightDraw, f iadv1alpha1.IPFamily, drawn []corev1.Service, now time.Time) int {
+func InFlight(book map[string]InFlightDraw, f iadv1alpha1.IPFamily, drawn []corev1.Service, now time.Time) int {
 	if len(book) == 0 {
 		return 0
 	}
@@ -109,7 +109,7 @@ func inFlight(book map[string]inflightDraw, f iadv1alpha1.IPFamily, drawn []core
 	}
 	n := 0
 	for name, d := range book {
-		if d.f == f && !listed[name] && now.Sub(d.since) < inflightMax {
+		if d.F == f && !listed[name] && now.Sub(d.Since) < InflightMax {
 			n++
 		}
 	}

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"testing"
@@ -9,34 +9,34 @@ import (
 
 func TestDrawPauses(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var p drawPauses
-	assert.Zero(t, p.left("c/IPv4", t0), "nothing given back: no pause")
+	var p Pauses
+	assert.Zero(t, p.Left("c/IPv4", t0), "nothing given back: no pause")
 
 	// The same address, back to back: the pause doubles, up to the bound.
 	now := t0
 	var got []time.Duration
 	for range 8 {
-		d := p.gaveBack("c/IPv4", "10.0.0.2", now)
+		d := p.GaveBack("c/IPv4", "10.0.0.2", now)
 		got = append(got, d)
 		now = now.Add(d)
 	}
 	assert.Equal(t, []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
 		32 * time.Second, time.Minute, time.Minute, time.Minute}, got)
 
-	p.forget("c/IPv4")
-	assert.Equal(t, giveBackPause, p.gaveBack("c/IPv4", "10.0.0.2", now), "recorded meanwhile: starts over")
-	assert.Equal(t, giveBackPause, p.gaveBack("c/IPv4", "10.0.0.3", now), "another address: starts over")
-	assert.Equal(t, 2*giveBackPause, p.gaveBack("c/IPv4", "10.0.0.3", now))
+	p.Forget("c/IPv4")
+	assert.Equal(t, GiveBackPause, p.GaveBack("c/IPv4", "10.0.0.2", now), "recorded meanwhile: starts over")
+	assert.Equal(t, GiveBackPause, p.GaveBack("c/IPv4", "10.0.0.3", now), "another address: starts over")
+	assert.Equal(t, 2*GiveBackPause, p.GaveBack("c/IPv4", "10.0.0.3", now))
 
-	assert.Equal(t, 4*time.Second, p.left("c/IPv4", now))
-	assert.Equal(t, time.Second, p.left("c/IPv4", now.Add(3*time.Second)))
-	assert.Zero(t, p.left("c/IPv4", now.Add(4*time.Second)), "over")
-	assert.Zero(t, p.left("c/IPv6", now), "per family")
-	assert.Zero(t, p.left("d/IPv4", now), "per claim")
+	assert.Equal(t, 4*time.Second, p.Left("c/IPv4", now))
+	assert.Equal(t, time.Second, p.Left("c/IPv4", now.Add(3*time.Second)))
+	assert.Zero(t, p.Left("c/IPv4", now.Add(4*time.Second)), "over")
+	assert.Zero(t, p.Left("c/IPv6", now), "per family")
+	assert.Zero(t, p.Left("d/IPv4", now), "per claim")
 
-	later := now.Add(4*time.Second + maxGiveBackPause + time.Second)
-	assert.Equal(t, giveBackPause, p.gaveBack("c/IPv4", "10.0.0.3", later), "long after the last pause: starts over")
-	p.gaveBack("d/IPv4", "10.0.0.9", later.Add(2*maxGiveBackPause+giveBackPause))
+	later := now.Add(4*time.Second + MaxGiveBackPause + time.Second)
+	assert.Equal(t, GiveBackPause, p.GaveBack("c/IPv4", "10.0.0.3", later), "long after the last pause: starts over")
+	p.GaveBack("d/IPv4", "10.0.0.9", later.Add(2*MaxGiveBackPause+GiveBackPause))
 	assert.Len(t, p.m, 1, "pauses long over are forgotten")
 }
 
@@ -58,11 +58,11 @@ func TestRefillDelays(t *testing.T) {
 		{"once refilled, the next shortfall starts anew", []step{{0, 1, refillQuiet}, {300, 1, 0}, {5000, 2, refillQuiet}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r refillDelays
+			var r RefillDelays
 			for _, s := range tc.steps {
-				assert.Equal(t, s.want, r.wait("c/IPv4", s.lack, at(s.at)), "at %d ms, %d missing", s.at, s.lack)
+				assert.Equal(t, s.want, r.Wait("c/IPv4", s.lack, at(s.at)), "at %d ms, %d missing", s.at, s.lack)
 			}
-			assert.Equal(t, refillQuiet, r.wait("other/IPv4", 1, at(0)), "classes and families wait apart")
+			assert.Equal(t, refillQuiet, r.Wait("other/IPv4", 1, at(0)), "classes and families wait apart")
 		})
 	}
 }

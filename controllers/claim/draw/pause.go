@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"sync"
@@ -13,13 +13,13 @@ import (
 // cache still shows the old placeholder, fails its status update and backs
 // off every pending Service in the cluster.
 const (
-	giveBackPause    = 2 * time.Second
-	maxGiveBackPause = time.Minute
+	GiveBackPause    = 2 * time.Second
+	MaxGiveBackPause = time.Minute
 )
 
-// drawPauses remembers, per draw owner and family, the pause after a
+// Pauses remembers, per draw owner and family, the pause after a
 // give-back. It only delays: a restart that loses it draws at once.
-type drawPauses struct {
+type Pauses struct {
 	mu sync.Mutex
 	m  map[string]drawPause
 }
@@ -30,35 +30,46 @@ type drawPause struct {
 	until time.Time
 }
 
-// gaveBack records that key gave back ip at now, and returns the pause:
+// HoldUntil makes every pause on record last until then: for a test that
+// needs a draw to stay paused while it looks.
+func (p *Pauses) HoldUntil(until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, e := range p.m {
+		e.until = until
+		p.m[key] = e
+	}
+}
+
+// GaveBack records that key gave back ip at now, and returns the pause:
 // giveBackPause, doubled for each time in a row the same address came back.
-func (p *drawPauses) gaveBack(key, ip string, now time.Time) time.Duration {
+func (p *Pauses) GaveBack(key, ip string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[string]drawPause{}
 	}
 	for k, e := range p.m {
-		if now.Sub(e.until) > maxGiveBackPause {
+		if now.Sub(e.until) > MaxGiveBackPause {
 			delete(p.m, k) // long over: forget it
 		}
 	}
 	e := p.m[key]
-	if e.ip != ip || now.Sub(e.until) > maxGiveBackPause {
+	if e.ip != ip || now.Sub(e.until) > MaxGiveBackPause {
 		e = drawPause{ip: ip}
 	}
 	e.times++
-	d := giveBackPause
-	for i := 1; i < e.times && d < maxGiveBackPause; i++ {
+	d := GiveBackPause
+	for i := 1; i < e.times && d < MaxGiveBackPause; i++ {
 		d *= 2
 	}
-	d = min(d, maxGiveBackPause)
+	d = min(d, MaxGiveBackPause)
 	e.until = now.Add(d)
 	p.m[key] = e
 	return d
 }
 
-func (p *drawPauses) left(key string, now time.Time) time.Duration {
+func (p *Pauses) Left(key string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.m[key]; ok && now.Before(e.until) {
@@ -67,7 +78,7 @@ func (p *drawPauses) left(key string, now time.Time) time.Duration {
 	return 0
 }
 
-func (p *drawPauses) forget(key string) {
+func (p *Pauses) Forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, key)
@@ -82,9 +93,9 @@ const (
 	refillMax   = 2 * time.Second
 )
 
-// refillDelays remembers, per class and family, since when addresses are
+// RefillDelays remembers, per class and family, since when addresses are
 // missing and when the shortfall last grew. It only delays, as drawPauses.
-type refillDelays struct {
+type RefillDelays struct {
 	mu sync.Mutex
 	m  map[string]shortfall
 }
@@ -94,10 +105,10 @@ type shortfall struct {
 	since, grew time.Time
 }
 
-// wait records that key lacks n warm addresses at now and returns how long
+// Wait records that key lacks n warm addresses at now and returns how long
 // its refill still waits: refillQuiet after the shortfall last grew, at
 // most refillMax after it was first seen. Then the shortfall is forgotten.
-func (r *refillDelays) wait(key string, n int, now time.Time) time.Duration {
+func (r *RefillDelays) Wait(key string, n int, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {

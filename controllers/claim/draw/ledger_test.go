@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func TestLedgerIndexes(t *testing.T) {
 	for _, a := range entries {
 		require.NoError(t, store.Add(a))
 	}
-	l := &ledger{store: store, byIP: func(_ context.Context, ip string) ([]iadv1alpha1.IPAddress, error) {
+	l := &Ledger{store: store, byIP: func(_ context.Context, ip string) ([]iadv1alpha1.IPAddress, error) {
 		var out []iadv1alpha1.IPAddress
 		for _, o := range store.List() {
 			// As index.AddressByIP: the canonical form of what parses.
@@ -74,25 +74,25 @@ func TestLedgerIndexes(t *testing.T) {
 		}
 		for _, class := range []string{"public", "private", "none"} {
 			for _, f := range []iadv1alpha1.IPFamily{iadv1alpha1.FamilyIPv4, iadv1alpha1.FamilyIPv6} {
-				got, err := l.view(context.Background(), class, f)
+				got, err := l.View(context.Background(), class, f)
 				require.NoError(t, err)
-				want := viewOf(all, class, f)
-				assert.Equal(t, want.entries, got.entries, "%s %s: entries", class, f)
-				assert.Equal(t, namesOf(want.available), namesOf(got.available), "%s %s: available", class, f)
-				assert.Equal(t, namesOf(want.unheld), namesOf(got.unheld), "%s %s: unheld", class, f)
+				want := ViewOf(all, class, f)
+				assert.Equal(t, want.Entries, got.Entries, "%s %s: entries", class, f)
+				assert.Equal(t, namesOf(want.Available), namesOf(got.Available), "%s %s: available", class, f)
+				assert.Equal(t, namesOf(want.Unheld), namesOf(got.Unheld), "%s %s: unheld", class, f)
 				for _, ip := range []string{"192.0.2.1", "192.0.2.4", "2001:db8::8", "198.51.100.1", "not-an-ip", "192.0.2.99"} {
-					assert.Equal(t, want.records(ip), got.records(ip), "%s %s: records %s", class, f, ip)
+					assert.Equal(t, want.Records(ip), got.Records(ip), "%s %s: records %s", class, f, ip)
 				}
 			}
 		}
 	}
 	t.Run("as added", func(t *testing.T) {
 		check(t)
-		v, err := l.view(context.Background(), "public", iadv1alpha1.FamilyIPv4)
+		v, err := l.View(context.Background(), "public", iadv1alpha1.FamilyIPv4)
 		require.NoError(t, err)
-		assert.Equal(t, 6, v.entries, "the parsed IPv4 entries of public, the one being deleted included")
-		assert.Equal(t, []string{"a3"}, namesOf(v.available))
-		assert.Equal(t, []string{"a2", "a3"}, namesOf(v.unheld))
+		assert.Equal(t, 6, v.Entries, "the parsed IPv4 entries of public, the one being deleted included")
+		assert.Equal(t, []string{"a3"}, namesOf(v.Available))
+		assert.Equal(t, []string{"a2", "a3"}, namesOf(v.Unheld))
 	})
 	t.Run("an entry held, another bound, one gone", func(t *testing.T) {
 		a2 := entries[1].DeepCopy()
@@ -103,11 +103,11 @@ func TestLedgerIndexes(t *testing.T) {
 		require.NoError(t, store.Update(a3))
 		require.NoError(t, store.Delete(entries[3]))
 		check(t)
-		v, err := l.view(context.Background(), "public", iadv1alpha1.FamilyIPv4)
+		v, err := l.View(context.Background(), "public", iadv1alpha1.FamilyIPv4)
 		require.NoError(t, err)
-		assert.Equal(t, 5, v.entries)
-		assert.Empty(t, v.available)
-		assert.Equal(t, []string{"a3"}, namesOf(v.unheld))
+		assert.Equal(t, 5, v.Entries)
+		assert.Empty(t, v.Available)
+		assert.Equal(t, []string{"a3"}, namesOf(v.Unheld))
 	})
 }
 

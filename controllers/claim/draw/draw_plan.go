@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"strings"
@@ -13,8 +13,8 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// addressFamily is the family of an IP in text form, "" when it does not parse.
-func addressFamily(s string) iadv1alpha1.IPFamily {
+// AddressFamily is the family of an IP in text form, "" when it does not parse.
+func AddressFamily(s string) iadv1alpha1.IPFamily {
 	ip, err := names.ParseAddress(s)
 	switch {
 	case err != nil:
@@ -26,8 +26,8 @@ func addressFamily(s string) iadv1alpha1.IPFamily {
 	}
 }
 
-// serviceFamily is the Kubernetes IP family of an address family.
-func serviceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
+// ServiceFamily is the Kubernetes IP family of an address family.
+func ServiceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
 	if f == iadv1alpha1.FamilyIPv6 {
 		return corev1.IPv6Protocol
 	}
@@ -42,9 +42,9 @@ func reclaimPolicy(class *iadv1alpha1.IPAddressClass) iadv1alpha1.ReclaimPolicy 
 	return class.Spec.ReclaimPolicy
 }
 
-// renderPlaceholder is the allocation placeholder drawing the claim's
+// RenderPlaceholder is the allocation placeholder drawing the claim's
 // address of one family from the class pool, named from the claim uid.
-func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
+func RenderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class string, f iadv1alpha1.IPFamily) *corev1.Service {
 	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
@@ -60,13 +60,13 @@ func renderPlaceholder(namespace string, c *iadv1alpha1.IPAddressClaim, class st
 				marks.KeyClass:                 class,
 			},
 		},
-		Spec: placeholder.Spec(serviceFamily(f)),
+		Spec: placeholder.Spec(ServiceFamily(f)),
 	}, marks.Requests{Pool: names.PoolName(class), Grant: class})
 }
 
-// renderAddress is the IPAddress recording a drawn address for a claim,
+// RenderAddress is the IPAddress recording a drawn address for a claim,
 // pre-bound to the claim's uid, with the driver's teardown finalizer.
-func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+func RenderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
 	return &iadv1alpha1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       addrName,
@@ -86,9 +86,9 @@ func renderAddress(claim *iadv1alpha1.IPAddressClaim, class *iadv1alpha1.IPAddre
 	}
 }
 
-// renderWarmPlaceholder is a placeholder of no claim drawing from the
+// RenderWarmPlaceholder is a placeholder of no claim drawing from the
 // class pool, named by the API server.
-func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
+func RenderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) *corev1.Service {
 	return marks.Mark(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    namespace,
@@ -99,13 +99,13 @@ func renderWarmPlaceholder(namespace, className string, f iadv1alpha1.IPFamily) 
 				marks.KeyClass:         className,
 			},
 		},
-		Spec: placeholder.Spec(serviceFamily(f)),
+		Spec: placeholder.Spec(ServiceFamily(f)),
 	}, marks.Requests{Pool: names.PoolName(className), Grant: className})
 }
 
-// renderWarmAddress is the IPAddress recording a warm address: no
+// RenderWarmAddress is the IPAddress recording a warm address: no
 // claimRef, so the core makes it Available for the next claim.
-func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
+func RenderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv1alpha1.IPAddress {
 	return &iadv1alpha1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       addrName,
@@ -121,58 +121,58 @@ func renderWarmAddress(c *iadv1alpha1.IPAddressClass, ip, addrName string) *iadv
 	}
 }
 
-// assignedIP is the canonical address of family f MetalLB reports in the
+// AssignedIP is the canonical address of family f MetalLB reports in the
 // placeholder's status, "" while there is none.
-func assignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
+func AssignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		ip, err := names.ParseAddress(in.IP)
 		if err != nil {
 			continue
 		}
-		if addressFamily(ip.String()) == f {
+		if AddressFamily(ip.String()) == f {
 			return ip.String()
 		}
 	}
 	return ""
 }
 
-// handedOver reports whether ph is a's hold already: labelled, owned,
+// HandedOver reports whether ph is a's hold already: labelled, owned,
 // granted the class's pool and pinned to ip.
-func handedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
+func HandedOver(ph *corev1.Service, a *iadv1alpha1.IPAddress, ip, class string) bool {
 	return ph.Labels[marks.LabelPlaceholder] == names.PlaceholderHold && ph.Labels[marks.LabelAddress] == a.Name &&
 		placeholder.OwnedByAddress(ph, a.Name) && marks.Of(ph).Granted(class) && (ip == "" || marks.Of(ph).Pin == ip)
 }
 
-// bindsClaim reports whether an address's claimRef names the claim: same
+// BindsClaim reports whether an address's claimRef names the claim: same
 // namespace and name, uid empty (not yet accepted by the core) or equal.
-func bindsClaim(a *iadv1alpha1.IPAddress, namespace, name string, uid types.UID) bool {
+func BindsClaim(a *iadv1alpha1.IPAddress, namespace, name string, uid types.UID) bool {
 	r := a.Spec.ClaimRef
 	return r != nil && r.Namespace == namespace && r.Name == name && (r.UID == "" || r.UID == string(uid))
 }
 
-// ledgerAnswer is what the ledger says about an address MetalLB assigned.
-type ledgerAnswer int
+// LedgerAnswer is what the ledger says about an address MetalLB assigned.
+type LedgerAnswer int
 
 const (
-	ledgerFree ledgerAnswer = iota
-	// ledgerOurs: its entry is the owner's: finish recording.
-	ledgerOurs
-	// ledgerGoing: only entries being deleted record it: wait.
-	ledgerGoing
-	// ledgerTaken: a live entry records it for someone else: give it back.
-	ledgerTaken
+	LedgerFree LedgerAnswer = iota
+	// LedgerOurs: its entry is the owner's: finish recording.
+	LedgerOurs
+	// LedgerGoing: only entries being deleted record it: wait.
+	LedgerGoing
+	// LedgerTaken: a live entry records it for someone else: give it back.
+	LedgerTaken
 )
 
-// ledgerVerdict judges the entries recording an IP for claim c, with the
+// LedgerVerdict judges the entries recording an IP for claim c, with the
 // deciding entry (nil for ledgerFree).
-func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (ledgerAnswer, *iadv1alpha1.IPAddress) {
+func LedgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (LedgerAnswer, *iadv1alpha1.IPAddress) {
 	var going *iadv1alpha1.IPAddress
 	var taken *iadv1alpha1.IPAddress
 	for i := range entries {
 		a := &entries[i]
 		switch {
-		case bindsClaim(a, c.Namespace, c.Name, c.UID):
-			return ledgerOurs, a
+		case BindsClaim(a, c.Namespace, c.Name, c.UID):
+			return LedgerOurs, a
 		case a.DeletionTimestamp != nil:
 			if going == nil {
 				going = a
@@ -183,9 +183,9 @@ func ledgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClai
 	}
 	switch {
 	case taken != nil:
-		return ledgerTaken, taken
+		return LedgerTaken, taken
 	case going != nil:
-		return ledgerGoing, going
+		return LedgerGoing, going
 	}
-	return ledgerFree, nil
+	return LedgerFree, nil
 }

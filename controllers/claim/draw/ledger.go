@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"context"
@@ -13,22 +13,22 @@ import (
 	"github.com/cozystack/metallb-iad/internal/index"
 )
 
-// ledger reads the class ledgers from the IPAddress informer's store
+// Ledger reads the class ledgers from the IPAddress informer's store
 // through indexes of its own (ledger_plan.go). A draw asks for a count and
 // the few entries that may decide it, where a list of the class's entries
 // would copy every one of them, thousands in a large class, on every draw.
 // The store is read as the cache's List reads it: in step with the
 // informer, without copies; nothing read from it may be changed.
-type ledger struct {
+type Ledger struct {
 	store toolscache.Indexer
 	// byIP lists the entries recording an address (index.AddressByIP),
 	// without copies.
 	byIP func(ctx context.Context, ip string) ([]iadv1alpha1.IPAddress, error)
 }
 
-// newLedger registers the ledger's indexes on the IPAddress informer of
+// NewLedger registers the ledger's indexes on the IPAddress informer of
 // c, which must not have started yet, and returns the reader of its store.
-func newLedger(ctx context.Context, c cache.Cache) (*ledger, error) {
+func NewLedger(ctx context.Context, c cache.Cache) (*Ledger, error) {
 	inf, err := c.GetInformer(ctx, &iadv1alpha1.IPAddress{})
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func newLedger(ctx context.Context, c cache.Cache) (*ledger, error) {
 		err := c.List(ctx, &l, client.MatchingFields{index.AddressByIP: ip}, client.UnsafeDisableDeepCopy)
 		return l.Items, err
 	}
-	return &ledger{store: shared.GetIndexer(), byIP: byIP}, nil
+	return &Ledger{store: shared.GetIndexer(), byIP: byIP}, nil
 }
 
 // ledgerIndexers are the ledger's indexes as a store takes them.
@@ -64,21 +64,21 @@ func ledgerIndexers() toolscache.Indexers {
 	return indexers
 }
 
-// view reads class's ledger in family f.
-func (l *ledger) view(ctx context.Context, class string, f iadv1alpha1.IPFamily) (ledgerView, error) {
+// View reads class's ledger in family f.
+func (l *Ledger) View(ctx context.Context, class string, f iadv1alpha1.IPFamily) (LedgerView, error) {
 	key := ledgerKey(class, f)
 	all, err := l.store.ByIndex(ledgerEntries, key)
 	if err != nil {
-		return ledgerView{}, err
+		return LedgerView{}, err
 	}
-	v := ledgerView{entries: len(all)}
-	if v.available, err = l.entries(ledgerAvailable, key); err != nil {
-		return ledgerView{}, err
+	v := LedgerView{Entries: len(all)}
+	if v.Available, err = l.entries(ledgerAvailable, key); err != nil {
+		return LedgerView{}, err
 	}
-	if v.unheld, err = l.entries(ledgerUnheld, key); err != nil {
-		return ledgerView{}, err
+	if v.Unheld, err = l.entries(ledgerUnheld, key); err != nil {
+		return LedgerView{}, err
 	}
-	v.records = func(ip string) bool {
+	v.Records = func(ip string) bool {
 		// An error (never seen: the index is registered) counts the
 		// address unrecorded, which leaves less room, not more.
 		got, err := l.byIP(ctx, ip)
@@ -88,7 +88,7 @@ func (l *ledger) view(ctx context.Context, class string, f iadv1alpha1.IPFamily)
 }
 
 // entries are the cached IPAddresses under key in the index named.
-func (l *ledger) entries(index, key string) ([]*iadv1alpha1.IPAddress, error) {
+func (l *Ledger) entries(index, key string) ([]*iadv1alpha1.IPAddress, error) {
 	objs, err := l.store.ByIndex(index, key)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"testing"
@@ -8,11 +8,11 @@ import (
 )
 
 func TestDrawLocksSerializeAClassOnly(t *testing.T) {
-	var l drawLocks
+	var l Locks
 	lock := func(class string) func() {
-		c := l.of(class)
-		c.decide.Lock()
-		return c.decide.Unlock
+		c := l.Of(class)
+		c.Decide.Lock()
+		return c.Decide.Unlock
 	}
 	unlock := lock("public")
 

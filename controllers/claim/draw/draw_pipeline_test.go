@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"context"
@@ -26,36 +26,36 @@ import (
 // fakeDrawer answers the pipeline with fixed verdicts and records what it
 // was asked and told.
 type fakeDrawer struct {
-	judged, recorded ledgerAnswer
+	judged, recorded LedgerAnswer
 	entry            *iadv1alpha1.IPAddress
 	handedOver       bool
 	calls            []string
-	news             []newsKind
+	news             []NewsKind
 }
 
-func (d *fakeDrawer) placeholder() *corev1.Service {
-	return renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
+func (d *fakeDrawer) Placeholder() *corev1.Service {
+	return RenderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 }
 
-func (d *fakeDrawer) judge(context.Context, string, string) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d *fakeDrawer) Judge(context.Context, string, string) (LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	d.calls = append(d.calls, "judge")
 	return d.judged, d.entry, nil
 }
 
-func (d *fakeDrawer) recordEntry(context.Context, *corev1.Service, string, string, *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error) {
+func (d *fakeDrawer) RecordEntry(context.Context, *corev1.Service, string, string, *iadv1alpha1.IPAddress) (LedgerAnswer, *iadv1alpha1.IPAddress, error) {
 	d.calls = append(d.calls, "recordEntry")
 	return d.recorded, d.entry, nil
 }
 
-func (d *fakeDrawer) handOver(ph *corev1.Service, _ *iadv1alpha1.IPAddress) func() {
+func (d *fakeDrawer) HandOver(ph *corev1.Service, _ *iadv1alpha1.IPAddress) func() {
 	if d.handedOver {
 		return nil
 	}
 	return func() { ph.Labels[marks.LabelPlaceholder] = names.PlaceholderHold }
 }
 
-func (d *fakeDrawer) report(_ context.Context, n drawNews) phase.Result {
-	d.news = append(d.news, n.kind)
+func (d *fakeDrawer) Report(_ context.Context, n News) phase.Result {
+	d.news = append(d.news, n.Kind)
 	return phase.Next()
 }
 
@@ -80,37 +80,37 @@ func TestDrawRecord(t *testing.T) {
 		pin       string
 		bound     bool
 		calls     []string
-		news      []newsKind
+		news      []NewsKind
 		wantLabel string // the placeholder's role afterwards; "" when deleted
 	}{
-		{name: "free: record, then hand over", d: fakeDrawer{judged: ledgerFree, recorded: ledgerOurs, entry: &entry},
-			bound: true, calls: []string{"judge", "recordEntry"}, news: []newsKind{newsHandedOver}, wantLabel: names.PlaceholderHold},
-		{name: "handed over already: nothing written", d: fakeDrawer{judged: ledgerOurs, recorded: ledgerOurs, entry: &entry, handedOver: true},
+		{name: "free: record, then hand over", d: fakeDrawer{judged: LedgerFree, recorded: LedgerOurs, entry: &entry},
+			bound: true, calls: []string{"judge", "recordEntry"}, news: []NewsKind{NewsHandedOver}, wantLabel: names.PlaceholderHold},
+		{name: "handed over already: nothing written", d: fakeDrawer{judged: LedgerOurs, recorded: LedgerOurs, entry: &entry, handedOver: true},
 			bound: true, calls: []string{"judge", "recordEntry"}, wantLabel: names.PlaceholderAllocation},
-		{name: "taken: give back", d: fakeDrawer{judged: ledgerTaken, entry: &entry},
-			calls: []string{"judge"}, news: []newsKind{newsGaveBack}},
-		{name: "taken once recorded: give back", d: fakeDrawer{judged: ledgerFree, recorded: ledgerTaken, entry: &entry},
-			calls: []string{"judge", "recordEntry"}, news: []newsKind{newsGaveBack}},
-		{name: "the entry is going: wait", d: fakeDrawer{judged: ledgerGoing, entry: &entry},
-			calls: []string{"judge"}, news: []newsKind{newsEntryGoing}, wantLabel: names.PlaceholderAllocation},
-		{name: "pinned elsewhere: wait for MetalLB", d: fakeDrawer{judged: ledgerFree}, pin: "192.0.2.9",
-			calls: []string{"judge"}, news: []newsKind{newsPinnedElsewhere}, wantLabel: names.PlaceholderAllocation},
-		{name: "nothing recorded this pass", d: fakeDrawer{judged: ledgerFree, recorded: ledgerFree},
-			calls: []string{"judge", "recordEntry"}, news: []newsKind{newsUnrecorded}, wantLabel: names.PlaceholderAllocation},
+		{name: "taken: give back", d: fakeDrawer{judged: LedgerTaken, entry: &entry},
+			calls: []string{"judge"}, news: []NewsKind{NewsGaveBack}},
+		{name: "taken once recorded: give back", d: fakeDrawer{judged: LedgerFree, recorded: LedgerTaken, entry: &entry},
+			calls: []string{"judge", "recordEntry"}, news: []NewsKind{NewsGaveBack}},
+		{name: "the entry is going: wait", d: fakeDrawer{judged: LedgerGoing, entry: &entry},
+			calls: []string{"judge"}, news: []NewsKind{NewsEntryGoing}, wantLabel: names.PlaceholderAllocation},
+		{name: "pinned elsewhere: wait for MetalLB", d: fakeDrawer{judged: LedgerFree}, pin: "192.0.2.9",
+			calls: []string{"judge"}, news: []NewsKind{NewsPinnedElsewhere}, wantLabel: names.PlaceholderAllocation},
+		{name: "nothing recorded this pass", d: fakeDrawer{judged: LedgerFree, recorded: LedgerFree},
+			calls: []string{"judge", "recordEntry"}, news: []NewsKind{NewsUnrecorded}, wantLabel: names.PlaceholderAllocation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			ph := tt.d.placeholder()
+			ph := tt.d.Placeholder()
 			ph.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 			if tt.pin != "" {
 				ph.Annotations[marks.KeyPin] = tt.pin
 			}
 			c := pipelineClient(t, ph)
 			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ph), ph))
-			d := draw{Deps: bootstrap.Deps{Client: c}, owner: &tt.d, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
+			d := Draw{Deps: bootstrap.Deps{Client: c}, Owner: &tt.d, Class: "public", F: iadv1alpha1.FamilyIPv4, What: "placeholder"}
 
-			bound, _, err := d.record(ctx, ph)
+			bound, _, err := d.Record(ctx, ph)
 			require.NoError(t, err)
 			assert.Equal(t, tt.bound, bound)
 			assert.Equal(t, tt.calls, tt.d.calls)
@@ -131,46 +131,46 @@ func TestDrawCreate(t *testing.T) {
 	ctx := context.Background()
 	c := pipelineClient(t)
 	dr := &fakeDrawer{}
-	d := draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, owner: dr, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
-	_, err := d.create(ctx)
+	d := Draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, Owner: dr, Class: "public", F: iadv1alpha1.FamilyIPv4, What: "placeholder"}
+	_, err := d.CreatePlaceholder(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []newsKind{newsCreated}, dr.news)
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.placeholder()), &corev1.Service{}))
+	assert.Equal(t, []NewsKind{NewsCreated}, dr.news)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.Placeholder()), &corev1.Service{}))
 
-	res, err := d.create(ctx)
+	res, err := d.CreatePlaceholder(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []newsKind{newsCreated}, dr.news, "one that exists is not news")
+	assert.Equal(t, []NewsKind{NewsCreated}, dr.news, "one that exists is not news")
 	assert.Equal(t, phase.Waiting, res.State)
 }
 
 func TestDrawDescribe(t *testing.T) {
-	d := draw{class: "public", what: "warm placeholder"}
-	assert.Equal(t, "warm placeholder for class public", d.describe(renderWarmPlaceholder("ph", "public", iadv1alpha1.FamilyIPv4)))
-	d.what = "placeholder"
-	assert.Equal(t, "placeholder alloc-ipv4-"+string(testUID), d.describe((&fakeDrawer{}).placeholder()))
+	d := Draw{Class: "public", What: "warm placeholder"}
+	assert.Equal(t, "warm placeholder for class public", d.describe(RenderWarmPlaceholder("ph", "public", iadv1alpha1.FamilyIPv4)))
+	d.What = "placeholder"
+	assert.Equal(t, "placeholder alloc-ipv4-"+string(testUID), d.describe((&fakeDrawer{}).Placeholder()))
 }
 
 func TestDrawStart(t *testing.T) {
 	ctx := context.Background()
 	c := pipelineClient(t)
 	dr := &fakeDrawer{}
-	d := draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, owner: dr, class: "public", f: iadv1alpha1.FamilyIPv4, what: "placeholder"}
-	created, _, err := d.start(ctx)
+	d := Draw{Deps: bootstrap.Deps{Client: c, APIReader: c}, Owner: dr, Class: "public", F: iadv1alpha1.FamilyIPv4, What: "placeholder"}
+	created, _, err := d.StartPlaceholder(ctx)
 	require.NoError(t, err)
 	assert.True(t, created)
-	assert.Equal(t, []newsKind{newsCreated}, dr.news)
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.placeholder()), &corev1.Service{}))
+	assert.Equal(t, []NewsKind{NewsCreated}, dr.news)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dr.Placeholder()), &corev1.Service{}))
 
-	created, res, err := d.start(ctx)
+	created, res, err := d.StartPlaceholder(ctx)
 	require.NoError(t, err)
 	assert.False(t, created)
-	assert.Equal(t, []newsKind{newsCreated}, dr.news, "one that exists is not news")
+	assert.Equal(t, []NewsKind{NewsCreated}, dr.news, "one that exists is not news")
 	assert.Equal(t, phase.Waiting, res.State)
 }
 
 func TestPlaceholderHolds(t *testing.T) {
 	ph := func(name, address, ip string, deleting bool) *corev1.Service {
-		s := renderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
+		s := RenderPlaceholder("ph", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 		s.Name = name
 		s.Labels[marks.LabelClaimUID] = "uid-" + name
 		if address != "" {
@@ -186,23 +186,23 @@ func TestPlaceholderHolds(t *testing.T) {
 		a := testAddress(name, ip, &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "web", UID: uid})
 		return &a
 	}
-	var h placeholderHolds
-	events := h.handler()
+	var h Holds
+	events := h.Handler()
 	hold, alloc, moved := ph("hold", "ip-192-0-2-1", "192.0.2.1", false), ph("alloc", "", "192.0.2.2", false), ph("moved", "ip-192-0-2-3", "192.0.2.3", false)
 	for _, s := range []*corev1.Service{hold, alloc, moved, ph("gone", "ip-192-0-2-4", "192.0.2.4", true)} {
 		events.OnAdd(s, true)
 	}
 	events.OnUpdate(moved, ph("moved", "ip-192-0-2-3", "192.0.2.9", false))
-	assert.True(t, h.heldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
-	assert.True(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
-	assert.False(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
-	assert.False(t, h.heldBy(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP now")
-	assert.False(t, h.heldBy(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
+	assert.True(t, h.HeldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "by its hold")
+	assert.True(t, h.HeldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "by its claim's allocation placeholder")
+	assert.False(t, h.HeldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-other"), "192.0.2.2"), "another claim's placeholder")
+	assert.False(t, h.HeldBy(addr("ip-192-0-2-3", "192.0.2.3", "other"), "192.0.2.3"), "labelled with it, holding another IP now")
+	assert.False(t, h.HeldBy(addr("ip-192-0-2-4", "192.0.2.4", "uid-gone"), "192.0.2.4"), "being deleted")
 
 	events.OnUpdate(hold, ph("hold", "ip-192-0-2-1", "192.0.2.1", true))
-	assert.False(t, h.heldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "its hold is being deleted")
+	assert.False(t, h.HeldBy(addr("ip-192-0-2-1", "192.0.2.1", "other"), "192.0.2.1"), "its hold is being deleted")
 	events.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ph/alloc", Obj: alloc})
-	assert.False(t, h.heldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "gone, seen late")
+	assert.False(t, h.HeldBy(addr("ip-192-0-2-2", "192.0.2.2", "uid-alloc"), "192.0.2.2"), "gone, seen late")
 	events.OnDelete(ph("moved", "ip-192-0-2-3", "192.0.2.9", false))
 	assert.Empty(t, h.n, "nothing counted once every placeholder is gone or going")
 }

@@ -1,4 +1,9 @@
-package claim
+// Package draw is the draw pipeline the claim binary's claim and warm
+// controllers share: one Draw, run by either owner (Owner), takes an
+// address from a class's pool; the book of draws in flight (Book, Locks),
+// the placeholders' holds (Holds), the pauses after a give-back (Pauses)
+// and the class ledgers (Ledger) are the state the two share.
+package draw
 
 import (
 	"context"
@@ -23,102 +28,103 @@ import (
 )
 
 // The draw pipeline takes an address from a class's pool, for a claim's
-// family (claim_draw.go) or as a warm address (warm_draw.go): create a
+// family (the claim controller's claim_draw.go) or as a warm address (the
+// warm controller's warm_draw.go): create a
 // placeholder, observe MetalLB's answer, record the address, then hand the
 // placeholder over to its IPAddress or give the address back. The pipeline
 // makes these writes; its owner, a drawer, says what differs.
 
-// cacheWait bounds the wait for the cache to show what a pass created.
-const cacheWait = 10 * time.Second
+// CacheWait bounds the wait for the cache to show what a pass created.
+const CacheWait = 10 * time.Second
 
-// drawer is the owner of a draw.
-type drawer interface {
-	placeholder() *corev1.Service
-	// judge reads the ledger about ip (entry name addrName) and says what
+// Owner is the owner of a draw.
+type Owner interface {
+	Placeholder() *corev1.Service
+	// Judge reads the ledger about ip (entry name addrName) and says what
 	// the owner may do with it, with the deciding entry.
-	judge(ctx context.Context, ip, addrName string) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
-	// recordEntry records ip for the owner (entry: the one judge found
+	Judge(ctx context.Context, ip, addrName string) (LedgerAnswer, *iadv1alpha1.IPAddress, error)
+	// RecordEntry records ip for the owner (entry: the one judge found
 	// ours, else nil) and judges again: ledgerOurs with the entry to hand
 	// ph over to, or ledgerFree when it recorded nothing (newsUnrecorded).
-	recordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (ledgerAnswer, *iadv1alpha1.IPAddress, error)
-	// handOver returns the change handing ph over to a; nil: nothing to do.
-	handOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
-	// report logs and records what happened, and returns its phase result.
-	report(ctx context.Context, n drawNews) phase.Result
+	RecordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (LedgerAnswer, *iadv1alpha1.IPAddress, error)
+	// HandOver returns the change handing ph over to a; nil: nothing to do.
+	HandOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()
+	// Report logs and records what happened, and returns its phase result.
+	Report(ctx context.Context, n News) phase.Result
 }
 
-type drawNews struct {
-	kind  newsKind
-	ph    *corev1.Service
-	ip    string
-	entry *iadv1alpha1.IPAddress
+type News struct {
+	Kind  NewsKind
+	PH    *corev1.Service
+	IP    string
+	Entry *iadv1alpha1.IPAddress
 }
 
-type newsKind int
+type NewsKind int
 
 const (
-	newsCreated newsKind = iota
-	// newsPinnedElsewhere: ph is pinned to another address than ip, the
+	NewsCreated NewsKind = iota
+	// NewsPinnedElsewhere: ph is pinned to another address than ip, the
 	// one MetalLB reports (MetalLB has not caught up).
-	newsPinnedElsewhere
-	newsEntryGoing
-	newsGaveBack
-	newsHandedOver
-	// newsUnrecorded: recordEntry recorded nothing this pass.
-	newsUnrecorded
+	NewsPinnedElsewhere
+	NewsEntryGoing
+	NewsGaveBack
+	NewsHandedOver
+	// NewsUnrecorded: recordEntry recorded nothing this pass.
+	NewsUnrecorded
 )
 
-// draw is one owner's draw of family f from a class.
-type draw struct {
+// Draw is one owner's draw of family f from a class.
+type Draw struct {
 	bootstrap.Deps
-	owner drawer
-	class string
-	f     iadv1alpha1.IPFamily
-	// what names the owner's placeholders in errors.
-	what string
-	// written, if set, records the placeholders' patches.
-	written *patch.Written
+	Owner Owner
+	Class string
+	F     iadv1alpha1.IPFamily
+	// What names the owner's placeholders in errors.
+	What string
+	// Written, if set, records the placeholders' patches.
+	Written *patch.Written
 }
 
-// create creates the owner's placeholder and waits for the cache to show
+// CreatePlaceholder creates the owner's placeholder and waits for the cache to show
 // it; one that exists already is left to its own watch event.
-func (d draw) create(ctx context.Context) (phase.Result, error) {
-	ph := d.owner.placeholder()
-	created, err := patch.CreateAndWait(ctx, d.Client, d.APIReader, ph, cacheWait)
+func (d Draw) CreatePlaceholder(ctx context.Context) (phase.Result, error) {
+	ph := d.Owner.Placeholder()
+	created, err := patch.CreateAndWait(ctx, d.Client, d.APIReader, ph, CacheWait)
 	switch {
 	case created:
-		return d.owner.report(ctx, drawNews{kind: newsCreated, ph: ph}), err
+		return d.Owner.Report(ctx, News{Kind: NewsCreated, PH: ph}), err
 	case err != nil:
 		return phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
 	}
 	return phase.WaitFor("the cache to show the existing placeholder", 0), nil
 }
 
-// start creates the owner's placeholder without waiting for the cache to
+// StartPlaceholder creates the owner's placeholder without waiting for the cache to
 // show it (the draw is in its class's book until then), and reports whether
 // this call created it; one that exists already is left to its own watch
 // event.
-func (d draw) start(ctx context.Context) (bool, phase.Result, error) {
-	ph := d.owner.placeholder()
+func (d Draw) StartPlaceholder(ctx context.Context) (bool, phase.Result, error) {
+	ph := d.Owner.Placeholder()
 	switch err := d.Create(ctx, ph); {
 	case apierrors.IsAlreadyExists(err):
 		return false, phase.WaitFor("the cache to show the existing placeholder", 0), nil
 	case err != nil:
 		return false, phase.Next(), fmt.Errorf("create %s: %w", d.describe(ph), err)
 	}
-	return true, d.owner.report(ctx, drawNews{kind: newsCreated, ph: ph}), nil
+	return true, d.Owner.Report(ctx, News{Kind: NewsCreated, PH: ph}), nil
 }
 
 // describe names a placeholder in errors (by class before it has a name).
-func (d draw) describe(ph *corev1.Service) string {
+func (d Draw) describe(ph *corev1.Service) string {
 	if ph.Name == "" {
-		return d.what + " for class " + d.class
+		return d.What + " for class " + d.Class
 	}
-	return d.what + " " + ph.Name
+	return d.What + " " + ph.Name
 }
 
-// refusal is MetalLB's latest refusal of ph, from the cache, or nil.
-func (d draw) refusal(ctx context.Context, ph *corev1.Service) (*corev1.Event, error) {
+// Refusal is MetalLB's latest refusal of ph, from the cache, or nil.
+func (d Draw) Refusal(ctx context.Context, ph *corev1.Service) (*corev1.Event, error) {
 	var evs corev1.EventList
 	if err := d.List(ctx, &evs, client.InNamespace(d.PlaceholderNamespace),
 		client.MatchingFields{index.EventByInvolvedUID: string(ph.UID)}); err != nil {
@@ -127,59 +133,59 @@ func (d draw) refusal(ctx context.Context, ph *corev1.Service) (*corev1.Event, e
 	return stale.LatestFailure(evs.Items, ph.UID), nil
 }
 
-// record judges the address MetalLB assigned ph against the ledger before
+// Record judges the address MetalLB assigned ph against the ledger before
 // anything is written, then records it and hands ph over, or gives it back.
 // It reports whether ph ended handed over. Each write is idempotent: a
 // pass that stops half-way is finished by the next.
-func (d draw) record(ctx context.Context, ph *corev1.Service) (bool, phase.Result, error) {
-	ip := assignedIP(ph, d.f)
+func (d Draw) Record(ctx context.Context, ph *corev1.Service) (bool, phase.Result, error) {
+	ip := AssignedIP(ph, d.F)
 	addr, _ := names.ParseAddress(ip) // assignedIP returns only parsed, canonical addresses
 	addrName, err := names.AddressName(addr)
 	if err != nil {
 		return false, phase.Next(), err
 	}
-	answer, entry, err := d.owner.judge(ctx, ip, addrName)
+	answer, entry, err := d.Owner.Judge(ctx, ip, addrName)
 	if err != nil {
 		return false, phase.Next(), err
 	}
-	if answer == ledgerFree || answer == ledgerOurs {
+	if answer == LedgerFree || answer == LedgerOurs {
 		if m := marks.Of(ph); m.Pin != "" && !m.PinnedExactly(ip) {
-			return false, d.owner.report(ctx, drawNews{kind: newsPinnedElsewhere, ph: ph, ip: ip}), nil
+			return false, d.Owner.Report(ctx, News{Kind: NewsPinnedElsewhere, PH: ph, IP: ip}), nil
 		}
-		if answer, entry, err = d.owner.recordEntry(ctx, ph, ip, addrName, entry); err != nil {
+		if answer, entry, err = d.Owner.RecordEntry(ctx, ph, ip, addrName, entry); err != nil {
 			return false, phase.Next(), err
 		}
 	}
 	switch answer {
-	case ledgerOurs:
-		res, err := d.handOver(ctx, ph, entry)
+	case LedgerOurs:
+		res, err := d.HandOver(ctx, ph, entry)
 		return true, res, err
-	case ledgerTaken:
+	case LedgerTaken:
 		res, err := d.giveBack(ctx, ph, ip, entry)
 		return false, res, err
-	case ledgerGoing:
-		return false, d.owner.report(ctx, drawNews{kind: newsEntryGoing, ph: ph, ip: ip, entry: entry}), nil
+	case LedgerGoing:
+		return false, d.Owner.Report(ctx, News{Kind: NewsEntryGoing, PH: ph, IP: ip, Entry: entry}), nil
 	}
-	return false, d.owner.report(ctx, drawNews{kind: newsUnrecorded, ph: ph, ip: ip}), nil
+	return false, d.Owner.Report(ctx, News{Kind: NewsUnrecorded, PH: ph, IP: ip}), nil
 }
 
-// handOver hands ph over to a, in one patch: MetalLB, which rewrites a
+// HandOver hands ph over to a, in one patch: MetalLB, which rewrites a
 // Service's status on each change it sees, sees one.
-func (d draw) handOver(ctx context.Context, ph *corev1.Service, a *iadv1alpha1.IPAddress) (phase.Result, error) {
-	change := d.owner.handOver(ph, a)
+func (d Draw) HandOver(ctx context.Context, ph *corev1.Service, a *iadv1alpha1.IPAddress) (phase.Result, error) {
+	change := d.Owner.HandOver(ph, a)
 	if change == nil {
 		return phase.Next(), nil
 	}
-	ip := assignedIP(ph, d.f)
-	if err := d.patch(ctx, ph, change); err != nil {
-		return phase.Next(), fmt.Errorf("hand %s %s over to IPAddress %s: %w", d.what, ph.Name, a.Name, err)
+	ip := AssignedIP(ph, d.F)
+	if err := d.PatchPlaceholder(ctx, ph, change); err != nil {
+		return phase.Next(), fmt.Errorf("hand %s %s over to IPAddress %s: %w", d.What, ph.Name, a.Name, err)
 	}
-	return d.owner.report(ctx, drawNews{kind: newsHandedOver, ph: ph, ip: ip, entry: a}), nil
+	return d.Owner.Report(ctx, News{Kind: NewsHandedOver, PH: ph, IP: ip, Entry: a}), nil
 }
 
 // giveBack deletes ph, exactly as the pass read it, which frees ip in
 // MetalLB for entry's owner; one already gone is no news.
-func (d draw) giveBack(ctx context.Context, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) (phase.Result, error) {
+func (d Draw) giveBack(ctx context.Context, ph *corev1.Service, ip string, entry *iadv1alpha1.IPAddress) (phase.Result, error) {
 	deleted, err := patch.Delete(ctx, d.Client, ph, true)
 	if err != nil {
 		return phase.Next(), fmt.Errorf("give back %s: delete placeholder %s: %w", ip, ph.Name, err)
@@ -187,27 +193,27 @@ func (d draw) giveBack(ctx context.Context, ph *corev1.Service, ip string, entry
 	if !deleted {
 		return phase.Next(), nil
 	}
-	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", d.f, "ip", ip,
+	log.FromContext(ctx).Info("gave back an address the ledger records for someone else", "family", d.F, "ip", ip,
 		"ipaddress", entry.Name, "placeholder", ph.Name)
-	allocationsTotal.WithLabelValues(d.class, string(d.f), resultReturned).Inc()
-	return d.owner.report(ctx, drawNews{kind: newsGaveBack, ph: ph, ip: ip, entry: entry}), nil
+	AllocationsTotal.WithLabelValues(d.Class, string(d.F), ResultReturned).Inc()
+	return d.Owner.Report(ctx, News{Kind: NewsGaveBack, PH: ph, IP: ip, Entry: entry}), nil
 }
 
-// patch patches a placeholder (patch.Meta), recorded in written if set.
-func (d draw) patch(ctx context.Context, ph *corev1.Service, change func()) error {
+// PatchPlaceholder patches a placeholder (patch.Meta), recorded in written if set.
+func (d Draw) PatchPlaceholder(ctx context.Context, ph *corev1.Service, change func()) error {
 	before := ph.ResourceVersion
 	if err := patch.Meta(ctx, d.Client, ph, change); err != nil {
 		return err
 	}
-	if d.written != nil && ph.ResourceVersion != before {
-		d.written.Wrote(client.ObjectKeyFromObject(ph).String(), before)
+	if d.Written != nil && ph.ResourceVersion != before {
+		d.Written.Wrote(client.ObjectKeyFromObject(ph).String(), before)
 	}
 	return nil
 }
 
-// drawnPlaceholders lists, without copies, the placeholders drawing from
+// DrawnPlaceholders lists, without copies, the placeholders drawing from
 // a class and not handed over yet.
-func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class string) ([]corev1.Service, error) {
+func DrawnPlaceholders(ctx context.Context, c client.Reader, namespace, class string) ([]corev1.Service, error) {
 	var phs corev1.ServiceList
 	if err := c.List(ctx, &phs, client.InNamespace(namespace), client.MatchingFields{index.PlaceholderDrawnByClass: class},
 		client.UnsafeDisableDeepCopy); err != nil {
@@ -216,7 +222,7 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 	return phs.Items, nil
 }
 
-// placeholderHolds counts, from the placeholder informer, the IPs the
+// Holds counts, from the placeholder informer, the IPs the
 // cached placeholders not being deleted hold, under the address they are
 // labelled with and the claim uid they carry (heldKey). A draw decision
 // asks it about every address of the ledger not reported Held, a few on a
@@ -224,15 +230,15 @@ func drawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 // no list of the placeholders. It follows the cache a moment behind, as
 // the cache follows the API server: a placeholder seen late holds nothing
 // yet, and the draw waits.
-type placeholderHolds struct {
+type Holds struct {
 	mu sync.RWMutex
 	n  map[string]int
 }
 
-// heldBy reports whether a placeholder labelled with the address, or,
+// HeldBy reports whether a placeholder labelled with the address, or,
 // before the hand-over, the allocation placeholder of the claim it is
 // bound to, holds ip.
-func (h *placeholderHolds) heldBy(a *iadv1alpha1.IPAddress, ip string) bool {
+func (h *Holds) HeldBy(a *iadv1alpha1.IPAddress, ip string) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.n[heldKey("address", a.Name, ip)] > 0 {
@@ -243,7 +249,7 @@ func (h *placeholderHolds) heldBy(a *iadv1alpha1.IPAddress, ip string) bool {
 }
 
 // change counts what cur holds in place of what old held (either nil).
-func (h *placeholderHolds) change(old, cur *corev1.Service) {
+func (h *Holds) change(old, cur *corev1.Service) {
 	gone, come := holdKeys(old), holdKeys(cur)
 	if len(gone) == 0 && len(come) == 0 {
 		return
@@ -263,8 +269,8 @@ func (h *placeholderHolds) change(old, cur *corev1.Service) {
 	}
 }
 
-// handler keeps the counts from the Service informer's events.
-func (h *placeholderHolds) handler() toolscache.ResourceEventHandler {
+// Handler keeps the counts from the Service informer's events.
+func (h *Holds) Handler() toolscache.ResourceEventHandler {
 	svc := func(o any) *corev1.Service {
 		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
@@ -287,7 +293,7 @@ func holdKeys(ph *corev1.Service) []string {
 	}
 	var keys []string
 	for _, f := range iadv1alpha1.FamilyDual.Families() {
-		ip := assignedIP(ph, f)
+		ip := AssignedIP(ph, f)
 		if ip == "" {
 			continue
 		}
@@ -303,38 +309,38 @@ func holdKeys(ph *corev1.Service) []string {
 
 func heldKey(by, name, ip string) string { return by + "\x00" + name + "\x00" + ip }
 
-// drawLocks keeps, per class, what deciding a draw needs (inflight.go):
+// Locks keeps, per class, what deciding a draw needs (inflight.go):
 // a lock held only while a pass decides from memory (its cache and the
 // book of draws in flight) whether MetalLB can give the class another
 // address, and that book. A claim's pass makes every API call outside the
 // lock; the warm controller holds it across its pass, creating with
 // CreateAndWait, so the cache shows what it drew once it lets go.
-type drawLocks struct {
+type Locks struct {
 	mu sync.Mutex
-	m  map[string]*classBook
+	m  map[string]*Book
 }
 
-// of returns the class's entry, made on first use.
-func (l *drawLocks) of(class string) *classBook {
+// Of returns the class's entry, made on first use.
+func (l *Locks) Of(class string) *Book {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]*classBook{}
+		l.m = map[string]*Book{}
 	}
 	c, ok := l.m[class]
 	if !ok {
-		c = &classBook{}
+		c = &Book{}
 		l.m[class] = c
 	}
 	return c
 }
 
-// settle takes the draw of placeholder name out of its class's book.
-func (l *drawLocks) settle(class, name string) {
+// Settle takes the draw of placeholder name out of its class's book.
+func (l *Locks) Settle(class, name string) {
 	l.mu.Lock()
 	c := l.m[class]
 	l.mu.Unlock()
 	if c != nil {
-		c.settle(name)
+		c.Settle(name)
 	}
 }

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -32,7 +32,7 @@ func isAvailable(a *iadv1alpha1.IPAddress) bool {
 // neither Lost (outside the pool) nor in Conflict, not attached and not
 // reported Held.
 func mayBeUnheld(a *iadv1alpha1.IPAddress) bool {
-	if a.DeletionTimestamp != nil || addressFamily(a.Spec.Address) == "" {
+	if a.DeletionTimestamp != nil || AddressFamily(a.Spec.Address) == "" {
 		return false
 	}
 	switch a.Status.Phase {
@@ -46,7 +46,7 @@ func mayBeUnheld(a *iadv1alpha1.IPAddress) bool {
 // names the keys an entry is found under.
 func ledgerIndexes() map[string]func(a *iadv1alpha1.IPAddress) []string {
 	family := func(a *iadv1alpha1.IPAddress) []string {
-		return []string{ledgerKey(a.Spec.ClassName, addressFamily(a.Spec.Address))}
+		return []string{ledgerKey(a.Spec.ClassName, AddressFamily(a.Spec.Address))}
 	}
 	when := func(keep func(*iadv1alpha1.IPAddress) bool) func(a *iadv1alpha1.IPAddress) []string {
 		return func(a *iadv1alpha1.IPAddress) []string {
@@ -63,25 +63,25 @@ func ledgerIndexes() map[string]func(a *iadv1alpha1.IPAddress) []string {
 	}
 }
 
-// ledgerView is what a draw decision reads of one class's ledger in one
+// LedgerView is what a draw decision reads of one class's ledger in one
 // family: how many entries it has, the few that may decide the draw, and
 // whether it records an address.
-type ledgerView struct {
-	// entries counts the entries, being deleted included: MetalLB holds
+type LedgerView struct {
+	// Entries counts the entries, being deleted included: MetalLB holds
 	// them until their teardown.
-	entries int
-	// available are the entries the core may bind (isAvailable).
-	available []*iadv1alpha1.IPAddress
-	// unheld are the entries that may be unsettled (mayBeUnheld).
-	unheld []*iadv1alpha1.IPAddress
-	// records reports whether the class's ledger records ip (canonical).
-	records func(ip string) bool
+	Entries int
+	// Available are the entries the core may bind (isAvailable).
+	Available []*iadv1alpha1.IPAddress
+	// Unheld are the entries that may be unsettled (mayBeUnheld).
+	Unheld []*iadv1alpha1.IPAddress
+	// Records reports whether the class's ledger records ip (canonical).
+	Records func(ip string) bool
 }
 
-// viewOf builds the view of class's ledger in family f from its entries,
+// ViewOf builds the view of class's ledger in family f from its entries,
 // as the indexes do: for the tests, and for a caller holding a list.
-func viewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily) ledgerView {
-	v := ledgerView{}
+func ViewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily) LedgerView {
+	v := LedgerView{}
 	ips := map[string]bool{}
 	for i := range addrs {
 		a := &addrs[i]
@@ -91,17 +91,17 @@ func viewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily)
 		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
 			ips[ip.String()] = true
 		}
-		if addressFamily(a.Spec.Address) != f {
+		if AddressFamily(a.Spec.Address) != f {
 			continue
 		}
-		v.entries++
+		v.Entries++
 		if isAvailable(a) {
-			v.available = append(v.available, a)
+			v.Available = append(v.Available, a)
 		}
 		if mayBeUnheld(a) {
-			v.unheld = append(v.unheld, a)
+			v.Unheld = append(v.Unheld, a)
 		}
 	}
-	v.records = func(ip string) bool { return ips[ip] }
+	v.Records = func(ip string) bool { return ips[ip] }
 	return v
 }

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"testing"
@@ -56,7 +56,7 @@ func TestRenderPlaceholder(t *testing.T) {
 		{iadv1alpha1.FamilyIPv6, "alloc-ipv6-" + string(testUID), corev1.IPv6Protocol},
 	} {
 		t.Run(string(tt.family), func(t *testing.T) {
-			svc := renderPlaceholder("iad-system", c, "public", tt.family)
+			svc := RenderPlaceholder("iad-system", c, "public", tt.family)
 			assert.Equal(t, "iad-system", svc.Namespace)
 			assert.Equal(t, tt.name, svc.Name)
 			assert.Empty(t, validation.IsDNS1035Label(svc.Name))
@@ -90,7 +90,7 @@ func TestRenderPlaceholder(t *testing.T) {
 func TestRenderAddress(t *testing.T) {
 	c := testClaim(iadv1alpha1.FamilyIPv4)
 	class := &iadv1alpha1.IPAddressClass{ObjectMeta: metav1.ObjectMeta{Name: "public"}}
-	a := renderAddress(c, class, "192.0.2.7", "ip-192-0-2-7")
+	a := RenderAddress(c, class, "192.0.2.7", "ip-192-0-2-7")
 	assert.Equal(t, "ip-192-0-2-7", a.Name)
 	assert.Equal(t, []string{marks.Finalizer}, a.Finalizers)
 	assert.Equal(t, iadv1alpha1.IPAddressSpec{
@@ -103,22 +103,22 @@ func TestRenderAddress(t *testing.T) {
 	assert.Empty(t, a.Status, "the driver never writes a phase")
 
 	class.Spec.ReclaimPolicy = iadv1alpha1.ReclaimDelete
-	assert.Equal(t, iadv1alpha1.ReclaimDelete, renderAddress(c, class, "192.0.2.7", "ip-192-0-2-7").Spec.ReclaimPolicy)
+	assert.Equal(t, iadv1alpha1.ReclaimDelete, RenderAddress(c, class, "192.0.2.7", "ip-192-0-2-7").Spec.ReclaimPolicy)
 }
 
 func TestAssignedIP(t *testing.T) {
 	svc := &corev1.Service{}
-	assert.Empty(t, assignedIP(svc, iadv1alpha1.FamilyIPv4))
+	assert.Empty(t, AssignedIP(svc, iadv1alpha1.FamilyIPv4))
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.org"}, {IP: "2001:DB8:0::7"}}
-	assert.Empty(t, assignedIP(svc, iadv1alpha1.FamilyIPv4))
-	assert.Equal(t, "2001:db8::7", assignedIP(svc, iadv1alpha1.FamilyIPv6), "canonical form")
+	assert.Empty(t, AssignedIP(svc, iadv1alpha1.FamilyIPv4))
+	assert.Equal(t, "2001:db8::7", AssignedIP(svc, iadv1alpha1.FamilyIPv6), "canonical form")
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.7"}}
-	assert.Equal(t, "192.0.2.7", assignedIP(svc, iadv1alpha1.FamilyIPv4))
+	assert.Equal(t, "192.0.2.7", AssignedIP(svc, iadv1alpha1.FamilyIPv4))
 }
 
 // testPlaceholder builds an allocation placeholder in a given state.
 func testPlaceholder(role, address string, ingress string, owners ...string) *corev1.Service {
-	svc := renderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
+	svc := RenderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
 	svc.Labels[marks.LabelPlaceholder] = role
 	if address != "" {
 		svc.Labels[marks.LabelAddress] = address
@@ -158,7 +158,7 @@ func TestHandedOver(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ph := done()
 			tt.change(ph)
-			assert.Equal(t, tt.want, handedOver(ph, &mine, "192.0.2.1", "public"))
+			assert.Equal(t, tt.want, HandedOver(ph, &mine, "192.0.2.1", "public"))
 		})
 	}
 }
@@ -189,22 +189,22 @@ func TestLedgerVerdict(t *testing.T) {
 	tests := []struct {
 		name    string
 		entries []iadv1alpha1.IPAddress
-		want    ledgerAnswer
+		want    LedgerAnswer
 		entry   string
 	}{
-		{"no entry: record", nil, ledgerFree, ""},
-		{"entry bound to this claim: finish recording", []iadv1alpha1.IPAddress{mine}, ledgerOurs, "ip-192-0-2-1"},
-		{"entry bound to this claim, uid not filled in yet", []iadv1alpha1.IPAddress{mineNoUID}, ledgerOurs, "ip-192-0-2-1"},
-		{"entry of another claim: give back", []iadv1alpha1.IPAddress{other}, ledgerTaken, "ip-192-0-2-1"},
-		{"entry of an earlier claim of the same name: give back", []iadv1alpha1.IPAddress{stale}, ledgerTaken, "ip-192-0-2-1"},
-		{"unbound entry under another name: give back", []iadv1alpha1.IPAddress{unbound}, ledgerTaken, "static-one"},
-		{"entry being deleted: wait", []iadv1alpha1.IPAddress{going}, ledgerGoing, "ip-192-0-2-1"},
-		{"a live entry beats one being deleted", []iadv1alpha1.IPAddress{going, unbound}, ledgerTaken, "static-one"},
-		{"ours beats the others", []iadv1alpha1.IPAddress{unbound, mine}, ledgerOurs, "ip-192-0-2-1"},
+		{"no entry: record", nil, LedgerFree, ""},
+		{"entry bound to this claim: finish recording", []iadv1alpha1.IPAddress{mine}, LedgerOurs, "ip-192-0-2-1"},
+		{"entry bound to this claim, uid not filled in yet", []iadv1alpha1.IPAddress{mineNoUID}, LedgerOurs, "ip-192-0-2-1"},
+		{"entry of another claim: give back", []iadv1alpha1.IPAddress{other}, LedgerTaken, "ip-192-0-2-1"},
+		{"entry of an earlier claim of the same name: give back", []iadv1alpha1.IPAddress{stale}, LedgerTaken, "ip-192-0-2-1"},
+		{"unbound entry under another name: give back", []iadv1alpha1.IPAddress{unbound}, LedgerTaken, "static-one"},
+		{"entry being deleted: wait", []iadv1alpha1.IPAddress{going}, LedgerGoing, "ip-192-0-2-1"},
+		{"a live entry beats one being deleted", []iadv1alpha1.IPAddress{going, unbound}, LedgerTaken, "static-one"},
+		{"ours beats the others", []iadv1alpha1.IPAddress{unbound, mine}, LedgerOurs, "ip-192-0-2-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, entry := ledgerVerdict(tt.entries, c)
+			got, entry := LedgerVerdict(tt.entries, c)
 			assert.Equal(t, tt.want, got)
 			if tt.entry == "" {
 				assert.Nil(t, entry)
