@@ -171,7 +171,7 @@ func (r *Reconciler) runImport(ctx context.Context, s *scope, sit *ImportSituati
 	if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 		return underWay, nil
 	}
-	return underWay, r.associateImport(ctx, s.svc, claim, a, p, logger)
+	return underWay, r.associateImport(ctx, s, claim, a, p, logger)
 }
 
 // annotateImport writes ImportAnnotations and ImportMarks in one patch: once MetalLB serves the address from the class pool, which admits
@@ -231,16 +231,20 @@ func (r *Reconciler) importAddress(ctx context.Context, svc *corev1.Service, cla
 
 // associateImport records status.associatedTo naming the Service on the
 // imported address, then the Imported Events.
-func (r *Reconciler) associateImport(ctx context.Context, svc *corev1.Service, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) error {
-	if err := patch.Status(ctx, r, a, func() {
-		a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name}
-	}); err != nil {
-		return err
-	}
-	logger.Info("imported", "address", a.Name)
-	r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonImported, msgImportedService(p, svc.Namespace))
-	r.Recorder.Event(claim, corev1.EventTypeNormal, ReasonImported, msgImportedClaim(p, svc.Namespace, svc.Name))
-	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonImported, msgImportedAddress(p, svc.Namespace, svc.Name))
-	importsTotal.WithLabelValues(p.Class.Name, importImported).Inc()
-	return nil
+func (r *Reconciler) associateImport(ctx context.Context, s *scope, claim *iadv1alpha1.IPAddressClaim, a *iadv1alpha1.IPAddress, p ImportPlan, logger logr.Logger) error {
+	svc := s.svc
+	s.status.set(a, func(st *iadv1alpha1.IPAddressStatus) {
+		st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name}
+	}, func() {
+		logger.Info("imported", "address", a.Name)
+		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonImported, msgImportedService(p, svc.Namespace))
+		r.Recorder.Event(claim, corev1.EventTypeNormal, ReasonImported, msgImportedClaim(p, svc.Namespace, svc.Name))
+		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonImported, msgImportedAddress(p, svc.Namespace, svc.Name))
+		importsTotal.WithLabelValues(p.Class.Name, importImported).Inc()
+	})
+	// Flushed here: the import's last step, after which the pass ends
+	// (runImport halts), so this is the address's one write of the pass;
+	// written now, a failure is reported as ImportFailed, as every other
+	// step's is (importFirst).
+	return s.status.flush(ctx, r)
 }

@@ -248,15 +248,20 @@ func (r *Reconciler) recordAssociation(ctx context.Context, s *scope) (bool, err
 		if AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 			continue
 		}
-		if err := patch.Status(ctx, r, a, func() {
-			a.Status.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: s.svc.Namespace, Name: s.svc.Name}
-		}); err != nil {
-			return wrote, err
-		}
-		log.FromContext(ctx).Info("associated address", "address", a.Name, "ip", a.Spec.Address, "claim", s.claimName)
+		s.status.set(a, func(st *iadv1alpha1.IPAddressStatus) {
+			st.AssociatedTo = &iadv1alpha1.WorkloadReference{Kind: "Service", Namespace: s.svc.Namespace, Name: s.svc.Name}
+		}, func() {
+			log.FromContext(ctx).Info("associated address", "address", a.Name, "ip", a.Spec.Address, "claim", s.claimName)
+		})
 		wrote = true
 	}
-	return wrote, nil
+	// Flushed here, not when the pass ends: the association must land
+	// before the pin (the gap and parked handoffs' lock: a crash between
+	// the two leaves each address naming its Service, and a racing Service
+	// conflicts here), and the shared handoff's Associated Event follows
+	// it. No later phase sets these addresses' status, so this is their
+	// one write of the pass (a Conflict set earlier goes with it).
+	return wrote, s.status.flush(ctx, r)
 }
 
 // pin writes the attachment's marks (marks.Attach: the pin and the grant

@@ -16,7 +16,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
@@ -54,9 +53,7 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Resul
 				continue
 			}
 			grabs = append(grabs, grab{Class: a.Spec.ClassName, IP: ip, Address: a.Name})
-			if err := r.markConflict(ctx, svc, a, ip); err != nil {
-				return phase.Next(), err
-			}
+			r.markConflict(ctx, s, a, ip)
 		}
 		if recorded {
 			continue
@@ -76,22 +73,25 @@ func (r *Reconciler) detectConflicts(ctx context.Context, s *scope) (phase.Resul
 }
 
 // markConflict puts an address held by an unauthorized Service in phase
-// Conflict, with Events on both; one already in Conflict is left as it is.
-func (r *Reconciler) markConflict(ctx context.Context, svc *corev1.Service, a *iadv1alpha1.IPAddress, ip string) error {
+// Conflict, with Events on both once written; one already in Conflict is
+// left as it is.
+func (r *Reconciler) markConflict(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress, ip string) {
 	if a.Status.Phase == iadv1alpha1.AddressConflict && conditions.IsTrue(a.Status.Conditions, conditions.Conflict) {
-		return nil
+		return
 	}
-	if err := patch.Status(ctx, r, a, func() {
-		a.Status.Phase = iadv1alpha1.AddressConflict
-		conditions.Set(&a.Status.Conditions, conditions.Conflict, metav1.ConditionTrue,
+	svc := s.svc
+	// Written when the pass ends (endPass), or with the attach's
+	// association if it flushes first: no later write of the pass rests
+	// on the Conflict, and its Events wait for the write as before.
+	s.status.set(a, func(st *iadv1alpha1.IPAddressStatus) {
+		st.Phase = iadv1alpha1.AddressConflict
+		conditions.Set(&st.Conditions, conditions.Conflict, metav1.ConditionTrue,
 			conditions.ReasonUnauthorizedHolder, msgConflict(svc, ip), a.Generation)
-	}); err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("address conflict", "address", a.Name, "ip", ip)
-	r.Recorder.Event(svc, corev1.EventTypeWarning, ReasonAddressConflict, msgConflictService(ip, a.Name, a.Spec.ClaimRef))
-	r.Recorder.Event(a, corev1.EventTypeWarning, ReasonAddressConflict, msgConflict(svc, ip))
-	return nil
+	}, func() {
+		log.FromContext(ctx).Info("address conflict", "address", a.Name, "ip", ip)
+		r.Recorder.Event(svc, corev1.EventTypeWarning, ReasonAddressConflict, msgConflictService(ip, a.Name, a.Spec.ClaimRef))
+		r.Recorder.Event(a, corev1.EventTypeWarning, ReasonAddressConflict, msgConflict(svc, ip))
+	})
 }
 
 // reportUnauthorized records the Service's unauthorized holdings and

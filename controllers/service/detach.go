@@ -292,20 +292,26 @@ func (r *Reconciler) clearAssociations(ctx context.Context, s *scope, addrs []*i
 		if err != nil {
 			return cleared, err
 		}
-		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // torn down meanwhile
+		s.status.set(a, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil }, func() {
+			cleared = true
+			log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address, "givingUp", givingUp)
+			if givingUp {
+				r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgGivenUpAddress(svc.Namespace, svc.Name))
+				return
 			}
-			return cleared, err
-		}
-		cleared = true
-		log.FromContext(ctx).Info("detached address", "address", a.Name, "ip", a.Spec.Address, "givingUp", givingUp)
-		if givingUp {
-			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgGivenUpAddress(svc.Namespace, svc.Name))
-			continue
-		}
-		r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached,
-			msgDetached(a.Spec.Address, a.Name, HeldBeside(a, holders, r.PlaceholderNamespace)))
+			r.Recorder.Event(svc, corev1.EventTypeNormal, ReasonDetached,
+				msgDetached(a.Spec.Address, a.Name, HeldBeside(a, holders, r.PlaceholderNamespace)))
+		})
 	}
-	return cleared, nil
+	// Flushed here, not when the pass ends: the release's next write rests
+	// on the associations being cleared (handBack: the hold is re-armed
+	// before the release pin; release done: before the pin and markers are
+	// withdrawn, or the attach pins the addresses the claim kept). No later
+	// phase sets these addresses' status, so this is their one write of
+	// the pass.
+	err := s.status.flush(ctx, r)
+	if apierrors.IsNotFound(err) {
+		err = nil // torn down meanwhile: the flush wrote the others
+	}
+	return cleared, err
 }

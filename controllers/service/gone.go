@@ -11,7 +11,6 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/index"
-	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
@@ -47,11 +46,12 @@ func (r *Reconciler) detachGone(ctx context.Context, s *scope) (phase.Result, er
 	}
 	for i := range mine.Items {
 		a := &mine.Items[i]
-		if err := patch.Status(ctx, r, a, func() { a.Status.AssociatedTo = nil }); err != nil {
-			return phase.Next(), err
-		}
-		log.FromContext(ctx).Info("detached address of a deleted Service", "address", a.Name)
-		r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgDetachedGone(key.Namespace, key.Name))
+		// Written when the pass ends (endPass), right after this, its only
+		// phase: nothing of the pass follows the clearing.
+		s.status.set(a, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil }, func() {
+			log.FromContext(ctx).Info("detached address of a deleted Service", "address", a.Name)
+			r.Recorder.Event(a, corev1.EventTypeNormal, ReasonDetached, msgDetachedGone(key.Namespace, key.Name))
+		})
 	}
 	return phase.Next(), nil
 }

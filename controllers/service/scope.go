@@ -47,4 +47,7 @@ type scope struct {
 	// waitingFor is what the pass's attach waits for; "" when it waits for
 	// nothing (reportStall).
 	waitingFor string
+	// status collects the pass's changes to its addresses' status, each
+	// address written once (report.go).
+	status statusWriter
 }

@@ -95,7 +95,8 @@ const workers = 4
 
 // Reconcile runs one pass for one Service: a Service gone from the cache
 // is forgotten and its associations cleared (detachGone); any other runs
-// the phases below, each named after its method.
+// the phases below, each named after its method. Either pass ends by
+// writing the status it changed, once per address (endPass).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
@@ -103,9 +104,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.forget(req.NamespacedName)
-		return phase.Run(ctx, &scope{key: req.NamespacedName}, phase.Of(r.detachGone))
+		s := &scope{key: req.NamespacedName}
+		res, err := phase.Run(ctx, s, phase.Of(r.detachGone))
+		return r.endPass(ctx, s, res, err)
 	}
-	return phase.Run(ctx, &scope{svc: svc, key: req.NamespacedName},
+	s := &scope{svc: svc, key: req.NamespacedName}
+	res, err := phase.Run(ctx, s,
 		phase.Of(r.observe),
 		phase.Of(r.importFirst),
 		phase.Of(r.detectConflicts),
@@ -116,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.detach),
 		phase.Of(r.reportStall), // stall.go
 	)
+	return r.endPass(ctx, s, res, err) // report.go: the pass's status writes
 }
 
 // SetupWithManager registers the indexes the controller reads and the

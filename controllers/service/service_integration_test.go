@@ -58,7 +58,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	fixture.Main(m, fixture.Options{Controller: Controller, LogFile: "service-controller.log", MetalLBLogLevel: "info"}, func(s *fixture.Suite) {
+	fixture.Main(m, fixture.Options{Controller: countedController, LogFile: "service-controller.log", MetalLBLogLevel: "info"}, func(s *fixture.Suite) {
 		suite, c = s, s.Cluster
 		go heldPartner(s.Context())
 	})
