@@ -3,6 +3,8 @@ package claim
 import (
 	"context"
 
+	"github.com/cozystack/metallb-iad/controllers/claim/warm"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -80,7 +82,7 @@ type Reconciler struct {
 	written patch.Written
 	// draws, cleared and holds are shared with the warm controller.
 	draws   draw.Locks
-	cleared staleMemo
+	cleared draw.StaleMemo
 	holds   draw.Holds
 	// ledger reads the class ledgers through indexes of its own.
 	ledger *draw.Ledger
@@ -201,8 +203,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := placeholdergc.SetupWithManager(mgr, r.Deps, r.Options); err != nil {
 		return err
 	}
-	w := &warmer{Deps: r.Deps, draws: &r.draws, cleared: &r.cleared, holds: &r.holds}
-	return w.setupWithManager(mgr, r.Options)
+	return warm.SetupWithManager(mgr, r.Deps, r.Options, &r.draws, &r.cleared, &r.holds)
 }
 
 // stampedForUs lets through claims stamped for this driver before or after
@@ -314,25 +315,11 @@ func (r *Reconciler) addressToClaims(ctx context.Context, o client.Object) []rec
 
 // eventToClaim maps MetalLB's refusal of a placeholder to its claim.
 func (r *Reconciler) eventToClaim(ctx context.Context, o client.Object) []reconcile.Request {
-	ph := eventPlaceholder(ctx, r, r.PlaceholderNamespace, o)
+	ph := draw.EventPlaceholder(ctx, r, r.PlaceholderNamespace, o)
 	if ph == nil {
 		return nil
 	}
 	return r.placeholderToClaim(ctx, ph)
-}
-
-// eventPlaceholder is the cached placeholder an Event of MetalLB's is
-// about; nil for another object or a placeholder that is gone.
-func eventPlaceholder(ctx context.Context, c client.Reader, placeholderNS string, o client.Object) *corev1.Service {
-	ev := o.(*corev1.Event)
-	if ev.InvolvedObject.Kind != "Service" || ev.InvolvedObject.Namespace != placeholderNS {
-		return nil
-	}
-	ph := &corev1.Service{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, ph); err != nil {
-		return nil
-	}
-	return ph
 }
 
 // classToClaims maps a class to the claims the core resolved to it.

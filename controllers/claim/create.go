@@ -126,5 +126,5 @@ func (r *Reconciler) classDraws(ctx context.Context, book *draw.Book, class stri
 	if v, err = r.ledger.View(ctx, class, f); err != nil {
 		return draw.LedgerView{}, 0, 0, err
 	}
-	return v, unrecorded(phs, f, v.Records), draw.InFlight(inBook, f, phs, now), nil
+	return v, draw.Unrecorded(phs, f, v.Records), draw.InFlight(inBook, f, phs, now), nil
 }

@@ -58,7 +58,7 @@ func TestUnsettledAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := unsettledAddress(draw.ViewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4).Unheld, tt.held)
+			got := draw.UnsettledAddress(draw.ViewOf(tt.addrs, "public", iadv1alpha1.FamilyIPv4).Unheld, tt.held)
 			if tt.want == "" {
 				assert.Nil(t, got)
 			} else if assert.NotNil(t, got) {
@@ -166,7 +166,7 @@ func TestUnrecorded(t *testing.T) {
 		{"all of it", []corev1.Service{alloc(""), alloc("192.0.2.2"), alloc("192.0.2.8"), v6}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, draw.ViewOf(ledger, "public", iadv1alpha1.FamilyIPv4).Records))
+			assert.Equal(t, tc.want, draw.Unrecorded(tc.phs, iadv1alpha1.FamilyIPv4, draw.ViewOf(ledger, "public", iadv1alpha1.FamilyIPv4).Records))
 		})
 	}
 }

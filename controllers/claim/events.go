@@ -2,11 +2,9 @@ package claim
 
 import (
 	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/stale"
@@ -38,16 +36,6 @@ const (
 	// ReasonWaitingForLedger (Normal): an address of the class is unheld,
 	// or the assigned address's entry is being deleted.
 	ReasonWaitingForLedger = "WaitingForLedger"
-
-	ReasonWarmRecorded = "WarmAddressRecorded"
-	ReasonWarmPoolFull = "WarmPoolFull" // Warning
-	// ReasonWarmDropped (Normal): a warm address outside the edited
-	// ranges was deleted, so that the class can be rendered.
-	ReasonWarmDropped  = "WarmAddressDropped"
-	ReasonWarmReturned = "WarmAddressReturned"
-
-	// ReasonStaleAllocationCleared (Normal, on the class): see stale.go.
-	ReasonStaleAllocationCleared = stale.ReasonCleared
 )
 
 // allocationFailure turns MetalLB's refusal of a placeholder into the
@@ -57,22 +45,6 @@ func allocationFailure(f iadv1alpha1.IPFamily, class, metallb string) (reason, m
 		return ReasonPoolNotReady, msgPoolNotReady(f, class, metallb)
 	}
 	return ReasonPoolExhausted, msgPoolExhausted(f, class, metallb)
-}
-
-// describeBinding says in words what an IPAddress is bound to.
-func describeBinding(a *iadv1alpha1.IPAddress) string {
-	r := a.Spec.ClaimRef
-	if r == nil {
-		phase := string(a.Status.Phase)
-		if phase == "" {
-			phase = "no phase yet"
-		}
-		return fmt.Sprintf("is bound to no claim (%s)", phase)
-	}
-	if r.UID == "" {
-		return fmt.Sprintf("is bound to claim %s/%s", r.Namespace, r.Name)
-	}
-	return fmt.Sprintf("is bound to claim %s/%s (uid %s)", r.Namespace, r.Name, r.UID)
 }
 
 func msgWaitingForMetalLB(f iadv1alpha1.IPFamily, class string) string {
@@ -118,13 +90,13 @@ func msgWaitingForName(f iadv1alpha1.IPFamily, placeholder, address string) stri
 func msgLedgerMismatch(f iadv1alpha1.IPFamily, ip string, existing *iadv1alpha1.IPAddress) string {
 	return fmt.Sprintf("MetalLB assigned %s address %s to this claim, but IPAddress %s already exists and %s; "+
 		"MetalLB and the ledger disagree, so the driver leaves both alone for an administrator to resolve",
-		f, ip, existing.Name, describeBinding(existing))
+		f, ip, existing.Name, draw.BindingWords(existing))
 }
 
 func msgLedgerAddressReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
 	return fmt.Sprintf("MetalLB assigned %s address %s to this claim's placeholder, but IPAddress %s records it and %s; "+
 		"the driver gave it back (deleted the placeholder) instead of recording it, and draws again once every address "+
-		"of the ledger is held", f, ip, entry.Name, describeBinding(entry))
+		"of the ledger is held", f, ip, entry.Name, draw.BindingWords(entry))
 }
 
 func msgLedgerEntryGoing(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
@@ -136,29 +108,6 @@ func msgWaitingForLedger(f iadv1alpha1.IPFamily, class string, a *iadv1alpha1.IP
 	return fmt.Sprintf("IPAddress %s (%s) of class %s is in the ledger but not held in MetalLB right now (a handoff is under way); "+
 		"the claim asks pool %s for an %s address once it is held again, so that MetalLB cannot hand it that address",
 		a.Name, a.Spec.Address, class, names.PoolName(class), f)
-}
-
-func msgWarmRecorded(f iadv1alpha1.IPFamily, ip, address string) string {
-	return fmt.Sprintf("Recorded warm %s address %s as Available IPAddress %s", f, ip, address)
-}
-
-func msgWarmPoolFull(f iadv1alpha1.IPFamily, target int) string {
-	return fmt.Sprintf("The class's %s ranges have no room for the %d warm addresses asked for; the driver keeps what fits and asks MetalLB for no more", f, target)
-}
-
-func msgWarmDropped(a *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("Deleted warm address %s (IPAddress %s, bound to no claim): the class's addresses no longer contain it", a.Spec.Address, a.Name)
-}
-
-func msgWarmReturned(f iadv1alpha1.IPFamily, ip string, entry *iadv1alpha1.IPAddress) string {
-	return fmt.Sprintf("MetalLB gave a warm placeholder %s address %s, which IPAddress %s records (%s); the driver gave it back and allocates another",
-		f, ip, entry.Name, strings.TrimPrefix(describeBinding(entry), "is "))
-}
-
-func msgStaleFreeCleared(ip string, key types.NamespacedName) string {
-	return fmt.Sprintf("MetalLB still booked %s, which no IPAddress records, for Service %s, which no longer exists "+
-		"(MetalLB missed its deletion while it was starting), and refused new placeholders for lack of room; "+
-		"a Service of that name was created and deleted so that MetalLB lets go of the address", ip, key)
 }
 
 func msgNamespaceNotAdmitted(class, ns string, t classparams.Tenancy) string {

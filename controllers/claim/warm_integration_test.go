@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cozystack/metallb-iad/controllers/claim/warm"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -190,7 +192,7 @@ func TestWarmReservationsRespectTheRanges(t *testing.T) {
 		}
 		require.Equal(ct, 3, n)
 	}, fixture.Timeout, fixture.Tick, "the class never gets the three warm addresses that fit")
-	suite.WaitEvent(t, fixture.Of(cl), ReasonWarmPoolFull)
+	suite.WaitEvent(t, fixture.Of(cl), warm.ReasonWarmPoolFull)
 	// Every warm placeholder of the class is handed over (a fourth would
 	// wait for MetalLB forever).
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -234,7 +236,7 @@ func TestWarmGiveBackPauses(t *testing.T) {
 	// span the pauses between them.
 	returned := func(t require.TestingT) (n int, span time.Duration) {
 		var first, last time.Time
-		for _, e := range suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: cl.Name}, ReasonWarmReturned) {
+		for _, e := range suite.Events(t, fixture.About{Kind: "IPAddressClass", Name: cl.Name}, warm.ReasonWarmReturned) {
 			n += max(int(e.Count), 1)
 			if first.IsZero() || e.FirstTimestamp.Time.Before(first) {
 				first = e.FirstTimestamp.Time

@@ -2,8 +2,11 @@ package draw
 
 import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
+	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The ledger's own indexes on the IPAddress informer's store (ledger.go):
@@ -104,4 +107,55 @@ func ViewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily)
 	}
 	v.Records = func(ip string) bool { return ips[ip] }
 	return v
+}
+
+// classFull reports whether the ledger's entries of family f (being
+// deleted included: MetalLB holds them until their teardown) and drawn
+// fill the class's ranges, with that count and the ranges' size. A class
+// whose parameters do not parse is never full: MetalLB decides then.
+func ClassFull(c *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, entries, drawn int) (bool, int, float64) {
+	p, err := classparams.ParseParameters(c.Spec.Parameters)
+	if err != nil {
+		return false, 0, 0
+	}
+	v4, v6 := classparams.FamilySizes(p.Addresses)
+	size := v4
+	if f == iadv1alpha1.FamilyIPv6 {
+		size = v6
+	}
+	used := entries + drawn
+	return float64(used) >= size, used, size
+}
+
+// unsettledAddress names an entry MetalLB might hand out right now: one
+// of those that may be unheld (mayBeUnheld) that none of its placeholders
+// holds (heldByPlaceholder). Nil when all are settled.
+func UnsettledAddress(unheld []*iadv1alpha1.IPAddress, heldByPlaceholder func(a *iadv1alpha1.IPAddress, ip string) bool) *iadv1alpha1.IPAddress {
+	for _, a := range unheld {
+		ip, err := names.ParseAddress(a.Spec.Address)
+		if err != nil || heldByPlaceholder(a, ip.String()) {
+			continue
+		}
+		return a
+	}
+	return nil
+}
+
+// unrecorded counts the placeholders of family f of a class whose address
+// the ledger does not record (yet, records): each takes room the ledger
+// misses.
+func Unrecorded(phs []corev1.Service, f iadv1alpha1.IPFamily, records func(ip string) bool) int {
+	n := 0
+	answered := map[string]bool{}
+	for i := range phs {
+		if phs[i].Annotations[marks.AnnotationFamily] != string(f) {
+			continue
+		}
+		if ip := AssignedIP(&phs[i], f); ip == "" {
+			n++
+		} else if !records(ip) {
+			answered[ip] = true
+		}
+	}
+	return n + len(answered)
 }

@@ -1,4 +1,4 @@
-package claim
+package draw
 
 import (
 	"testing"
@@ -91,10 +91,10 @@ func TestRefusalWait(t *testing.T) {
 		now     time.Time
 		want    time.Duration
 	}{
-		{"refused a moment ago", []*corev1.Service{never}, t0.Add(3 * time.Second), staleWait - 3*time.Second},
-		{"refused long ago", []*corev1.Service{never}, t0.Add(time.Minute), staleWait - time.Minute},
-		{"poked a moment ago", []*corev1.Service{never, poked(t0.Add(55 * time.Second))}, t0.Add(time.Minute), staleWait - 5*time.Second},
-		{"poked long ago", []*corev1.Service{poked(t0.Add(time.Second))}, t0.Add(time.Minute), staleWait - 59*time.Second},
+		{"refused a moment ago", []*corev1.Service{never}, t0.Add(3 * time.Second), StaleWait - 3*time.Second},
+		{"refused long ago", []*corev1.Service{never}, t0.Add(time.Minute), StaleWait - time.Minute},
+		{"poked a moment ago", []*corev1.Service{never, poked(t0.Add(55 * time.Second))}, t0.Add(time.Minute), StaleWait - 5*time.Second},
+		{"poked long ago", []*corev1.Service{poked(t0.Add(time.Second))}, t0.Add(time.Minute), StaleWait - 59*time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, refusalWait(tc.refused, t0, tc.now))

@@ -1,4 +1,4 @@
-package claim
+package warm
 
 import (
 	"slices"
@@ -118,10 +118,10 @@ func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs
 		}
 		ours := isWarm(a) && a.Labels[marks.LabelWarm] == "true"
 		switch {
-		case !inRanges(ranges, a.Spec.Address) && ours:
+		case !draw.InRanges(ranges, a.Spec.Address) && ours:
 			outside = append(outside, a)
 			shrinking = true
-		case !inRanges(ranges, a.Spec.Address):
+		case !draw.InRanges(ranges, a.Spec.Address):
 			shrinking = shrinking || a.DeletionTimestamp == nil
 			used++
 		default:
@@ -144,7 +144,7 @@ func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []
 		switch ip := draw.AssignedIP(ph, f); {
 		case ip == "":
 			waiting = append(waiting, ph)
-		case !inRanges(ranges, ip):
+		case !draw.InRanges(ranges, ip):
 			strays = append(strays, ph)
 		default:
 			assigned = append(assigned, ph)
@@ -164,10 +164,4 @@ func oursLastFirst(warm []*iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
 	}
 	slices.SortFunc(ours, func(a, b *iadv1alpha1.IPAddress) int { return strings.Compare(b.Name, a.Name) })
 	return ours
-}
-
-// inRanges reports whether ip lies in one of the ranges.
-func inRanges(ranges []classparams.AddressRange, ip string) bool {
-	a, err := names.ParseAddress(ip)
-	return err == nil && classparams.Contains(ranges, a)
 }

@@ -1,4 +1,4 @@
-package claim
+package warm
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 	claims := slices.DeleteFunc(drawn, func(ph corev1.Service) bool {
 		return ph.Labels[marks.LabelPlaceholder] != names.PlaceholderAllocation
 	})
-	taken := unrecorded(claims, f, draw.ViewOf(s.addrs, s.name, f).Records) + draw.InFlight(inBook, f, claims, now)
+	taken := draw.Unrecorded(claims, f, draw.ViewOf(s.addrs, s.name, f).Records) + draw.InFlight(inBook, f, claims, now)
 	fill := &warmFill{plan: planWarm(f, target, size-float64(taken), s.ranges, s.addrs, s.phs), target: target}
 	if fill.plan.create > 0 {
 		fill.heldBack = w.mayRefill(ctx, s, f, fill.plan.create)
@@ -208,7 +208,7 @@ func (w *warmer) dropSurplus(ctx context.Context, s *warmScope, p warmPlan) erro
 		if _, err := patch.Delete(ctx, w.Client, a, true); err != nil {
 			return fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
 		}
-		if inRanges(s.ranges, a.Spec.Address) {
+		if draw.InRanges(s.ranges, a.Spec.Address) {
 			log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", s.name)
 			continue
 		}
@@ -225,7 +225,7 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
 	// IPAddress or placeholder change brings the class back.
-	if a := unsettledAddress(draw.ViewOf(s.addrs, s.name, f).Unheld, w.holds.HeldBy); a != nil {
+	if a := draw.UnsettledAddress(draw.ViewOf(s.addrs, s.name, f).Unheld, w.holds.HeldBy); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
 		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))

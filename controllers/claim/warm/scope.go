@@ -1,4 +1,4 @@
-package claim
+package warm
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,7 @@
-package claim
+// Package warm is the claim binary's warm controller: it keeps a class's
+// warm addresses allocated ahead of claims, drawing them through the
+// pipeline it shares with the claim controller (controllers/claim/draw).
+package warm
 
 import (
 	"context"
@@ -44,7 +47,7 @@ type warmer struct {
 	refills draw.RefillDelays
 	// draws, cleared and holds are the claim controller's.
 	draws   *draw.Locks
-	cleared *staleMemo
+	cleared *draw.StaleMemo
 	holds   *draw.Holds
 	// drawSeq names the warm draws in the class's book.
 	drawSeq atomic.Uint64
@@ -116,6 +119,14 @@ func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*cor
 	return out, nil
 }
 
+// SetupWithManager runs the warm controller on mgr with d, the claim
+// controller's dependencies and options, sharing the claim controller's
+// book of draws, memory of stale clears and holds.
+func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options, draws *draw.Locks, cleared *draw.StaleMemo, holds *draw.Holds) error {
+	w := &warmer{Deps: d, draws: draws, cleared: cleared, holds: holds}
+	return w.setupWithManager(mgr, opts)
+}
+
 func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	// An address or placeholder concerns the warm controller when it is
 	// warm itself (a leftover to drop or one to count), or when its class
@@ -132,7 +143,7 @@ func (w *warmer) setupWithManager(mgr ctrl.Manager, opts controller.Options) err
 	// MetalLB refusing a warm placeholder changes nothing on the Service,
 	// only an Event: the class looks at the refusal then (clearRefused).
 	refusal := func(ctx context.Context, o client.Object) []reconcile.Request {
-		ph := eventPlaceholder(ctx, w, w.PlaceholderNamespace, o)
+		ph := draw.EventPlaceholder(ctx, w, w.PlaceholderNamespace, o)
 		if ph == nil || ph.Labels[marks.LabelPlaceholder] != names.PlaceholderWarm {
 			return nil
 		}
