@@ -191,7 +191,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		if !assert.NotNil(t, ref, "IPAddress %s has no claim", a.Name) {
 			continue
 		}
-		key := familyKey{types.UID(ref.UID), draw.AddressFamily(a.Spec.Address)}
+		key := familyKey{types.UID(ref.UID), names.AddressFamily(a.Spec.Address)}
 		c, ok := want[key]
 		if !assert.True(t, ok, "IPAddress %s is bound to %s/%s (uid %s, %s), which asked for no such address",
 			a.Name, ref.Namespace, ref.Name, ref.UID, key.family) {
@@ -223,7 +223,7 @@ func TestConcurrentReconcilesNeverAllocateTwice(t *testing.T) {
 		if !assert.True(t, ok, "MetalLB assigned %s to %v, but no IPAddress records it", ip, holders) {
 			continue
 		}
-		ph := placeholder.AllocationName(types.UID(a.Spec.ClaimRef.UID), string(draw.AddressFamily(ip)))
+		ph := placeholder.AllocationName(types.UID(a.Spec.ClaimRef.UID), string(names.AddressFamily(ip)))
 		assert.Equal(t, []string{phNS + "/" + ph}, holders, "the holders of %s", ip)
 	}
 

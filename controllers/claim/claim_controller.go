@@ -82,7 +82,7 @@ type Reconciler struct {
 	written patch.Written
 	// draws, cleared and holds are shared with the warm controller.
 	draws   draw.Locks
-	cleared draw.StaleMemo
+	cleared stale.Memo
 	holds   draw.Holds
 	// ledger reads the class ledgers through indexes of its own.
 	ledger *draw.Ledger

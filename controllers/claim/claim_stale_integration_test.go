@@ -5,8 +5,6 @@ package claim
 import (
 	"testing"
 
-	"github.com/cozystack/metallb-iad/controllers/claim/draw"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -92,7 +91,7 @@ func staleTenantAllocation(t *testing.T, ns, ip, blockerIP string) *corev1.Servi
 // to clear it is gone.
 func requireStaleCleared(t *testing.T, cl *iadv1alpha1.IPAddressClass, former *corev1.Service, ip string) {
 	t.Helper()
-	ev := suite.WaitEvent(t, fixture.Of(cl), draw.ReasonStaleAllocationCleared)
+	ev := suite.WaitEvent(t, fixture.Of(cl), stale.ReasonCleared)
 	assert.Contains(t, ev.Message, former.Namespace+"/"+former.Name)
 	assert.Contains(t, ev.Message, ip)
 	assert.EventuallyWithT(t, func(ct *assert.CollectT) {

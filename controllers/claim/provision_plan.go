@@ -18,7 +18,7 @@ func boundByFamily(c *iadv1alpha1.IPAddressClaim, addrs []iadv1alpha1.IPAddress)
 		if !draw.BindsClaim(a, c.Namespace, c.Name, c.UID) {
 			continue
 		}
-		if f := draw.AddressFamily(a.Spec.Address); f != "" {
+		if f := names.AddressFamily(a.Spec.Address); f != "" {
 			out[f] = append(out[f], a)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // Stale allocations of free addresses (docs/design.md §3): a Service
@@ -35,7 +36,10 @@ func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFa
 	if err := r.List(ctx, &addrs, client.MatchingFields{index.AddressByClass: s.class.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return phase.Next(), err
 	}
-	wait, err := (&draw.StaleClearer{Deps: r.Deps, Cleared: &r.cleared}).ClearFree(ctx, s.class, f, addrs.Items, drawn+inflight, refusedSince, []*corev1.Service{ph})
+	// The refused placeholder is one of the draws: room for it means the
+	// ledger and the other draws leave at least one address free.
+	full, _, _ := draw.ClassFull(s.class, f, draw.ViewOf(addrs.Items, s.class.Name, f).Entries, drawn+inflight-1)
+	wait, err := (&stale.Clearer{Deps: r.Deps, Cleared: &r.cleared}).ClearFree(ctx, s.class, f, addrs.Items, full, refusedSince, []*corev1.Service{ph})
 	if wait > 0 {
 		return phase.RetryAfter(wait, "MetalLB refuses the placeholder while the ledger shows room"), err
 	}

@@ -8,6 +8,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // namespaceHolds counts the class's addresses namespace ns holds or draws
@@ -29,7 +30,7 @@ func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []core
 			a.Status.Phase == iadv1alpha1.AddressReleased || a.Status.Phase == iadv1alpha1.AddressLost {
 			continue
 		}
-		add(a.Spec.ClaimRef.Name, string(draw.AddressFamily(a.Spec.Address)))
+		add(a.Spec.ClaimRef.Name, string(names.AddressFamily(a.Spec.Address)))
 	}
 	for i := range phs {
 		an := phs[i].Annotations

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/cozystack/metallb-iad/internal/names"
 )
 
 // AddressRange is one entry of a class's addresses: an inclusive range of
@@ -29,6 +31,13 @@ func (r AddressRange) Contains(ip netip.Addr) bool {
 // Contains reports whether one of the ranges contains ip.
 func Contains(ranges []AddressRange, ip netip.Addr) bool {
 	return slices.ContainsFunc(ranges, func(r AddressRange) bool { return r.Contains(ip) })
+}
+
+// InRanges reports whether ip, in text form, parses and lies in one of
+// the ranges.
+func InRanges(ranges []AddressRange, ip string) bool {
+	a, err := names.ParseAddress(ip)
+	return err == nil && Contains(ranges, a)
 }
 
 // Covers reports whether ip lies in one of the class's ranges.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 // AddressName derives the IPAddress object name from an IP, injectively and
@@ -54,4 +56,17 @@ func SplitIPs(s string) []string {
 		}
 	}
 	return out
+}
+
+// AddressFamily is the family of an IP in text form, "" when it does not parse.
+func AddressFamily(s string) iadv1alpha1.IPFamily {
+	ip, err := ParseAddress(s)
+	switch {
+	case err != nil:
+		return ""
+	case ip.Is4():
+		return iadv1alpha1.FamilyIPv4
+	default:
+		return iadv1alpha1.FamilyIPv6
+	}
 }

@@ -13,19 +13,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
 
-// AddressFamily is the family of an IP in text form, "" when it does not parse.
-func AddressFamily(s string) iadv1alpha1.IPFamily {
-	ip, err := names.ParseAddress(s)
-	switch {
-	case err != nil:
-		return ""
-	case ip.Is4():
-		return iadv1alpha1.FamilyIPv4
-	default:
-		return iadv1alpha1.FamilyIPv6
-	}
-}
-
 // ServiceFamily is the Kubernetes IP family of an address family.
 func ServiceFamily(f iadv1alpha1.IPFamily) corev1.IPFamily {
 	if f == iadv1alpha1.FamilyIPv6 {
@@ -129,7 +116,7 @@ func AssignedIP(svc *corev1.Service, f iadv1alpha1.IPFamily) string {
 		if err != nil {
 			continue
 		}
-		if AddressFamily(ip.String()) == f {
+		if names.AddressFamily(ip.String()) == f {
 			return ip.String()
 		}
 	}

@@ -35,7 +35,7 @@ func isAvailable(a *iadv1alpha1.IPAddress) bool {
 // neither Lost (outside the pool) nor in Conflict, not attached and not
 // reported Held.
 func mayBeUnheld(a *iadv1alpha1.IPAddress) bool {
-	if a.DeletionTimestamp != nil || AddressFamily(a.Spec.Address) == "" {
+	if a.DeletionTimestamp != nil || names.AddressFamily(a.Spec.Address) == "" {
 		return false
 	}
 	switch a.Status.Phase {
@@ -49,7 +49,7 @@ func mayBeUnheld(a *iadv1alpha1.IPAddress) bool {
 // names the keys an entry is found under.
 func ledgerIndexes() map[string]func(a *iadv1alpha1.IPAddress) []string {
 	family := func(a *iadv1alpha1.IPAddress) []string {
-		return []string{ledgerKey(a.Spec.ClassName, AddressFamily(a.Spec.Address))}
+		return []string{ledgerKey(a.Spec.ClassName, names.AddressFamily(a.Spec.Address))}
 	}
 	when := func(keep func(*iadv1alpha1.IPAddress) bool) func(a *iadv1alpha1.IPAddress) []string {
 		return func(a *iadv1alpha1.IPAddress) []string {
@@ -94,7 +94,7 @@ func ViewOf(addrs []iadv1alpha1.IPAddress, class string, f iadv1alpha1.IPFamily)
 		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
 			ips[ip.String()] = true
 		}
-		if AddressFamily(a.Spec.Address) != f {
+		if names.AddressFamily(a.Spec.Address) != f {
 			continue
 		}
 		v.Entries++

@@ -46,13 +46,16 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			return phase.Next(), err
 		}
 		taken := draw.Unrecorded(drawn, f, draw.ViewOf(s.addrs, s.name, f).Records) + draw.InFlight(inBook, f, drawn, now)
-		wait, err := (&draw.StaleClearer{Deps: w.Deps, Cleared: w.cleared}).ClearFree(ctx, s.class, f, s.addrs, taken, since, refused)
+		// The refused placeholder is one of the draws: room for it means
+		// the ledger and the other draws leave at least one address free.
+		full, _, _ := draw.ClassFull(s.class, f, draw.ViewOf(s.addrs, s.name, f).Entries, taken-1)
+		wait, err := (&stale.Clearer{Deps: w.Deps, Cleared: w.cleared}).ClearFree(ctx, s.class, f, s.addrs, full, since, refused)
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err
 		}
 		// The class looked full, counting the draws in flight of this
 		// controller's book. No watch event comes when one settles, and
 		// MetalLB does not retry the refused placeholder: look again.
-		return phase.RetryAfter(draw.StaleWait, "MetalLB refused a warm placeholder and the class looks full"), err
+		return phase.RetryAfter(stale.Wait, "MetalLB refused a warm placeholder and the class looks full"), err
 	}}
 }

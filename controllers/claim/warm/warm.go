@@ -208,7 +208,7 @@ func (w *warmer) dropSurplus(ctx context.Context, s *warmScope, p warmPlan) erro
 		if _, err := patch.Delete(ctx, w.Client, a, true); err != nil {
 			return fmt.Errorf("delete surplus warm address %s: %w", a.Name, err)
 		}
-		if draw.InRanges(s.ranges, a.Spec.Address) {
+		if classparams.InRanges(s.ranges, a.Spec.Address) {
 			log.FromContext(ctx).Info("deleted surplus warm address", "ipaddress", a.Name, "class", s.name)
 			continue
 		}

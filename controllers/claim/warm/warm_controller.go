@@ -26,6 +26,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/queue"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // WarmControllerName is the name of the controller that keeps a class's
@@ -47,7 +48,7 @@ type warmer struct {
 	refills draw.RefillDelays
 	// draws, cleared and holds are the claim controller's.
 	draws   *draw.Locks
-	cleared *draw.StaleMemo
+	cleared *stale.Memo
 	holds   *draw.Holds
 	// drawSeq names the warm draws in the class's book.
 	drawSeq atomic.Uint64
@@ -122,7 +123,7 @@ func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*cor
 // SetupWithManager runs the warm controller on mgr with d, the claim
 // controller's dependencies and options, sharing the claim controller's
 // book of draws, memory of stale clears and holds.
-func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options, draws *draw.Locks, cleared *draw.StaleMemo, holds *draw.Holds) error {
+func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options, draws *draw.Locks, cleared *stale.Memo, holds *draw.Holds) error {
 	w := &warmer{Deps: d, draws: draws, cleared: cleared, holds: holds}
 	return w.setupWithManager(mgr, opts)
 }

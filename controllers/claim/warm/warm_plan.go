@@ -113,15 +113,15 @@ func warmLedger(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, addrs
 	warm, outside []*iadv1alpha1.IPAddress, used int, shrinking bool) {
 	for i := range addrs {
 		a := &addrs[i]
-		if draw.AddressFamily(a.Spec.Address) != f {
+		if names.AddressFamily(a.Spec.Address) != f {
 			continue
 		}
 		ours := isWarm(a) && a.Labels[marks.LabelWarm] == "true"
 		switch {
-		case !draw.InRanges(ranges, a.Spec.Address) && ours:
+		case !classparams.InRanges(ranges, a.Spec.Address) && ours:
 			outside = append(outside, a)
 			shrinking = true
-		case !draw.InRanges(ranges, a.Spec.Address):
+		case !classparams.InRanges(ranges, a.Spec.Address):
 			shrinking = shrinking || a.DeletionTimestamp == nil
 			used++
 		default:
@@ -144,7 +144,7 @@ func warmDraws(f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, phs []
 		switch ip := draw.AssignedIP(ph, f); {
 		case ip == "":
 			waiting = append(waiting, ph)
-		case !draw.InRanges(ranges, ip):
+		case !classparams.InRanges(ranges, ip):
 			strays = append(strays, ph)
 		default:
 			assigned = append(assigned, ph)

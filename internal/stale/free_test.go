@@ -1,4 +1,4 @@
-package draw
+package stale
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestStaleMemoClearsAgainAfterGrowingWaits(t *testing.T) {
-	var m StaleMemo
+	var m Memo
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := types.NamespacedName{Namespace: "iad", Name: "a"}
 	b := types.NamespacedName{Namespace: "tenant", Name: "b"}
@@ -27,21 +27,21 @@ func TestStaleMemoClearsAgainAfterGrowingWaits(t *testing.T) {
 	assert.True(t, m.lastClear("other").IsZero(), "per class")
 	ok, after := m.due(a, assigned, t0.Add(time.Second))
 	assert.False(t, ok, "cleared for that assignment a moment ago")
-	assert.Equal(t, StaleWait-time.Second, after, "until the first retry")
-	assert.True(t, due(a, assigned, t0.Add(StaleWait)), "a clear MetalLB ignored is made again")
-	assert.False(t, due(a, assigned, t0.Add(StaleWait+StaleWait)), "the second wait is twice the first")
-	assert.True(t, due(a, assigned, t0.Add(3*StaleWait)))
+	assert.Equal(t, Wait-time.Second, after, "until the first retry")
+	assert.True(t, due(a, assigned, t0.Add(Wait)), "a clear MetalLB ignored is made again")
+	assert.False(t, due(a, assigned, t0.Add(Wait+Wait)), "the second wait is twice the first")
+	assert.True(t, due(a, assigned, t0.Add(3*Wait)))
 
-	// The waits double up to staleRetryMax.
-	now := t0.Add(3 * StaleWait)
+	// The waits double up to RetryMax.
+	now := t0.Add(3 * Wait)
 	for range 10 {
-		now = now.Add(StaleRetryMax)
+		now = now.Add(RetryMax)
 		require.True(t, due(a, assigned, now))
 	}
-	assert.False(t, due(a, assigned, now.Add(StaleRetryMax-time.Second)))
+	assert.False(t, due(a, assigned, now.Add(RetryMax-time.Second)))
 
 	assert.True(t, due(b, assigned, t0), "another name")
 	assert.True(t, due(b, t0.Add(time.Minute), t0.Add(time.Minute+time.Second)), "a later assignment starts afresh")
 	assert.False(t, due(b, t0.Add(time.Minute), t0.Add(time.Minute+2*time.Second)))
-	assert.True(t, due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0, t0.Add(StaleForget+time.Minute)))
+	assert.True(t, due(types.NamespacedName{Namespace: "iad", Name: "c"}, t0, t0.Add(Forget+time.Minute)))
 }

@@ -1,4 +1,4 @@
-package draw
+package stale
 
 import (
 	"context"
@@ -11,59 +11,58 @@ import (
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/stale"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// staleWait is how long a refusal lasts before MetalLB's books are looked
+// Wait is how long a refusal lasts before MetalLB's books are looked
 // at, and how often again: MetalLB may not have processed a deletion of a
 // moment ago yet.
-const StaleWait = 10 * time.Second
+const Wait = 10 * time.Second
 
-// maxStaleClears bounds the Services one pass creates and deletes.
-const maxStaleClears = 16
+// maxClears bounds the Services one pass creates and deletes.
+const maxClears = 16
 
-// staleForget is how long the memory of a clear is kept: longer than
+// Forget is how long the memory of a clear is kept: longer than
 // MetalLB's Events live (an hour by default).
-const StaleForget = 2 * time.Hour
+const Forget = 2 * time.Hour
 
-// staleRetryMax caps the wait before the same assignment is cleared again.
-const StaleRetryMax = 10 * time.Minute
+// RetryMax caps the wait before the same assignment is cleared again.
+const RetryMax = 10 * time.Minute
 
-// staleClearer clears stale allocations of a class's free addresses; its
+// Clearer clears stale allocations of a class's free addresses; its
 // APIReader reads Events the cache does not hold.
-type StaleClearer struct {
+type Clearer struct {
 	bootstrap.Deps
-	Cleared *StaleMemo
+	Cleared *Memo
 }
 
-// staleMemo remembers, per Service name cleared, the assignment it was
+// Memo remembers, per Service name cleared, the assignment it was
 // cleared for and how often: a clear MetalLB ignored (its first pass after
 // a start still failing) is made again after twice the wait before, up to
-// staleRetryMax.
-type StaleMemo struct {
+// RetryMax.
+type Memo struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]staleClear
 	// last is, per class, when a clear last created and deleted a Service.
 	last map[string]time.Time
 }
 
-func (m *StaleMemo) lastClear(class string) time.Time {
+func (m *Memo) lastClear(class string) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.last[class]
 }
 
-func (m *StaleMemo) made(class string, now time.Time) {
+func (m *Memo) made(class string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.last == nil {
 		m.last = map[string]time.Time{}
 	}
 	for c, at := range m.last {
-		if now.Sub(at) >= StaleForget {
+		if now.Sub(at) >= Forget {
 			delete(m.last, c)
 		}
 	}
@@ -77,21 +76,21 @@ type staleClear struct {
 }
 
 func (c staleClear) retryAfter() time.Duration {
-	wait := StaleWait
-	for i := 1; i < c.times && wait < StaleRetryMax; i++ {
+	wait := Wait
+	for i := 1; i < c.times && wait < RetryMax; i++ {
 		wait *= 2
 	}
-	return min(wait, StaleRetryMax)
+	return min(wait, RetryMax)
 }
 
 // due reports whether key is to be cleared now for an assignment at
 // assigned (a later one, or the same once its retry wait is over), and
 // records the clear; if not, how long until it is.
-func (m *StaleMemo) due(key types.NamespacedName, assigned, now time.Time) (bool, time.Duration) {
+func (m *Memo) due(key types.NamespacedName, assigned, now time.Time) (bool, time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, c := range m.at {
-		if now.Sub(c.Cleared) >= StaleForget {
+		if now.Sub(c.Cleared) >= Forget {
 			delete(m.at, k)
 		}
 	}
@@ -110,19 +109,18 @@ func (m *StaleMemo) due(key types.NamespacedName, assigned, now time.Time) (bool
 	return true, 0
 }
 
-// clearFree runs when MetalLB refused placeholders of family f for lack of
-// room since refusedSince: if the ledger and the draws leave room, it
+// ClearFree runs when MetalLB refused placeholders of family f for lack of
+// room since refusedSince: unless the caller found the class full (the
+// ledger and the draws but the refused one leave no room), it
 // clears stale allocations of free addresses, then pokes the refused
 // placeholders (MetalLB does not retry them by itself). It returns when to
 // look again while the refusal may last.
-func (c *StaleClearer) ClearFree(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
-	addrs []iadv1alpha1.IPAddress, drawn int, refusedSince time.Time, refused []*corev1.Service) (time.Duration, error) {
+func (c *Clearer) ClearFree(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
+	addrs []iadv1alpha1.IPAddress, full bool, refusedSince time.Time, refused []*corev1.Service) (time.Duration, error) {
 	if wait := refusalWait(refused, refusedSince, time.Now()); wait > 0 {
 		return wait, nil
 	}
-	// The refused placeholder is one of the draws: room for it means the
-	// ledger and the other draws leave at least one address free.
-	if full, _, _ := ClassFull(class, f, ViewOf(addrs, class.Name, f).Entries, drawn-1); full {
+	if full {
 		return 0, nil // MetalLB is right: the class is full
 	}
 	p, err := classparams.ParseParameters(class.Spec.Parameters)
@@ -144,18 +142,18 @@ func (c *StaleClearer) ClearFree(ctx context.Context, class *iadv1alpha1.IPAddre
 		}
 	}
 	for _, ph := range poke {
-		if err := stale.Poke(ctx, c, ph); err != nil {
+		if err := Poke(ctx, c, ph); err != nil {
 			return 0, err
 		}
 	}
-	return StaleWait, nil
+	return Wait, nil
 }
 
 // clearHolders clears the due stale allocations of free addresses that
 // MetalLB's Events in every namespace show (the holder may be a tenant's
 // Service the address was attached to). It returns how many it cleared and
 // when the next one is due.
-func (c *StaleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
+func (c *Clearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily,
 	ranges []classparams.AddressRange, addrs []iadv1alpha1.IPAddress) (int, time.Duration, error) {
 	ledger := map[string]bool{}
 	for i := range addrs {
@@ -164,13 +162,13 @@ func (c *StaleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 		}
 	}
 	var evs corev1.EventList
-	if err := c.APIReader.List(ctx, &evs, client.MatchingFields{"reason": stale.ReasonIPAllocated}); err != nil {
+	if err := c.APIReader.List(ctx, &evs, client.MatchingFields{"reason": ReasonIPAllocated}); err != nil {
 		return 0, 0, err
 	}
 	cleared := 0
 	var next time.Duration
 	for key, as := range freeHolders(evs.Items, f, ranges, ledger) {
-		if cleared == maxStaleClears {
+		if cleared == maxClears {
 			break
 		}
 		if due, after := c.Cleared.due(key, as.At, time.Now()); !due {
@@ -179,7 +177,7 @@ func (c *StaleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 			}
 			continue
 		}
-		ok, err := stale.Clear(ctx, c, c.APIReader, key, "free address "+as.IP)
+		ok, err := Clear(ctx, c, c.APIReader, key, "free address "+as.IP)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -187,7 +185,7 @@ func (c *StaleClearer) clearHolders(ctx context.Context, class *iadv1alpha1.IPAd
 			cleared++
 			c.Cleared.made(class.Name, time.Now())
 			log.FromContext(ctx).Info("cleared a stale MetalLB allocation of a free address", "class", class.Name, "service", key, "ip", as.IP)
-			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleFreeCleared(as.IP, key))
+			c.Recorder.Event(class, corev1.EventTypeNormal, ReasonCleared, msgFreeCleared(as.IP, key))
 		}
 	}
 	return cleared, next, nil

@@ -1,4 +1,4 @@
-package draw
+package stale
 
 import (
 	"time"
@@ -7,26 +7,25 @@ import (
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-	"github.com/cozystack/metallb-iad/internal/stale"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // freeHolders returns the Services MetalLB's Events say it assigned a
 // free address of family f in ranges (one the ledger does not record).
-func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]stale.Assignment {
-	return stale.Assignments(evs, func(ip string) bool {
-		return AddressFamily(ip) == f && !ledger[ip] && InRanges(ranges, ip)
+func freeHolders(evs []corev1.Event, f iadv1alpha1.IPFamily, ranges []classparams.AddressRange, ledger map[string]bool) map[types.NamespacedName]Assignment {
+	return Assignments(evs, func(ip string) bool {
+		return names.AddressFamily(ip) == f && !ledger[ip] && classparams.InRanges(ranges, ip)
 	})
 }
 
 // refusalWait is how long a refusal at refusedSince, or the last poke,
 // is still given before anything is cleared.
 func refusalWait(refused []*corev1.Service, refusedSince, now time.Time) time.Duration {
-	wait := StaleWait - now.Sub(refusedSince)
+	wait := Wait - now.Sub(refusedSince)
 	for _, ph := range refused {
 		if poked, ok := marks.RetriedAt(ph); ok {
-			wait = max(wait, StaleWait-now.Sub(poked))
+			wait = max(wait, Wait-now.Sub(poked))
 		}
 	}
 	return wait
@@ -46,10 +45,4 @@ func clearedSince(refused []*corev1.Service, refusedSince, lastClear time.Time) 
 		}
 	}
 	return out
-}
-
-// inRanges reports whether ip lies in one of the ranges.
-func InRanges(ranges []classparams.AddressRange, ip string) bool {
-	a, err := names.ParseAddress(ip)
-	return err == nil && classparams.Contains(ranges, a)
 }

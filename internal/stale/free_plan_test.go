@@ -1,4 +1,4 @@
-package draw
+package stale
 
 import (
 	"testing"
@@ -13,7 +13,6 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/marks"
-	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 func TestFreeHolders(t *testing.T) {
@@ -27,21 +26,21 @@ func TestFreeHolders(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "iad", Name: name}}
 	}
 	evs := []corev1.Event{
-		ev("warm-ipv4-a", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.0"]`),
-		ev("hold-ip-10-77-3-5", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.5"]`),
-		ev("alloc-ipv4-b", stale.AllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
-		ev("other-pool", stale.ReasonIPAllocated, `Assigned IP ["10.99.0.1"]`),
-		ev("warm-ipv6-c", stale.ReasonIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
-		ev("dual", stale.ReasonIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
-		{Reason: stale.ReasonIPAllocated, Message: `Assigned IP ["10.77.3.2"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+		ev("warm-ipv4-a", ReasonIPAllocated, `Assigned IP ["10.77.3.0"]`),
+		ev("hold-ip-10-77-3-5", ReasonIPAllocated, `Assigned IP ["10.77.3.5"]`),
+		ev("alloc-ipv4-b", AllocationFailed, `Failed to allocate IP for "iad/alloc-ipv4-b": no available IPs`),
+		ev("other-pool", ReasonIPAllocated, `Assigned IP ["10.99.0.1"]`),
+		ev("warm-ipv6-c", ReasonIPAllocated, `Assigned IP ["fd00:77:3::2"]`),
+		ev("dual", ReasonIPAllocated, `Assigned IP ["10.77.3.1","fd00:77:3::1"]`),
+		{Reason: ReasonIPAllocated, Message: `Assigned IP ["10.77.3.2"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-b", Name: "forged"}},
-		{Reason: stale.ReasonIPAllocated, Message: `Assigned IP ["10.77.3.3"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
+		{Reason: ReasonIPAllocated, Message: `Assigned IP ["10.77.3.3"]`, ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "tenant-a", Name: "svc"}},
 	}
 	ledger := map[string]bool{"10.77.3.5": true}
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "iad", Name: n} }
 
-	ips := func(m map[types.NamespacedName]stale.Assignment) map[types.NamespacedName]string {
+	ips := func(m map[types.NamespacedName]Assignment) map[types.NamespacedName]string {
 		out := map[types.NamespacedName]string{}
 		for k, v := range m {
 			out[k] = v.IP
@@ -91,10 +90,10 @@ func TestRefusalWait(t *testing.T) {
 		now     time.Time
 		want    time.Duration
 	}{
-		{"refused a moment ago", []*corev1.Service{never}, t0.Add(3 * time.Second), StaleWait - 3*time.Second},
-		{"refused long ago", []*corev1.Service{never}, t0.Add(time.Minute), StaleWait - time.Minute},
-		{"poked a moment ago", []*corev1.Service{never, poked(t0.Add(55 * time.Second))}, t0.Add(time.Minute), StaleWait - 5*time.Second},
-		{"poked long ago", []*corev1.Service{poked(t0.Add(time.Second))}, t0.Add(time.Minute), StaleWait - 59*time.Second},
+		{"refused a moment ago", []*corev1.Service{never}, t0.Add(3 * time.Second), Wait - 3*time.Second},
+		{"refused long ago", []*corev1.Service{never}, t0.Add(time.Minute), Wait - time.Minute},
+		{"poked a moment ago", []*corev1.Service{never, poked(t0.Add(55 * time.Second))}, t0.Add(time.Minute), Wait - 5*time.Second},
+		{"poked long ago", []*corev1.Service{poked(t0.Add(time.Second))}, t0.Add(time.Minute), Wait - 59*time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, refusalWait(tc.refused, t0, tc.now))
