@@ -57,3 +57,32 @@ func TestDesignNamesRealFiles(t *testing.T) {
 	}
 	assert.Greater(t, named, 50, "the files docs/design.md names were found")
 }
+
+// packageTests names a package and the tests of it a row cites:
+// `controllers/claim` `TestA`, `TestB` (with an optional note after each).
+var packageTests = regexp.MustCompile("`((?:controllers|internal|test)/[\\w/]+)`((?:\\s*`Test\\w+`(?:\\s*\\([^)]*\\))?,?)+)")
+
+// TestReliabilityNamesRealTests: every test docs/reliability.md cites, as
+// `package` `TestName`, is a test of that package, so the table cannot
+// point at a test that moved, was renamed or went.
+func TestReliabilityNamesRealTests(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "reliability.md"))
+	require.NoError(t, err)
+	cited := 0
+	for _, m := range packageTests.FindAllStringSubmatch(string(doc), -1) {
+		files, err := filepath.Glob(filepath.Join(root, m[1], "*_test.go"))
+		require.NoError(t, err)
+		var tests strings.Builder
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			tests.Write(b)
+		}
+		for _, name := range regexp.MustCompile("`(Test\\w+)`").FindAllStringSubmatch(m[2], -1) {
+			cited++
+			assert.Contains(t, tests.String(), "func "+name[1]+"(", "docs/reliability.md cites %s %s, which is no test of it", m[1], name[1])
+		}
+	}
+	assert.Greater(t, cited, 50, "the tests docs/reliability.md cites were found")
+}
