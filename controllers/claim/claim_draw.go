@@ -122,7 +122,7 @@ func (d claimDraw) Report(ctx context.Context, n draw.News) phase.Result {
 		// MetalLB (LedgerMismatch): either one's change brings it back.
 		return phase.WaitFor("the claim or the ledger entry of the assigned address to change", 0)
 	case draw.NewsGaveBack:
-		// The claim draws again after a pause (drawPauses), once every
+		// The claim draws again after a pause (Pauses), once every
 		// address of the ledger is held (createPlaceholder).
 		pause := r.pauses.GaveBack(memoKey(s.claim, f), n.IP, time.Now())
 		r.Recorder.Event(s.claim, corev1.EventTypeNormal, ReasonLedgerAddressReturned, msgLedgerAddressReturned(f, n.IP, n.Entry))

@@ -118,7 +118,7 @@ func (r *Reconciler) holdBack(ctx context.Context, s *scope, f iadv1alpha1.IPFam
 // caller holds the class's lock.
 func (r *Reconciler) classDraws(ctx context.Context, book *draw.Book, class string, f iadv1alpha1.IPFamily, now time.Time) (
 	v draw.LedgerView, drawn, inflight int, err error) {
-	inBook := book.InBookCount(now)
+	inBook := book.Draws(now)
 	phs, err := draw.DrawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, class)
 	if err != nil {
 		return draw.LedgerView{}, 0, 0, err

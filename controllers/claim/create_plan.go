@@ -41,7 +41,7 @@ type drawDecision struct {
 // for an address, from the class's ledger in f (v, read through the
 // ledger's indexes), the cached draws it does not record yet (drawn,
 // unrecorded), the draws in flight the cache does not show yet (inflight,
-// inFlight) and held (placeholderHolds). It is the whole decision a pass
+// InFlight) and held (Holds). It is the whole decision a pass
 // makes under the class's lock: the room left is the class's size less the
 // ledger, drawn and inflight.
 func decideDraw(class *iadv1alpha1.IPAddressClass, f iadv1alpha1.IPFamily, v draw.LedgerView, drawn, inflight int,

@@ -20,7 +20,7 @@ import (
 // the class's new placeholders while the ledger shows room; the claim and
 // warm controllers then clear those allocations (stale.Clear).
 
-// clearFree asks the staleClearer to look for stale allocations of the
+// clearFree asks the stale.Clearer to look for stale allocations of the
 // class's free addresses in MetalLB, which refused the claim's placeholder
 // for lack of room since refusedSince.
 func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {

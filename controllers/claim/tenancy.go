@@ -75,7 +75,7 @@ func (r *Reconciler) namespaceBound(ctx context.Context, s *scope, book *draw.Bo
 	if bound == 0 {
 		return drawDecision{verdict: drawNow}, nil
 	}
-	inBook := book.InBookCount(now)
+	inBook := book.Draws(now)
 	phs, err := draw.DrawnPlaceholders(ctx, r.Client, r.PlaceholderNamespace, s.class.Name)
 	if err != nil {
 		return drawDecision{}, err

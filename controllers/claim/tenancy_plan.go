@@ -15,7 +15,7 @@ import (
 // for its claims other than except, one per claim and family: the claims'
 // addresses (not Released, Lost or being deleted), the allocation
 // placeholders drawing for them, and their draws in the book younger than
-// inflightMax. An address being recorded shows as both a placeholder and
+// InflightMax. An address being recorded shows as both a placeholder and
 // an entry, and counts once.
 func namespaceHolds(ns, except string, addrs []iadv1alpha1.IPAddress, phs []corev1.Service, book map[string]draw.InFlightDraw, now time.Time) int {
 	units := map[string]bool{}

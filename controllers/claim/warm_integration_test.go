@@ -263,8 +263,8 @@ func TestWarmGiveBackPauses(t *testing.T) {
 }
 
 // pausesBefore is how long n give-backs of one address in a row take at
-// the least: the pauses between them, doubling from giveBackPause up to
-// maxGiveBackPause.
+// the least: the pauses between them, doubling from GiveBackPause up to
+// MaxGiveBackPause.
 func pausesBefore(n int) time.Duration {
 	var total time.Duration
 	for i, d := 1, draw.GiveBackPause; i < n; i, d = i+1, min(2*d, draw.MaxGiveBackPause) {

@@ -44,8 +44,8 @@ type Owner interface {
 	// the owner may do with it, with the deciding entry.
 	Judge(ctx context.Context, ip, addrName string) (LedgerAnswer, *iadv1alpha1.IPAddress, error)
 	// RecordEntry records ip for the owner (entry: the one judge found
-	// ours, else nil) and judges again: ledgerOurs with the entry to hand
-	// ph over to, or ledgerFree when it recorded nothing (newsUnrecorded).
+	// ours, else nil) and judges again: LedgerOurs with the entry to hand
+	// ph over to, or LedgerFree when it recorded nothing (NewsUnrecorded).
 	RecordEntry(ctx context.Context, ph *corev1.Service, ip, addrName string, entry *iadv1alpha1.IPAddress) (LedgerAnswer, *iadv1alpha1.IPAddress, error)
 	// HandOver returns the change handing ph over to a; nil: nothing to do.
 	HandOver(ph *corev1.Service, a *iadv1alpha1.IPAddress) func()

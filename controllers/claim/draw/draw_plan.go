@@ -151,7 +151,7 @@ const (
 )
 
 // LedgerVerdict judges the entries recording an IP for claim c, with the
-// deciding entry (nil for ledgerFree).
+// deciding entry (nil for LedgerFree).
 func LedgerVerdict(entries []iadv1alpha1.IPAddress, c *iadv1alpha1.IPAddressClaim) (LedgerAnswer, *iadv1alpha1.IPAddress) {
 	var going *iadv1alpha1.IPAddress
 	var taken *iadv1alpha1.IPAddress

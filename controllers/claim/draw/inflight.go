@@ -23,7 +23,7 @@ import (
 //
 // The book only holds back: losing it at a restart loses nothing a fresh
 // cache does not show, and a draw it keeps too long (a create whose watch
-// event never came) leaves after inflightMax.
+// event never came) leaves after InflightMax.
 
 // InflightMax bounds how long a draw stays in the book without the cache
 // showing its placeholder: as long as a pass waits for the cache.
@@ -80,8 +80,8 @@ func (c *Book) InBook(name string, now time.Time) bool {
 	return ok && now.Sub(d.Since) < InflightMax
 }
 
-// InBookCount copies the draws in flight, forgetting those older than inflightMax.
-func (c *Book) InBookCount(now time.Time) map[string]InFlightDraw {
+// Draws copies the draws in flight, forgetting those older than InflightMax.
+func (c *Book) Draws(now time.Time) map[string]InFlightDraw {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]InFlightDraw, len(c.inflight))
@@ -97,7 +97,7 @@ func (c *Book) InBookCount(now time.Time) map[string]InFlightDraw {
 
 // InFlight counts the draws of family f in book that take room the cached
 // draws (the class's placeholders listed in the cache, drawn) do not show:
-// not listed there, and younger than inflightMax. The book must be read
+// not listed there, and younger than InflightMax. The book must be read
 // before drawn, so that a draw leaving the book has reached the list.
 func InFlight(book map[string]InFlightDraw, f iadv1alpha1.IPFamily, drawn []corev1.Service, now time.Time) int {
 	if len(book) == 0 {

@@ -60,8 +60,8 @@ func TestClassBook(t *testing.T) {
 	l.Settle("private", "b") // another class's: nothing, and no book made for it
 	assert.Len(t, l.m, 1)
 	assert.False(t, c.InBook("a", now))
-	assert.Equal(t, map[string]InFlightDraw{"b": {F: iadv1alpha1.FamilyIPv6, Since: now}}, c.InBookCount(now))
-	assert.Empty(t, c.InBookCount(now.Add(InflightMax)), "forgotten once too old")
+	assert.Equal(t, map[string]InFlightDraw{"b": {F: iadv1alpha1.FamilyIPv6, Since: now}}, c.Draws(now))
+	assert.Empty(t, c.Draws(now.Add(InflightMax)), "forgotten once too old")
 	assert.False(t, c.InBook("b", now))
 }
 
@@ -90,7 +90,7 @@ func TestBookNeverOverdraws(t *testing.T) {
 			b := l.Of("public")
 			b.Decide.Lock()
 			now := time.Now()
-			book := b.InBookCount(now) // the book first, then the cache
+			book := b.Draws(now) // the book first, then the cache
 			phs := cached()
 			ok := len(phs)+InFlight(book, iadv1alpha1.FamilyIPv4, phs, now) < room
 			if ok {
@@ -114,5 +114,5 @@ func TestBookNeverOverdraws(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, room, drawn)
 	require.Len(t, cached(), room)
-	assert.Empty(t, l.Of("public").InBookCount(time.Now()), "every draw left the book")
+	assert.Empty(t, l.Of("public").Draws(time.Now()), "every draw left the book")
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // TestLedgerIndexes checks that the view a draw reads through the store's
-// indexes is the one viewOf derives from the whole ledger, for every class
+// indexes is the one ViewOf derives from the whole ledger, for every class
 // and family, and that it follows an entry's updates and deletion.
 func TestLedgerIndexes(t *testing.T) {
 	ref := &iadv1alpha1.ClaimReference{Namespace: "tenant", Name: "a", UID: "u"}

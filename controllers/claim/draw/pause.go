@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// giveBackPause is how long a claim waits after a give-back before it
-// draws again, doubling up to maxGiveBackPause while MetalLB keeps
+// GiveBackPause is how long a claim waits after a give-back before it
+// draws again, doubling up to MaxGiveBackPause while MetalLB keeps
 // assigning the same address. The address is often a Service's in a gap
 // handoff; a placeholder created again at once (same name, new uid) races
 // that Service in the very pass the deletion starts, and MetalLB, whose
@@ -42,7 +42,7 @@ func (p *Pauses) HoldUntil(until time.Time) {
 }
 
 // GaveBack records that key gave back ip at now, and returns the pause:
-// giveBackPause, doubled for each time in a row the same address came back.
+// GiveBackPause, doubled for each time in a row the same address came back.
 func (p *Pauses) GaveBack(key, ip string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -94,7 +94,7 @@ const (
 )
 
 // RefillDelays remembers, per class and family, since when addresses are
-// missing and when the shortfall last grew. It only delays, as drawPauses.
+// missing and when the shortfall last grew. It only delays, as Pauses.
 type RefillDelays struct {
 	mu sync.Mutex
 	m  map[string]shortfall

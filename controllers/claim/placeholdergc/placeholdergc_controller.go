@@ -141,7 +141,7 @@ func (g *Reconciler) setupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 // claimToPlaceholders maps a claim that went (claimGone) to its
-// allocation placeholders, named from its uid (renderPlaceholder): one
+// allocation placeholders, named from its uid (RenderPlaceholder): one
 // cached read per family, where an index by uid would keep a set per
 // placeholder.
 func (g *Reconciler) claimToPlaceholders(ctx context.Context, o client.Object) []reconcile.Request {

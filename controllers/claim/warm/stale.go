@@ -13,7 +13,7 @@ import (
 )
 
 // clearRefused is the phase that looks for stale allocations of the
-// class's free addresses in MetalLB (staleClearer) when MetalLB refused a
+// class's free addresses in MetalLB (stale.Clearer) when MetalLB refused a
 // warm placeholder of family f for lack of room.
 func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 	return phase.Phase[*warmScope]{Name: "clearRefused " + string(f), Run: func(ctx context.Context, s *warmScope) (phase.Result, error) {
@@ -40,7 +40,7 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			return phase.Next(), nil
 		}
 		now := time.Now()
-		inBook := w.draws.Of(s.name).InBookCount(now)
+		inBook := w.draws.Of(s.name).Draws(now)
 		drawn, err := draw.DrawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
 			return phase.Next(), err

@@ -110,7 +110,7 @@ func (w *warmer) decideFill(ctx context.Context, s *warmScope, f iadv1alpha1.IPF
 	// recorded, and their draws in flight before the cache shows them
 	// (the book is read first: a draw leaving it is listed by then).
 	now := time.Now()
-	inBook := s.book.InBookCount(now)
+	inBook := s.book.Draws(now)
 	drawn, err := draw.DrawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 	if err != nil {
 		return err
