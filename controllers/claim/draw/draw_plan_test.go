@@ -3,11 +3,12 @@ package draw
 import (
 	"testing"
 
+	"github.com/cozystack/metallb-iad/test/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -16,27 +17,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
 )
-
-const testUID = types.UID("3f6d3c38-5a0e-4a8c-9d2a-0d4b0c7e1f20")
-
-func testClaim(family iadv1alpha1.IPFamily) *iadv1alpha1.IPAddressClaim {
-	return &iadv1alpha1.IPAddressClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   "tenant",
-			Name:        "web",
-			UID:         testUID,
-			Annotations: map[string]string{iadv1alpha1.ProvisionerAnnotation: names.Provisioner},
-		},
-		Spec: iadv1alpha1.IPAddressClaimSpec{ClassName: "public", Family: family},
-	}
-}
-
-func testAddress(name, ip string, ref *iadv1alpha1.ClaimReference) iadv1alpha1.IPAddress {
-	return iadv1alpha1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
-		Spec:       iadv1alpha1.IPAddressSpec{Address: ip, ClassName: "public", ClaimRef: ref},
-	}
-}
 
 func TestReclaimPolicy(t *testing.T) {
 	c := &iadv1alpha1.IPAddressClass{}
@@ -116,21 +96,10 @@ func TestAssignedIP(t *testing.T) {
 	assert.Equal(t, "192.0.2.7", AssignedIP(svc, iadv1alpha1.FamilyIPv4))
 }
 
-// testPlaceholder builds an allocation placeholder in a given state.
-func testPlaceholder(role, address string, ingress string, owners ...string) *corev1.Service {
-	svc := RenderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4)
-	svc.Labels[marks.LabelPlaceholder] = role
-	if address != "" {
-		svc.Labels[marks.LabelAddress] = address
-	}
-	if ingress != "" {
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingress}}
-	}
-	for _, o := range owners {
-		a := testAddress(o, "192.0.2.1", nil)
-		svc.OwnerReferences = append(svc.OwnerReferences, placeholder.OwnerRef(&a))
-	}
-	return svc
+// testPlaceholder is TenantClaim's IPv4 placeholder as the claim
+// controller renders it, marked (fixture.MarkPlaceholder).
+func testPlaceholder(role, address, ingress string, owners ...string) *corev1.Service {
+	return fixture.MarkPlaceholder(RenderPlaceholder("iad-system", testClaim(iadv1alpha1.FamilyIPv4), "public", iadv1alpha1.FamilyIPv4), role, address, ingress, owners...)
 }
 
 func TestHandedOver(t *testing.T) {
@@ -214,3 +183,10 @@ func TestLedgerVerdict(t *testing.T) {
 		})
 	}
 }
+
+// The shared claim and addresses of the plan tests (test/fixture).
+var (
+	testUID     = fixture.ClaimUID
+	testClaim   = fixture.TenantClaim
+	testAddress = fixture.ClassAddress
+)
