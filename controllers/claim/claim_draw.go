@@ -30,12 +30,6 @@ type claimDraw struct {
 	f iadv1alpha1.IPFamily
 }
 
-// draw is the draw of family f for the scope's claim.
-func (r *Reconciler) draw(s *scope, f iadv1alpha1.IPFamily) draw.Draw {
-	return draw.Draw{Deps: r.Deps, Owner: claimDraw{r: r, s: s, f: f}, Class: s.class.Name, F: f,
-		What: "placeholder", Written: &r.written}
-}
-
 func (d claimDraw) Placeholder() *corev1.Service {
 	return draw.RenderPlaceholder(d.r.PlaceholderNamespace, d.s.claim, d.s.class.Name, d.f)
 }

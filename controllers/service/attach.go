@@ -24,9 +24,11 @@ type handoffPlan struct {
 	mode, why string
 	// key is the sharing key the Service is pinned with; "" for none.
 	key string
-	// ips are the canonical IPs of the claim's addresses, pin their pin.
-	ips []string
-	pin string
+	// ips are the canonical IPs of the claim's addresses, pin their pin;
+	// ipOf names each address's canonical IP.
+	ips  []string
+	pin  string
+	ipOf map[string]string
 	// holdsAll: the Service holds every one of ips; hand: it carries a
 	// pin of its own (marks.Marks.HandPin), which stays the owner's.
 	holdsAll, hand bool
@@ -41,7 +43,7 @@ func (r *Reconciler) chooseHandoff(ctx context.Context, s *scope) (phase.Result,
 		return phase.Next(), nil
 	}
 	svc, h := s.svc, &s.handoff
-	h.ips = addressIPs(s.addrs)
+	h.ips, h.ipOf = addressIPs(s.addrs), canonicalIPs(s.addrs)
 	h.pin = marks.PinValue(h.ips)
 	h.holdsAll = marks.HoldsAll(svc, h.ips...)
 	h.hand = s.marks.HandPin() != ""
@@ -68,9 +70,9 @@ func (r *Reconciler) chooseHandoff(ctx context.Context, s *scope) (phase.Result,
 	return phase.Next(), nil
 }
 
-// attach runs, for an Associate verdict, the handoff chooseHandoff chose:
-// the shared one takes the attach grant first. Every step checks the
-// cluster first, so any prefix of either re-converges after a crash.
+// attach runs, for an Associate verdict, the handoff chooseHandoff chose.
+// Every step checks the cluster first, so any prefix of either
+// re-converges after a crash.
 func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error) {
 	if s.verdict.Action != Associate {
 		return phase.Next(), nil
@@ -78,12 +80,6 @@ func (r *Reconciler) attach(ctx context.Context, s *scope) (phase.Result, error)
 	var wait string
 	var err error
 	if s.handoff.mode == ModeShared {
-		// The shared handoff pins before it associates: the attach grant
-		// is its lock. The other handoffs associate first, and the
-		// association, written locked, is theirs.
-		if err := r.grantAttach(ctx, s); err != nil {
-			return phase.Next(), err
-		}
 		wait, err = r.associateShared(ctx, s)
 	} else {
 		wait, err = r.associateGap(ctx, s)
@@ -195,22 +191,19 @@ func (r *Reconciler) associateGap(ctx context.Context, s *scope) (wait string, e
 // holds moved away (ParkedAway): then it pins at once, without waiting for
 // the IPAddress controller to say so.
 func (r *Reconciler) freeFor(ctx context.Context, s *scope, a *iadv1alpha1.IPAddress) (free, moved bool, err error) {
-	if !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
-		return false, false, nil
-	}
-	ip, err := names.ParseAddress(a.Spec.Address)
-	if err != nil {
+	ip := s.handoff.ipOf[a.Name]
+	if ip == "" || !AssociatedWith(a, s.svc.Namespace, s.svc.Name) {
 		return false, false, nil
 	}
 	var phs, holders corev1.ServiceList
 	if err := r.List(ctx, &phs, client.InNamespace(r.PlaceholderNamespace), client.MatchingFields{index.PlaceholderByAddress: a.Name}); err != nil {
 		return false, false, err
 	}
-	if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip.String()}); err != nil {
+	if err := r.List(ctx, &holders, client.MatchingFields{index.ServiceByIngressIP: ip}); err != nil {
 		return false, false, err
 	}
-	free = FreeFor(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc)
-	moved = s.handoff.mode == ModeParked && ParkedAway(ip.String(), r.ParkingPool, phs.Items, holders.Items, s.svc)
+	free = FreeFor(ip, r.ParkingPool, phs.Items, holders.Items, s.svc)
+	moved = s.handoff.mode == ModeParked && ParkedAway(ip, r.ParkingPool, phs.Items, holders.Items, s.svc)
 	return free, moved, nil
 }
 
@@ -221,22 +214,28 @@ func (r *Reconciler) recordAssociated(s *scope) {
 	r.Recorder.Event(s.svc, corev1.EventTypeNormal, ReasonAssociated, msgAssociated(s.claimName, h.pin, h.mode, h.why))
 }
 
-// grantAttach takes the attach grant on each of the claim's addresses, in
-// name order, with an optimistic lock, before anything is pinned: of two
-// Services racing for the claim exactly one gets it, and the other sees
-// the grant (observeAttachGrant) before it is ever pinned.
-func (r *Reconciler) grantAttach(ctx context.Context, s *scope) error {
+// grantAttach takes the attach grant on each of the claim's addresses
+// for the shared handoff, in name order, with an optimistic lock, before
+// anything is pinned: of two Services racing for the claim exactly one
+// gets it, and the other sees the grant (observeAttachGrant) before it is
+// ever pinned. The shared handoff pins before it associates, so the grant
+// is its lock; the other handoffs associate first, and the association,
+// written locked, is theirs.
+func (r *Reconciler) grantAttach(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.verdict.Action != Associate || s.handoff.mode != ModeShared {
+		return phase.Next(), nil
+	}
 	me := index.Key(s.svc.Namespace, s.svc.Name)
 	for _, a := range s.addrs {
 		if marks.Attaching(a) == me {
 			continue
 		}
 		if err := patch.Meta(ctx, r, a, func() { marks.GrantAttach(a, s.svc.Namespace, s.svc.Name) }); err != nil {
-			return err
+			return phase.Next(), err
 		}
 		log.FromContext(ctx).V(1).Info("took the attach grant", "address", a.Name)
 	}
-	return nil
+	return phase.Next(), nil
 }
 
 // recordAssociation records status.associatedTo naming the Service on the

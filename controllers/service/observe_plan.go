@@ -121,6 +121,18 @@ func addressIPs(addrs []*iadv1alpha1.IPAddress) []string {
 	return out
 }
 
+// canonicalIPs names each address's canonical IP, by address name; an
+// address whose IP does not parse is left out.
+func canonicalIPs(addrs []*iadv1alpha1.IPAddress) map[string]string {
+	out := make(map[string]string, len(addrs))
+	for _, a := range addrs {
+		if ip, err := names.ParseAddress(a.Spec.Address); err == nil {
+			out[a.Name] = ip.String()
+		}
+	}
+	return out
+}
+
 func addressPointers(items []iadv1alpha1.IPAddress) []*iadv1alpha1.IPAddress {
 	var out []*iadv1alpha1.IPAddress
 	for i := range items {

@@ -116,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.decideAssociation),
 		phase.Of(r.chooseHandoff),
 		phase.Of(r.detachStale),
+		phase.Of(r.grantAttach),
 		phase.Of(r.attach),
 		phase.Of(r.detach),
 		phase.Of(r.reportStall), // stall.go
