@@ -126,7 +126,7 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 //
-// Clearing a stale allocation of a free address (stale.go) reads MetalLB's
+// Clearing a stale allocation of a free address (internal/stale) reads MetalLB's
 // IPAllocated Events in every namespace from the API server, and creates
 // and deletes a headless Service only where no Service of that name exists.
 // +kubebuilder:rbac:groups="",resources=events,verbs=list

@@ -122,7 +122,7 @@ func (p *planning) sharing() bool {
 	if !p.park.Open && sharesSoon(p.addr, p.attaching) {
 		return true
 	}
-	return slices.ContainsFunc(p.hs, func(s seen) bool { return handingBack(p.addr, p.key, s.Service, p.placeholders) })
+	return slices.ContainsFunc(p.hs, func(s seen) bool { return marks.HandingBack(p.addr, p.key, s.Service, p.placeholders) })
 }
 
 // pairKey is the key the address is shared under (marks.PairKey): key, or
@@ -134,21 +134,11 @@ func pairKey(a *iadv1alpha1.IPAddress, key, ip string, attached *corev1.Service,
 	}
 	for i := range holders {
 		h := &holders[i]
-		if k := marks.PairKey(h, key, ip); k != key && handingBack(a, k, h, placeholders) {
+		if k := marks.PairKey(h, key, ip); k != key && marks.HandingBack(a, k, h, placeholders) {
 			return k
 		}
 	}
 	return key
-}
-
-// handingBack reports whether svc, holding the unattached address, hands
-// it back in the shared handoff: not a placeholder of it, carrying exactly
-// its sharing key, and authorized by its binding.
-func handingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
-	if a.Status.AssociatedTo != nil || isOneOf(svc, placeholders) {
-		return false
-	}
-	return marks.Of(svc).KeyedExactly(key) && marks.Authorizes(a, svc)
 }
 
 // sharesSoon reports whether svc, the Service the attach grant names, asks

@@ -15,6 +15,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/parking"
 	"github.com/cozystack/metallb-iad/internal/patch"
 	"github.com/cozystack/metallb-iad/internal/phase"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // enforceHold keeps the holding invariant on the address: it observes the
@@ -210,4 +211,46 @@ func (r *Reconciler) createHold(ctx context.Context, s *scope) (phase.Result, er
 	log.FromContext(ctx).Info("created a hold placeholder", "placeholder", client.ObjectKeyFromObject(ph))
 	r.Recorder.Event(s.addr, corev1.EventTypeNormal, ReasonHoldCreated, msgHoldCreated(s.ip.String(), ph.Namespace, ph.Name))
 	return phase.Next(), nil
+}
+
+// clearStale is the stale-allocation pass: once the hold has nothing left
+// to create, delete or park, it has the stale allocations that keep the
+// address from its rightful holder (stale.Blocked) cleared
+// (stale.Unblocker), and looks again when MetalLB has had time to answer.
+// With no one blocked, it drops the retry marks of the holders that got
+// the address.
+func (r *Reconciler) clearStale(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.hold == nil || s.hold.plan.writes() {
+		return phase.Next(), nil
+	}
+	v := s.hold.view
+	a, ip, attached := s.addr, v.ip, rightfulHolder(v, s.key)
+	blocked := stale.Blocked(a, ip, s.key, v.cached, v.holders, attached)
+	if blocked == nil {
+		svcs := []*corev1.Service{attached}
+		for i := range v.cached {
+			svcs = append(svcs, &v.cached[i])
+		}
+		return phase.Next(), stale.DropRetryMarks(ctx, r, ip, svcs...)
+	}
+	u := &stale.Unblocker{Deps: r.Deps, Allocated: &r.allocated}
+	again, err := u.Unblock(ctx, blocked, ip, func(key types.NamespacedName) error {
+		return r.clearStaleAllocation(ctx, a, ip, key)
+	})
+	if err != nil || again == 0 {
+		return phase.Next(), err
+	}
+	return phase.RetryAfter(again, "a stale allocation may keep the rightful holder out"), nil
+}
+
+// clearStaleAllocation clears MetalLB's allocation for the name key
+// (stale.Clear) and tells the address.
+func (r *Reconciler) clearStaleAllocation(ctx context.Context, a *iadv1alpha1.IPAddress, ip string, key types.NamespacedName) error {
+	cleared, err := stale.Clear(ctx, r, r.APIReader, key, a.Name)
+	if err != nil || !cleared {
+		return err
+	}
+	log.FromContext(ctx).Info("cleared a stale MetalLB allocation", "service", key, "ip", ip)
+	r.Recorder.Event(a, corev1.EventTypeNormal, ReasonStaleAllocationCleared, msgStaleAllocationCleared(ip, key))
+	return nil
 }

@@ -127,7 +127,7 @@ func look(v *holdView) *planning {
 	see := func(s *corev1.Service) seen {
 		m := marks.Of(s)
 		return seen{Service: s, marks: m, holds: marks.Holds(s, v.ip), pinned: m.PinnedExactly(v.ip),
-			granted: m.Granted(v.addr.Spec.ClassName), parked: m.Parked(v.park.Pool), own: isOneOf(s, v.placeholders)}
+			granted: m.Granted(v.addr.Spec.ClassName), parked: m.Parked(v.park.Pool), own: marks.OneOf(s, v.placeholders)}
 	}
 	for i := range v.placeholders {
 		p.phs = append(p.phs, see(&v.placeholders[i]))

@@ -37,6 +37,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/queue"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
+	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // ControllerName is the IPAddress controller's name, in logs and metrics.
@@ -70,8 +71,8 @@ type Reconciler struct {
 
 	states addressStates
 	// allocated counts the Services holding a load-balancer address, the
-	// size of a MetalLB full pass (stale.go).
-	allocated allocatedServices
+	// size of a MetalLB full pass (stale.PassTime).
+	allocated stale.Allocated
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
@@ -95,7 +96,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 //
 // Services are created and deleted in any namespace: placeholders, and the
-// headless Services that clear a stale MetalLB allocation (stale.go).
+// headless Services that clear a stale MetalLB allocation (stale.Clear).
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 //
@@ -133,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		phase.Of(r.detectLost),            // lost.go
 		phase.Of(r.recoverConflict),       // conflicts.go
 		phase.Of(r.enforceHold),           // hold.go
-		phase.Of(r.clearStale),            // stale.go
+		phase.Of(r.clearStale),            // hold.go
 		phase.Of(r.checkServing),          // serving.go
 		phase.Of(r.reportStatus),          // report.go
 		phase.Of(r.createHold),            // hold.go
@@ -161,7 +162,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if _, err := svcInformer.AddEventHandler(r.allocated.handler()); err != nil {
+	if _, err := svcInformer.AddEventHandler(r.allocated.Handler()); err != nil {
 		return err
 	}
 	opts := r.Options

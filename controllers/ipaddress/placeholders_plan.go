@@ -12,16 +12,6 @@ import (
 // down by teardown.go), and its claim's allocation placeholder not handed
 // over yet (read by liveRecording, placeholders.go).
 
-// isOneOf reports whether svc is one of svcs, by name.
-func isOneOf(svc *corev1.Service, svcs []corev1.Service) bool {
-	for i := range svcs {
-		if svcs[i].Namespace == svc.Namespace && svcs[i].Name == svc.Name {
-			return true
-		}
-	}
-	return false
-}
-
 // ownPlaceholder reports whether a placeholder labelled with the address's
 // name is its own, the only kind repaired, counted and deleted: a hold
 // owner-referenced to it, or an allocation placeholder of its claim. Another

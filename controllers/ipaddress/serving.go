@@ -83,7 +83,7 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 		return "", phase.WaitFor("the Service controller to grant the attached Service", 0), nil
 	}
 	u := r.unserved.get(a.Name, svc.UID)
-	look := servingSettle + passTime(r.allocated.count())
+	look := servingSettle + stale.PassTime(r.allocated.Count())
 	if wait := look - time.Since(u.since); wait > 0 {
 		return "", phase.RetryAfter(wait, "MetalLB may not have looked at the pinned Service yet"), nil
 	}

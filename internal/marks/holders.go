@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/names"
 )
 
@@ -41,4 +42,19 @@ func Holds(svc *corev1.Service, ips ...string) bool {
 func HoldsAll(svc *corev1.Service, ips ...string) bool {
 	in := IngressIPs(svc)
 	return len(ips) > 0 && !slices.ContainsFunc(ips, func(ip string) bool { return !slices.Contains(in, ip) })
+}
+
+// OneOf reports whether svc is one of svcs, by namespace and name.
+func OneOf(svc *corev1.Service, svcs []corev1.Service) bool {
+	return slices.ContainsFunc(svcs, func(o corev1.Service) bool { return o.Namespace == svc.Namespace && o.Name == svc.Name })
+}
+
+// HandingBack reports whether svc, holding the unattached address a, hands
+// it back in the shared handoff: not one of a's placeholders, carrying
+// exactly its sharing key, and authorized by its binding.
+func HandingBack(a *iadv1alpha1.IPAddress, key string, svc *corev1.Service, placeholders []corev1.Service) bool {
+	if a.Status.AssociatedTo != nil || OneOf(svc, placeholders) {
+		return false
+	}
+	return Of(svc).KeyedExactly(key) && Authorizes(a, svc)
 }

@@ -1,4 +1,4 @@
-package ipaddress
+package stale
 
 import (
 	"testing"
@@ -86,7 +86,7 @@ func TestBlockedService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := blockedService(tt.a, ip, marks.Keys{}.Of(tt.a), tt.phs, tt.holders, tt.attached)
+			got := Blocked(tt.a, ip, marks.Keys{}.Of(tt.a), tt.phs, tt.holders, tt.attached)
 			if tt.want == "" {
 				assert.Nil(t, got)
 				return
@@ -110,7 +110,7 @@ func TestPassTime(t *testing.T) {
 		{121, 6050 * time.Millisecond},
 		{1121, 56050 * time.Millisecond},
 	} {
-		assert.Equal(t, tt.want, passTime(tt.allocated), "%d allocated Services", tt.allocated)
+		assert.Equal(t, tt.want, PassTime(tt.allocated), "%d allocated Services", tt.allocated)
 	}
 }
 

@@ -1,4 +1,4 @@
-package ipaddress
+package stale
 
 import (
 	"time"
@@ -14,12 +14,12 @@ import (
 // MetalLB rewrites every allocated Service's status in each full pass.
 const metallbStatusWritesPerSecond = 20
 
-// passTime is how long a MetalLB full pass takes over allocated Services.
-func passTime(allocated int64) time.Duration {
+// PassTime is how long a MetalLB full pass takes over allocated Services.
+func PassTime(allocated int64) time.Duration {
 	return time.Duration(allocated) * time.Second / metallbStatusWritesPerSecond
 }
 
-// blockedService returns the Service that should hold the address and
+// Blocked returns the Service that should hold the address and
 // holds nothing while no other Service holds it: the address's own live
 // placeholder when unattached, else the attached Service pinned to ip once
 // no placeholder is left. In a shared attachment neither counts as someone
@@ -29,12 +29,12 @@ func passTime(allocated int64) time.Duration {
 // as holding it: it keeps it only until the re-armed hold shares it.
 // placeholders are the address's own, holders every Service MetalLB
 // assigned ip to, attached the one status.associatedTo names (or nil).
-func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
+func Blocked(a *iadv1alpha1.IPAddress, ip, key string, placeholders, holders []corev1.Service, attached *corev1.Service) *corev1.Service {
 	shared := marks.SharesHold(attached, key)
 	for i := range holders {
 		h := &holders[i]
-		if h.DeletionTimestamp != nil || handingBack(a, key, h, placeholders) ||
-			(shared && (isOneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
+		if h.DeletionTimestamp != nil || marks.HandingBack(a, key, h, placeholders) ||
+			(shared && (marks.OneOf(h, placeholders) || (h.Namespace == attached.Namespace && h.Name == attached.Name))) {
 			continue
 		}
 		return nil
@@ -55,14 +55,14 @@ func blockedService(a *iadv1alpha1.IPAddress, ip, key string, placeholders, hold
 		return nil
 	}
 	for _, pin := range marks.Of(attached).PinIPs() {
-		if pin == ip && !isOneOf(attached, holders) {
+		if pin == ip && !marks.OneOf(attached, holders) {
 			return attached
 		}
 	}
 	if shared {
 		for i := range placeholders {
 			ph := &placeholders[i]
-			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) && !isOneOf(ph, holders) {
+			if ph.DeletionTimestamp == nil && marks.Of(ph).PinnedExactly(ip) && !marks.OneOf(ph, holders) {
 				return ph
 			}
 		}
