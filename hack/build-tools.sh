@@ -25,12 +25,14 @@ build() { # tools-module package binary-name version
 	ln -sf "$dir/$name" "$out/$name"
 }
 
-# `build-tools.sh gateway` (make gateway-tools) builds Envoy Gateway, the
-# Gateway API implementation of the e2e feature `gateway`: its controller,
-# and the Gateway API and Envoy Gateway CRDs rendered once per version from
-# the chart inside its module (helm from the Go module proxy, as the
-# Makefile runs it). `make test` and `make test-node` need it; the demo
-# does not.
+# `build-tools.sh gateway` (make gateway-tools) builds the Gateway API
+# implementations of the e2e feature `gateway`. Envoy Gateway: its
+# controller, and the Gateway API and Envoy Gateway CRDs rendered once per
+# version from the chart inside its module (helm from the Go module proxy,
+# as the Makefile runs it). Contour: one binary (the gateway provisioner
+# and `contour serve`), and its own CRDs from its module; it uses Envoy
+# Gateway's Gateway API CRDs. `make test` and `make test-node` need it; the
+# demo does not.
 gateway() {
 	local eg
 	eg="$(version_of envoy-gateway github.com/envoyproxy/gateway)"
@@ -43,6 +45,18 @@ gateway() {
 		mv "$cache/envoy-gateway-$eg/crds.yaml.tmp" "$cache/envoy-gateway-$eg/crds.yaml"
 	fi
 	ln -sf "$cache/envoy-gateway-$eg/crds.yaml" "$out/envoy-gateway-crds.yaml"
+
+	local contour
+	contour="$(version_of contour github.com/projectcontour/contour)"
+	build contour github.com/projectcontour/contour/cmd/contour contour "$contour"
+	if [[ ! -s "$cache/contour-$contour/crds.yaml" ]]; then
+		local src
+		src="$(cd "$root/hack/tools/contour" && go mod download -json github.com/projectcontour/contour | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+		cp "$src/examples/contour/01-crds.yaml" "$cache/contour-$contour/crds.yaml.tmp"
+		chmod u+w "$cache/contour-$contour/crds.yaml.tmp"
+		mv "$cache/contour-$contour/crds.yaml.tmp" "$cache/contour-$contour/crds.yaml"
+	fi
+	ln -sf "$cache/contour-$contour/crds.yaml" "$out/contour-crds.yaml"
 }
 if [[ "${1:-}" == gateway ]]; then
 	gateway

@@ -44,9 +44,16 @@ type Situation struct {
 	// Gateway API implementation created must not take a claim of its
 	// namespace ("" for any other Service).
 	ForeignGateway string
-	ClaimFound     bool
-	ClaimDeleting  bool
-	ClaimPhase     iadv1alpha1.IPAddressClaimPhase
+	// GatewayCompanion: the Service is not of type LoadBalancer and the
+	// implementation runs it for a Gateway (marks.GatewayOf) beside the
+	// Gateway's LoadBalancer Service. It carries the claim annotation
+	// because implementations copy spec.infrastructure.annotations onto
+	// every object they create for the Gateway (Contour's contour-<name>),
+	// and it is not the Gateway's address: nothing to tell.
+	GatewayCompanion bool
+	ClaimFound       bool
+	ClaimDeleting    bool
+	ClaimPhase       iadv1alpha1.IPAddressClaimPhase
 	// FamilyProblem is FamilyMismatch's answer.
 	FamilyProblem string
 	// Wanted is how many addresses the claim's family needs (2 for Dual).
@@ -85,6 +92,8 @@ func Decide(s Situation) Verdict {
 	case s.ClaimNameProblem != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonClaimNameInvalid,
 			Message: msgClaimNameInvalid(s.Claim, s.ClaimNameProblem)}
+	case !s.LoadBalancer && s.GatewayCompanion:
+		return Verdict{Action: Detach}
 	case !s.LoadBalancer:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
 			Message: msgNotLoadBalancer(s.Claim)}
@@ -131,6 +140,13 @@ func Decide(s Situation) Verdict {
 			Message: msgPinnedByHand(s.HandPin, s.Claim, s.Desired)}
 	}
 	return Verdict{Action: Associate}
+}
+
+// gatewayCompanion says svc is a Service of another type than
+// LoadBalancer that a Gateway API implementation runs for a Gateway.
+func gatewayCompanion(svc *corev1.Service) bool {
+	_, ok := marks.GatewayOf(svc)
+	return ok && svc.Spec.Type != corev1.ServiceTypeLoadBalancer
 }
 
 // foreignGateway is Gateway.ForeignTo for the Gateway svc serves.
@@ -180,6 +196,7 @@ func (s *scope) situation() Situation {
 		OtherDetaching:   s.otherDetaching,
 		HandPin:          s.marks.HandPin(),
 		ForeignGateway:   foreignGateway(s.svc),
+		GatewayCompanion: gatewayCompanion(s.svc),
 		Desired:          marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {

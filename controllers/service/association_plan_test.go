@@ -97,6 +97,8 @@ func TestDecide(t *testing.T) {
 		{"hand pin to the same addresses", with(func(s *Situation) { s.HandPin = "203.0.113.7" }), Associate, "", "", ""},
 		{"a Gateway's Service in the implementation's namespace", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web" }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, `Service serves Gateway team-a/web, so claim "web-ip" of this namespace is not attached`},
 		{"a foreign Gateway wins over a missing claim", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web"; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, ""},
+		{"a Gateway's companion Service, not a LoadBalancer: detached, nothing told",
+			with(func(s *Situation) { s.LoadBalancer = false; s.GatewayCompanion = true }), Detach, "", "", ""},
 		{"not a LoadBalancer wins over a missing claim", with(func(s *Situation) { s.LoadBalancer = false; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, ""},
 	}
 	for _, tt := range tests {

@@ -89,8 +89,13 @@ func (r *Reconciler) observeRelease(ctx context.Context, s *scope, addrs []*iadv
 		Deleting: svc.DeletionTimestamp != nil, GivingUp: s.givingUp(addrs), IPs: addressIPs(addrs),
 		All: all, Asks: asksFor(svc, addrs), LettingGo: lettingGo(svc, addrs),
 	}
-	f.Active = ours && !f.Deleting && len(addrs) > 0
 	f.Holds = marks.Holds(svc, f.IPs...)
+	// A Service whose annotations were rewritten wholesale (Contour's
+	// provisioner writes a Gateway's Service that way) lost the driver's
+	// pin and markers but keeps the grant label and, in MetalLB, the
+	// addresses: released as if pinned, or they would stay its own.
+	wiped := !ours && m.Grant != "" && m.HandPin() == "" && f.Holds
+	f.Active = (ours || wiped) && !f.Deleting && len(addrs) > 0
 	if !f.Active {
 		return f, nil
 	}

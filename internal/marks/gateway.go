@@ -66,6 +66,9 @@ func GatewayOf(svc *corev1.Service) (gw Gateway, ok bool) {
 		}
 		return Gateway{Namespace: ns, Name: name}, true
 	}
+	if name := svc.Labels[LabelGatewayName]; name != "" {
+		return Gateway{Namespace: svc.Namespace, Name: name}, true
+	}
 	for _, o := range svc.OwnerReferences {
 		if gatewayGroup(o.APIVersion) && o.Kind == "GatewayClass" {
 			return Gateway{Class: o.Name}, true

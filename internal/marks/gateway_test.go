@@ -46,6 +46,12 @@ func TestGatewayOf(t *testing.T) {
 		{"an owner reference wins over labels naming another namespace",
 			svc(map[string]string{LabelOwningGatewayName: "x", LabelOwningGatewayNamespace: "kube-system"}, owner("gateway.networking.k8s.io/v1", "Gateway", "web")),
 			true, Gateway{Namespace: "team-a", Name: "web", UID: "u-web"}, "", true},
+		{"labelled with Gateway API's gateway-name (Contour): a Gateway of its own namespace",
+			svc(map[string]string{LabelGatewayName: "web", "projectcontour.io/owning-gateway-name": "web"}),
+			true, Gateway{Namespace: "team-a", Name: "web"}, "", true},
+		{"Envoy Gateway's labels win over gateway-name",
+			svc(map[string]string{LabelGatewayName: "web", LabelOwningGatewayName: "web", LabelOwningGatewayNamespace: "team-b"}),
+			true, Gateway{Namespace: "team-b", Name: "web"}, "serves Gateway team-b/web", false},
 		{"owned by a GatewayClass alone", svc(nil, owner("gateway.networking.k8s.io/v1", "GatewayClass", "eg")), true, Gateway{Class: "eg"}, "serves every Gateway of GatewayClass eg", false},
 	}
 	for _, tt := range tests {

@@ -124,6 +124,11 @@ const (
 	// LabelOwningGatewayClass is Envoy Gateway's label on a Service that
 	// serves every Gateway of a class (merged Gateways).
 	LabelOwningGatewayClass = "gateway.envoyproxy.io/owning-gatewayclass"
+	// LabelGatewayName is Gateway API's label naming the Gateway an
+	// object was created for, in the object's own namespace (Contour's
+	// gateway provisioner and Istio write it over the Gateway's
+	// spec.infrastructure.labels).
+	LabelGatewayName = "gateway.networking.k8s.io/gateway-name"
 	// KeyLastApplied is kubectl's copy of what it applied, often a
 	// Service's largest annotation: the Service cache drops it.
 	KeyLastApplied = "kubectl.kubernetes.io/last-applied-configuration"

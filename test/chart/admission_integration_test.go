@@ -272,6 +272,31 @@ func TestAdmissionPolicy(t *testing.T) {
 		assert.Equal(t, "back", mine.Labels["tier"])
 	})
 
+	t.Run("tenant lets go of every reserved annotation at once", func(t *testing.T) {
+		// As a Gateway API implementation that rewrites its Service's
+		// annotations wholesale (Contour) does to the driver's marks.
+		svc := lbService("let-go", map[string]string{
+			marks.KeyPin: "203.0.113.12", marks.KeySharing: "key-3", marks.KeyPinnedBy: "tenant-a/web", marks.KeySharedBy: "tenant-a/web", "team": "web",
+		})
+		require.NoError(t, c.Client.Create(ctx, svc), "system:masters is allowlisted")
+		mine := &corev1.Service{}
+		for _, keep := range []string{marks.KeyPin, marks.KeyPinnedBy, marks.KeySharing} {
+			require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+			mine.Annotations = map[string]string{"team": "web", keep: svc.Annotations[keep]}
+			err := tenant.Update(ctx, mine)
+			require.Error(t, err, "keeping only %s is refused", keep)
+			assert.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+			assert.Contains(t, err.Error(), "is removed only with every other reserved annotation at once")
+		}
+		require.NoError(t, tenant.Get(ctx, client.ObjectKeyFromObject(svc), mine))
+		mine.Annotations = map[string]string{"team": "web"}
+		require.NoError(t, tenant.Update(ctx, mine), "letting go of every reserved annotation is admitted")
+
+		patch := client.MergeFrom(mine.DeepCopy())
+		mine.Annotations[marks.KeyPin] = "203.0.113.12"
+		requireDenied(t, tenant.Patch(ctx, mine, patch), "annotation "+marks.KeyPin)
+	})
+
 	t.Run("the driver's writers pin", func(t *testing.T) {
 		// Outside the placeholder namespace the driver pins Services it
 		// did not create (the driver policy, TestDriverIdentities).

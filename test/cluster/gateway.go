@@ -212,45 +212,56 @@ logging:
 // ServiceAccount, and writes its in-cluster files (token, ca.crt,
 // namespace) into dir.
 func (c *Cluster) envoyGatewayAccount(ctx context.Context, dir string) (string, error) {
-	if err := c.EnsureNamespace(ctx, EnvoyGatewayNamespace); err != nil {
-		return "", err
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: EnvoyGatewayNamespace, Name: "envoy-gateway"}}
-	if err := c.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "envoy-gateway"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: EnvoyGatewayNamespace, Name: "envoy-gateway"}},
-	}
-	if err := c.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	cs, err := kubernetes.NewForConfig(c.Config)
+	token, ca, err := c.implementationAccount(ctx, EnvoyGatewayNamespace, "envoy-gateway")
 	if err != nil {
 		return "", err
-	}
-	tok, err := cs.CoreV1().ServiceAccounts(EnvoyGatewayNamespace).CreateToken(ctx, "envoy-gateway",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(24 * 3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("a token for Envoy Gateway's ServiceAccount: %w", err)
-	}
-	ca := c.Config.CAData
-	if len(ca) == 0 && c.Config.CAFile != "" {
-		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
-			return "", err
-		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	for name, b := range map[string][]byte{"token": []byte(tok.Status.Token), "ca.crt": ca, "namespace": []byte(EnvoyGatewayNamespace)} {
+	for name, b := range map[string][]byte{"token": []byte(token), "ca.crt": ca, "namespace": []byte(EnvoyGatewayNamespace)} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// implementationAccount creates a Gateway API implementation's namespace
+// and ServiceAccount name there, bound to cluster-admin (a stand-in, not
+// under test), and returns a token of it and the API server's CA.
+func (c *Cluster) implementationAccount(ctx context.Context, namespace, name string) (token string, ca []byte, err error) {
+	if err := c.EnsureNamespace(ctx, namespace); err != nil {
+		return "", nil, err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", nil, err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+	}
+	if err := c.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", nil, err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", nil, err
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(24 * 3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("a token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	ca = c.Config.CAData
+	if len(ca) == 0 && c.Config.CAFile != "" {
+		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
+			return "", nil, err
+		}
+	}
+	return tok.Status.Token, ca, nil
 }
 
 // envoyGatewayCerts runs certgen twice: into the cluster (the Secrets the
@@ -326,24 +337,30 @@ func EnsureEnvoyGatewayClass(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// WaitGatewayClassAccepted waits until Envoy Gateway accepts the class, or
+// WaitGatewayClassAccepted waits until Envoy Gateway accepts its class, or
 // done closes (the controller exited; its log is at logPath).
 func WaitGatewayClassAccepted(ctx context.Context, c client.Client, done <-chan struct{}, logPath string) error {
+	return WaitClassAccepted(ctx, c, EnvoyGatewayClass, done, logPath)
+}
+
+// WaitClassAccepted waits until the GatewayClass class is accepted, or
+// done closes (its controller exited; its log is at logPath).
+func WaitClassAccepted(ctx context.Context, c client.Client, class string, done <-chan struct{}, logPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	gc := &unstructured.Unstructured{}
 	gc.SetAPIVersion("gateway.networking.k8s.io/v1")
 	gc.SetKind("GatewayClass")
 	for {
-		if err := c.Get(ctx, client.ObjectKey{Name: EnvoyGatewayClass}, gc); err == nil && accepted(gc) {
+		if err := c.Get(ctx, client.ObjectKey{Name: class}, gc); err == nil && accepted(gc) {
 			return nil
 		}
 		select {
 		case <-done:
 			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("envoy-gateway exited before accepting GatewayClass %s: %s", EnvoyGatewayClass, tail(b, 2000))
+			return fmt.Errorf("the controller of GatewayClass %s exited before accepting it: %s", class, tail(b, 2000))
 		case <-ctx.Done():
-			return fmt.Errorf("GatewayClass %s is not Accepted by envoy-gateway (%s): %w", EnvoyGatewayClass, logPath, ctx.Err())
+			return fmt.Errorf("GatewayClass %s is not Accepted (%s): %w", class, logPath, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

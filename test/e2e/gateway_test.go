@@ -29,22 +29,84 @@ import (
 	"github.com/cozystack/metallb-iad/test/cluster"
 )
 
-// The feature `gateway`: a Gateway keeps its address through a claim, with
-// Envoy Gateway (hack/tools/envoy-gateway) as the Gateway API
-// implementation. A tenant writes the claim annotation in the Gateway's
-// spec.infrastructure.annotations; the implementation copies it onto the
-// Service it creates for the Gateway, and the driver attaches that Service
-// as any other.
+// The feature `gateway`: a Gateway keeps its address through a claim, on
+// each Gateway API implementation of gatewayImpls. A tenant writes the
+// claim annotation in the Gateway's spec.infrastructure.annotations; the
+// implementation copies it onto the Service it creates for the Gateway,
+// and the driver attaches that Service as any other.
 
-// gateway creates (or replaces the infrastructure annotations of) the
-// Gateway name, with the claim annotation naming claim ("" for none).
-func (k *kit) gateway(name, claim string) {
+// gatewayImpl is a Gateway API implementation the feature runs on: a row
+// of the README's compatibility table tested here.
+type gatewayImpl struct {
+	// name is the implementation as the README's table names it.
+	name string
+	// ns, class and cidr are its story's namespace, IPAddressClass and
+	// class addresses; gatewayClass the GatewayClass it accepts.
+	ns, class, cidr, gatewayClass string
+	// serviceLabels find the Services it runs for the Gateway ns/name.
+	serviceLabels func(ns, name string) client.MatchingLabels
+	// start runs it on the provider (it skips where it cannot run).
+	start func(ctx context.Context, t *testing.T)
+	// perGateway starts what it needs for each Gateway (Contour: the
+	// status writer); nil when nothing.
+	perGateway func(ns, name string) error
+	// owned: its Service carries an owner reference to the Gateway, so an
+	// Event about the Service reaches `kubectl describe gateway`; without
+	// one it reaches `kubectl events --for gateway/NAME`.
+	owned bool
+	// keepsAddresses: it leaves the Gateway's status.addresses as they
+	// were when the Service loses its address (Contour 1.33 writes them
+	// only from a Service that has one).
+	keepsAddresses bool
+}
+
+// gatewayImpls are the implementations the feature runs on. A third is a
+// row here (and its build in hack/tools, its start in test/cluster).
+func gatewayImpls() []*gatewayImpl {
+	return []*gatewayImpl{
+		{
+			name: "Envoy Gateway (Gateway Namespace mode)", ns: "gateway", class: "e2e-gateway", cidr: "192.0.2.0/28",
+			gatewayClass: cluster.EnvoyGatewayClass, owned: true,
+			serviceLabels: func(ns, name string) client.MatchingLabels {
+				return client.MatchingLabels{marks.LabelOwningGatewayName: name, marks.LabelOwningGatewayNamespace: ns}
+			},
+			start: func(ctx context.Context, t *testing.T) { startGateways(ctx, t, cluster.GatewayNamespaceMode) },
+		},
+		{
+			name: "Contour (gateway provisioner)", ns: "gateway-contour", class: "e2e-gateway-contour", cidr: "192.0.2.32/28",
+			gatewayClass: cluster.ContourClass, keepsAddresses: true,
+			serviceLabels: func(_, name string) client.MatchingLabels {
+				return client.MatchingLabels{marks.LabelGatewayName: name}
+			},
+			start: func(ctx context.Context, t *testing.T) {
+				if local == nil {
+					t.Skip("Contour runs as processes beside the local control plane only")
+				}
+				require.NoError(t, local.StartContour(ctx))
+			},
+			perGateway: func(ns, name string) error { return local.contour.Serve(ns, name) },
+		},
+	}
+}
+
+// gatewayOn is the kit's namespace on one implementation.
+type gatewayOn struct {
+	*kit
+	impl *gatewayImpl
+}
+
+// gateway creates the Gateway name, with the claim annotation naming claim
+// ("" for none).
+func (k gatewayOn) gateway(name, claim string) {
+	if k.impl.perGateway != nil {
+		require.NoError(k.t, k.impl.perGateway(k.ns, name))
+	}
 	gw := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
 		"kind":       "Gateway",
 		"metadata":   map[string]any{"name": name, "namespace": k.ns},
 		"spec": map[string]any{
-			"gatewayClassName": cluster.EnvoyGatewayClass,
+			"gatewayClassName": k.impl.gatewayClass,
 			"listeners":        []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}},
 		},
 	}}
@@ -95,19 +157,31 @@ func gatewayIPs(gw *unstructured.Unstructured) []string {
 	return out
 }
 
-// gatewayService is the Service the implementation runs for the Gateway
-// name of the kit's namespace (in the Gateway's namespace, or the
-// implementation's), found by the labels it writes.
-func (k *kit) gatewayService(t require.TestingT, name string) *corev1.Service {
+// gatewayServices are the LoadBalancer Services the implementation runs
+// for the Gateway name of the kit's namespace (in the Gateway's namespace,
+// or the implementation's), found by the labels it writes.
+func (k gatewayOn) gatewayServices(t require.TestingT, name string) []corev1.Service {
 	list := &corev1.ServiceList{}
-	require.NoError(t, k.k.List(k.ctx, list, client.MatchingLabels{marks.LabelOwningGatewayName: name, marks.LabelOwningGatewayNamespace: k.ns}))
-	require.Len(t, list.Items, 1, "one Service serves Gateway %s/%s", k.ns, name)
-	return &list.Items[0]
+	require.NoError(t, k.k.List(k.ctx, list, k.impl.serviceLabels(k.ns, name)))
+	var out []corev1.Service
+	for _, s := range list.Items {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// gatewayService is the one LoadBalancer Service of the Gateway name.
+func (k gatewayOn) gatewayService(t require.TestingT, name string) *corev1.Service {
+	svcs := k.gatewayServices(t, name)
+	require.Len(t, svcs, 1, "one LoadBalancer Service serves Gateway %s/%s", k.ns, name)
+	return &svcs[0]
 }
 
 // gatewayAttached waits until the Gateway's Service is attached to a, and
 // the Gateway's status.addresses show a's IP; it returns the Service's name.
-func (k *kit) gatewayAttached(name string, a iadv1alpha1.ClaimedAddress) string {
+func (k gatewayOn) gatewayAttached(name string, a iadv1alpha1.ClaimedAddress) string {
 	var svc string
 	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
 		svc = k.gatewayService(t, name).Name
@@ -117,15 +191,12 @@ func (k *kit) gatewayAttached(name string, a iadv1alpha1.ClaimedAddress) string 
 	return svc
 }
 
-func (k *kit) deleteGateway(name string) {
+func (k gatewayOn) deleteGateway(name string) {
 	require.NoError(k.t, k.k.Delete(k.ctx, gatewayObject(k.ns, name)))
-	require.Eventually(k.t, func() bool {
+	require.EventuallyWithT(k.t, func(t *assert.CollectT) {
 		err := k.k.Get(k.ctx, client.ObjectKeyFromObject(gatewayObject(k.ns, name)), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway"}})
-		if !apierrors.IsNotFound(err) {
-			return false
-		}
-		list := &corev1.ServiceList{}
-		return k.k.List(k.ctx, list, client.MatchingLabels{marks.LabelOwningGatewayName: name, marks.LabelOwningGatewayNamespace: k.ns}) == nil && len(list.Items) == 0
+		assert.True(t, apierrors.IsNotFound(err), "the Gateway is gone")
+		assert.Empty(t, k.gatewayServices(t, name), "its Service is gone")
 	}, wait, tick, "Gateway %s/%s and its Service are gone", k.ns, name)
 }
 
@@ -149,14 +220,18 @@ func (k *kit) reasonsAbout(t require.TestingT, kind, ns, name string) []string {
 	return out
 }
 
-// describedGateway are the reasons `kubectl describe gateway` lists: the
-// Events about the Gateway's kind, name and uid.
-func (k *kit) describedGateway(t require.TestingT, name string) []string {
-	gw := k.readGateway(t, name)
+// describedGateway are the reasons and messages of the Events about the
+// Gateway: by its kind, name and uid, as `kubectl describe gateway` lists
+// them, where the implementation's owner reference gives the driver the
+// uid; by kind and name, as `kubectl events --for gateway/NAME` does,
+// where it does not.
+func (k gatewayOn) describedGateway(t require.TestingT, name string) []string {
+	fields := client.MatchingFields{"involvedObject.kind": "Gateway", "involvedObject.name": name}
+	if k.impl.owned {
+		fields["involvedObject.uid"] = string(k.readGateway(t, name).GetUID())
+	}
 	list := &corev1.EventList{}
-	require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.ns), client.MatchingFields{
-		"involvedObject.kind": "Gateway", "involvedObject.name": name, "involvedObject.uid": string(gw.GetUID()),
-	}))
+	require.NoError(t, k.k.List(k.ctx, list, client.InNamespace(k.ns), fields))
 	var out []string
 	for _, e := range list.Items {
 		out = append(out, e.Reason+": "+e.Message)
@@ -223,12 +298,19 @@ func startGateways(ctx context.Context, t *testing.T, mode cluster.EnvoyGatewayM
 // Service in a minute; the same Events as a plain Service through
 // re-creates, switches, detaches and the claim's deletion.
 func TestGateway(t *testing.T) {
-	story(t, "gateway", "a Gateway keeps its IP through a claim (Envoy Gateway, Gateway Namespace mode)", "gateway", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
-		startGateways(ctx, t, cluster.GatewayNamespaceMode)
+	for _, impl := range gatewayImpls() {
+		t.Run(impl.name, func(t *testing.T) { testGateway(t, impl) })
+	}
+}
+
+func testGateway(t *testing.T, impl *gatewayImpl) {
+	story(t, "gateway", "a Gateway keeps its IP through a claim ("+impl.name+")", impl.ns, func(ctx context.Context, t *testing.T, cfg *envconf.Config, kk *kit) {
+		impl.start(ctx, t)
+		k := gatewayOn{kit: kk, impl: impl}
 		policy := k.gatewayPolicy(ctx, cfg)
-		k.class("e2e-gateway", iadv1alpha1.ReclaimDelete, "192.0.2.0/28")
-		a := k.heldClaim("web-ip", "e2e-gateway")
-		twin := k.heldClaim("twin-ip", "e2e-gateway")
+		k.class(impl.class, iadv1alpha1.ReclaimDelete, impl.cidr)
+		a := k.heldClaim("web-ip", impl.class)
+		twin := k.heldClaim("twin-ip", impl.class)
 
 		// 1. The Gateway's Service gets the claimed IP; the Gateway shows it.
 		k.gateway("web", "web-ip")
@@ -283,13 +365,13 @@ func TestGateway(t *testing.T) {
 			t.Logf("re-create %d: Gateway delete -> same IP %s; plain Service %s", i+1, gwTook[i].Round(time.Millisecond), svcTook[i].Round(time.Millisecond))
 			assert.Equal(t, iadv1alpha1.ClaimBound, k.claimPhase("web-ip"))
 		}
-		t.Logf("re-create p50: Gateway %s, plain Service %s", median(gwTook).Round(time.Millisecond), median(svcTook).Round(time.Millisecond))
+		t.Logf("re-create p50 (%s): Gateway %s, plain Service %s", impl.name, median(gwTook).Round(time.Millisecond), median(svcTook).Round(time.Millisecond))
 
 		// 4. Switch claims, remove the annotation, delete the claim: the
 		// Gateway's Service lives through what the plain twin does, with
 		// the same Events.
-		b := k.heldClaim("web-ip-2", "e2e-gateway")
-		twinB := k.heldClaim("twin-ip-2", "e2e-gateway")
+		b := k.heldClaim("web-ip-2", impl.class)
+		twinB := k.heldClaim("twin-ip-2", impl.class)
 		k.setGatewayClaim("web", "web-ip-2")
 		k.patchAnnotations("twin", map[string]string{iadv1alpha1.ServiceClaimAnnotation: "twin-ip-2"})
 		k.gatewayAttached("web", b)
@@ -302,7 +384,10 @@ func TestGateway(t *testing.T) {
 		k.held(b, iadv1alpha1.AddressBound)
 		k.held(twinB, iadv1alpha1.AddressBound)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			assert.Empty(c, gatewayIPs(k.readGateway(c, "web")), "the Gateway has no address once its Service is detached")
+			assert.Empty(c, ingress(k.gatewayService(c, "web")), "the Gateway's Service has no address once detached")
+			if !impl.keepsAddresses {
+				assert.Empty(c, gatewayIPs(k.readGateway(c, "web")), "the Gateway has no address once its Service is detached")
+			}
 		}, wait, tick)
 
 		k.setGatewayClaim("web", "web-ip-2")
@@ -330,7 +415,7 @@ func TestGateway(t *testing.T) {
 		// 5. The implementation's own writes passed the policy all along;
 		// a tenant cannot reach MetalLB's pin or the driver's marks through
 		// the Gateway's infrastructure maps.
-		policy.assertRefused(t, k.ns)
+		policy.assertRefused(t, k.ns, impl.gatewayClass)
 	})
 }
 
@@ -340,8 +425,9 @@ func TestGateway(t *testing.T) {
 // namespace that a tenant names, nor the tenant's own; the Service is told
 // why (not the Gateway in another namespace), and the addresses stay held.
 func TestGatewayInImplementationNamespace(t *testing.T) {
-	story(t, "gateway-controller-namespace", "a Gateway whose Service runs in the implementation's namespace attaches no claim", "gateway-shared", func(ctx context.Context, t *testing.T, cfg *envconf.Config, k *kit) {
+	story(t, "gateway-controller-namespace", "a Gateway whose Service runs in the implementation's namespace attaches no claim", "gateway-shared", func(ctx context.Context, t *testing.T, cfg *envconf.Config, kk *kit) {
 		startGateways(ctx, t, cluster.ControllerNamespaceMode)
+		k := gatewayOn{kit: kk, impl: gatewayImpls()[0]}
 		k.class("e2e-gateway-shared", iadv1alpha1.ReclaimDelete, "192.0.2.16/28")
 		admin := newKit(ctx, t, cfg, cluster.EnvoyGatewayNamespace)
 		theirs := admin.heldClaim("shared-ip", "e2e-gateway-shared")
@@ -439,10 +525,10 @@ func (k *kit) gatewayPolicy(ctx context.Context, cfg *envconf.Config) *gatewayPo
 // and cannot add, on create or update, MetalLB's pin and pool, the sharing
 // key, the driver's markers, or the grant label through its
 // spec.infrastructure maps.
-func (p *gatewayPolicy) assertRefused(t *testing.T, ns string) {
+func (p *gatewayPolicy) assertRefused(t *testing.T, ns, gatewayClass string) {
 	gw := func(name string, annotations, labels map[string]string) *unstructured.Unstructured {
 		o := gatewayObject(ns, name)
-		_ = unstructured.SetNestedField(o.Object, cluster.EnvoyGatewayClass, "spec", "gatewayClassName")
+		_ = unstructured.SetNestedField(o.Object, gatewayClass, "spec", "gatewayClassName")
 		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}, "spec", "listeners")
 		if annotations != nil {
 			_ = unstructured.SetNestedStringMap(o.Object, annotations, "spec", "infrastructure", "annotations")

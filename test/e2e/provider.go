@@ -33,6 +33,8 @@ type LocalProvider struct {
 	s    *cluster.Stack
 	// gateways is Envoy Gateway, once a feature started it (StartGateways).
 	gateways *cluster.EnvoyGateway
+	// contour is Contour, once a feature started it (StartContour).
+	contour *cluster.Contour
 }
 
 var _ types.E2EClusterProvider = &LocalProvider{}
@@ -174,7 +176,24 @@ func (p *LocalProvider) Destroy(context.Context) error {
 	if p.gateways != nil {
 		p.gateways.Stop()
 	}
+	if p.contour != nil {
+		p.contour.Stop()
+	}
 	p.s.Stop()
+	return nil
+}
+
+// StartContour runs Contour's gateway provisioner beside the control
+// plane, once (test/cluster.StartContour).
+func (p *LocalProvider) StartContour(ctx context.Context) error {
+	if p.contour != nil && !p.contour.Exited() {
+		return nil
+	}
+	ct, err := p.s.Cluster.StartContour(ctx)
+	if err != nil {
+		return err
+	}
+	p.contour = ct
 	return nil
 }
 
