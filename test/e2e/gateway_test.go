@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -43,8 +44,8 @@ type gatewayImpl struct {
 	// ns, class and cidr are its story's namespace, IPAddressClass and
 	// class addresses; gatewayClass the GatewayClass it accepts.
 	ns, class, cidr, gatewayClass string
-	// serviceLabels find the Services it runs for the Gateway ns/name.
-	serviceLabels func(ns, name string) client.MatchingLabels
+	// services find the Services it runs for the Gateway ns/name.
+	services func(ns, name string) []client.ListOption
 	// start runs it on the provider (it skips where it cannot run).
 	start func(ctx context.Context, t *testing.T)
 	// perGateway starts what it needs for each Gateway (Contour: the
@@ -58,6 +59,11 @@ type gatewayImpl struct {
 	// were when the Service loses its address (Contour 1.33 writes them
 	// only from a Service that has one).
 	keepsAddresses bool
+	// addressesTo is the Service field it copies spec.addresses into:
+	// externalIPs, which MetalLB ignores, or loadBalancerIP, which the
+	// Service policy refuses it; log is its log, where that refusal shows.
+	addressesTo string
+	log         func() string
 }
 
 // gatewayImpls are the implementations the feature runs on. A third is a
@@ -66,17 +72,18 @@ func gatewayImpls() []*gatewayImpl {
 	return []*gatewayImpl{
 		{
 			name: "Envoy Gateway (Gateway Namespace mode)", ns: "gateway", class: "e2e-gateway", cidr: "192.0.2.0/28",
-			gatewayClass: cluster.EnvoyGatewayClass, owned: true,
-			serviceLabels: func(ns, name string) client.MatchingLabels {
-				return client.MatchingLabels{marks.LabelOwningGatewayName: name, marks.LabelOwningGatewayNamespace: ns}
+			gatewayClass: cluster.EnvoyGatewayClass, owned: true, addressesTo: "externalIPs",
+			services: func(ns, name string) []client.ListOption {
+				return []client.ListOption{client.MatchingLabels{marks.LabelOwningGatewayName: name, marks.LabelOwningGatewayNamespace: ns}}
 			},
 			start: func(ctx context.Context, t *testing.T) { startGateways(ctx, t, cluster.GatewayNamespaceMode) },
 		},
 		{
 			name: "Contour (gateway provisioner)", ns: "gateway-contour", class: "e2e-gateway-contour", cidr: "192.0.2.32/28",
-			gatewayClass: cluster.ContourClass, keepsAddresses: true,
-			serviceLabels: func(_, name string) client.MatchingLabels {
-				return client.MatchingLabels{marks.LabelGatewayName: name}
+			gatewayClass: cluster.ContourClass, keepsAddresses: true, addressesTo: "loadBalancerIP",
+			log: func() string { return local.contour.Provisioner.LogPath },
+			services: func(ns, name string) []client.ListOption {
+				return []client.ListOption{client.InNamespace(ns), client.MatchingLabels{marks.LabelGatewayName: name}}
 			},
 			start: func(ctx context.Context, t *testing.T) {
 				if local == nil {
@@ -98,6 +105,12 @@ type gatewayOn struct {
 // gateway creates the Gateway name, with the claim annotation naming claim
 // ("" for none).
 func (k gatewayOn) gateway(name, claim string) {
+	require.NoError(k.t, k.create(name, claim, k.k))
+}
+
+// create creates the Gateway name as c, with the claim annotation naming
+// claim ("" for none) and addresses in spec.addresses.
+func (k gatewayOn) create(name, claim string, c client.Client, addresses ...string) error {
 	if k.impl.perGateway != nil {
 		require.NoError(k.t, k.impl.perGateway(k.ns, name))
 	}
@@ -113,7 +126,14 @@ func (k gatewayOn) gateway(name, claim string) {
 	if claim != "" {
 		_ = unstructured.SetNestedStringMap(gw.Object, map[string]string{iadv1alpha1.ServiceClaimAnnotation: claim}, "spec", "infrastructure", "annotations")
 	}
-	require.NoError(k.t, k.k.Create(k.ctx, gw))
+	var addrs []any
+	for _, a := range addresses {
+		addrs = append(addrs, map[string]any{"type": "IPAddress", "value": a})
+	}
+	if addrs != nil {
+		_ = unstructured.SetNestedSlice(gw.Object, addrs, "spec", "addresses")
+	}
+	return c.Create(k.ctx, gw)
 }
 
 // setGatewayClaim points the Gateway's infrastructure annotation at claim,
@@ -162,7 +182,7 @@ func gatewayIPs(gw *unstructured.Unstructured) []string {
 // or the implementation's), found by the labels it writes.
 func (k gatewayOn) gatewayServices(t require.TestingT, name string) []corev1.Service {
 	list := &corev1.ServiceList{}
-	require.NoError(t, k.k.List(k.ctx, list, k.impl.serviceLabels(k.ns, name)))
+	require.NoError(t, k.k.List(k.ctx, list, k.impl.services(k.ns, name)...))
 	var out []corev1.Service
 	for _, s := range list.Items {
 		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
@@ -285,18 +305,23 @@ func startGateways(ctx context.Context, t *testing.T, mode cluster.EnvoyGatewayM
 	}
 }
 
-// TestGateway: a Gateway keeps its address through a claim, across
-// re-creates, claim switches and the claim's deletion, with the Events on
-// the Gateway, nothing written in steady state, the admission policy
-// applied to the Gateway's infrastructure maps, and no claim of the
-// implementation's namespace for a tenant's Gateway.
+// TestGateway: on each implementation, a Gateway keeps its address
+// through a claim, across re-creates, claim switches and the claim's
+// deletion, with the Events on the Gateway, nothing written in steady
+// state, the admission policy applied to the Gateway's infrastructure maps
+// and to spec.addresses beside a claim.
 //
 // What it measured with Envoy Gateway v1.9.1: the implementation writes
 // the Service by server-side apply (field manager envoy-gateway), which
 // leaves the driver's pin, markers and grant label alone and drops the
-// claim annotation when the Gateway drops it; no write to the attached
-// Service in a minute; the same Events as a plain Service through
-// re-creates, switches, detaches and the claim's deletion.
+// claim annotation when the Gateway drops it; spec.addresses becomes
+// externalIPs, and the claim attaches. With Contour v1.33.8: the
+// provisioner rewrites the Service's annotations wholesale at each Gateway
+// change (the new listener, the claim switches), dropping the driver's
+// marks, which the driver writes again; spec.addresses becomes
+// spec.loadBalancerIP, which the Service policy refuses it. Both: no write
+// to the attached Service in a minute; the same Events as a plain Service
+// through re-creates, switches, detaches and the claim's deletion.
 func TestGateway(t *testing.T) {
 	for _, impl := range gatewayImpls() {
 		t.Run(impl.name, func(t *testing.T) { testGateway(t, impl) })
@@ -416,6 +441,28 @@ func testGateway(t *testing.T, impl *gatewayImpl) {
 		// a tenant cannot reach MetalLB's pin or the driver's marks through
 		// the Gateway's infrastructure maps.
 		policy.assertRefused(t, k.ns, impl.gatewayClass)
+
+		// 6. spec.addresses beside the claim: the tenant is told at
+		// admission to drop it. What the implementation makes of both, on
+		// a Gateway an administrator (allowlisted) writes, is measured.
+		c := k.heldClaim("addr-ip", impl.class)
+		err := k.create("addr", "addr-ip", policy.tenant, c.Address)
+		require.Error(t, err, "a tenant's Gateway naming a claim and spec.addresses is refused")
+		assert.Contains(t, err.Error(), "drop spec.addresses")
+		require.NoError(t, k.create("addr", "addr-ip", k.k, c.Address))
+		switch impl.addressesTo {
+		case "externalIPs":
+			svc := k.gatewayAttached("addr", c)
+			assert.Contains(t, k.readService(t, svc).Spec.ExternalIPs, c.Address, "spec.addresses became externalIPs")
+		case "loadBalancerIP":
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				b, err := os.ReadFile(impl.log())
+				require.NoError(c, err)
+				assert.Contains(c, string(b), "spec.loadBalancerIP is reserved", "the Service policy refuses the implementation's Service")
+			}, wait, tick)
+			assert.Empty(t, k.gatewayServices(t, "addr"), "no Service for the Gateway")
+		}
+		k.deleteGateway("addr")
 	})
 }
 
