@@ -14,7 +14,7 @@ import (
 // decideAssociation decides (Decide) what the attach and detach phases
 // do, and records the verdict's Event once per change.
 func (r *Reconciler) decideAssociation(ctx context.Context, s *scope) (phase.Result, error) {
-	v := Decide(s.situation())
+	v := Decide(s.situation(r.LoadBalancerClass))
 	s.verdict = v
 	log.FromContext(ctx).V(1).Info("decided", "action", v.Action, "reason", v.Reason)
 	if r.verdicts.changed(s.key, s.svc.UID, v.Reason, v.Message) && v.EventType != "" {

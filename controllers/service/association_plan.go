@@ -51,9 +51,14 @@ type Situation struct {
 	// every object they create for the Gateway (Contour's contour-<name>),
 	// and it is not the Gateway's address: nothing to tell.
 	GatewayCompanion bool
-	ClaimFound       bool
-	ClaimDeleting    bool
-	ClaimPhase       iadv1alpha1.IPAddressClaimPhase
+	// OtherClass is the Service's spec.loadBalancerClass when it is not
+	// the one MetalLB serves ("" when it is): another load balancer's.
+	OtherClass string
+	// MetalLBClass is the class MetalLB serves ("": none).
+	MetalLBClass  string
+	ClaimFound    bool
+	ClaimDeleting bool
+	ClaimPhase    iadv1alpha1.IPAddressClaimPhase
 	// FamilyProblem is FamilyMismatch's answer.
 	FamilyProblem string
 	// Wanted is how many addresses the claim's family needs (2 for Dual).
@@ -97,6 +102,9 @@ func Decide(s Situation) Verdict {
 	case !s.LoadBalancer:
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonNotLoadBalancer,
 			Message: msgNotLoadBalancer(s.Claim)}
+	case s.OtherClass != "":
+		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonOtherLoadBalancerClass,
+			Message: msgOtherLoadBalancerClass(s.OtherClass, s.MetalLBClass, s.Claim)}
 	case s.ForeignGateway != "":
 		return Verdict{Action: Detach, EventType: corev1.EventTypeWarning, Reason: ReasonGatewayInOtherNamespace,
 			Message: msgGatewayInOtherNamespace(s.ForeignGateway, s.Claim)}
@@ -142,6 +150,22 @@ func Decide(s Situation) Verdict {
 	return Verdict{Action: Associate}
 }
 
+// otherClass is svc's spec.loadBalancerClass when MetalLB, serving
+// metallbClass ("": the Services without one), does not serve it.
+func otherClass(svc *corev1.Service, metallbClass string) string {
+	class := ""
+	if svc.Spec.LoadBalancerClass != nil {
+		class = *svc.Spec.LoadBalancerClass
+	}
+	if class == metallbClass {
+		return ""
+	}
+	if class == "" {
+		return "(none)"
+	}
+	return class
+}
+
 // gatewayCompanion says svc is a Service of another type than
 // LoadBalancer that a Gateway API implementation runs for a Gateway.
 func gatewayCompanion(svc *corev1.Service) bool {
@@ -185,8 +209,9 @@ func FamilyMismatch(svc *corev1.Service, claim string, f iadv1alpha1.IPFamily) s
 	return ""
 }
 
-// situation reduces the scope to the decision's inputs.
-func (s *scope) situation() Situation {
+// situation reduces the scope to the decision's inputs; metallbClass is
+// the spec.loadBalancerClass MetalLB serves.
+func (s *scope) situation(metallbClass string) Situation {
 	sit := Situation{
 		Claim:            s.claimName,
 		ClaimNameProblem: s.claimNameProblem,
@@ -197,6 +222,8 @@ func (s *scope) situation() Situation {
 		HandPin:          s.marks.HandPin(),
 		ForeignGateway:   foreignGateway(s.svc),
 		GatewayCompanion: gatewayCompanion(s.svc),
+		OtherClass:       otherClass(s.svc, metallbClass),
+		MetalLBClass:     metallbClass,
 		Desired:          marks.PinValue(addressIPs(s.addrs)),
 	}
 	if c := s.claim; c != nil {

@@ -57,6 +57,24 @@ func TestFamilyMismatch(t *testing.T) {
 	}
 }
 
+func TestOtherClass(t *testing.T) {
+	svc := func(class string) *corev1.Service {
+		s := &corev1.Service{}
+		if class != "" {
+			s.Spec.LoadBalancerClass = &class
+		}
+		return s
+	}
+	for _, tc := range []struct{ svc, metallb, want string }{
+		{"", "", ""},
+		{"example.com/lb", "", "example.com/lb"},
+		{"", "metallb.io/lb", "(none)"},
+		{"metallb.io/lb", "metallb.io/lb", ""},
+	} {
+		assert.Equal(t, tc.want, otherClass(svc(tc.svc), tc.metallb), "Service class %q, MetalLB's %q", tc.svc, tc.metallb)
+	}
+}
+
 func TestDecide(t *testing.T) {
 	bound := Situation{Claim: "web-ip", LoadBalancer: true, ClaimFound: true, ClaimPhase: iadv1alpha1.ClaimBound,
 		Wanted: 1, Ours: 1, Desired: "203.0.113.7"}
@@ -97,6 +115,10 @@ func TestDecide(t *testing.T) {
 		{"hand pin to the same addresses", with(func(s *Situation) { s.HandPin = "203.0.113.7" }), Associate, "", "", ""},
 		{"a Gateway's Service in the implementation's namespace", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web" }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, `Service serves Gateway team-a/web, so claim "web-ip" of this namespace is not attached`},
 		{"a foreign Gateway wins over a missing claim", with(func(s *Situation) { s.ForeignGateway = "serves Gateway team-a/web"; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonGatewayInOtherNamespace, ""},
+		{"another load balancer's class: refused, told which MetalLB serves", with(func(s *Situation) { s.OtherClass = "gateway.nginx.org/nginx-gateway-controller" }),
+			Detach, corev1.EventTypeWarning, ReasonOtherLoadBalancerClass, `spec.loadBalancerClass is "gateway.nginx.org/nginx-gateway-controller", and MetalLB serves only the Services without a spec.loadBalancerClass`},
+		{"no class where MetalLB serves one", with(func(s *Situation) { s.OtherClass, s.MetalLBClass = "(none)", "metallb.io/lb" }),
+			Detach, corev1.EventTypeWarning, ReasonOtherLoadBalancerClass, `spec.loadBalancerClass is unset, and MetalLB serves only the Services of spec.loadBalancerClass "metallb.io/lb"`},
 		{"a Gateway's companion Service, not a LoadBalancer: detached, nothing told",
 			with(func(s *Situation) { s.LoadBalancer = false; s.GatewayCompanion = true }), Detach, "", "", ""},
 		{"not a LoadBalancer wins over a missing claim", with(func(s *Situation) { s.LoadBalancer = false; s.ClaimFound = false }), Detach, corev1.EventTypeWarning, ReasonNotLoadBalancer, ""},

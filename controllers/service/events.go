@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ const (
 	ReasonWaitingForDetach = "WaitingForDetach"
 	// ReasonNotLoadBalancer (Warning): MetalLB serves only LoadBalancer Services.
 	ReasonNotLoadBalancer = "NotLoadBalancer"
+	// ReasonOtherLoadBalancerClass (Warning): the Service's
+	// spec.loadBalancerClass hands it to another load balancer than MetalLB.
+	ReasonOtherLoadBalancerClass = "OtherLoadBalancerClass"
 	// ReasonFamilyMismatch (Warning): the claim's families do not fit the Service's.
 	ReasonFamilyMismatch = "FamilyMismatch"
 	// ReasonPinnedByHand (Warning): a MetalLB pin the driver did not write
@@ -223,6 +227,26 @@ func msgNamespaceNotAdmitted(claim, class string) string {
 // asking for claim is not of type LoadBalancer.
 func msgNotLoadBalancer(claim string) string {
 	return fmt.Sprintf("Service is not of type LoadBalancer, so claim %q cannot be attached to it: MetalLB only assigns addresses to LoadBalancer Services", claim)
+}
+
+// msgOtherLoadBalancerClass is the OtherLoadBalancerClass Event's
+// message: the Service's class is class ("(none)" for none), MetalLB's
+// metallbClass ("" for none).
+func msgOtherLoadBalancerClass(class, metallbClass, claim string) string {
+	serves := "the Services without a spec.loadBalancerClass"
+	if metallbClass != "" {
+		serves = fmt.Sprintf("the Services of spec.loadBalancerClass %q", metallbClass)
+	}
+	return fmt.Sprintf("spec.loadBalancerClass is %s, and MetalLB serves only %s, so claim %q cannot be attached to this Service; "+
+		"a Gateway API implementation sets the class from its own configuration (NGINX Gateway Fabric also when the Gateway's spec.addresses holds an IP)",
+		quoteClass(class), serves, claim)
+}
+
+func quoteClass(class string) string {
+	if class == "(none)" {
+		return "unset"
+	}
+	return strconv.Quote(class)
 }
 
 // msgGatewayInOtherNamespace is the GatewayInOtherNamespace Event's

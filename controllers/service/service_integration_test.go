@@ -332,6 +332,23 @@ func TestNotLoadBalancerRejected(t *testing.T) {
 	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
 }
 
+// TestOtherLoadBalancerClassRejected: a Service of another load
+// balancer's class, which MetalLB ignores, is not pinned, and says why.
+func TestOtherLoadBalancerClassRejected(t *testing.T) {
+	class(t, "sim-lbclass", "203.0.113.240/28")
+	_, addrs := boundClaim(t, "lbclass", "ip", "sim-lbclass", iadv1alpha1.FamilyIPv4, "203.0.113.241")
+	s := lb("lbclass", "web", "ip")
+	s.Spec.LoadBalancerClass = new("gateway.nginx.org/nginx-gateway-controller")
+	suite.Create(t, s)
+	assert.EventuallyWithT(t, func(t *assert.CollectT) {
+		assertEvent(t, "Service", "lbclass", "web", corev1.EventTypeWarning, ReasonOtherLoadBalancerClass,
+			`spec.loadBalancerClass is "gateway.nginx.org/nginx-gateway-controller"`, `claim "ip"`)
+	}, fixture.Timeout, fixture.Tick)
+	got := suite.GetService(t, "lbclass", "web")
+	assert.NotContains(t, got.Annotations, marks.KeyPin)
+	assert.Nil(t, suite.GetAddress(t, addrs[0].Name).Status.AssociatedTo)
+}
+
 func TestFamilyMismatchRejected(t *testing.T) {
 	class(t, "sim-family", "198.51.100.96/28", "2001:db8:100:2::/124")
 	_, dual := boundClaim(t, "family", "dual", "sim-family", iadv1alpha1.FamilyDual, "198.51.100.97", "2001:db8:100:2::7")

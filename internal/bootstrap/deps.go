@@ -28,6 +28,9 @@ type Deps struct {
 	// ParkingPool names the IPAddressPool a hold steps aside to while its
 	// address is attached (internal/parking); empty turns parking off.
 	ParkingPool string
+	// LoadBalancerClass is the spec.loadBalancerClass MetalLB serves; ""
+	// for the Services without one.
+	LoadBalancerClass string
 	// Keys hold the Keys that derive the sharing keys, under the secret
 	// read at start and kept current by the sharing-key watch
 	// (internal/sharingkey); nil: no secret.
@@ -36,7 +39,7 @@ type Deps struct {
 
 // Deps are the dependencies of a controller run on mgr with these options.
 func (o *Options) Deps(mgr ctrl.Manager) Deps {
-	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool, Keys: o.sharing.Keys}
+	return Deps{Client: mgr.GetClient(), PlaceholderNamespace: o.PlaceholderNamespace, MetalLBNamespace: o.MetalLBNamespace, ParkingPool: o.ParkingPool, LoadBalancerClass: o.LoadBalancerClass, Keys: o.sharing.Keys}
 }
 
 // Default fills what is unset from mgr, with a recorder for eventSource.

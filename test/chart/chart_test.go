@@ -438,6 +438,23 @@ metallbNamespace: lb
 	}
 }
 
+// TestMetalLBLoadBalancerClass: the class reaches the service controller
+// alone, and only when set.
+func TestMetalLBLoadBalancerClass(t *testing.T) {
+	for _, c := range controllers {
+		assert.NotContains(t, fmt.Sprint(container(t, must(t, render(t, ""), "Deployment", "metallb-iad-"+c))["args"]), "--metallb-load-balancer-class", c)
+	}
+	r := render(t, `metallbLoadBalancerClass: metallb.io/lb`)
+	for _, c := range controllers {
+		args := fmt.Sprint(container(t, must(t, r, "Deployment", "metallb-iad-"+c))["args"])
+		if c == "service" {
+			assert.Contains(t, args, "--metallb-load-balancer-class=metallb.io/lb")
+		} else {
+			assert.NotContains(t, args, "--metallb-load-balancer-class", c)
+		}
+	}
+}
+
 func TestParkingPool(t *testing.T) {
 	tests := []struct {
 		name, values, wantArg, wantNS string
