@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cozystack/metallb-iad/internal/compact"
@@ -66,6 +67,9 @@ type Options struct {
 	ParkingPool string
 	// LoadBalancerClass is Deps.LoadBalancerClass.
 	LoadBalancerClass string
+	// GatewayNamespaces are where Gateway API implementations run the
+	// Services of Gateways of other namespaces (recorder.EchoToGateways).
+	GatewayNamespaces []string
 	// SharingKeySecret names the Secret holding the secret of the sharing
 	// keys (loadSharingSecret).
 	SharingKeySecret string
@@ -127,6 +131,15 @@ func (o *Options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetalLBNamespace, "metallb-namespace", DefaultMetalLBNamespace, "Namespace MetalLB watches for IPAddressPools and advertisements.")
 	fs.StringVar(&o.ParkingPool, "parking-pool", parking.DefaultPool, "IPAddressPool, in the MetalLB namespace, that a hold placeholder moves to while its address is attached, so that attaching costs MetalLB no pass over every Service; the service and ipaddress controllers must agree. Absent or empty: the hold is deleted or shared instead.")
 	fs.StringVar(&o.LoadBalancerClass, "metallb-load-balancer-class", "", "The spec.loadBalancerClass MetalLB serves (its --lb-class); empty: MetalLB serves the Services without one. The service controller attaches no claim to a Service of another class, and says why.")
+	fs.Func("gateway-implementation-namespaces", "Comma-separated namespaces where Gateway API implementations run the Services of Gateways of other namespaces (Envoy Gateway's default mode) and no tenant writes Services: the driver's Events about a Service there also go to the Gateway its labels name, so the Gateway's tenant learns why it gets no claim.", func(v string) error {
+		o.GatewayNamespaces = nil
+		for _, ns := range strings.Split(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				o.GatewayNamespaces = append(o.GatewayNamespaces, ns)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&o.SharingKeySecret, "sharing-key-secret", "", "Secret (NAME in the leader-election namespace, or NAMESPACE/NAME) whose field \"key\" holds the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it.")
 	fs.BoolVar(&o.SharingKeyCreate, "sharing-key-create", false, "Create the --sharing-key-secret Secret with a random key when it does not exist (the first controller to start creates it, the others read it).")
 	fs.StringVar(&o.SharingKeyFile, "sharing-key-file", "", "File holding the secret (at least 16 bytes) MetalLB sharing keys are derived from; the claim, ipaddress and service controllers must share it and tenants must not read it. Empty: keys are derived from names alone, which a tenant can compute.")

@@ -75,7 +75,7 @@ func NewController(name string, cacheOptions func(*Options) map[client.Object]ca
 			// Every Event a controller records about a Service is recorded
 			// a second time on the Gateway the Service serves, where the
 			// tenant who wrote the Gateway looks (recorder.EchoToGateways).
-			d.Recorder = recorder.EchoToGateways(mgr.GetEventRecorderFor("metallb-iad-" + name)) //nolint:staticcheck // core/v1 Events, as the project uses
+			d.Recorder = recorder.EchoToGateways(mgr.GetEventRecorderFor("metallb-iad-"+name), o.GatewayNamespaces...) //nolint:staticcheck // core/v1 Events, as the project uses
 			return newReconciler(d).SetupWithManager(mgr)
 		},
 	}

@@ -103,7 +103,19 @@ func (gw Gateway) ForeignTo(namespace string) string {
 // in namespace; ok is false when there is no one Gateway to name in that
 // namespace: an Event about a Service goes to no Gateway elsewhere.
 func (gw Gateway) ReferenceIn(namespace string) (ref *corev1.ObjectReference, ok bool) {
-	if gw.Name == "" || gw.Several || gw.Namespace != namespace {
+	if gw.Namespace != namespace {
+		return nil, false
+	}
+	return gw.Reference()
+}
+
+// Reference is the Gateway as an Event's involved object, in whichever
+// namespace it is; ok is false when there is no one Gateway to name (a
+// class's Service, or several Gateways'). Only a Service where no tenant
+// writes (an implementation's own namespace) may name a Gateway of
+// another namespace by its labels.
+func (gw Gateway) Reference() (ref *corev1.ObjectReference, ok bool) {
+	if gw.Name == "" || gw.Several {
 		return nil, false
 	}
 	return &corev1.ObjectReference{APIVersion: GatewayGroup + "/v1", Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name, UID: gw.UID}, true

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,17 @@ import (
 
 // EchoToGateways is rec, recording every Event about a Service a second
 // time on the Gateway the Service serves (gatewayEcho), and bounding every
-// message.
-func EchoToGateways(rec record.EventRecorder) record.EventRecorder { return gatewayEcho{rec} }
+// message. implementationNamespaces are where Gateway API implementations
+// run the Services of Gateways elsewhere and no tenant writes: a Service
+// there echoes to its Gateway in another namespace.
+func EchoToGateways(rec record.EventRecorder, implementationNamespaces ...string) record.EventRecorder {
+	return gatewayEcho{EventRecorder: rec, implementationNamespaces: implementationNamespaces}
+}
 
 // gatewayEcho records every Event about a Service a second time on the
 // Gateway the Service serves (marks.GatewayOf), in the Service's own
-// namespace only, whichever controller records it, so `kubectl describe
+// namespace, or in any from an implementation's namespace, whichever
+// controller records it, so `kubectl describe
 // gateway` answers what `kubectl describe service` does: the Gateway is
 // what the tenant wrote, its Service is the implementation's. Without an
 // owner reference the Gateway's uid is unknown, and the copy shows in
@@ -27,10 +33,11 @@ func EchoToGateways(rec record.EventRecorder) record.EventRecorder { return gate
 // It also bounds every message (Bounded), the echo's included.
 type gatewayEcho struct {
 	record.EventRecorder
+	implementationNamespaces []string
 }
 
 // gatewayOf is the Event's Gateway and the prefix naming the Service.
-func gatewayOf(obj runtime.Object) (*corev1.ObjectReference, string, bool) {
+func (e gatewayEcho) gatewayOf(obj runtime.Object) (*corev1.ObjectReference, string, bool) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return nil, "", false
@@ -40,13 +47,16 @@ func gatewayOf(obj runtime.Object) (*corev1.ObjectReference, string, bool) {
 		return nil, "", false
 	}
 	ref, ok := gw.ReferenceIn(svc.Namespace)
+	if !ok && slices.Contains(e.implementationNamespaces, svc.Namespace) {
+		ref, ok = gw.Reference()
+	}
 	return ref, "Service " + svc.Namespace + "/" + svc.Name + ": ", ok
 }
 
 func (e gatewayEcho) Event(obj runtime.Object, eventtype, reason, message string) {
 	message = Bounded(message)
 	e.EventRecorder.Event(obj, eventtype, reason, message)
-	if gw, about, ok := gatewayOf(obj); ok {
+	if gw, about, ok := e.gatewayOf(obj); ok {
 		e.EventRecorder.Event(gw, eventtype, reason, Bounded(about+message))
 	}
 }
@@ -58,7 +68,7 @@ func (e gatewayEcho) Eventf(obj runtime.Object, eventtype, reason, format string
 func (e gatewayEcho) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) {
 	message := Bounded(fmt.Sprintf(format, args...))
 	e.EventRecorder.AnnotatedEventf(obj, annotations, eventtype, reason, "%s", message)
-	if gw, about, ok := gatewayOf(obj); ok {
+	if gw, about, ok := e.gatewayOf(obj); ok {
 		e.EventRecorder.AnnotatedEventf(gw, annotations, eventtype, reason, "%s", Bounded(about+message))
 	}
 }

@@ -34,7 +34,7 @@ func TestGatewayEcho(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "web", UID: "gw"}}}}
 	plain := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"}}
 	rec := &recorded{}
-	echo := gatewayEcho{rec}
+	echo := gatewayEcho{EventRecorder: rec}
 
 	echo.Event(plain, corev1.EventTypeNormal, "Associated", "attached")
 	assert.Equal(t, []string{"Normal Associated attached"}, rec.said, "a plain Service's Event is said once")
@@ -58,8 +58,29 @@ func TestGatewayEchoStaysInTheNamespace(t *testing.T) {
 	forged := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web", Labels: map[string]string{
 		"gateway.envoyproxy.io/owning-gateway-name": "prod-gw", "gateway.envoyproxy.io/owning-gateway-namespace": "kube-system"}}}
 	rec := &recorded{}
-	gatewayEcho{rec}.Event(forged, corev1.EventTypeWarning, "GatewayInOtherNamespace", "refused")
+	gatewayEcho{EventRecorder: rec, implementationNamespaces: []string{"envoy-gateway-system"}}.Event(forged, corev1.EventTypeWarning, "GatewayInOtherNamespace", "refused")
 	assert.Equal(t, []runtime.Object{forged}, rec.objects, "said on the Service alone")
+}
+
+// TestGatewayEchoFromAnImplementationNamespace: a Service in a namespace
+// where an implementation runs the Services of Gateways elsewhere (and no
+// tenant writes) echoes to the Gateway its labels name; a class's Service
+// names no one Gateway.
+func TestGatewayEchoFromAnImplementationNamespace(t *testing.T) {
+	labelled := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "envoy-gateway-system", Name: "envoy-team-a-web", Labels: map[string]string{
+		"gateway.envoyproxy.io/owning-gateway-name": "web", "gateway.envoyproxy.io/owning-gateway-namespace": "team-a"}}}
+	merged := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "envoy-gateway-system", Name: "envoy-eg", Labels: map[string]string{
+		"gateway.envoyproxy.io/owning-gatewayclass": "eg"}}}
+	rec := &recorded{}
+	echo := gatewayEcho{EventRecorder: rec, implementationNamespaces: []string{"envoy-gateway-system"}}
+	echo.Event(labelled, corev1.EventTypeWarning, "GatewayInOtherNamespace", "refused")
+	echo.Event(merged, corev1.EventTypeWarning, "GatewayInOtherNamespace", "refused")
+	assert.Equal(t, []runtime.Object{
+		labelled,
+		&corev1.ObjectReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Namespace: "team-a", Name: "web"},
+		merged,
+	}, rec.objects)
+	assert.Equal(t, "Warning GatewayInOtherNamespace Service envoy-gateway-system/envoy-team-a-web: refused", rec.said[1])
 }
 
 func TestBounded(t *testing.T) {
@@ -72,7 +93,7 @@ func TestBounded(t *testing.T) {
 	assert.True(t, strings.HasSuffix(long, "..."))
 
 	rec := &recorded{}
-	gatewayEcho{rec}.Eventf(&corev1.Namespace{}, corev1.EventTypeWarning, "ClaimNotFound", "claim %q", strings.Repeat("x", 300_000))
+	gatewayEcho{EventRecorder: rec}.Eventf(&corev1.Namespace{}, corev1.EventTypeWarning, "ClaimNotFound", "claim %q", strings.Repeat("x", 300_000))
 	require.Len(t, rec.said, 1)
 	assert.LessOrEqual(t, len(rec.said[0]), len("Warning ClaimNotFound ")+MaxEventMessage, "every message is bounded")
 }

@@ -455,6 +455,16 @@ func TestMetalLBLoadBalancerClass(t *testing.T) {
 	}
 }
 
+// TestGatewayImplementationNamespaces: every controller records Events
+// about Services, so each gets the list.
+func TestGatewayImplementationNamespaces(t *testing.T) {
+	r := render(t, `gatewayImplementationNamespaces: [envoy-gateway-system, gw]`)
+	for _, c := range controllers {
+		assert.Contains(t, container(t, must(t, r, "Deployment", "metallb-iad-"+c))["args"], "--gateway-implementation-namespaces=envoy-gateway-system,gw", c)
+		assert.NotContains(t, fmt.Sprint(container(t, must(t, render(t, ""), "Deployment", "metallb-iad-"+c))["args"]), "--gateway-implementation-namespaces", c)
+	}
+}
+
 func TestParkingPool(t *testing.T) {
 	tests := []struct {
 		name, values, wantArg, wantNS string

@@ -179,6 +179,8 @@ func (c *Cluster) StartDriver(ctx context.Context, binDir, controller string, ex
 		// Plain HTTP, which the harness scrapes; a test of the secure
 		// endpoint passes --metrics-secure=true after it.
 		"--metrics-secure=false",
+		// Envoy Gateway's default mode runs Gateways' Services there.
+		"--gateway-implementation-namespaces", EnvoyGatewayNamespace,
 		"--health-probe-bind-address", d.HealthAddr,
 		"--zap-log-level", driverLogLevel(),
 		// Milliseconds matter when a log is read beside the audit log.

@@ -239,7 +239,8 @@ func (s *chartStack) installCore(ctx context.Context) error {
 // driverValues are the chart values of the chart path: the image the
 // cluster holds, two replicas per controller with short leases (failover in
 // seconds), the metrics Services, the placeholders in their own namespace,
-// and the CRDs from our chart only when asked (ourCRDs). over is merged on top, per controller.
+// Envoy Gateway's namespace as a Gateway implementation's, and the CRDs
+// from our chart only when asked (ourCRDs). over is merged on top, per controller.
 func (s *chartStack) driverValues(over map[string]map[string]any) map[string]any {
 	ctrls := map[string]any{}
 	for _, c := range cluster.Controllers {
@@ -260,6 +261,8 @@ func (s *chartStack) driverValues(over map[string]map[string]any) map[string]any
 		"placeholderNamespace": holdsNamespace,
 		"controllers":          ctrls,
 		"metrics":              map[string]any{"service": map[string]any{"enabled": true}},
+		// Envoy Gateway's default mode runs Gateways' Services there.
+		"gatewayImplementationNamespaces": []any{cluster.EnvoyGatewayNamespace},
 	}
 }
 
