@@ -65,6 +65,7 @@ func Trim(o any) (any, error) {
 			IPFamilies:            svc.Spec.IPFamilies,
 			IPFamilyPolicy:        svc.Spec.IPFamilyPolicy,
 			LoadBalancerIP:        svc.Spec.LoadBalancerIP,
+			LoadBalancerClass:     svc.Spec.LoadBalancerClass,
 			Ports:                 ports,
 			ExternalTrafficPolicy: svc.Spec.ExternalTrafficPolicy,
 		},

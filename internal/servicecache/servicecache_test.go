@@ -32,6 +32,7 @@ func TestTrim(t *testing.T) {
 			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol},
 			IPFamilyPolicy:        &policy,
 			LoadBalancerIP:        "192.0.2.7",
+			LoadBalancerClass:     ptr.To("example.com/lb"),
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 		},
 		Status: corev1.ServiceStatus{
@@ -57,8 +58,9 @@ func TestTrim(t *testing.T) {
 		IPFamilies:            in.Spec.IPFamilies,
 		IPFamilyPolicy:        &policy,
 		LoadBalancerIP:        "192.0.2.7",
+		LoadBalancerClass:     ptr.To("example.com/lb"),
 		ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-	}, got.Spec, "the sharing inputs, the families and the pin; not the selector")
+	}, got.Spec, "the sharing inputs, the families, the pin and the class; not the selector")
 	assert.Equal(t, corev1.ServiceStatus{LoadBalancer: in.Status.LoadBalancer}, got.Status)
 	assert.Contains(t, in.Annotations, marks.KeyLastApplied, "the input is not modified")
 	assert.NotNil(t, in.ManagedFields, "the input is not modified")

@@ -95,6 +95,8 @@ var warningCauses = map[string]warningCause{
 	"ClaimNotServed":         {},
 	"ClaimAlreadyAssociated": {design: []string{"Service", "IPAddress"}},
 	"NotLoadBalancer":        {},
+	// The storm's Services name no load-balancer class.
+	"OtherLoadBalancerClass": {},
 	// The soak runs no Gateway API implementation.
 	"GatewayInOtherNamespace": {},
 	"FamilyMismatch":          {design: []string{"Service"}},
