@@ -51,7 +51,11 @@ func (r *Reconciler) awaitMetalLB(s *scope, f iadv1alpha1.IPFamily, ph *corev1.S
 // placeholder drawing from the class pool, and tell the claim's owner when
 // MetalLB refuses it. MetalLB retries by itself when addresses free up or
 // pools change.
-func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, ph *corev1.Service) (phase.Result, error) {
+func (r *Reconciler) observe(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepWaitForMetalLB {
+		return phase.Next(), nil
+	}
+	s, f, ph := fs.scope, fs.f, fs.ph
 	d := r.draw(s, f)
 	if pool := names.PoolName(s.class.Name); marks.Of(ph).Pool != pool || !marks.Of(ph).Granted(s.class.Name) {
 		if err := d.PatchPlaceholder(ctx, ph, func() {
@@ -91,7 +95,10 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, f iadv1alpha1.IPFami
 	if reason != ReasonPoolExhausted {
 		return waitForMetalLB, nil
 	}
-	return r.clearFree(ctx, s, f, stale.EventFirstTime(failure), ph)
+	// Refused for lack of room: clearFree, the next phase, looks at
+	// MetalLB's books and says when to look again.
+	fs.refusedSince = stale.EventFirstTime(failure)
+	return phase.Next(), nil
 }
 
 // classRefusal says why the class controller refuses to render the class,
@@ -113,8 +120,12 @@ func (r *Reconciler) classRefusal(ctx context.Context, class *iadv1alpha1.IPAddr
 
 // clearFree asks the stale.Clearer to look for stale allocations of the
 // class's free addresses in MetalLB, which refused the claim's placeholder
-// for lack of room since refusedSince.
-func (r *Reconciler) clearFree(ctx context.Context, s *scope, f iadv1alpha1.IPFamily, refusedSince time.Time, ph *corev1.Service) (phase.Result, error) {
+// for lack of room since fs.refusedSince (observe).
+func (r *Reconciler) clearFree(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.refusedSince.IsZero() {
+		return phase.Next(), nil
+	}
+	s, f, ph, refusedSince := fs.scope, fs.f, fs.ph, fs.refusedSince
 	book := r.draws.Of(s.class.Name)
 	book.Decide.Lock()
 	_, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())

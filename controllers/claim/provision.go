@@ -43,48 +43,88 @@ func (r *Reconciler) provision(f iadv1alpha1.IPFamily) phase.Phase[*scope] {
 	}}
 }
 
-// reconcileFamily takes the next step for one family of the claim
-// (planFamily). It reports whether the family is bound when it returns.
+// reconcileFamily takes the next step for one family of the claim, as
+// phases: planStep reads the family's allocation placeholder and decides
+// the step (planFamily); the one phase named after that step acts, and the
+// others pass. It reports whether the family is bound when it returns.
 func (r *Reconciler) reconcileFamily(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) (bool, phase.Result, error) {
+	fs := &familyScope{scope: s, f: f}
+	res, err := phase.Fold(ctx, fs,
+		phase.Of(r.planStep),
+		phase.Of(r.createPlaceholder), // stepCreatePlaceholder
+		phase.Of(r.observe),           // stepWaitForMetalLB (await.go)
+		phase.Of(r.clearFree),         // MetalLB refused it for lack of room (await.go)
+		phase.Of(r.recordAddress),     // stepRecord
+		phase.Of(r.handOver),          // stepHandOver
+		phase.Of(r.dropSurplus),       // stepDropSurplus
+		phase.Of(r.waitForName),       // stepWaitForName
+	)
+	return fs.isBound, res, err
+}
+
+// planStep reads the family's allocation placeholder and decides its step
+// (planFamily); it waits while the cache has not shown this controller's
+// last patch of the placeholder. A step other than a wait for MetalLB or
+// for the name makes the next wait a change again (report).
+func (r *Reconciler) planStep(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	s, f := fs.scope, fs.f
 	ph, err := r.allocationPlaceholder(ctx, s.claim, f)
 	if err != nil {
-		return false, phase.Next(), err
+		return phase.Next(), err
 	}
+	fs.ph = ph
 	if ph != nil && r.written.Behind(client.ObjectKeyFromObject(ph).String(), ph.ResourceVersion) {
 		log.FromContext(ctx).V(1).Info("the cache has not shown this controller's last patch of the placeholder yet", "placeholder", ph.Name)
-		return len(s.bound[f]) > 0, phase.WaitFor("the cache to show the last patch of the placeholder", 0), nil
+		fs.step, fs.isBound = stepWaitForCache, len(s.bound[f]) > 0
+		return phase.WaitFor("the cache to show the last patch of the placeholder", 0), nil
 	}
-	st := planFamily(f, s.bound[f], ph)
-	log.FromContext(ctx).V(1).Info("family", "family", f, "step", st.String())
-	if st != stepWaitForMetalLB && st != stepWaitForName {
-		r.report(s.claim, string(f), "", "", "") // the next wait is a change again
+	fs.step = planFamily(f, s.bound[f], ph)
+	fs.isBound = fs.step.bound()
+	log.FromContext(ctx).V(1).Info("family", "family", f, "step", fs.step.String())
+	if fs.step != stepWaitForMetalLB && fs.step != stepWaitForName {
+		r.report(s.claim, string(f), "", "", "")
 	}
-	if st == stepNone {
+	if fs.step == stepNone {
 		r.pauses.Forget(memoKey(s.claim, f))
 	}
-	switch st {
-	case stepCreatePlaceholder:
-		res, err := r.createPlaceholder(ctx, s, f)
-		return false, res, err
-	case stepWaitForMetalLB:
-		res, err := r.observe(ctx, s, f, ph)
-		return false, res, err
-	case stepRecord:
-		return r.draw(s, f).Record(ctx, ph)
-	case stepHandOver:
-		if a := recordedBy(f, s.bound[f], ph); a != nil {
-			res, err := r.draw(s, f).HandOver(ctx, ph, a)
-			return true, res, err
-		}
-	case stepDropSurplus:
-		return true, phase.Next(), r.dropSurplus(ctx, ph)
-	case stepWaitForName:
-		log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
-			"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[marks.LabelAddress])
-		r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[marks.LabelAddress]))
-		return false, phase.WaitFor("the hold placeholder of another address to give up the name", 0), nil
+	return phase.Next(), nil
+}
+
+// recordAddress records the address MetalLB assigned the placeholder (the draw
+// pipeline's Record).
+func (r *Reconciler) recordAddress(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepRecord {
+		return phase.Next(), nil
 	}
-	return true, phase.Next(), nil
+	bound, res, err := r.draw(fs.scope, fs.f).Record(ctx, fs.ph)
+	fs.isBound = bound
+	return res, err
+}
+
+// handOver hands the placeholder over to the address that records it
+// (the draw pipeline's HandOver).
+func (r *Reconciler) handOver(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepHandOver {
+		return phase.Next(), nil
+	}
+	a := recordedBy(fs.f, fs.scope.bound[fs.f], fs.ph)
+	if a == nil {
+		return phase.Next(), nil
+	}
+	return r.draw(fs.scope, fs.f).HandOver(ctx, fs.ph, a)
+}
+
+// waitForName waits while the allocation placeholder's name is held by
+// the hold of another address, and tells the claim.
+func (r *Reconciler) waitForName(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepWaitForName {
+		return phase.Next(), nil
+	}
+	s, f, ph := fs.scope, fs.f, fs.ph
+	log.FromContext(ctx).Info("the allocation placeholder's name is held for another address; waiting for it to go",
+		"family", f, "placeholder", ph.Name, "ipaddress", ph.Labels[marks.LabelAddress])
+	r.report(s.claim, string(f), corev1.EventTypeNormal, ReasonWaitingForName, msgWaitingForName(f, ph.Name, ph.Labels[marks.LabelAddress]))
+	return phase.WaitFor("the hold placeholder of another address to give up the name", 0), nil
 }
 
 // draw is the draw of family f for the scope's claim, its owner the
@@ -108,12 +148,16 @@ func (r *Reconciler) allocationPlaceholder(ctx context.Context, claim *iadv1alph
 // dropSurplus deletes an allocation placeholder the claim no longer needs
 // (the family was bound by another address meanwhile), releasing its
 // address in MetalLB.
-func (r *Reconciler) dropSurplus(ctx context.Context, ph *corev1.Service) error {
+func (r *Reconciler) dropSurplus(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepDropSurplus {
+		return phase.Next(), nil
+	}
+	ph := fs.ph
 	if _, err := patch.Delete(ctx, r.Client, ph, true); err != nil {
-		return fmt.Errorf("delete surplus placeholder %s: %w", ph.Name, err)
+		return phase.Next(), fmt.Errorf("delete surplus placeholder %s: %w", ph.Name, err)
 	}
 	log.FromContext(ctx).Info("deleted surplus allocation placeholder: the family is bound by another address", "placeholder", ph.Name)
-	return nil
+	return phase.Next(), nil
 }
 
 // The fallback looks of a claim that waits on its class's ledger; the
@@ -136,7 +180,11 @@ const (
 // in flight; then, the lock let go, it tells the claim why it waits or
 // creates the placeholder. Draws of one class overlap: the book, not the
 // lock, keeps each from missing the others.
-func (r *Reconciler) createPlaceholder(ctx context.Context, s *scope, f iadv1alpha1.IPFamily) (phase.Result, error) {
+func (r *Reconciler) createPlaceholder(ctx context.Context, fs *familyScope) (phase.Result, error) {
+	if fs.step != stepCreatePlaceholder {
+		return phase.Next(), nil
+	}
+	s, f := fs.scope, fs.f
 	if d := r.pauses.Left(memoKey(s.claim, f), time.Now()); d > 0 {
 		log.FromContext(ctx).V(1).Info("gave an address back a moment ago; drawing again after a pause", "family", f, "pause", d)
 		return phase.RetryAfter(d, "gave an address back a moment ago"), nil

@@ -40,10 +40,19 @@ const (
 	stepDropSurplus
 	// stepWaitForName: the name is taken by another address's hold.
 	stepWaitForName
+	// stepWaitForCache: the cache has not shown this controller's last
+	// patch of the placeholder (planStep decides it, not planFamily).
+	stepWaitForCache
 )
 
 func (s step) String() string {
-	return [...]string{"None", "CreatePlaceholder", "WaitForMetalLB", "Record", "HandOver", "DropSurplus", "WaitForName"}[s]
+	return [...]string{"None", "CreatePlaceholder", "WaitForMetalLB", "Record", "HandOver", "DropSurplus", "WaitForName", "WaitForCache"}[s]
+}
+
+// bound reports whether the family holds an address once a step other
+// than stepRecord (whose draw says) is taken.
+func (s step) bound() bool {
+	return s == stepNone || s == stepHandOver || s == stepDropSurplus
 }
 
 // planFamily decides the next step for family f from its bound addresses

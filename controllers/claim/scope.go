@@ -3,6 +3,7 @@ package claim
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
@@ -28,6 +29,21 @@ type scope struct {
 	// ledger, which only an address's change ends: the address watch wakes
 	// such claims (addressToClaims).
 	blocked bool
+}
+
+// familyScope is one family's step within a claim's pass
+// (reconcileFamily): its allocation placeholder and step (planStep), and
+// whether the family is bound when its phases end.
+type familyScope struct {
+	*scope
+	f    iadv1alpha1.IPFamily
+	ph   *corev1.Service
+	step step
+	// isBound: the family holds an address after the step.
+	isBound bool
+	// refusedSince is when MetalLB first refused the placeholder for
+	// lack of room (observe); zero when it did not.
+	refusedSince time.Time
 }
 
 // waitOnClass is the result of a family that waits on its class's ledger.

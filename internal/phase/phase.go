@@ -126,6 +126,25 @@ func methodName(f any) string {
 	return name
 }
 
+// Fold runs phases over s as one phase of a larger pass (a claim's
+// family): in order, until a Stop or an error (named after its phase); it
+// returns the first result that leaves something for later (First), which
+// the enclosing phase reports and Run logs.
+func Fold[S any](ctx context.Context, s S, phases ...Phase[S]) (Result, error) {
+	results := make([]Result, 0, len(phases))
+	for _, p := range phases {
+		r, err := p.Run(ctx, s)
+		if err != nil {
+			return Next(), fmt.Errorf("%s: %w", p.Name, err)
+		}
+		results = append(results, r)
+		if r.State == Stop {
+			break
+		}
+	}
+	return First(results...), nil
+}
+
 // Run runs the phases in order over s and folds their results: the
 // earliest requeue wins; a Stop or an error ends the pass. A pass whose
 // error is an optimistic-lock conflict acted on a stale read, so it is

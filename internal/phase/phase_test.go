@@ -49,6 +49,39 @@ func TestRun(t *testing.T) {
 	}
 }
 
+func TestFold(t *testing.T) {
+	step := func(r Result, err error) Phase[*[]string] {
+		return Phase[*[]string]{Name: "step", Run: func(_ context.Context, ran *[]string) (Result, error) {
+			*ran = append(*ran, r.State.String())
+			return r, err
+		}}
+	}
+	wait := WaitFor("the placeholder", time.Second)
+	for _, tc := range []struct {
+		name    string
+		phases  []Phase[*[]string]
+		want    Result
+		wantErr bool
+		ran     int
+	}{
+		{"nothing left", []Phase[*[]string]{step(Next(), nil), step(Next(), nil)}, Next(), false, 2},
+		{"the first wait is reported, and the rest run", []Phase[*[]string]{step(Next(), nil), step(wait, nil), step(RetryAfter(time.Minute, ""), nil)}, wait, false, 3},
+		{"a stop ends the fold", []Phase[*[]string]{step(Halt("x", 0), nil), step(Next(), nil)}, Halt("x", 0), false, 1},
+		{"an error ends it, named", []Phase[*[]string]{step(Next(), errors.New("boom")), step(Next(), nil)}, Next(), true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []string
+			got, err := Fold(context.Background(), &ran, tc.phases...)
+			if (err != nil) != tc.wantErr || got != tc.want || len(ran) != tc.ran {
+				t.Errorf("Fold = %v, %v after %v; want %v, error %v after %d phases", got, err, ran, tc.want, tc.wantErr, tc.ran)
+			}
+			if err != nil && err.Error() != "step: boom" {
+				t.Errorf("error %q does not name the phase", err)
+			}
+		})
+	}
+}
+
 type named struct{}
 
 func (named) admit(context.Context, *[]string) (Result, error) { return Next(), nil }
