@@ -8,15 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/phase"
 )
 
 // clearStaleAssociation clears associatedTo when the Service it names no
-// longer exists; enforceHold then re-arms the hold. A Service whose
+// longer exists; EnforceHold then re-arms the hold. A Service whose
 // annotation changed is the Service controller's to detach.
 func (r *Reconciler) clearStaleAssociation(ctx context.Context, s *scope) (phase.Result, error) {
-	w := s.addr.Status.AssociatedTo
+	w := s.Addr.Status.AssociatedTo
 	if w == nil || w.Kind != "Service" {
 		return phase.Next(), nil
 	}
@@ -25,8 +26,8 @@ func (r *Reconciler) clearStaleAssociation(ctx context.Context, s *scope) (phase
 		return phase.Next(), err
 	}
 	log.FromContext(ctx).Info("clearing a stale association", "service", index.Key(w.Namespace, w.Name))
-	s.afterPatch = append(s.afterPatch, pendingEvent{s.addr, corev1.EventTypeNormal, ReasonAssociationCleared, msgAssociationCleared(w)})
-	s.addr.Status.AssociatedTo = nil
+	s.AfterPatch = append(s.AfterPatch, hold.Event{Object: s.Addr, Type: corev1.EventTypeNormal, Reason: ReasonAssociationCleared, Message: msgAssociationCleared(w)})
+	s.Addr.Status.AssociatedTo = nil
 	return phase.Next(), nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
@@ -37,7 +37,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/queue"
 	"github.com/cozystack/metallb-iad/internal/servicecache"
-	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // ControllerName is the IPAddress controller's name, in logs and metrics.
@@ -47,12 +46,12 @@ const ControllerName = "ipaddress"
 const EventSource = "metallb-iad-ipaddress"
 
 // lookAgain is the fallback look of a pass that waits for the cache or the
-// API server to move on; the watches usually bring the address back first.
-const lookAgain = time.Second
+// API server to move on, the hold's (hold.LookAgain).
+const lookAgain = hold.LookAgain
 
 // Controller runs the ipaddress controller, in its binary and in the tests.
 var Controller = bootstrap.NewController(ControllerName, CacheOptions,
-	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Deps: d} })
+	func(d bootstrap.Deps) bootstrap.Reconciler { return &Reconciler{Keeper: hold.Keeper{Deps: d}} })
 
 // CacheOptions are servicecache.Options: every Service, trimmed, and the
 // pools of MetalLB's namespace.
@@ -65,14 +64,13 @@ func CacheOptions(o *bootstrap.Options) map[client.Object]cache.ByObject {
 // Service is gone, whether a placeholder is absent before one is created
 // or the hold reported released, and whether a claim exists.
 type Reconciler struct {
-	bootstrap.Deps
+	// Keeper keeps the addresses held (package hold): the controller's
+	// dependencies, and the count of the Services holding an address.
+	hold.Keeper
 	// Options tune the controller (MaxConcurrentReconciles defaults to 4).
 	Options controller.Options
 
 	states addressStates
-	// allocated counts the Services holding a load-balancer address, the
-	// size of a MetalLB full pass (stale.PassTime).
-	allocated stale.Allocated
 	// lostAnnounced holds the uids of the Lost addresses whose AddressLost
 	// Warning this process recorded or found recorded.
 	lostAnnounced sync.Map
@@ -114,9 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{addr: a, orig: a.DeepCopy(), key: r.Keys.Now().Of(a)}
+	s := &scope{Scope: hold.Scope{Addr: a, Key: r.Keys.Now().Of(a)}, orig: a.DeepCopy()}
 	if before, ok := r.Keys.Before(); ok {
-		s.keyBefore = before.Of(a)
+		s.KeyBefore = before.Of(a)
 	}
 	if a.DeletionTimestamp != nil {
 		return phase.Run(ctx, s,
@@ -125,21 +123,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		)
 	}
 	return phase.Run(ctx, s,
-		phase.Of(r.awaitCache),            // report.go
-		phase.Of(r.loadClass),             // admit.go
-		phase.Of(r.checkServed),           // admit.go
-		phase.Of(r.ensureFinalizer),       // admit.go
-		phase.Of(r.parseAddress),          // admit.go
-		phase.Of(r.clearStaleAssociation), // association.go
-		phase.Of(r.detectLost),            // lost.go
-		phase.Of(r.recoverConflict),       // conflicts.go
-		phase.Of(r.enforceHold),           // hold.go
-		phase.Of(r.clearStale),            // hold.go
-		phase.Of(r.checkServing),          // serving.go
-		phase.Of(r.reportStatus),          // report.go
-		phase.Of(r.createHold),            // hold.go
+		phase.Of(r.awaitCache),               // report.go
+		phase.Of(r.loadClass),                // admit.go
+		phase.Of(r.checkServed),              // admit.go
+		phase.Of(r.ensureFinalizer),          // admit.go
+		phase.Of(r.parseAddress),             // admit.go
+		phase.Of(r.clearStaleAssociation),    // association.go
+		phase.Of(r.detectLost),               // lost.go
+		phase.Of(r.recoverConflict),          // conflicts.go
+		phase.Part(holdScope, r.EnforceHold), // hold/hold.go
+		phase.Part(holdScope, r.ClearStale),  // hold/hold.go
+		phase.Of(r.checkServing),             // serving.go
+		phase.Of(r.reportStatus),             // report.go
+		phase.Part(holdScope, r.CreateHold),  // hold/hold.go
 	)
 }
+
+// holdScope is the hold's part of the pass's scope.
+func holdScope(s *scope) *hold.Scope { return &s.Scope }
 
 // forget drops what the controller keeps about an address that is gone.
 func (r *Reconciler) forget(name string) {
@@ -162,7 +163,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if _, err := svcInformer.AddEventHandler(r.allocated.Handler()); err != nil {
+	if _, err := svcInformer.AddEventHandler(r.Allocated.Handler()); err != nil {
 		return err
 	}
 	opts := r.Options

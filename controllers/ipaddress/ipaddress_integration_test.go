@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -125,39 +126,39 @@ func TestFreshAddressIsHeld(t *testing.T) {
 
 	for _, ip := range []string{"192.0.2.3", "2001:db8:2::5"} {
 		a := newAddress(t, "fresh", ip, nil)
-		hold := requireHeldBy(t, a.Name, ip)
+		ph := requireHeldBy(t, a.Name, ip)
 
-		assert.Equal(t, placeholder.HoldName(a.Name), hold.Name)
-		assert.Equal(t, names.PlaceholderHold, hold.Labels[marks.LabelPlaceholder])
-		assert.Equal(t, "iad-fresh", hold.Annotations[marks.KeyPool])
-		assert.NotContains(t, hold.Annotations, marks.KeySharing, "no workload shares it: no sharing key")
-		require.Len(t, hold.OwnerReferences, 1)
-		assert.Equal(t, a.UID, hold.OwnerReferences[0].UID)
-		assert.Equal(t, "IPAddress", hold.OwnerReferences[0].Kind)
-		assert.Equal(t, corev1.ServiceTypeLoadBalancer, hold.Spec.Type)
-		assert.Empty(t, hold.Spec.Selector)
-		assert.False(t, *hold.Spec.AllocateLoadBalancerNodePorts)
-		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *hold.Spec.IPFamilyPolicy)
+		assert.Equal(t, placeholder.HoldName(a.Name), ph.Name)
+		assert.Equal(t, names.PlaceholderHold, ph.Labels[marks.LabelPlaceholder])
+		assert.Equal(t, "iad-fresh", ph.Annotations[marks.KeyPool])
+		assert.NotContains(t, ph.Annotations, marks.KeySharing, "no workload shares it: no sharing key")
+		require.Len(t, ph.OwnerReferences, 1)
+		assert.Equal(t, a.UID, ph.OwnerReferences[0].UID)
+		assert.Equal(t, "IPAddress", ph.OwnerReferences[0].Kind)
+		assert.Equal(t, corev1.ServiceTypeLoadBalancer, ph.Spec.Type)
+		assert.Empty(t, ph.Spec.Selector)
+		assert.False(t, *ph.Spec.AllocateLoadBalancerNodePorts)
+		assert.Equal(t, corev1.IPFamilyPolicySingleStack, *ph.Spec.IPFamilyPolicy)
 		assert.Contains(t, suite.GetAddress(t, a.Name).Finalizers, marks.Finalizer)
 		assert.Equal(t, fmt.Sprintf("Created placeholder Service %s/%s pinned to %s to hold the address while it is not attached",
-			testPlaceholderNamespace, hold.Name, ip), suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonHoldCreated).Message)
+			testPlaceholderNamespace, ph.Name, ip), suite.WaitEvent(t, fixture.About{Name: a.Name}, hold.ReasonHoldCreated).Message)
 
 		// Deleted out of band: recreated, and MetalLB gives it the same address.
-		require.NoError(t, adm.Delete(ctx, hold))
+		require.NoError(t, adm.Delete(ctx, ph))
 		require.EventuallyWithT(t, func(ct *assert.CollectT) {
 			phs := suite.PlaceholdersOf(ct, a.Name)
 			require.Len(ct, phs, 1)
-			assert.NotEqual(ct, hold.UID, phs[0].UID)
+			assert.NotEqual(ct, ph.UID, phs[0].UID)
 		}, fixture.Timeout, fixture.Tick, "the hold is recreated")
-		hold = requireHeldBy(t, a.Name, ip)
+		ph = requireHeldBy(t, a.Name, ip)
 
 		// A pin tampered with is repaired, and MetalLB gives the address back.
-		orig := hold.DeepCopy()
-		hold.Annotations[marks.KeyPin] = map[bool]string{true: "192.0.2.4", false: "2001:db8:2::6"}[strings.Contains(ip, ".")]
-		require.NoError(t, adm.Patch(ctx, hold, client.MergeFrom(orig)))
+		orig := ph.DeepCopy()
+		ph.Annotations[marks.KeyPin] = map[bool]string{true: "192.0.2.4", false: "2001:db8:2::6"}[strings.Contains(ip, ".")]
+		require.NoError(t, adm.Patch(ctx, ph, client.MergeFrom(orig)))
 		repaired := requireHeldBy(t, a.Name, ip)
-		assert.Equal(t, hold.UID, repaired.UID, "the same placeholder, re-pinned")
-		assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonPinRepaired).Message, "re-pinned it to "+ip)
+		assert.Equal(t, ph.UID, repaired.UID, "the same placeholder, re-pinned")
+		assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, hold.ReasonPinRepaired).Message, "re-pinned it to "+ip)
 
 		// A sharing key written by hand is taken away again, on the same
 		// placeholder, which keeps the address throughout.
@@ -206,7 +207,7 @@ func TestAssociationReleasesAndReArms(t *testing.T) {
 	assert.Equal(t, "No placeholder holds the address: it is released for Service tenant-a/web", held.Message)
 	assert.Empty(t, suite.PlaceholdersOf(t, a.Name))
 	assert.Equal(t, "Deleted 1 placeholder Service(s) to release the address for Service tenant-a/web",
-		suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonHoldReleased).Message)
+		suite.WaitEvent(t, fixture.About{Name: a.Name}, hold.ReasonHoldReleased).Message)
 
 	// The Service controller's part: pin the workload; MetalLB has released
 	// the address, so the workload gets exactly it.
@@ -408,12 +409,12 @@ func TestTakenElsewhereThenConflictRecovery(t *testing.T) {
 	want := "Service intruder/squatter holds 192.0.2.50 in MetalLB without this address's authority, so the placeholder cannot; " +
 		"the driver keeps the placeholder pinned to 192.0.2.50 and never substitutes another address"
 	assert.Equal(t, want, held.Message)
-	assert.Equal(t, want, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere).Message)
+	assert.Equal(t, want, suite.WaitEvent(t, fixture.About{Name: a.Name}, hold.ReasonAddressTakenElsewhere).Message)
 	phs := suite.PlaceholdersOf(t, a.Name)
 	require.Len(t, phs, 1)
 	assert.Equal(t, ip, phs[0].Annotations[marks.KeyPin], "the pin stays")
 	assert.Empty(t, phs[0].Status.LoadBalancer.Ingress, "no other address is taken instead")
-	evs := suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere)
+	evs := suite.Events(t, fixture.About{Name: a.Name}, hold.ReasonAddressTakenElsewhere)
 	require.Len(t, evs, 1)
 	assert.Equal(t, corev1.EventTypeWarning, evs[0].Type)
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -25,13 +26,13 @@ import (
 // the pool contains it again. The hold and the attached Service's pin stay
 // meanwhile, so MetalLB gives the same IP back when the range returns.
 func (r *Reconciler) detectLost(ctx context.Context, s *scope) (phase.Result, error) {
-	a := s.addr
+	a := s.Addr
 	pool, err := r.pool(ctx, a.Spec.ClassName)
 	if err != nil {
 		return phase.Next(), err
 	}
-	s.pool = pool
-	reason, msg := lostCause(a.Spec.ClassName, s.class, pool, r.MetalLBNamespace, s.ip)
+	s.Pool = pool
+	reason, msg := lostCause(a.Spec.ClassName, s.class, pool, r.MetalLBNamespace, s.IP)
 	if reason != "" {
 		if err := r.markLost(ctx, s, reason, msg); err != nil {
 			return phase.Next(), err
@@ -52,9 +53,9 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (phase.Result, er
 	a.Status.Phase = back
 	msg = msgAddressRecovered(a, r.MetalLBNamespace, back)
 	conditions.Set(&a.Status.Conditions, conditions.Lost, metav1.ConditionFalse, conditions.ReasonRangeReturned, msg, a.Generation)
-	s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
+	s.AfterPatch = append(s.AfterPatch, hold.Event{Object: a, Type: corev1.EventTypeNormal, Reason: ReasonAddressRecovered, Message: msg})
 	for _, o := range r.related(ctx, a) {
-		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeNormal, ReasonAddressRecovered, msg})
+		s.AfterPatch = append(s.AfterPatch, hold.Event{Object: o, Type: corev1.EventTypeNormal, Reason: ReasonAddressRecovered, Message: msg})
 	}
 	return phase.Next(), nil
 }
@@ -62,7 +63,7 @@ func (r *Reconciler) detectLost(ctx context.Context, s *scope) (phase.Result, er
 // markLost sets the Lost condition and phase, with the AddressLost Warnings
 // unless they were recorded already.
 func (r *Reconciler) markLost(ctx context.Context, s *scope, reason, msg string) error {
-	a := s.addr
+	a := s.Addr
 	conditions.Set(&a.Status.Conditions, conditions.Lost, metav1.ConditionTrue, reason, msg, a.Generation)
 	if a.Status.Phase == iadv1alpha1.AddressLost {
 		// The Warnings follow the status write; a leader that died in
@@ -76,9 +77,9 @@ func (r *Reconciler) markLost(ctx context.Context, s *scope, reason, msg string)
 		log.FromContext(ctx).Info("address lost: MetalLB's configuration no longer contains it", "reason", reason, "was", a.Status.Phase)
 		a.Status.Phase = iadv1alpha1.AddressLost
 	}
-	s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAddressLost, msg})
+	s.AfterPatch = append(s.AfterPatch, hold.Event{Object: a, Type: corev1.EventTypeWarning, Reason: ReasonAddressLost, Message: msg})
 	for _, o := range r.related(ctx, a) {
-		s.afterPatch = append(s.afterPatch, pendingEvent{o, corev1.EventTypeWarning, ReasonAddressLost, msgAddressLostOn(a, msg)})
+		s.AfterPatch = append(s.AfterPatch, hold.Event{Object: o, Type: corev1.EventTypeWarning, Reason: ReasonAddressLost, Message: msgAddressLostOn(a, msg)})
 	}
 	// Told only once the status write went through and the Warnings were
 	// handed to the recorder (patchStatus): a write that failed, or whose
@@ -91,7 +92,7 @@ func (r *Reconciler) markLost(ctx context.Context, s *scope, reason, msg string)
 // with a Normal Event when it starts, and turns it False once a class of
 // that name is back. An address that never saw its class go gets none.
 func (r *Reconciler) noteClassGone(s *scope, pool *metallbv1beta1.IPAddressPool) {
-	a := s.addr
+	a := s.Addr
 	if s.class != nil && s.class.DeletionTimestamp == nil {
 		if conditions.IsTrue(a.Status.Conditions, conditions.ClassGone) {
 			conditions.Set(&a.Status.Conditions, conditions.ClassGone, metav1.ConditionFalse, conditions.ReasonClassReturned,
@@ -101,7 +102,7 @@ func (r *Reconciler) noteClassGone(s *scope, pool *metallbv1beta1.IPAddressPool)
 	}
 	msg := msgClassGone(a, r.MetalLBNamespace, pool)
 	if conditions.Set(&a.Status.Conditions, conditions.ClassGone, metav1.ConditionTrue, conditions.ReasonKeptUntilReleased, msg, a.Generation) {
-		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeNormal, conditions.ReasonKeptUntilReleased, msg})
+		s.AfterPatch = append(s.AfterPatch, hold.Event{Object: a, Type: corev1.EventTypeNormal, Reason: conditions.ReasonKeptUntilReleased, Message: msg})
 	}
 }
 

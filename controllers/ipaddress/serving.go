@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/phase"
@@ -26,8 +27,8 @@ import (
 // it holds it or is detached. A Service that holds the address costs no
 // read beyond the cache.
 func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, error) {
-	a, ip := s.addr, s.ip.String()
-	svc, err := r.attachedService(ctx, s)
+	a, ip := s.Addr, s.IP.String()
+	svc, err := r.AttachedService(ctx, &s.Scope)
 	if err != nil {
 		return phase.Next(), err
 	}
@@ -58,8 +59,8 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 	conditions.Set(&a.Status.Conditions, conditions.AttachmentServed, v.status, v.reason, v.message, a.Generation)
 	if v.warn {
 		log.FromContext(ctx).Info("MetalLB refused the Service the address is attached to", "service", key, "metallb", refused)
-		s.afterPatch = append(s.afterPatch, pendingEvent{a, corev1.EventTypeWarning, ReasonAttachmentRefused, v.message})
-		s.afterPatch = append(s.afterPatch, pendingEvent{svc, corev1.EventTypeWarning, ReasonAttachmentRefused, v.message})
+		s.AfterPatch = append(s.AfterPatch, hold.Event{Object: a, Type: corev1.EventTypeWarning, Reason: ReasonAttachmentRefused, Message: v.message})
+		s.AfterPatch = append(s.AfterPatch, hold.Event{Object: svc, Type: corev1.EventTypeWarning, Reason: ReasonAttachmentRefused, Message: v.message})
 	}
 	return res, nil
 }
@@ -78,12 +79,12 @@ func (r *Reconciler) checkServing(ctx context.Context, s *scope) (phase.Result, 
 // refusals are on record, the Service is handed back to MetalLB once
 // (stale.Poke), so that a refusal of the pin, if any, is said again.
 func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Service) (string, phase.Result, error) {
-	a := s.addr
+	a := s.Addr
 	if !marks.Of(svc).Granted(a.Spec.ClassName) {
 		return "", phase.WaitFor("the Service controller to grant the attached Service", 0), nil
 	}
 	u := r.unserved.get(a.Name, svc.UID)
-	look := servingSettle + stale.PassTime(r.allocated.Count())
+	look := servingSettle + stale.PassTime(r.Allocated.Count())
 	if wait := look - time.Since(u.since); wait > 0 {
 		return "", phase.RetryAfter(wait, "MetalLB may not have looked at the pinned Service yet"), nil
 	}
@@ -119,15 +120,15 @@ func (r *Reconciler) judgeRefusal(ctx context.Context, s *scope, svc *corev1.Ser
 // stands.
 func (r *Reconciler) judgeRefusalNow(ctx context.Context, s *scope, svc *corev1.Service, u *unservedAttachment, got stale.Refusal, look time.Duration) (string, phase.Result, error) {
 	e := got.Event
-	placeholders, err := r.cachedPlaceholders(ctx, s.addr)
+	placeholders, err := r.CachedPlaceholders(ctx, s.Addr)
 	if err != nil {
 		return "", phase.Next(), err
 	}
-	holders, err := r.holders(ctx, s)
+	holders, err := r.Holders(ctx, &s.Scope)
 	if err != nil {
 		return "", phase.Next(), err
 	}
-	switch refusalByHolders(e.Message, s.ip.String(), keysOf(placeholders), keysOf(holders), marks.SharesHold(svc, s.key)) {
+	switch refusalByHolders(e.Message, s.IP.String(), keysOf(placeholders), keysOf(holders), marks.SharesHold(svc, s.Key)) {
 	case refusalPassing:
 		return "", phase.RetryAfter(look, "MetalLB refused the pinned Service while a placeholder of the address held it, which is letting go"), nil
 	case refusalOutdated:

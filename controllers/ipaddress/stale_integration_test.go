@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -124,7 +125,7 @@ func requireCleared(t *testing.T, address, ip, holder string) {
 		assert.Equal(ct, []string{ip}, fixture.Ingress(&phs[0]))
 	}, fixture.MetalLBTimeout, fixture.Tick, "the re-armed hold gets the address MetalLB booked for a deleted Service")
 	requireHeldBy(t, address, ip)
-	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: address}, ReasonStaleAllocationCleared).Message, holder)
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: address}, hold.ReasonStaleAllocationCleared).Message, holder)
 }
 
 // TestStaleAllocationCleared: MetalLB v0.15.2 ignores Service events until
@@ -280,7 +281,7 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 		require.NotNil(ct, held)
 		assert.Equal(ct, metav1.ConditionTrue, held.Status)
 	}, fixture.MetalLBTimeout, fixture.Tick, "the re-armed hold gets the address beside web")
-	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, ReasonStaleAllocationCleared).Message, testPlaceholderNamespace+"/sharedstale-former")
+	assert.Contains(t, suite.WaitEvent(t, fixture.About{Name: a.Name}, hold.ReasonStaleAllocationCleared).Message, testPlaceholderNamespace+"/sharedstale-former")
 	suite.WaitIngress(t, web, ip)
 }
 
@@ -371,11 +372,11 @@ func TestLetGoServiceIsWaitedFor(t *testing.T) {
 	suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
 	c := requireHeldCondition(t, a.Name, metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB)
 	assert.Contains(t, c.Message, "Waiting for MetalLB to take "+ip+" from Service let-go/web")
-	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere))
+	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, hold.ReasonAddressTakenElsewhere))
 
 	require.NoError(t, suite.StartMetalLB(ctx))
 	requireHeldBy(t, a.Name, ip)
-	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, ReasonAddressTakenElsewhere))
+	assert.Empty(t, suite.Events(t, fixture.About{Name: a.Name}, hold.ReasonAddressTakenElsewhere))
 }
 
 // edit patches svc with change, as the Service controller writes it.

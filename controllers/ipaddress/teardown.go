@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/ipaddress/hold"
 	"github.com/cozystack/metallb-iad/internal/index"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
@@ -25,7 +26,7 @@ import (
 // Service the driver pinned to it (releaseServices), then remove the
 // finalizer, so an address never leaves the ledger while a Service keeps it.
 func (r *Reconciler) teardown(ctx context.Context, s *scope) (phase.Result, error) {
-	a := s.addr
+	a := s.Addr
 	r.states.forget(a.Name)
 	if !controllerutil.ContainsFinalizer(a, marks.Finalizer) {
 		return phase.Next(), nil
@@ -50,15 +51,15 @@ func (r *Reconciler) teardown(ctx context.Context, s *scope) (phase.Result, erro
 // labelled with the address and the hold placeholder owned by it. pending
 // is true while one of them is still there (it has finalizers).
 func (r *Reconciler) deletePlaceholders(ctx context.Context, a *iadv1alpha1.IPAddress) (pending bool, err error) {
-	phs, err := r.livePlaceholders(ctx, a)
+	phs, err := r.LivePlaceholders(ctx, a)
 	if err != nil {
 		return false, err
 	}
-	hold := &corev1.Service{}
-	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.HoldName(a.Name)}, hold)
+	ph := &corev1.Service{}
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.HoldName(a.Name)}, ph)
 	switch {
-	case err == nil && hold.Labels[marks.LabelAddress] != a.Name && ownedBy(hold, a):
-		phs = append(phs, *hold)
+	case err == nil && ph.Labels[marks.LabelAddress] != a.Name && hold.OwnedBy(ph, a):
+		phs = append(phs, *ph)
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, err
 	}

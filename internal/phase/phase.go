@@ -116,6 +116,13 @@ func Of[S any](run func(context.Context, S) (Result, error)) Phase[S] {
 	return Phase[S]{Name: methodName(run), Run: run}
 }
 
+// Part is the phase of a room's own scope P inside the controller's scope
+// S (a scope that embeds the hold's): run, named after its method, on
+// what part takes out of the pass's scope.
+func Part[S, P any](part func(S) P, run func(context.Context, P) (Result, error)) Phase[S] {
+	return Phase[S]{Name: methodName(run), Run: func(ctx context.Context, s S) (Result, error) { return run(ctx, part(s)) }}
+}
+
 // methodName is the name of the function or method f (r.admit: "admit").
 func methodName(f any) string {
 	name := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()

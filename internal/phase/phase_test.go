@@ -96,6 +96,28 @@ func TestOf(t *testing.T) {
 	}
 }
 
+// pass is a controller's scope that embeds a room's own.
+type pass struct {
+	part []string
+}
+
+func (named) hold(_ context.Context, part *[]string) (Result, error) {
+	*part = append(*part, "held")
+	return WaitFor("MetalLB", 0), nil
+}
+
+func TestPart(t *testing.T) {
+	p := Part(func(s *pass) *[]string { return &s.part }, (named{}).hold)
+	if p.Name != "hold" {
+		t.Errorf("Part(hold).Name = %q", p.Name)
+	}
+	s := &pass{}
+	got, err := p.Run(context.Background(), s)
+	if err != nil || got != WaitFor("MetalLB", 0) || len(s.part) != 1 || s.part[0] != "held" {
+		t.Errorf("Part(hold).Run = %v, %v; part %v: the room's phase runs on the part, and its result is the pass's", got, err, s.part)
+	}
+}
+
 func TestHaltFor(t *testing.T) {
 	r := HaltFor("the cache", time.Second)
 	if r.State != Stop || !r.waits || r.After != time.Second {

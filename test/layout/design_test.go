@@ -16,6 +16,18 @@ import (
 // `hold.go`, `marks/keys.go`, `internal/recorder/gateway.go`.
 var goFileInBackticks = regexp.MustCompile("`([A-Za-z0-9_./-]+\\.go)`")
 
+// designLines is the most docs/design.md may hold: a design a newcomer
+// reads in one sitting. Detail only a test needs lives beside that test.
+const designLines = 700
+
+// TestDesignIsReadInOneSitting keeps docs/design.md within designLines.
+func TestDesignIsReadInOneSitting(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "design.md"))
+	require.NoError(t, err)
+	lines := strings.Count(string(doc), "\n")
+	assert.LessOrEqual(t, lines, designLines, "docs/design.md has %d lines", lines)
+}
+
 // TestDesignNamesRealFiles: every Go file docs/design.md names exists, so
 // its reading guide (§13) cannot point at a file that moved or went. A
 // name with a folder must end the path of a file of the code

@@ -71,7 +71,11 @@ func family(name string) string {
 //   - scope.go (<family>_scope.go) alone defines the pass's scope type, and
 //     every controller has one;
 //   - events.go alone declares Event reasons (Reason*) and puts things in
-//     words (msg*, *Words);
+//     words (msg*, *Words); outside it, a recorder call (Event, Eventf,
+//     AnnotatedEventf) passes words made there, never a literal, a
+//     fmt.Sprint* or a + with a literal, and no fmt.Sprint* call formats a
+//     sentence (three words in a row), be it an Event's, a condition's or
+//     a status's (misplacedWords);
 //   - metrics.go alone registers metrics;
 //   - <concern>_plan.go decides: it does no I/O (it has no context, nor
 //     internal/patch), and <concern>.go (or <concern>_controller.go), which
@@ -117,6 +121,11 @@ func TestFileConvention(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+		if f.name != "events.go" {
+			for _, w := range misplacedWords(t, f.name, f.text) {
+				assert.Failf(t, "words outside events.go", "%s/%s", f.controller, w)
 			}
 		}
 		if strings.Contains(f.text, "prometheus.New") && f.name != "metrics.go" {
@@ -287,24 +296,6 @@ func misplacedWords(t *testing.T, name, src string) []string {
 		return true
 	})
 	return found
-}
-
-// TestWordsLiveInEvents keeps every text a person reads in the
-// controller's events.go (docs/design.md §13), beyond the names
-// TestFileConvention checks: outside events.go,
-//   - a recorder call (Event, Eventf, AnnotatedEventf) passes words made
-//     elsewhere, never a literal, a fmt.Sprint* or a + with a literal;
-//   - a fmt.Sprint* call formats no sentence (three words in a row), be it
-//     an Event's, a condition's or a status's.
-func TestWordsLiveInEvents(t *testing.T) {
-	for _, f := range controllerFiles(t) {
-		if f.name == "events.go" {
-			continue
-		}
-		for _, w := range misplacedWords(t, f.name, f.text) {
-			assert.Failf(t, "words outside events.go", "%s/%s", f.controller, w)
-		}
-	}
 }
 
 // TestMisplacedWords shows what misplacedWords finds, and what it leaves:

@@ -134,9 +134,9 @@ func TestOversized(t *testing.T) {
 	assert.Empty(t, oversized(t, "p.go", []byte(big)), "exactly maxFileLines lines")
 	assert.Equal(t, []string{"p.go: 401 lines (at most 400)"}, oversized(t, "p.go", []byte(big+"\n")))
 
-	assert.True(t, productFile("controllers/ipaddress/hold.go"))
+	assert.True(t, productFile("controllers/ipaddress/hold/hold.go"))
 	assert.True(t, productFile("api/v1alpha1/ipaddress_types.go"))
 	assert.False(t, productFile("api/v1alpha1/zz_generated.deepcopy.go"))
-	assert.False(t, productFile("controllers/ipaddress/hold_plan_test.go"))
+	assert.False(t, productFile("controllers/ipaddress/hold/hold_plan_test.go"))
 	assert.False(t, productFile("internal/marks/README.md"))
 }

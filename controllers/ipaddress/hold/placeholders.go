@@ -1,4 +1,4 @@
-package ipaddress
+package hold
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // liveRecording reads from the API server the allocation placeholder of
 // the address's claim, returned while it holds the address and is not
 // handed over yet (recordingPlaceholder).
-func (r *Reconciler) liveRecording(ctx context.Context, v *holdView) (*corev1.Service, error) {
+func (k *Keeper) liveRecording(ctx context.Context, v *holdView) (*corev1.Service, error) {
 	ref := v.addr.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
 		return nil, nil
@@ -25,9 +25,9 @@ func (r *Reconciler) liveRecording(ctx context.Context, v *holdView) (*corev1.Se
 		family = iadv1alpha1.FamilyIPv6
 	}
 	ph := &corev1.Service{}
-	key := types.NamespacedName{Namespace: r.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
-	if err := r.APIReader.Get(ctx, key, ph); err != nil {
+	key := types.NamespacedName{Namespace: k.PlaceholderNamespace, Name: placeholder.AllocationName(types.UID(ref.UID), string(family))}
+	if err := k.APIReader.Get(ctx, key, ph); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	return recordingPlaceholder(v.addr, v.ip, r.PlaceholderNamespace, []corev1.Service{*ph}), nil
+	return recordingPlaceholder(v.addr, v.ip, k.PlaceholderNamespace, []corev1.Service{*ph}), nil
 }

@@ -1,4 +1,4 @@
-package ipaddress
+package hold
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +19,7 @@ import (
 func ownPlaceholder(a *iadv1alpha1.IPAddress, ph *corev1.Service) bool {
 	switch ph.Labels[marks.LabelPlaceholder] {
 	case names.PlaceholderHold:
-		return ownedBy(ph, a)
+		return OwnedBy(ph, a)
 	case names.PlaceholderAllocation:
 		ref := a.Spec.ClaimRef
 		switch {
@@ -45,8 +45,8 @@ func ownPlaceholders(a *iadv1alpha1.IPAddress, phs []corev1.Service) []corev1.Se
 	return out
 }
 
-// ownedBy reports whether a Service carries an owner reference to the address.
-func ownedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
+// OwnedBy reports whether a Service carries an owner reference to the address.
+func OwnedBy(svc *corev1.Service, a *iadv1alpha1.IPAddress) bool {
 	for _, o := range svc.OwnerReferences {
 		if o.UID == a.UID {
 			return true

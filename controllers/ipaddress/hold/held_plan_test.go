@@ -1,4 +1,4 @@
-package ipaddress
+package hold
 
 import (
 	"testing"

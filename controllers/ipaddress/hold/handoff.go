@@ -1,4 +1,4 @@
-package ipaddress
+package hold
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 
 // parkPlaceholders moves the placeholders it is given to the parking
 // pool, each with an optimistic lock.
-func (r *Reconciler) parkPlaceholders(ctx context.Context, phs []*corev1.Service) error {
+func (k *Keeper) parkPlaceholders(ctx context.Context, phs []*corev1.Service) error {
 	for _, ph := range phs {
-		err := patch.Meta(ctx, r, ph, func() { marks.Edit(ph, func(m *marks.Marks) { m.Park(r.ParkingPool) }) })
+		err := patch.Meta(ctx, k, ph, func() { marks.Edit(ph, func(m *marks.Marks) { m.Park(k.ParkingPool) }) })
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		log.FromContext(ctx).Info("parked a placeholder", "placeholder", client.ObjectKeyFromObject(ph), "pool", r.ParkingPool)
+		log.FromContext(ctx).Info("parked a placeholder", "placeholder", client.ObjectKeyFromObject(ph), "pool", k.ParkingPool)
 	}
 	return nil
 }
