@@ -3,8 +3,6 @@ package claim
 import (
 	"context"
 
-	"github.com/cozystack/metallb-iad/controllers/claim/warm"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -28,6 +26,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim/draw"
 	"github.com/cozystack/metallb-iad/controllers/claim/placeholdergc"
+	"github.com/cozystack/metallb-iad/controllers/claim/warm"
 	"github.com/cozystack/metallb-iad/internal/bootstrap"
 	"github.com/cozystack/metallb-iad/internal/changes"
 	"github.com/cozystack/metallb-iad/internal/compact"

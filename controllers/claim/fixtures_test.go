@@ -1,11 +1,11 @@
 package claim
 
 import (
-	"github.com/cozystack/metallb-iad/test/fixture"
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim/draw"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // The claim tests' objects: the claim tenant/web of class public, its

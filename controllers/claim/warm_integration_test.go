@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/metallb-iad/controllers/claim/warm"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/controllers/claim/draw"
+	"github.com/cozystack/metallb-iad/controllers/claim/warm"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"

@@ -3,13 +3,14 @@
 package servicecache
 
 import (
-	"github.com/cozystack/metallb-iad/internal/compact"
-	"github.com/cozystack/metallb-iad/internal/marks"
 	metallbv1beta1 "go.universe.tf/metallb/api/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/metallb-iad/internal/compact"
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // Options are the cache options of the Service and IPAddress controllers.

@@ -3,13 +3,14 @@ package servicecache
 import (
 	"testing"
 
-	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestTrim(t *testing.T) {

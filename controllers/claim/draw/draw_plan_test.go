@@ -3,8 +3,6 @@ package draw
 import (
 	"testing"
 
-	"github.com/cozystack/metallb-iad/test/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 func TestReclaimPolicy(t *testing.T) {

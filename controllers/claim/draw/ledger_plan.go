@@ -1,12 +1,13 @@
 package draw
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/classparams"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The ledger's own indexes on the IPAddress informer's store (ledger.go):

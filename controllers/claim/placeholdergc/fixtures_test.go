@@ -1,11 +1,11 @@
 package placeholdergc
 
 import (
-	"github.com/cozystack/metallb-iad/controllers/claim/draw"
-	"github.com/cozystack/metallb-iad/test/fixture"
 	corev1 "k8s.io/api/core/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/controllers/claim/draw"
+	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
 // testPlaceholder is TenantClaim's IPv4 placeholder as the claim

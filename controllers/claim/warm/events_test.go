@@ -3,8 +3,9 @@ package warm
 import (
 	"testing"
 
-	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 func TestWarmEventMessages(t *testing.T) {
