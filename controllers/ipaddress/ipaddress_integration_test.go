@@ -26,6 +26,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -108,7 +109,7 @@ func grantSharing(t *testing.T, address, ns, name string) {
 	}
 	a.Annotations[marks.AnnotationAttaching] = ns + "/" + name
 	require.NoError(t, adm.Patch(context.Background(), a, client.MergeFrom(orig)))
-	key := marks.Keys{}.Of(a)
+	key := sharingkey.Keys{}.Of(a)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		phs := suite.PlaceholdersOf(ct, address)
 		require.Len(ct, phs, 1)
@@ -244,7 +245,7 @@ func TestSharedAttachmentKeepsTheHold(t *testing.T) {
 	const ip = "192.0.2.178"
 	a := newAddress(t, "holdthrough", ip, &iadv1alpha1.ClaimReference{Namespace: "tenant-h", Name: "c1"})
 	hold := requireHeldBy(t, a.Name, ip)
-	key := marks.Keys{}.Of(a)
+	key := sharingkey.Keys{}.Of(a)
 
 	sharing := func(name string) *corev1.Service {
 		return fixture.LoadBalancer("tenant-h", name, map[string]string{

@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/internal/stale"
 	"github.com/cozystack/metallb-iad/test/cluster"
 	"github.com/cozystack/metallb-iad/test/fixture"
@@ -179,7 +180,7 @@ func TestStaleAllocationOfFormerPlaceholderCleared(t *testing.T) {
 	// so its hold goes; a placeholder-shaped Service with the address's key
 	// takes the address instead, as an allocation placeholder would.
 	attachToIdle(t, a.Name, "former-tenant")
-	former := formerPlaceholder(t, "former-placeholder", ip, marks.Keys{}.Of(suite.GetAddress(t, a.Name)))
+	former := formerPlaceholder(t, "former-placeholder", ip, sharingkey.Keys{}.Of(suite.GetAddress(t, a.Name)))
 
 	deleteInStartingWindow(t, "former-tenant", "former", blockerIP, a.Name, former, func() {
 		suite.PatchAddressStatus(t, a.Name, func(st *iadv1alpha1.IPAddressStatus) { st.AssociatedTo = nil })
@@ -203,7 +204,7 @@ func TestStaleAllocationClearedWhileHandingBack(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.162", "192.0.2.166"
 	a := heldAddress(t, "handback", "192.0.2.160/29", ip, &iadv1alpha1.ClaimReference{Namespace: "handback-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f1f1"})
-	key := marks.Keys{}.Of(suite.GetAddress(t, a.Name))
+	key := sharingkey.Keys{}.Of(suite.GetAddress(t, a.Name))
 
 	// A shared handoff whose marker is gone: the hold carries the key (a
 	// key on a hold stays), web shares the address with it, then is
@@ -248,7 +249,7 @@ func TestStaleAllocationClearedInSharedAttachment(t *testing.T) {
 	ctx := context.Background()
 	const ip, blockerIP = "192.0.2.170", "192.0.2.174"
 	a := heldAddress(t, "sharedstale", "192.0.2.168/29", ip, &iadv1alpha1.ClaimReference{Namespace: "sharedstale-tenant", Name: "web-ip", UID: "0d4b0c7e-0000-4000-8000-00000000f2f2"})
-	key := marks.Keys{}.Of(suite.GetAddress(t, a.Name))
+	key := sharingkey.Keys{}.Of(suite.GetAddress(t, a.Name))
 
 	// The address's hold goes (attached to a Service that does not take
 	// it); a placeholder-shaped Service with the address's key takes the

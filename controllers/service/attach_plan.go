@@ -8,6 +8,7 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 // Handoff modes, the values of the "mode" label of metallb_iad_handoffs_total.
@@ -67,7 +68,7 @@ func UnkeyedHolder(holders []corev1.Service, key, placeholderNamespace string) *
 }
 
 // SharingKeyOf is the sharing key common to addrs; "" when none or they disagree.
-func SharingKeyOf(keys marks.Keys, addrs []*iadv1alpha1.IPAddress) string {
+func SharingKeyOf(keys sharingkey.Keys, addrs []*iadv1alpha1.IPAddress) string {
 	key := ""
 	for i, a := range addrs {
 		k := keys.Of(a)

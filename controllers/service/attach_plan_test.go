@@ -12,6 +12,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 // workload is a LoadBalancer Service with the given ports and annotations
@@ -88,10 +89,10 @@ func TestSharingKeyOf(t *testing.T) {
 	v6 := address("tenant", "ip", nil)
 	v6.Name, v6.Spec.Address = "ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "2001:db8::7"
 	other := address("tenant", "other", nil)
-	assert.Equal(t, marks.Keys{}.Of(v4), SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4, v6}), "a Dual claim has one key")
-	assert.Equal(t, marks.Keys{}.Claim("tenant", "ip", "u1"), SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4}))
-	assert.Empty(t, SharingKeyOf(marks.Keys{}, []*iadv1alpha1.IPAddress{v4, other}), "addresses of two bindings")
-	assert.Empty(t, SharingKeyOf(marks.Keys{}, nil))
+	assert.Equal(t, sharingkey.Keys{}.Of(v4), SharingKeyOf(sharingkey.Keys{}, []*iadv1alpha1.IPAddress{v4, v6}), "a Dual claim has one key")
+	assert.Equal(t, sharingkey.Keys{}.Claim("tenant", "ip", "u1"), SharingKeyOf(sharingkey.Keys{}, []*iadv1alpha1.IPAddress{v4}))
+	assert.Empty(t, SharingKeyOf(sharingkey.Keys{}, []*iadv1alpha1.IPAddress{v4, other}), "addresses of two bindings")
+	assert.Empty(t, SharingKeyOf(sharingkey.Keys{}, nil))
 }
 
 func TestAttachMode(t *testing.T) {

@@ -51,25 +51,6 @@ func TestAuthorizes(t *testing.T) {
 	}
 }
 
-func TestKeysOf(t *testing.T) {
-	bound := func(name, ns, claim, uid string) *iadv1alpha1.IPAddress {
-		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if claim != "" {
-			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim, UID: uid}
-		}
-		return a
-	}
-	v4 := bound("ip-203-0-113-7", "shop", "web-ip", "u1")
-	v6 := bound("ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "shop", "web-ip", "u1")
-	assert.Equal(t, Keys{}.Of(v4), Keys{}.Of(v6), "a Dual claim's two addresses share one key")
-	assert.Equal(t, Keys{}.Claim("shop", "web-ip", "u1"), Keys{}.Of(v4))
-	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-7", "shop", "web-ip", "u2")), "another claim of the same name")
-	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-8", "shop", "api-ip", "u3")))
-	free := bound("ip-203-0-113-9", "", "", "")
-	assert.Equal(t, Keys{}.Address("ip-203-0-113-9"), Keys{}.Of(free), "an unbound address has a key of its own")
-	assert.NotEqual(t, Keys{}.Of(free), Keys{}.Of(bound("ip-203-0-113-10", "", "", "")))
-}
-
 // TestServed: the rule checkServed applies (Served), which internal/marks
 // does not test itself.
 func TestServed(t *testing.T) {

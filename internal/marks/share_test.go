@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 func TestSharesHold(t *testing.T) {
 	a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2"},
 		Spec: iadv1alpha1.IPAddressSpec{Address: "10.0.0.2", ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "t", Name: "c", UID: "u"}}}
-	key := Keys{}.Of(a)
+	key := sharingkey.Keys{}.Of(a)
 	base := func() *corev1.Service {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "web", Annotations: map[string]string{

@@ -7,8 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // Keyring holds the Keys a controller derives sharing keys with now. The
@@ -17,48 +15,48 @@ import (
 // (Rotations), so every pass after a rotation derives with the new secret.
 // The nil Keyring holds the zero Keys (no secret).
 type Keyring struct {
-	cur atomic.Pointer[marks.Keys]
+	cur atomic.Pointer[Keys]
 	// before are the Keys cur replaced (nil before any rotation).
-	before atomic.Pointer[marks.Keys]
+	before atomic.Pointer[Keys]
 
 	mu   sync.Mutex
 	subs []chan event.GenericEvent
 }
 
 // New returns a Keyring holding keys.
-func New(keys marks.Keys) *Keyring {
+func New(keys Keys) *Keyring {
 	r := &Keyring{}
 	r.cur.Store(&keys)
 	return r
 }
 
 // Now returns the Keys to derive with; a pass reads them once.
-func (r *Keyring) Now() marks.Keys {
+func (r *Keyring) Now() Keys {
 	if r == nil {
-		return marks.Keys{}
+		return Keys{}
 	}
 	if k := r.cur.Load(); k != nil {
 		return *k
 	}
-	return marks.Keys{}
+	return Keys{}
 }
 
 // Before returns the Keys the last rotation replaced, and whether there
 // was one: what carries a key derived with them is the driver's, not
 // another binding's or a hand's, and is re-stamped rather than stripped.
-func (r *Keyring) Before() (marks.Keys, bool) {
+func (r *Keyring) Before() (Keys, bool) {
 	if r == nil {
-		return marks.Keys{}, false
+		return Keys{}, false
 	}
 	if k := r.before.Load(); k != nil {
 		return *k, true
 	}
-	return marks.Keys{}, false
+	return Keys{}, false
 }
 
 // Set replaces the Keys and, when they changed, tells every Rotations
 // source; it reports whether they changed.
-func (r *Keyring) Set(keys marks.Keys) bool {
+func (r *Keyring) Set(keys Keys) bool {
 	old := r.cur.Swap(&keys)
 	if old != nil && *old == keys {
 		return false

@@ -5,17 +5,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 func TestKeyring(t *testing.T) {
 	var none *Keyring
-	assert.Equal(t, marks.Keys{}, none.Now(), "the nil Keyring holds no secret")
+	assert.Equal(t, Keys{}, none.Now(), "the nil Keyring holds no secret")
 	_, ok := none.Before()
 	assert.False(t, ok)
 
-	first, second := marks.NewKeys([]byte("first-secret-of-16+")), marks.NewKeys([]byte("second-secret-of-16+"))
+	first, second := NewKeys([]byte("first-secret-of-16+")), NewKeys([]byte("second-secret-of-16+"))
 	r := New(first)
 	assert.Equal(t, first, r.Now())
 	_, ok = r.Before()

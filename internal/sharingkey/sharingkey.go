@@ -1,4 +1,5 @@
-// Package sharingkey holds the secret MetalLB sharing keys are derived
+// Package sharingkey is the MetalLB sharing keys the driver gives an
+// address's holders: how they derive (Keys), and the secret they derive
 // from, for a controller's whole life: where it is read at start (Load),
 // the Keyring the controllers derive with, and the watch that keeps the
 // Secret and the Keyring in step while they run (Watch).
@@ -26,8 +27,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cozystack/metallb-iad/internal/marks"
 )
 
 // Field is the data key of the sharing-key Secret.
@@ -152,7 +151,7 @@ func Load(ctx context.Context, cfg *rest.Config, secretRefFlag, file, defaultNS 
 		if err != nil {
 			return Loaded{}, err
 		}
-		return Loaded{Keys: New(marks.NewKeys(b)), Secret: b, Ref: key}, nil
+		return Loaded{Keys: New(NewKeys(b)), Secret: b, Ref: key}, nil
 	case file != "":
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -162,7 +161,7 @@ func Load(ctx context.Context, cfg *rest.Config, secretRefFlag, file, defaultNS 
 		if err != nil {
 			return Loaded{}, err
 		}
-		return Loaded{Keys: New(marks.NewKeys(b)), Secret: b}, nil
+		return Loaded{Keys: New(NewKeys(b)), Secret: b}, nil
 	}
 	return Loaded{}, nil
 }
@@ -284,7 +283,7 @@ func (w *Watch) check(ctx context.Context) {
 		}
 		if !bytes.Equal(b, w.held) {
 			w.held = b
-			w.keys.Set(marks.NewKeys(b))
+			w.keys.Set(NewKeys(b))
 			w.log.Info("the sharing key rotated: holds alone on their address are re-stamped, and attachments share under the new key from now on", "secret", w.ref)
 		}
 		w.ok()

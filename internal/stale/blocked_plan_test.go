@@ -10,6 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 func TestBlockedService(t *testing.T) {
@@ -34,7 +35,7 @@ func TestBlockedService(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	bound := &iadv1alpha1.IPAddress{Spec: iadv1alpha1.IPAddressSpec{
 		ClaimRef: &iadv1alpha1.ClaimReference{Namespace: "shop", Name: "web-ip", UID: "u1"}}}
-	key := marks.Keys{}.Of(bound)
+	key := sharingkey.Keys{}.Of(bound)
 	handing := svc("shop", "web", ip, true)
 	handing.Annotations[marks.KeySharing] = key
 	handing.Annotations[marks.KeyPinnedBy] = "web-ip"
@@ -86,7 +87,7 @@ func TestBlockedService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Blocked(tt.a, ip, marks.Keys{}.Of(tt.a), tt.phs, tt.holders, tt.attached)
+			got := Blocked(tt.a, ip, sharingkey.Keys{}.Of(tt.a), tt.phs, tt.holders, tt.attached)
 			if tt.want == "" {
 				assert.Nil(t, got)
 				return

@@ -368,13 +368,13 @@ func (k *kit) assertDetached(name string, addrs ...*iadv1alpha1.IPAddress) {
 }
 
 // sharingKey is the sharing key the driver gives every holder of the
-// address (marks.Keys.Of), under the sharing secret the controllers read
+// address (sharingkey.Keys.Of), under the sharing secret the controllers read
 // from their Secret.
 func (k *kit) sharingKey(a *iadv1alpha1.IPAddress) string {
 	k.t.Helper()
 	secret, err := sharingkey.Ensure(k.ctx, k.k, client.ObjectKey{Namespace: cluster.DriverNamespace, Name: cluster.SharingKeySecret}, false)
 	require.NoError(k.t, err, "read the sharing-key Secret")
-	return marks.NewKeys(secret).Of(a)
+	return sharingkey.NewKeys(secret).Of(a)
 }
 
 func ipsOf(addrs []*iadv1alpha1.IPAddress) map[string]string {

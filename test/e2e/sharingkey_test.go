@@ -52,7 +52,7 @@ func (k *kit) keyStamps(t require.TestingT, addrs []*iadv1alpha1.IPAddress) map[
 // carries a key carries the one secret derives for its claim, and that at
 // least one does.
 func (k *kit) assertStampedWith(t *assert.CollectT, secret []byte, addrs []*iadv1alpha1.IPAddress) {
-	keys := marks.NewKeys(secret)
+	keys := sharingkey.NewKeys(secret)
 	stamped := 0
 	for _, a := range addrs {
 		want := keys.Of(k.readAddress(t, a.Name))

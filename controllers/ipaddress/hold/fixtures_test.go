@@ -9,6 +9,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 	"github.com/cozystack/metallb-iad/test/fixture"
 )
 
@@ -27,7 +28,7 @@ var (
 // attachment: the driver's pin and the claim's sharing key.
 func sharingWorkload(pin, ingress string) corev1.Service {
 	return svc("t", "web", pin, ingress, marks.KeyPinnedBy, "c",
-		marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")
+		marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")
 }
 
 // withPort gives a Service one TCP port.

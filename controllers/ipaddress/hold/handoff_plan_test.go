@@ -10,6 +10,7 @@ import (
 
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 func TestPlanAttached(t *testing.T) {
@@ -55,7 +56,7 @@ func TestPlanAttached(t *testing.T) {
 
 func TestPlanShared(t *testing.T) {
 	w := shared().Status.AssociatedTo
-	key := marks.Keys{}.Claim("t", "c", "claim-uid")
+	key := sharingkey.Keys{}.Claim("t", "c", "claim-uid")
 	keyed := func(s corev1.Service) corev1.Service {
 		s.Annotations[marks.KeySharing] = key
 		marks.Edit(&s, func(m *marks.Marks) { m.Grant = "gold" })
@@ -105,8 +106,8 @@ func TestPlanLeaving(t *testing.T) {
 }
 
 func TestHoldKey(t *testing.T) {
-	key := marks.Keys{}.Claim("t", "c", "claim-uid")
-	before := marks.NewKeys([]byte("the-secret-before-the-rotation")).Claim("t", "c", "claim-uid")
+	key := sharingkey.Keys{}.Claim("t", "c", "claim-uid")
+	before := sharingkey.NewKeys([]byte("the-secret-before-the-rotation")).Claim("t", "c", "claim-uid")
 	tests := []struct {
 		name  string
 		live  []corev1.Service
@@ -160,8 +161,8 @@ func TestSharesSoon(t *testing.T) {
 // shares; otherwise the current key.
 func TestPairKey(t *testing.T) {
 	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
-	old := marks.Keys{}.Claim("t", "c", "claim-uid")
-	current := marks.NewKeys([]byte("rotated-secret-of-32-bytes-long!")).Claim("t", "c", "claim-uid")
+	old := sharingkey.Keys{}.Claim("t", "c", "claim-uid")
+	current := sharingkey.NewKeys([]byte("rotated-secret-of-32-bytes-long!")).Claim("t", "c", "claim-uid")
 	pair := sharingWorkload(planIP, planIP)
 	hold := svc(phNS, "hold", planIP, planIP, marks.KeySharing, old)
 	other := svc("x", "other", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, "metallb-iad-foreign", marks.KeySharedBy, "c")

@@ -12,13 +12,14 @@ import (
 	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 	"github.com/cozystack/metallb-iad/internal/conditions"
 	"github.com/cozystack/metallb-iad/internal/marks"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 func TestUnheld(t *testing.T) {
 	a := bound(address("ip-192-0-2-7", planIP), "t", "c")
 	ph := svc(phNS, "hold", planIP, "")
 	own := svc("t", "web", planIP, planIP, iadv1alpha1.ServiceClaimAnnotation, "c", marks.KeyPinnedBy, "c")
-	keyed := svc("t", "web", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))
+	keyed := svc("t", "web", planIP, planIP, marks.KeyPinnedBy, "c", marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"))
 	letGo := svc("t", "old", planIP, "")
 	granted := svc("x", "granted", planIP, planIP)
 	granted.Labels = map[string]string{marks.LabelGrant: a.Spec.ClassName}
@@ -96,7 +97,7 @@ func TestReleasedFor(t *testing.T) {
 		{"unattached", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, 1, false},
 	}
 	for _, tt := range tests {
-		got := releasedFor(tt.addr, marks.Keys{}.Of(tt.addr), tt.attached, tt.deleted)
+		got := releasedFor(tt.addr, sharingkey.Keys{}.Of(tt.addr), tt.attached, tt.deleted)
 		assert.Equal(t, tt.want, got != nil, tt.name)
 	}
 }

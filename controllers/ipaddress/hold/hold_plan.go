@@ -24,7 +24,7 @@ import (
 type holdView struct {
 	addr *iadv1alpha1.IPAddress
 	ip   string
-	// key is the address's sharing key (marks.Keys.Of); before its key
+	// key is the address's sharing key (sharingkey.Keys.Of); before its key
 	// under the secret held before a rotation, "" when none.
 	key, before          string
 	placeholderNamespace string

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/metallb-iad/internal/marks"
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/placeholder"
+	"github.com/cozystack/metallb-iad/internal/sharingkey"
 )
 
 const planIP = "192.0.2.7"
@@ -36,7 +37,7 @@ func shared() *iadv1alpha1.IPAddress {
 
 // view is the hold's view of address a, with the Services given.
 func view(a *iadv1alpha1.IPAddress, park parkOpt, placeholders, holders []corev1.Service, attached, attaching *corev1.Service) *holdView {
-	return &holdView{addr: a, ip: a.Spec.Address, key: marks.Keys{}.Of(a), placeholderNamespace: phNS, park: park,
+	return &holdView{addr: a, ip: a.Spec.Address, key: sharingkey.Keys{}.Of(a), placeholderNamespace: phNS, park: park,
 		cached: placeholders, placeholders: placeholders, holders: holders, attached: attached, attaching: attaching}
 }
 
@@ -102,7 +103,7 @@ func TestLook(t *testing.T) {
 	assert.False(t, p.phs[1].holds)
 	assert.True(t, p.hs[0].own, "a holder that is one of the placeholders")
 	assert.Equal(t, seen{Service: p.hs[1].Service, marks: marks.Of(&other), holds: true}, p.hs[1])
-	assert.Equal(t, marks.Keys{}.Of(a), p.key)
+	assert.Equal(t, sharingkey.Keys{}.Of(a), p.key)
 }
 
 func TestPlanRecording(t *testing.T) {
@@ -138,7 +139,7 @@ func TestPlanMissing(t *testing.T) {
 	}{
 		{"a hold without a key", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, nil, saidPlan{Create: true, Held: creating}},
 		{"a hold with the key for a Service about to share", bound(address("ip-192-0-2-7", planIP), "t", "c"), nil, &asker,
-			saidPlan{Create: true, Key: marks.Keys{}.Claim("t", "c", "claim-uid"), Held: creating}},
+			saidPlan{Create: true, Key: sharingkey.Keys{}.Claim("t", "c", "claim-uid"), Held: creating}},
 		{"imported from its holder: no hold", imported, []corev1.Service{importer}, nil, saidPlan{Held: &heldState{metav1.ConditionUnknown, conditions.ReasonImporting,
 			"Service t/web holds 192.0.2.7 and is being imported into the address's claim; it keeps the address, so no placeholder is created"}}},
 	}
@@ -252,7 +253,7 @@ func TestRightfulHolder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		v := view(tt.addr, parkOpt{}, nil, nil, tt.attached, tt.attaching)
-		assert.Same(t, tt.want, rightfulHolder(v, marks.Keys{}.Of(tt.addr)), tt.name)
+		assert.Same(t, tt.want, rightfulHolder(v, sharingkey.Keys{}.Of(tt.addr)), tt.name)
 	}
 }
 
@@ -278,7 +279,7 @@ func TestPlanHold(t *testing.T) {
 		s := svc("t", "web", "", "", append([]string{iadv1alpha1.ServiceClaimAnnotation, "c"}, annotations...)...)
 		return &s
 	}
-	claimKey := marks.Keys{}.Claim("t", "c", "claim-uid")
+	claimKey := sharingkey.Keys{}.Claim("t", "c", "claim-uid")
 	open := parkOpt{Pool: "parking", Open: true}
 	// parked is the hold moved to the parking pool, MetalLB showing ingress.
 	parked := func(ingress string) corev1.Service {
@@ -417,7 +418,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder keyed for another binding (claim uid filled in since) is repaired",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				marks.KeySharing, marks.Keys{}.Claim("t", "c", ""))},
+				marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", ""))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold, key: "none"},
@@ -426,7 +427,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder with the right key and a legacy one too is repaired",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeyLegacySharing, "x")},
+				marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"), marks.KeyLegacySharing, "x")},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{repair: []string{phNS + "/" + hold}, held: heldByHold},
@@ -443,7 +444,7 @@ func TestPlanHold(t *testing.T) {
 			name: "placeholder with the claim's key is left alone",
 			addr: bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip,
-				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))},
+				marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"))},
 			holders:  []corev1.Service{svc(phNS, hold, ip, ip)},
 			keepKeys: true,
 			want:     want{held: heldByHold},
@@ -453,7 +454,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, ip)},
 			holders: []corev1.Service{svc(phNS, hold, ip, ip),
-				svc("t", "web", ip, ip, marks.KeyPinnedBy, "c", marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"))},
+				svc("t", "web", ip, ip, marks.KeyPinnedBy, "c", marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"))},
 			want: want{held: heldByHold},
 		},
 		{
@@ -504,7 +505,7 @@ func TestPlanHold(t *testing.T) {
 			addr:         bound(address("ip-192-0-2-7", ip), "t", "c"),
 			placeholders: []corev1.Service{svc(phNS, hold, ip, "")},
 			holders: []corev1.Service{svc("t", "web", ip, ip, marks.KeyPinnedBy, "c",
-				marks.KeySharing, marks.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")},
+				marks.KeySharing, sharingkey.Keys{}.Claim("t", "c", "claim-uid"), marks.KeySharedBy, "c")},
 			want: want{held: &heldState{metav1.ConditionUnknown, conditions.ReasonWaitingForMetalLB,
 				"Waiting for MetalLB to let placeholder Service iad-system/hold-ip-192-0-2-7 share 192.0.2.7 with Service t/web, which this address's binding authorizes (shared handoff)"}},
 		},
@@ -710,7 +711,7 @@ func TestPlanHold(t *testing.T) {
 			if !tt.keepKeys {
 				for i := range tt.placeholders {
 					if _, ok := tt.placeholders[i].Annotations[marks.KeySharing]; !ok {
-						tt.placeholders[i].Annotations[marks.KeySharing] = marks.Keys{}.Of(tt.addr)
+						tt.placeholders[i].Annotations[marks.KeySharing] = sharingkey.Keys{}.Of(tt.addr)
 					}
 				}
 			}
@@ -761,7 +762,7 @@ func TestRenderHold(t *testing.T) {
 				marks.KeyPin:   tt.ip,
 				marks.KeyClass: "gold",
 			}, s.Annotations, "a hold no workload shares carries no sharing key")
-			key := marks.Keys{}.Claim("shop", "web-ip", "claim-uid")
+			key := sharingkey.Keys{}.Claim("shop", "web-ip", "claim-uid")
 			b := renderHold(phNS, bound(address(tt.name, tt.ip), "shop", "web-ip"), netip.MustParseAddr(tt.ip), key)
 			assert.Equal(t, key, b.Annotations[marks.KeySharing], "a hold made for a shared handoff carries the key")
 			require.Len(t, s.OwnerReferences, 1)

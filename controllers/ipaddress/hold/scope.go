@@ -26,7 +26,7 @@ type Scope struct {
 	Addr *iadv1alpha1.IPAddress
 	// IP is spec.address, parsed.
 	IP netip.Addr
-	// Key is the address's sharing key (marks.Keys.Of); KeyBefore its key
+	// Key is the address's sharing key (sharingkey.Keys.Of); KeyBefore its key
 	// under the secret held before a rotation, "" when none. EnforceHold
 	// sets Key to the key the hold's pair shares.
 	Key, KeyBefore string

@@ -1,4 +1,4 @@
-package marks
+package sharingkey
 
 import (
 	"crypto/hmac"

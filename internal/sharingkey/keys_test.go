@@ -1,9 +1,12 @@
-package marks
+package sharingkey
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	iadv1alpha1 "github.com/cozystack/metallb-iad/api/v1alpha1"
 )
 
 func TestSharingKeys(t *testing.T) {
@@ -46,4 +49,23 @@ func TestSharingKeysKeyedBySecret(t *testing.T) {
 	assert.Equal(t, keyed, k.Address("ip-203-0-113-7"), "stable")
 	assert.Regexp(t, `^metallb-iad-[0-9a-f]{32}$`, keyed)
 	assert.NotEqual(t, keyed, NewKeys([]byte("another secret, 20b")).Address("ip-203-0-113-7"), "another secret, another key")
+}
+
+func TestKeysOf(t *testing.T) {
+	bound := func(name, ns, claim, uid string) *iadv1alpha1.IPAddress {
+		a := &iadv1alpha1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if claim != "" {
+			a.Spec.ClaimRef = &iadv1alpha1.ClaimReference{Namespace: ns, Name: claim, UID: uid}
+		}
+		return a
+	}
+	v4 := bound("ip-203-0-113-7", "shop", "web-ip", "u1")
+	v6 := bound("ip6-2001-0db8-0000-0000-0000-0000-0000-0007", "shop", "web-ip", "u1")
+	assert.Equal(t, Keys{}.Of(v4), Keys{}.Of(v6), "a Dual claim's two addresses share one key")
+	assert.Equal(t, Keys{}.Claim("shop", "web-ip", "u1"), Keys{}.Of(v4))
+	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-7", "shop", "web-ip", "u2")), "another claim of the same name")
+	assert.NotEqual(t, Keys{}.Of(v4), Keys{}.Of(bound("ip-203-0-113-8", "shop", "api-ip", "u3")))
+	free := bound("ip-203-0-113-9", "", "", "")
+	assert.Equal(t, Keys{}.Address("ip-203-0-113-9"), Keys{}.Of(free), "an unbound address has a key of its own")
+	assert.NotEqual(t, Keys{}.Of(free), Keys{}.Of(bound("ip-203-0-113-10", "", "", "")))
 }
