@@ -126,7 +126,7 @@ func (r *Reconciler) clearFree(ctx context.Context, fs *familyScope) (phase.Resu
 		return phase.Next(), nil
 	}
 	s, f, ph, refusedSince := fs.scope, fs.f, fs.ph, fs.refusedSince
-	book := r.draws.Of(s.class.Name)
+	book := r.shared.Draws.Of(s.class.Name)
 	book.Decide.Lock()
 	_, drawn, inflight, err := r.classDraws(ctx, book, s.class.Name, f, time.Now())
 	book.Decide.Unlock()
@@ -141,7 +141,7 @@ func (r *Reconciler) clearFree(ctx context.Context, fs *familyScope) (phase.Resu
 	// The refused placeholder is one of the draws: room for it means the
 	// ledger and the other draws leave at least one address free.
 	full, _, _ := draw.ClassFull(s.class, f, draw.ViewOf(addrs.Items, s.class.Name, f).Entries, drawn+inflight-1)
-	wait, err := (&stale.Clearer{Deps: r.Deps, Cleared: &r.cleared}).ClearFree(ctx, s.class, f, addrs.Items, full, refusedSince, []*corev1.Service{ph})
+	wait, err := (&stale.Clearer{Deps: r.Deps, Cleared: &r.shared.Cleared}).ClearFree(ctx, s.class, f, addrs.Items, full, refusedSince, []*corev1.Service{ph})
 	if wait > 0 {
 		return phase.RetryAfter(wait, "MetalLB refuses the placeholder while the ledger shows room"), err
 	}

@@ -79,10 +79,8 @@ type Reconciler struct {
 	// written lets a pass whose cache misses this controller's last patch
 	// of a placeholder wait instead of patching into a conflict.
 	written patch.Written
-	// draws, cleared and holds are shared with the warm controller.
-	draws   draw.Locks
-	cleared stale.Memo
-	holds   draw.Holds
+	// shared is what the warm controller draws under too.
+	shared draw.Shared
 	// ledger reads the class ledgers through indexes of its own.
 	ledger *draw.Ledger
 }
@@ -181,7 +179,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if _, err := phInformer.AddEventHandler(r.holds.Handler()); err != nil {
+	if _, err := phInformer.AddEventHandler(r.shared.Holds.Handler()); err != nil {
 		return err
 	}
 
@@ -202,7 +200,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := placeholdergc.SetupWithManager(mgr, r.Deps, r.Options); err != nil {
 		return err
 	}
-	return warm.SetupWithManager(mgr, r.Deps, r.Options, &r.draws, &r.cleared, &r.holds)
+	return warm.SetupWithManager(mgr, r.Deps, r.Options, &r.shared)
 }
 
 // stampedForUs lets through claims stamped for this driver before or after
@@ -247,7 +245,7 @@ func (r *Reconciler) placeholderEvents() handler.EventHandler {
 			return
 		}
 		if class := o.GetAnnotations()[marks.KeyClass]; class != "" {
-			r.draws.Settle(class, o.GetName())
+			r.shared.Draws.Settle(class, o.GetName())
 		}
 		pq, isPQ := q.(priorityqueue.PriorityQueue[reconcile.Request])
 		for _, req := range r.placeholderToClaim(ctx, o) {

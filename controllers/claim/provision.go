@@ -190,7 +190,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, fs *familyScope) (ph
 		return phase.RetryAfter(d, "gave an address back a moment ago"), nil
 	}
 	name := placeholder.AllocationName(s.claim.UID, string(f))
-	book := r.draws.Of(s.class.Name)
+	book := r.shared.Draws.Of(s.class.Name)
 	d, already, err := r.decide(ctx, s, f, book, name)
 	switch {
 	case err != nil:
@@ -226,7 +226,7 @@ func (r *Reconciler) decide(ctx context.Context, s *scope, f iadv1alpha1.IPFamil
 	if err != nil {
 		return drawDecision{}, false, err
 	}
-	d = decideDraw(s.class, f, v, drawn, inflight, r.holds.HeldBy)
+	d = decideDraw(s.class, f, v, drawn, inflight, r.shared.Holds.HeldBy)
 	if d.verdict == drawNow {
 		if d, err = r.namespaceBound(ctx, s, book, now); err != nil || d.verdict != drawNow {
 			return d, false, err

@@ -222,6 +222,17 @@ func DrawnPlaceholders(ctx context.Context, c client.Reader, namespace, class st
 	return phs.Items, nil
 }
 
+// Shared is what the claim binary's claim and warm controllers draw under
+// together: each class's book of draws in flight behind its lock (Draws),
+// the IPs the placeholders hold (Holds), and the stale allocations of a
+// class's free addresses already cleared (Cleared). The claim controller
+// keeps it and hands the warm controller a pointer.
+type Shared struct {
+	Draws   Locks
+	Holds   Holds
+	Cleared stale.Memo
+}
+
 // Holds counts, from the placeholder informer, the IPs the
 // cached placeholders not being deleted hold, under the address they are
 // labelled with and the claim uid they carry (heldKey). A draw decision

@@ -41,7 +41,7 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 			return phase.Next(), nil
 		}
 		now := time.Now()
-		inBook := w.draws.Of(s.name).Draws(now)
+		inBook := w.shared.Draws.Of(s.name).Draws(now)
 		drawn, err := draw.DrawnPlaceholders(ctx, w.Client, w.PlaceholderNamespace, s.name)
 		if err != nil {
 			return phase.Next(), err
@@ -50,7 +50,7 @@ func (w *warmer) clearRefused(f iadv1alpha1.IPFamily) phase.Phase[*warmScope] {
 		// The refused placeholder is one of the draws: room for it means
 		// the ledger and the other draws leave at least one address free.
 		full, _, _ := draw.ClassFull(s.class, f, draw.ViewOf(s.addrs, s.name, f).Entries, taken-1)
-		wait, err := (&stale.Clearer{Deps: w.Deps, Cleared: w.cleared}).ClearFree(ctx, s.class, f, s.addrs, full, since, refused)
+		wait, err := (&stale.Clearer{Deps: w.Deps, Cleared: &w.shared.Cleared}).ClearFree(ctx, s.class, f, s.addrs, full, since, refused)
 		if wait > 0 {
 			return phase.RetryAfter(wait, "MetalLB refuses warm placeholders while the ledger shows room"), err
 		}

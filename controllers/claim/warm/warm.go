@@ -52,7 +52,7 @@ func (w *warmer) checkIdle(ctx context.Context, s *warmScope) (phase.Result, err
 // readLedger scopes, under the class's lock, the class's addresses and
 // warm placeholders (read).
 func (w *warmer) readLedger(ctx context.Context, s *warmScope) (phase.Result, error) {
-	book := w.draws.Of(s.name)
+	book := w.shared.Draws.Of(s.name)
 	book.Decide.Lock()
 	defer book.Decide.Unlock()
 	return phase.Next(), w.read(ctx, s)
@@ -62,7 +62,7 @@ func (w *warmer) readLedger(ctx context.Context, s *warmScope) (phase.Result, er
 // plans each family's warm addresses (decideFill), entering the draws the
 // pass will make in the class's book.
 func (w *warmer) decideFills(ctx context.Context, s *warmScope) (phase.Result, error) {
-	s.book = w.draws.Of(s.name)
+	s.book = w.shared.Draws.Of(s.name)
 	s.book.Decide.Lock()
 	defer s.book.Decide.Unlock()
 	if err := w.read(ctx, s); err != nil {
@@ -225,7 +225,7 @@ func (w *warmer) mayRefill(ctx context.Context, s *warmScope, f iadv1alpha1.IPFa
 	// While an address of the ledger is unheld in MetalLB, MetalLB would
 	// hand it to a new warm placeholder, only for it to be given back; an
 	// IPAddress or placeholder change brings the class back.
-	if a := draw.UnsettledAddress(draw.ViewOf(s.addrs, s.name, f).Unheld, w.holds.HeldBy); a != nil {
+	if a := draw.UnsettledAddress(draw.ViewOf(s.addrs, s.name, f).Unheld, w.shared.Holds.HeldBy); a != nil {
 		logger.Info("an address of the ledger is not held in MetalLB right now; not warming yet",
 			"class", s.name, "family", f, "ipaddress", a.Name)
 		return ptr.To(phase.WaitFor("every address of the ledger to be held in MetalLB", 0))

@@ -26,7 +26,6 @@ import (
 	"github.com/cozystack/metallb-iad/internal/names"
 	"github.com/cozystack/metallb-iad/internal/phase"
 	"github.com/cozystack/metallb-iad/internal/queue"
-	"github.com/cozystack/metallb-iad/internal/stale"
 )
 
 // WarmControllerName is the name of the controller that keeps a class's
@@ -46,10 +45,8 @@ type warmer struct {
 	// refills holds back a refill while a burst of claims is still taking
 	// the class's warm addresses (refillQuiet).
 	refills draw.RefillDelays
-	// draws, cleared and holds are the claim controller's.
-	draws   *draw.Locks
-	cleared *stale.Memo
-	holds   *draw.Holds
+	// shared is the claim controller's: it draws under it too.
+	shared *draw.Shared
 	// drawSeq names the warm draws in the class's book.
 	drawSeq atomic.Uint64
 }
@@ -121,10 +118,10 @@ func (w *warmer) warmPlaceholders(ctx context.Context, className string) ([]*cor
 }
 
 // SetupWithManager runs the warm controller on mgr with d, the claim
-// controller's dependencies and options, sharing the claim controller's
-// book of draws, memory of stale clears and holds.
-func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options, draws *draw.Locks, cleared *stale.Memo, holds *draw.Holds) error {
-	w := &warmer{Deps: d, draws: draws, cleared: cleared, holds: holds}
+// controller's dependencies and options, drawing under what the claim
+// controller shares (draw.Shared).
+func SetupWithManager(mgr ctrl.Manager, d bootstrap.Deps, opts controller.Options, shared *draw.Shared) error {
+	w := &warmer{Deps: d, shared: shared}
 	return w.setupWithManager(mgr, opts)
 }
 
